@@ -1,0 +1,1 @@
+"""The memory library: no click, no printing. Raises MemError subclasses."""

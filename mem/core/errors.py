@@ -1,0 +1,77 @@
+"""Exit codes and the typed errors that carry them.
+
+The core raises these; the CLI turns them into one-line messages and exit codes
+at the edge. Exit codes are defined here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    #: nothing found, a check failed, or a gate said no
+    NOT_FOUND = 1
+    CHECK_FAILED = 1
+    #: usage error (click's own code)
+    USAGE = 2
+    #: configuration missing: no API key or model when one is required
+    CONFIG = 3
+    #: refused for safety: secret, path escape, structure violation
+    REFUSED = 4
+    #: a lock is held and --wait was not given
+    LOCKED = 5
+    #: unexpected failure (EX_SOFTWARE)
+    FAILURE = 70
+    #: interrupted by Ctrl-C
+    INTERRUPTED = 130
+
+
+class MemError(Exception):
+    """Base of every error the core raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(MemError):
+    exit_code = ExitCode.USAGE
+
+
+class NotFoundError(MemError):
+    """A file or memory directory that should exist does not."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
+class ConfigError(MemError):
+    exit_code = ExitCode.CONFIG
+
+
+class RefusedError(MemError):
+    exit_code = ExitCode.REFUSED
+
+
+class PathEscapeError(RefusedError):
+    """A write target resolves outside the memory directory (or is unsafe)."""
+
+
+class SecretError(RefusedError):
+    """Content carries something the secret scanner recognises."""
+
+    def __init__(self, path: str, rule_id: str, label: str):
+        super().__init__(f"refused to write {path}: it contains a secret ({label}, rule {rule_id})")
+        self.path = path
+        self.rule_id = rule_id
+        self.label = label
+
+
+class LockedError(MemError):
+    exit_code = ExitCode.LOCKED
