@@ -1,0 +1,151 @@
+"""The ``mem`` command group: dispatch, and errors turned into exit codes at the edge.
+
+Commands live one per module and are imported only when used (``mem --help``
+and completion import them all, so each must stay cheap to import).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+
+import click
+
+from mem import __version__
+from mem.core.errors import ExitCode, MemError
+
+# name -> "module:attribute"; the order here is the order in --help.
+COMMANDS = {
+    "path": "mem.cli.path:path_cmd",
+    "scan": "mem.cli.scan:scan_cmd",
+    "index": "mem.cli.index:index_cmd",
+}
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("MEM_DEBUG", "") not in ("", "0") or _state["debug"]
+
+
+_state = {"debug": False}
+
+
+class MemGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        spec = COMMANDS.get(name)
+        if spec is None:
+            return None
+        module, attr = spec.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Keep COMMANDS order rather than click's alphabetical one.
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=formatter.width - 6 - 12)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        argv = list(sys.argv[1:] if args is None else args)
+        # A hook must never break the agent's session: whatever happens, exit 0.
+        hook = "--hook" in argv
+        code = run(self, argv, prog_name or "mem", complete_var, hook, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) -> int:
+    try:
+        rv = click.Group.main(group, argv, prog_name, complete_var, standalone_mode=False, **extra)
+        code = rv if isinstance(rv, int) else 0
+    except click.ClickException as exc:
+        if hook:
+            _hook_failed(exc.format_message())
+            return 0
+        exc.show()
+        code = exc.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        if hook:
+            return 0
+        sys.stderr.write("\nmem: interrupted\n")
+        code = ExitCode.INTERRUPTED
+    except MemError as exc:
+        if debug_enabled():
+            traceback.print_exc()
+        if hook:
+            _hook_failed(str(exc))
+            return 0
+        from mem import render
+
+        render.error(str(exc))
+        code = exc.exit_code
+    except BrokenPipeError:
+        # `mem scan | head -1`: the reader left; stop quietly like a C tool.
+        _silence_stdout()
+        code = 141
+    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into a line
+        if debug_enabled():
+            traceback.print_exc()
+        if hook:
+            _hook_failed(f"{type(exc).__name__}: {exc}")
+            return 0
+        from mem import render
+
+        hint = "" if debug_enabled() else " (run with --debug for a traceback)"
+        render.error(f"{_describe(exc)}{hint}")
+        code = ExitCode.FAILURE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        code = 141 if not hook else 0
+    return 0 if hook else int(code)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _hook_failed(message: str) -> None:
+    line = " ".join(str(message).split())
+    try:
+        sys.stderr.write(f"mem: hook: {line}\n")
+    except Exception:  # noqa: BLE001 - nothing more can be done
+        pass
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+@click.group(cls=MemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="mem", message="%(prog)s %(version)s")
+@click.option("--debug", is_flag=True, help="Show tracebacks and model calls (also MEM_DEBUG=1).")
+def cli(debug: bool) -> None:
+    """Keep an AI coding agent's long-term memory in plain files.
+
+    Memory is a directory of Markdown topic files indexed by MEMORY.md, the
+    layout Claude Code's auto memory writes. Each command does one job, writes
+    data to stdout and messages to stderr.
+
+    \b
+    Example:
+      mem scan --json | jq '.[].relpath'
+    """
+    _state["debug"] = debug

@@ -1,0 +1,123 @@
+"""mem index: MEMORY.md as an agent is given it; lint it; rebuild it."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+
+import click
+
+from mem import render
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.core.errors import ExitCode, NotFoundError, UsageError
+
+
+@click.command("index")
+@click.option("--print", "mode", flag_value="print", help="Print MEMORY.md exactly as an agent is given it (the default).")
+@click.option("--check", "mode", flag_value="check", help="Lint the index; exit 1 on problems.")
+@click.option("--rebuild", "mode", flag_value="rebuild", help="Drop stale pointers, add missing ones, keep the rest.")
+@click.option("--dry-run", is_flag=True, help="With --rebuild: print a unified diff, write nothing.")
+@click.argument("file", required=False, metavar="[FILE]")
+@memory_dir_options
+@format_options
+@click.pass_context
+def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, file: str | None, where: dict, fmt: str) -> None:
+    """Print, lint or rebuild MEMORY.md, the index of one-line pointers.
+
+    FILE (or - for stdin) prints or lints another index text; pointers are
+    still resolved against the memory directory.
+
+    \b
+    Example:
+      mem index                      # what the agent sees at session start
+      mem index --check
+      mem index --rebuild --dry-run | less
+    """
+    from mem.core import index as idx
+    from mem.core import manifest
+
+    mode = mode or "print"
+    if dry_run and mode != "rebuild":
+        raise UsageError("--dry-run goes with --rebuild")
+    if file and mode == "rebuild":
+        raise UsageError("--rebuild works on the memory directory's own MEMORY.md, not FILE")
+    root = resolve_dir(where).memory_dir
+    index_path = os.path.join(root, idx.INDEX_NAME)
+    raw = _read_index(file, index_path)
+
+    if mode == "print":
+        if raw is None:
+            raise NotFoundError(f"no index at {index_path}")
+        t = idx.render_as_injected(raw)
+        if fmt == "text":
+            render.out(t.content)
+        else:
+            data = {
+                "path": index_path if not file else file,
+                "content": t.content,
+                "truncated": t.truncated,
+                "line_count": t.line_count,
+                "size_utf16": t.byte_count,
+            }
+            render.out_json(data) if fmt == "json" else render.out_jsonl([data])
+        return
+
+    headers = manifest.scan(root, limit=None) if os.path.isdir(root) else []
+    if mode == "check":
+        problems = idx.lint(raw, root, headers)
+        name = file if file and file != "-" else ("<stdin>" if file == "-" else idx.INDEX_NAME)
+        if fmt == "text":
+            for p in problems:
+                loc = f"{name}:{p.line}" if p.line else name
+                render.out(f"{loc}: {p.code}: {p.message}")
+        else:
+            render.out_rows((p.as_dict() for p in problems), fmt, None)
+        if problems:
+            render.info(f"{len(problems)} problem{'s' * (len(problems) != 1)} in {name}")
+            ctx.exit(ExitCode.CHECK_FAILED)
+        render.info(f"{name}: no problems")
+        return
+
+    new = idx.rebuild(raw, root, headers)
+    before = {p.relpath for p in idx.parse_pointers(raw or "") if p.relpath}
+    after = {p.relpath for p in idx.parse_pointers(new) if p.relpath}
+    added, removed = sorted(after - before), sorted(before - after)
+    changed = new != (raw or "")
+    if dry_run:
+        if fmt == "text":
+            diff = difflib.unified_diff(
+                (raw or "").splitlines(keepends=True), new.splitlines(keepends=True),
+                fromfile=f"a/{idx.INDEX_NAME}", tofile=f"b/{idx.INDEX_NAME}",
+            )
+            sys.stdout.writelines(diff)
+    elif changed:
+        from mem.core.store import MemoryDir
+
+        store = MemoryDir(root)
+        store.update_index(lambda current: idx.rebuild(current, root, manifest.scan(root, limit=None)))
+    result = {"path": index_path, "changed": changed, "written": changed and not dry_run, "added": added, "removed": removed}
+    if fmt == "json":
+        render.out_json(result)
+    elif fmt == "jsonl":
+        render.out_jsonl([result])
+    if not changed:
+        render.info(f"{idx.INDEX_NAME} is up to date")
+    else:
+        verb = "would add" if dry_run else "added"
+        render.info(f"{idx.INDEX_NAME}: {verb} {len(added)}, {'would remove' if dry_run else 'removed'} {len(removed)} pointers")
+
+
+def _read_index(file: str | None, index_path: str) -> str | None:
+    if file == "-":
+        return sys.stdin.read()
+    path = file or index_path
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        if file:
+            raise NotFoundError(f"no such file: {file}") from None
+        return None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory") from None

@@ -1,0 +1,304 @@
+"""MEMORY.md: rendered as an agent is given it, linted, rebuilt.
+
+The index is a list of one-line pointers, ``- [Title](file.md) — hook``.
+Claude Code loads it with its frontmatter and block-level HTML comments
+stripped, then truncated to 200 lines and 25,000 UTF-16 units with a warning
+line appended; ``render_as_injected`` reproduces that byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from mem.core.frontmatter import FRONTMATTER_RE, js_trim
+from mem.core.manifest import MemoryHeader, Problem
+
+INDEX_NAME = "MEMORY.md"
+MAX_ENTRYPOINT_LINES = 200
+MAX_ENTRYPOINT_BYTES = 25_000  # compared against UTF-16 length, despite the name
+MAX_LINE_CHARS = 150  # the guidance given to agents: one line under ~150 characters
+POINTER_SEPARATOR = " — "
+# Subtrees with an index of their own (team/) or no pointers at all (logs/).
+UNINDEXED_DIRS = ("team/", "logs/")
+
+
+def len16(s: str) -> int:
+    return len(s.encode("utf-16-le")) // 2
+
+
+def cut16(s: str, units: int) -> str:
+    """``s.slice(0, units)`` in UTF-16 units (a split surrogate pair is dropped)."""
+    if len16(s) <= units:
+        return s
+    out = s.encode("utf-16-le")[: units * 2]
+    return out.decode("utf-16-le", "ignore")
+
+
+def format_file_size(n: int) -> str:
+    """Claude Code's formatFileSize."""
+    kb = n / 1024
+    if kb < 1:
+        return f"{n} bytes"
+    for unit, value in (("KB", kb), ("MB", kb / 1024), ("GB", kb / 1024 / 1024)):
+        if unit == "GB" or value < 1024:
+            text = f"{value:.1f}"
+            if text.endswith(".0"):
+                text = text[:-2]
+            return text + unit
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Truncation:
+    content: str
+    line_count: int
+    byte_count: int  # UTF-16 units, as Claude counts them
+    was_line_truncated: bool
+    was_byte_truncated: bool
+
+    @property
+    def truncated(self) -> bool:
+        return self.was_line_truncated or self.was_byte_truncated
+
+
+def truncate_entrypoint(raw: str) -> Truncation:
+    trimmed = js_trim(raw)
+    lines = trimmed.split("\n")
+    line_count = len(lines)
+    byte_count = len16(trimmed)
+    was_line = line_count > MAX_ENTRYPOINT_LINES
+    was_byte = byte_count > MAX_ENTRYPOINT_BYTES
+    if not was_line and not was_byte:
+        return Truncation(trimmed, line_count, byte_count, False, False)
+    t = "\n".join(lines[:MAX_ENTRYPOINT_LINES]) if was_line else trimmed
+    if len16(t) > MAX_ENTRYPOINT_BYTES:
+        head = cut16(t, MAX_ENTRYPOINT_BYTES + 1)  # lastIndexOf('\n', 25000) looks at index 25000 too
+        cut = head.rfind("\n")
+        t = t[:cut] if cut > 0 else cut16(t, MAX_ENTRYPOINT_BYTES)
+    if was_byte and not was_line:
+        reason = f"{format_file_size(byte_count)} (limit: {format_file_size(MAX_ENTRYPOINT_BYTES)}) — index entries are too long"
+    elif was_line and not was_byte:
+        reason = f"{line_count} lines (limit: {MAX_ENTRYPOINT_LINES})"
+    else:
+        reason = f"{line_count} lines and {format_file_size(byte_count)}"
+    warning = (
+        f"\n\n> WARNING: {INDEX_NAME} is {reason}. Only part of it was loaded. "
+        "Keep index entries to one line under ~200 chars; move detail into topic files."
+    )
+    return Truncation(t + warning, line_count, byte_count, was_line, was_byte)
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_COMMENT_START = re.compile(r"^ {0,3}<!--")
+_COMMENT_SPAN = re.compile(r"<!--[\s\S]*?-->")
+
+
+def strip_html_comments(content: str) -> str:
+    """Drop block-level HTML comments, as Claude Code does before loading an index.
+
+    A comment block starts on a line beginning (after up to three spaces)
+    with ``<!--`` outside fenced code and runs to the line holding ``-->``.
+    Text left on those lines besides the comments is kept; an unclosed
+    comment is left alone so a typo does not swallow the rest of the file.
+    """
+    if "<!--" not in content:
+        return content
+    lines = content.split("\n")
+    out: list[str] = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)[0] * len(m.group(1))
+        elif fence is not None and line.lstrip(" ").startswith(fence) and line.strip() == line.strip()[0] * len(line.strip()):
+            fence = None
+        elif fence is None and _COMMENT_START.match(line):
+            j = i
+            if "-->" not in line[line.index("<!--") + 4:]:
+                j += 1
+                while j < len(lines) and "-->" not in lines[j]:
+                    j += 1
+            if j < len(lines):
+                block = "\n".join(lines[i:j + 1])
+                residue = _COMMENT_SPAN.sub("", block)
+                if js_trim(residue):
+                    out.append(residue)
+                i = j + 1
+                continue
+        out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
+def strip_frontmatter(text: str) -> str:
+    m = FRONTMATTER_RE.match(text)
+    return text[m.end():] if m else text
+
+
+def render_as_injected(raw: str) -> Truncation:
+    """MEMORY.md exactly as an agent is given it."""
+    return truncate_entrypoint(strip_html_comments(strip_frontmatter(raw)))
+
+
+# --- pointers --------------------------------------------------------------
+
+_POINTER = re.compile(
+    r"^(?P<indent>\s*)[-*+]\s+\[(?P<title>(?:[^\]\\]|\\.)*)\]\((?P<target><[^>]*>|[^)\s]+)(?:\s+\"[^\"]*\")?\)(?P<rest>.*)$"
+)
+
+
+@dataclass(frozen=True)
+class Pointer:
+    lineno: int  # 1-based
+    line: str
+    title: str
+    target: str  # as written
+    relpath: str | None  # normalised '/'-path inside the memory dir, None for external links
+    hook: str
+
+
+def _normalise_target(target: str) -> str | None:
+    if target.startswith("<") and target.endswith(">"):
+        target = target[1:-1]
+    if re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith("#"):
+        return None  # a URL or an anchor, not a topic file
+    target = unquote(target.split("#", 1)[0])
+    if not target:
+        return None
+    return os.path.normpath(target).replace(os.sep, "/")
+
+
+def parse_pointers(text: str) -> list[Pointer]:
+    pointers = []
+    for i, line in enumerate(text.split("\n"), start=1):
+        m = _POINTER.match(line.rstrip("\r"))
+        if not m:
+            continue
+        rest = m.group("rest").strip()
+        for sep in ("—", "–", "-", ":"):
+            if rest.startswith(sep):
+                rest = rest[len(sep):].strip()
+                break
+        pointers.append(Pointer(i, line, m.group("title"), m.group("target"), _normalise_target(m.group("target")), rest))
+    return pointers
+
+
+def indexed_topics(headers: list[MemoryHeader]) -> list[MemoryHeader]:
+    """Topic files that belong in the top-level index."""
+    return [h for h in headers if not h.relpath.startswith(UNINDEXED_DIRS)]
+
+
+# --- lint ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexProblem:
+    code: str
+    message: str
+    line: int | None = None
+    relpath: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "message": self.message, "line": self.line, "relpath": self.relpath}
+
+
+def lint(raw: str | None, root: str, headers: list[MemoryHeader]) -> list[IndexProblem]:
+    """Problems with an index: limits, long lines, dangling, missing and duplicate pointers."""
+    problems: list[IndexProblem] = []
+    topics = indexed_topics(headers)
+    if raw is None:
+        if topics:
+            problems.append(IndexProblem("missing-index", f"there is no {INDEX_NAME} but there are {len(topics)} topic files"))
+        return problems
+    if FRONTMATTER_RE.match(raw):
+        problems.append(IndexProblem("index-frontmatter", f"{INDEX_NAME} has frontmatter; the index should have none", 1))
+    t = truncate_entrypoint(strip_html_comments(strip_frontmatter(raw)))
+    if t.was_line_truncated:
+        problems.append(IndexProblem("too-many-lines", f"{t.line_count} lines (limit {MAX_ENTRYPOINT_LINES}): agents see only the first {MAX_ENTRYPOINT_LINES}"))
+    if t.was_byte_truncated:
+        problems.append(IndexProblem("too-large", f"{format_file_size(t.byte_count)} (limit {format_file_size(MAX_ENTRYPOINT_BYTES)}): agents see only part of it"))
+    for i, line in enumerate(raw.split("\n"), start=1):
+        n = len16(line.rstrip("\r"))
+        if n > MAX_LINE_CHARS:
+            problems.append(IndexProblem("long-line", f"line is {n} characters (keep index lines under {MAX_LINE_CHARS})", i))
+    seen: dict[str, int] = {}
+    for p in parse_pointers(raw):
+        if p.relpath is None:
+            continue
+        if p.relpath.startswith("../") or os.path.isabs(p.relpath):
+            problems.append(IndexProblem("outside-pointer", f"pointer to {p.target} leads outside the memory directory", p.lineno, p.relpath))
+            continue
+        if p.relpath in seen:
+            problems.append(IndexProblem("duplicate-pointer", f"{p.relpath} is already listed on line {seen[p.relpath]}", p.lineno, p.relpath))
+            continue
+        seen[p.relpath] = p.lineno
+        if not os.path.isfile(os.path.join(root, p.relpath)):
+            problems.append(IndexProblem("dangling-pointer", f"pointer to {p.relpath}, which does not exist", p.lineno, p.relpath))
+    for h in topics:
+        if h.relpath not in seen:
+            problems.append(IndexProblem("unindexed", f"{h.relpath} has no pointer in {INDEX_NAME}", None, h.relpath))
+    return problems
+
+
+# --- rebuild ---------------------------------------------------------------
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
+
+
+def title_of(h: MemoryHeader) -> str:
+    name = h.name or os.path.splitext(os.path.basename(h.relpath))[0]
+    if _SLUG.match(name):
+        words = re.sub(r"[-_]+", " ", name)
+        name = words[:1].upper() + words[1:]
+    return name.replace("[", "(").replace("]", ")").replace("\n", " ")
+
+
+def pointer_line(h: MemoryHeader) -> str:
+    target = h.relpath
+    if re.search(r"[\s()<>]", target):
+        target = f"<{target}>"
+    head = f"- [{title_of(h)}]({target})"
+    hook = " ".join((h.description or "").split())
+    if not hook:
+        return head
+    room = MAX_LINE_CHARS - len16(head) - len16(POINTER_SEPARATOR)
+    if room < 10:
+        return head
+    if len16(hook) > room:
+        hook = cut16(hook, room - 1).rstrip() + "…"
+    return head + POINTER_SEPARATOR + hook
+
+
+def rebuild(raw: str | None, root: str, headers: list[MemoryHeader]) -> str:
+    """The index with stale and duplicate pointers dropped and missing ones added.
+
+    Hand-written lines for files that still exist stay, in their order; other
+    lines (headings, prose) are kept as they are; pointers for topic files
+    without one are appended, sorted by path.
+    """
+    raw = raw or ""
+    newline = "\r\n" if "\r\n" in raw else "\n"
+    lines = raw.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    pointers = {p.lineno: p for p in parse_pointers(raw)}
+    kept: list[str] = []
+    seen: set[str] = set()
+    for i, line in enumerate(lines, start=1):
+        p = pointers.get(i)
+        if p is not None and p.relpath is not None:
+            if p.relpath in seen or not os.path.isfile(os.path.join(root, p.relpath)) or p.relpath.startswith("../"):
+                continue
+            seen.add(p.relpath)
+        kept.append(line)
+    missing = sorted((h for h in indexed_topics(headers) if h.relpath not in seen), key=lambda h: h.relpath)
+    cr = "\r" if newline == "\r\n" else ""
+    kept.extend(pointer_line(h) + cr for h in missing)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept) + "\n" if kept else ""

@@ -1,0 +1,219 @@
+"""Scanning topic files into the manifest, with Claude Code's semantics.
+
+Recursive, every ``MEMORY.md`` excluded, first 30 lines of each file parsed
+for frontmatter, newest first, capped at 200 unless asked for all. The
+manifest line format is reproduced exactly::
+
+    - [type] relpath (2023-11-14T22:13:20.123Z): description
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mem.core.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
+
+MAX_MEMORY_FILES = 200
+FRONTMATTER_MAX_LINES = 30
+INDEX_NAME = "MEMORY.md"
+
+
+@dataclass
+class Problem:
+    code: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass
+class MemoryHeader:
+    """One topic file as the scanner sees it."""
+
+    path: str
+    relpath: str  # '/'-separated, relative to the memory directory
+    mtime_ms: int
+    size: int
+    name: str | None
+    description: str | None
+    type: str | None  # one of the four, or None
+    raw_type: Any  # what the file said, for "unknown type" reports
+    warnings: list[Problem] = field(default_factory=list)
+
+    @property
+    def mtime_iso(self) -> str:
+        return iso_utc_ms(self.mtime_ms)
+
+    def manifest_line(self) -> str:
+        tag = f"[{self.type}] " if self.type else ""
+        desc = f": {self.description}" if self.description else ""
+        return f"- {tag}{self.relpath} ({self.mtime_iso}){desc}"
+
+    def as_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "relpath": self.relpath,
+            "name": self.name,
+            "description": self.description,
+            "type": self.type,
+            "mtime": self.mtime_iso,
+            "mtime_ms": self.mtime_ms,
+            "size": self.size,
+            "warnings": [w.as_dict() for w in self.warnings],
+        }
+
+
+def iso_utc_ms(mtime_ms: int) -> str:
+    """``new Date(ms).toISOString()``."""
+    secs, ms = divmod(int(mtime_ms), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"
+
+
+def walk_topic_files(root: str) -> Iterator[tuple[str, os.DirEntry]]:
+    """(relpath, entry) for every ``*.md`` under root except ``MEMORY.md``.
+
+    Like Node's recursive readdir, symlinked directories are not descended
+    into (which also makes link loops harmless); symlinked files are kept.
+    """
+    stack = [("", root)]
+    while stack:
+        prefix, directory = stack.pop(0)
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                stack.append((rel + "/", entry.path))
+                if not entry.name.endswith(".md"):
+                    continue
+            if entry.name.endswith(".md") and entry.name != INDEX_NAME:
+                yield rel, entry
+
+
+def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:
+    """The first ``max_lines`` lines, BOM and CRs stripped, joined by newlines."""
+    chunks = []
+    newlines = 0
+    with open(path, "rb") as fh:
+        while newlines < max_lines:
+            chunk = fh.read(8192)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            newlines += chunk.count(b"\n")
+    text = b"".join(chunks).decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")[:max_lines]
+    return "\n".join(line[:-1] if line.endswith("\r") else line for line in lines)
+
+
+def header_of(path: str, relpath: str, st: os.stat_result) -> MemoryHeader:
+    head = read_head(path)
+    parsed = parse_frontmatter(head)
+    data = parsed.data
+    mem_type, raw_type = memory_type_of(data)
+    name = js_string(data.get("name")) if data.get("name") is not None else None
+    header = MemoryHeader(
+        path=path,
+        relpath=relpath,
+        mtime_ms=st.st_mtime_ns // 1_000_000,
+        size=st.st_size,
+        name=name,
+        description=description_of(data),
+        type=mem_type,
+        raw_type=raw_type,
+    )
+    w = header.warnings
+    if not parsed.present:
+        if head.startswith("---"):
+            w.append(Problem("unclosed-frontmatter", f"frontmatter is not closed within the first {FRONTMATTER_MAX_LINES} lines"))
+        else:
+            w.append(Problem("no-frontmatter", "no frontmatter (it must start at the first byte with ---)"))
+    elif parsed.error:
+        w.append(Problem("broken-frontmatter", f"frontmatter is not valid YAML: {parsed.error}"))
+    if parsed.present and not parsed.error:
+        if raw_type is None:
+            w.append(Problem("missing-type", "no type (user, feedback, project or reference)"))
+        elif mem_type is None:
+            w.append(Problem("unknown-type", f"unknown type {js_string(raw_type)!r} (expected user, feedback, project or reference)"))
+        if header.description is None:
+            w.append(Problem("missing-description", "no description (recall chooses memories by their description)"))
+        elif "\n" in header.description:
+            w.append(Problem("multiline-description", "description spans several lines"))
+        elif len(header.description) > MAX_DESCRIPTION:
+            w.append(Problem("long-description", f"description is {len(header.description)} characters (keep it under {MAX_DESCRIPTION})"))
+    return header
+
+
+MAX_DESCRIPTION = 200
+
+
+def scan(root: str, *, limit: int | None = MAX_MEMORY_FILES) -> list[MemoryHeader]:
+    """The manifest: newest first, ``limit`` entries (None for all)."""
+    headers = []
+    for rel, entry in walk_topic_files(root):
+        try:
+            st = entry.stat()  # follows a symlinked file, as readFile would
+            headers.append(header_of(entry.path, rel, st))
+        except (OSError, ValueError):
+            continue  # unreadable or a directory named *.md: dropped, as Claude does
+    # Stable sort: ties keep directory order.
+    headers.sort(key=lambda h: h.mtime_ms, reverse=True)
+    return headers if limit is None else headers[:limit]
+
+
+def format_manifest(headers: list[MemoryHeader]) -> str:
+    return "\n".join(h.manifest_line() for h in headers)
+
+
+def check(root: str, headers: list[MemoryHeader]) -> None:
+    """Add the costlier problems to each header: not in its index, carries a secret."""
+    from mem.core.index import parse_pointers
+    from mem.core.secrets import scan as scan_secrets
+
+    listed: dict[str, set[str] | None] = {}
+
+    def pointers_of(index_dir: str) -> set[str] | None:
+        if index_dir not in listed:
+            try:
+                with open(os.path.join(root, index_dir, INDEX_NAME), encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+                listed[index_dir] = {p.relpath for p in parse_pointers(text) if p.relpath}
+            except OSError:
+                listed[index_dir] = None
+        return listed[index_dir]
+
+    for h in headers:
+        top = h.relpath.split("/", 1)[0] if "/" in h.relpath else ""
+        if top != "logs":
+            index_dir = "team" if top == "team" else ""
+            rel = h.relpath[len("team/"):] if index_dir else h.relpath
+            pointers = pointers_of(index_dir)
+            where = f"{index_dir}/{INDEX_NAME}" if index_dir else INDEX_NAME
+            if pointers is None:
+                h.warnings.append(Problem("not-indexed", f"no pointer to it: {where} does not exist"))
+            elif rel not in pointers:
+                h.warnings.append(Problem("not-indexed", f"no pointer to it in {where}"))
+        try:
+            with open(h.path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError as exc:
+            h.warnings.append(Problem("unreadable", exc.strerror or str(exc)))
+            continue
+        for finding in scan_secrets(text):
+            h.warnings.append(
+                Problem("secret", f"line {finding.line} looks like a secret ({finding.label}, rule {finding.rule_id})")
+            )

@@ -1,0 +1,210 @@
+"""The memory directory: the one write path, and locks.
+
+Every file ``mem`` writes inside a memory directory goes through
+``MemoryDir.write`` (or ``delete``): the target is resolved and contained
+(no NUL, no ``..`` escape, no absolute path elsewhere, no symlink or dangling
+link leading out), the content is scanned for secrets, and the bytes land by
+temp file + fsync + rename in the same directory. Read-modify-write of
+MEMORY.md happens under a lock kept in the state directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
+
+INDEX_NAME = "MEMORY.md"
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    path: str  # absolute path written (symlinks inside the root resolved)
+    relpath: str  # relative to the memory directory, with '/' separators
+    created: bool
+    changed: bool  # False when the content on disk was already identical
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class MemoryDir:
+    """A memory directory on disk."""
+
+    def __init__(self, root: str):
+        if "\0" in root:
+            raise PathEscapeError("memory directory path contains a NUL byte")
+        self.root = os.path.abspath(root)
+        self.real_root = os.path.realpath(self.root)
+
+    def __repr__(self) -> str:
+        return f"MemoryDir({self.root!r})"
+
+    @property
+    def index_path(self) -> str:
+        return os.path.join(self.root, INDEX_NAME)
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.root)
+
+    # -- containment --
+
+    def resolve(self, target: str) -> str:
+        """The real path a write to ``target`` would touch, or PathEscapeError.
+
+        ``target`` is relative to the memory directory or absolute inside it.
+        Links inside the directory that point inside it are followed; links
+        out of it, dangling links, and ``..`` escapes are refused.
+        """
+        if not target or "\0" in target:
+            raise PathEscapeError(f"refused path {target!r}: empty or contains a NUL byte")
+        if os.path.isabs(target):
+            candidate = os.path.normpath(target)
+            if not (_within(candidate, os.path.normpath(self.root)) or _within(candidate, self.real_root)):
+                raise PathEscapeError(f"refused path {target}: outside the memory directory {self.root}")
+        else:
+            candidate = os.path.normpath(os.path.join(self.root, target))
+            if not _within(candidate, os.path.normpath(self.root)):
+                raise PathEscapeError(f"refused path {target}: it escapes the memory directory")
+        if os.path.islink(candidate) and not os.path.exists(candidate):
+            raise PathEscapeError(f"refused path {target}: it is a dangling symbolic link")
+        real = os.path.realpath(candidate)
+        if not _within(real, self.real_root) or real == self.real_root:
+            raise PathEscapeError(f"refused path {target}: it resolves outside the memory directory")
+        if os.path.isdir(real):
+            raise PathEscapeError(f"refused path {target}: it is a directory")
+        return real
+
+    # -- the one write path --
+
+    def write(self, target: str, content: str | bytes, *, scan: bool = True) -> WriteResult:
+        """Atomically write ``content`` to ``target`` inside the memory directory."""
+        real = self.resolve(target)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
+        if scan:
+            from mem.core.secrets import first_secret
+
+            text = content if isinstance(content, str) else data.decode("utf-8", "replace")
+            found = first_secret(text)
+            if found is not None:
+                raise SecretError(rel, found.rule_id, found.label)
+        try:
+            with open(real, "rb") as fh:
+                old = fh.read()
+            created = False
+        except FileNotFoundError:
+            old, created = None, True
+        if old == data:
+            return WriteResult(real, rel, created=False, changed=False)
+        parent = os.path.dirname(real)
+        self._makedirs(parent)
+        atomic_write(real, data)
+        return WriteResult(real, rel, created=created, changed=True)
+
+    def delete(self, target: str, *, allow_index: bool = False) -> str:
+        real = self.resolve(target)
+        if os.path.basename(real) == INDEX_NAME and not allow_index:
+            raise PathEscapeError(f"refused to delete {target}: it is a memory index")
+        os.unlink(real)
+        _fsync_dir(os.path.dirname(real))
+        return real
+
+    def _makedirs(self, parent: str) -> None:
+        # Containment was checked on the resolved path; create what is missing.
+        os.makedirs(parent, exist_ok=True)
+        if not _within(os.path.realpath(parent), self.real_root):
+            raise PathEscapeError(f"refused directory {parent}: outside the memory directory")
+
+    # -- MEMORY.md read-modify-write --
+
+    @contextlib.contextmanager
+    def index_lock(self, *, wait: bool = True) -> Iterator[None]:
+        from mem.core.state import state_dir
+
+        with file_lock(os.path.join(state_dir(self.root), "index.lock"), wait=wait):
+            yield
+
+    def update_index(self, change: Callable[[str | None], str | None], *, name: str = INDEX_NAME) -> WriteResult | None:
+        """Apply ``change(old_text) -> new_text`` to an index under the index lock.
+
+        ``old_text`` is None when the file does not exist; returning None (or
+        the same text) writes nothing.
+        """
+        with self.index_lock():
+            path = os.path.join(self.root, name)
+            try:
+                with open(path, encoding="utf-8", newline="") as fh:
+                    old = fh.read()
+            except FileNotFoundError:
+                old = None
+            new = change(old)
+            if new is None or new == old:
+                return None
+            return self.write(name, new)
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """temp file in the same directory, fsync, rename; the old mode is kept."""
+    parent, name = os.path.split(path)
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~current_umask()
+    # The .tmp suffix keeps a half-written file out of every *.md scan.
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(parent)
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def file_lock(path: str, *, wait: bool = True) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (released when the process dies)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise LockedError(f"{path} is locked by another mem process") from exc
+            raise MemError(f"cannot lock {path}: {exc.strerror}") from exc
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,77 @@
+"""Output, in one place: data to stdout (text, JSON, JSON lines), messages to stderr.
+
+Colour only at a terminal and never when ``NO_COLOR`` is set to anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+
+def use_color(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _style(text: str, code: str, stream: TextIO) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if use_color(stream) else text
+
+
+def out(text: str = "", *, nl: bool = True) -> None:
+    """Data for stdout."""
+    sys.stdout.write(text + ("\n" if nl else ""))
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+def out_json(obj: Any) -> None:
+    """One JSON document."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def out_jsonl(rows: Iterable[Any]) -> None:
+    """One JSON object per line, streamed."""
+    write = sys.stdout.write
+    for row in rows:
+        write(dumps(row) + "\n")
+
+
+def out_rows(rows: Iterable[dict], fmt: str, text: Any) -> None:
+    """Render rows as ``fmt`` ("text", "json" or "jsonl"); ``text(row) -> str`` for text."""
+    if fmt == "json":
+        out_json(list(rows))
+    elif fmt == "jsonl":
+        out_jsonl(rows)
+    else:
+        for row in rows:
+            out(text(row))
+
+
+def info(message: str) -> None:
+    """A message for people, on stderr."""
+    sys.stderr.write(f"mem: {message}\n")
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(_style("mem: warning:", "33", sys.stderr) + f" {message}\n")
+
+
+def error(message: str) -> None:
+    # One line, whatever the message carried.
+    message = " ".join(str(message).split())
+    sys.stderr.write(_style("mem: error:", "31;1", sys.stderr) + f" {message}\n")
+
+
+def color(text: str, code: str) -> str:
+    """Colour data for stdout (only at a terminal)."""
+    return _style(text, code, sys.stdout)

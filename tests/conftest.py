@@ -1,0 +1,83 @@
+"""Every test gets its own HOME, config home, state dir and memory dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# Variables from the developer's shell that would change how mem resolves or behaves.
+_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory, monkeypatch):
+    base = tmp_path_factory.mktemp("env")
+    home = base / "home"
+    home.mkdir()
+    for key in list(os.environ):
+        if key.startswith(_LEAKY_PREFIXES):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("MEM_STATE_DIR", str(base / "state"))
+    monkeypatch.setenv("MEM_MANAGED_SETTINGS", str(base / "no-managed-settings.json"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "t@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "t")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "t@example.invalid")
+    return home
+
+
+@pytest.fixture
+def memdir(tmp_path, monkeypatch) -> Path:
+    """An empty memory directory, selected through MEM_DIR."""
+    d = tmp_path / "memory"
+    d.mkdir()
+    monkeypatch.setenv("MEM_DIR", str(d))
+    return d
+
+
+def write_memory(root: Path, rel: str, *, name: str, description: str, type: str = "user",
+                 body: str = "Body.\n", mtime: float | None = None) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"---\nname: {name}\ndescription: {description}\ntype: {type}\n---\n\n{body}", encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+@pytest.fixture(scope="session")
+def mem_exe() -> str:
+    """The installed ``mem`` console script (the contract is what hooks and cron run)."""
+    exe = shutil.which("mem", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.fail("the mem console script is not installed next to this python; run the tests with `make test`")
+    return exe
+
+
+@pytest.fixture
+def run_mem(mem_exe):
+    """Run the real ``mem`` in a subprocess; returns CompletedProcess with text output."""
+
+    def run(*args: str, input: str | None = None, env: dict | None = None, cwd: str | None = None):
+        return subprocess.run(
+            [mem_exe, *args], input=input, capture_output=True, text=True,
+            env={**os.environ, **(env or {})}, cwd=cwd, timeout=60,
+        )
+
+    return run
+
+
+def git(*args: str, cwd: Path | str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
