@@ -1,0 +1,112 @@
+"""mem scan semantics (reference §3): recursion, exclusions, order, cap, format."""
+
+from __future__ import annotations
+
+import os
+
+from conftest import write_memory
+
+from mem.core.manifest import check, format_manifest, iso_utc_ms, read_head, scan
+
+
+def test_iso_timestamp_matches_js_toisostring():
+    assert iso_utc_ms(1700000000123) == "2023-11-14T22:13:20.123Z"
+    assert iso_utc_ms(0) == "1970-01-01T00:00:00.000Z"
+
+
+def test_manifest_line_format_exact(tmp_path):
+    p = write_memory(tmp_path, "feedback_testing.md", name="t", description="integration tests must hit a real DB", type="feedback")
+    os.utime(p, ns=(1700000000123_456789, 1700000000123_456789))
+    (h,) = scan(str(tmp_path))
+    assert h.manifest_line() == "- [feedback] feedback_testing.md (2023-11-14T22:13:20.123Z): integration tests must hit a real DB"
+
+
+def test_type_and_description_omitted_when_absent(tmp_path):
+    (tmp_path / "plain.md").write_text("no frontmatter\n")
+    os.utime(tmp_path / "plain.md", (1700000000, 1700000000))
+    (h,) = scan(str(tmp_path))
+    assert h.manifest_line() == "- plain.md (2023-11-14T22:13:20.000Z)"
+    assert [w.code for w in h.warnings] == ["no-frontmatter"]
+
+
+def test_unknown_type_is_reported_and_file_still_listed(tmp_path):
+    write_memory(tmp_path, "a.md", name="a", description="d", type="bug")
+    (h,) = scan(str(tmp_path))
+    assert h.type is None and h.raw_type == "bug"
+    assert h.manifest_line().startswith("- a.md (")
+    assert [w.code for w in h.warnings] == ["unknown-type"]
+
+
+def test_recursive_every_memory_md_excluded_newest_first(tmp_path):
+    write_memory(tmp_path, "old.md", name="o", description="old", mtime=1000)
+    write_memory(tmp_path, "team/shared.md", name="s", description="shared", mtime=3000)
+    write_memory(tmp_path, "logs/2026/03/2026-03-01.md", name="l", description="log", mtime=2000)
+    (tmp_path / "MEMORY.md").write_text("- [o](old.md)\n")
+    (tmp_path / "team/MEMORY.md").write_text("- [s](shared.md)\n")
+    (tmp_path / "notes.txt").write_text("not markdown")
+    (tmp_path / ".consolidate-lock").write_text("123")
+    assert [h.relpath for h in scan(str(tmp_path))] == ["team/shared.md", "logs/2026/03/2026-03-01.md", "old.md"]
+
+
+def test_cap_200_unless_all(tmp_path):
+    for i in range(205):
+        write_memory(tmp_path, f"m{i:03}.md", name=f"m{i}", description=f"memory {i}", mtime=10_000 + i)
+    capped = scan(str(tmp_path))
+    assert len(capped) == 200
+    assert capped[0].relpath == "m204.md" and capped[-1].relpath == "m005.md"
+    assert len(scan(str(tmp_path), limit=None)) == 205
+
+
+def test_directory_named_md_is_dropped_but_descended(tmp_path):
+    (tmp_path / "weird.md").mkdir()
+    write_memory(tmp_path, "weird.md/inner.md", name="i", description="inner")
+    assert [h.relpath for h in scan(str(tmp_path))] == ["weird.md/inner.md"]
+
+
+def test_symlink_loop_is_harmless(tmp_path):
+    write_memory(tmp_path, "a.md", name="a", description="a")
+    (tmp_path / "loop").symlink_to(tmp_path)
+    assert [h.relpath for h in scan(str(tmp_path))] == ["a.md"]
+
+
+def test_only_first_30_lines_are_read(tmp_path):
+    fm = "---\n" + "".join(f"k{i}: v\n" for i in range(28)) + "type: user\n---\n"
+    (tmp_path / "long.md").write_text(fm)
+    (h,) = scan(str(tmp_path))
+    # The closing --- is line 31: the frontmatter is never closed within the read.
+    assert h.type is None
+    assert [w.code for w in h.warnings] == ["unclosed-frontmatter"]
+
+
+def test_read_head_strips_bom_and_cr(tmp_path):
+    (tmp_path / "a.md").write_bytes(b"\xef\xbb\xbf---\r\nname: a\r\ntype: user\r\n---\r\nbody")
+    assert read_head(str(tmp_path / "a.md")) == "---\nname: a\ntype: user\n---\nbody"
+    (h,) = scan(str(tmp_path))
+    assert h.type == "user"
+
+
+def test_metadata_type_as_newer_claude_writes_it(tmp_path):
+    (tmp_path / "m.md").write_text("---\nname: m\ndescription: d\nmetadata: \n  node_type: memory\n  type: project\n---\n")
+    (h,) = scan(str(tmp_path))
+    assert h.type == "project" and h.warnings == []
+
+
+def test_check_reports_unindexed_and_secrets_without_the_secret(tmp_path):
+    write_memory(tmp_path, "listed.md", name="l", description="listed")
+    token = "xoxb-" + "1" * 11 + "-" + "2" * 11 + "abc"
+    write_memory(tmp_path, "leak.md", name="k", description="leak", body=f"token {token}\n")
+    (tmp_path / "MEMORY.md").write_text("- [Listed](listed.md) — x\n- [Leak](leak.md) — y\n")
+    write_memory(tmp_path, "orphan.md", name="o", description="orphan")
+    headers = scan(str(tmp_path))
+    check(str(tmp_path), headers)
+    by = {h.relpath: [w.code for w in h.warnings] for h in headers}
+    assert by == {"listed.md": [], "leak.md": ["secret"], "orphan.md": ["not-indexed"]}
+    leak = next(h for h in headers if h.relpath == "leak.md")
+    assert "slack-bot-token" in leak.warnings[0].message and "line 7" in leak.warnings[0].message
+    assert token not in leak.warnings[0].message
+
+
+def test_format_manifest_joins_lines(tmp_path):
+    write_memory(tmp_path, "a.md", name="a", description="A", mtime=2000)
+    write_memory(tmp_path, "b.md", name="b", description="B", mtime=1000)
+    assert format_manifest(scan(str(tmp_path))).split("\n")[1].startswith("- [user] b.md (")
