@@ -1,0 +1,726 @@
+"""Where the memory dir is, and why: Claude Code's resolution, reimplemented exactly.
+
+Example: resolve(project="/home/u/repo").memory_dir == "/home/u/.claude/projects/-home-u-repo/memory/"
+
+Every path rule other modules need lives here: the config home, the memory base, sanitizePath,
+the canonical git root (read from the files, as Claude Code does; git is never run), settings
+overrides, auto-memory switches, agent-memory scopes, the qwen-code layout, and transcript dirs.
+Path arithmetic follows Node's POSIX `path` module (normalize/join/resolve), not os.path, because
+the two differ on leading `//` and trailing separators and the results must match byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+from mem.core.errors import UsageError
+
+MAX_SANITIZED_LENGTH = 200
+AGENT_SCOPES = ("user", "project", "local")
+LAYOUTS = ("auto", "claude", "qwen")
+#: settings sources, highest precedence first (Claude Code's policy > flag > local > project > user)
+SETTING_SOURCES = ("policy", "flag", "local", "project", "user")
+#: the sources autoMemoryDirectory is read from: projectSettings is deliberately excluded
+MEMORY_DIRECTORY_SOURCES = ("policy", "flag", "local", "user")
+
+_TRUTHY = frozenset({"1", "true", "yes", "on"})
+_DEFINED_FALSY = frozenset({"0", "false", "no", "off"})
+_NON_ALNUM = re.compile(r"[^a-zA-Z0-9]")
+_TRAILING_SEPS = re.compile(r"[/\\]+\Z")
+_DRIVE_ROOT = re.compile(r"[A-Za-z]:")
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+# String.prototype.trim's whitespace (ECMAScript WhiteSpace + LineTerminator), BOM included.
+_JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Strings as JavaScript sees them (UTF-16 code units)
+
+
+def len16(s: str) -> int:
+    """Length in UTF-16 code units, i.e. JavaScript's `.length`.
+
+    Example: len16("😀x") == 3
+    """
+    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
+
+
+def _code_units(s: str):
+    for c in s:
+        o = ord(c)
+        if o > 0xFFFF:
+            o -= 0x10000
+            yield 0xD800 + (o >> 10)
+            yield 0xDC00 + (o & 0x3FF)
+        else:
+            yield o  # lone surrogates (from surrogateescape) are one unit each, as in JS
+
+
+def string_hash(s: str) -> int:
+    """The signed 32-bit Java-style hash `h = (h*31 + c) | 0` over UTF-16 code units.
+
+    Example: string_hash("/home/u/" + "a" * 250) == 700217947
+    """
+    h = 0
+    for unit in _code_units(s):
+        h = (h * 31 + unit) & 0xFFFFFFFF
+    return h - 0x100000000 if h >= 0x80000000 else h
+
+
+def base36(n: int) -> str:
+    """`Number.prototype.toString(36)` for integers: lower-case digits, '-' for negatives.
+
+    Example: base36(700217947) == "bkw3mj"
+    """
+    if n < 0:
+        return "-" + base36(-n)
+    digits = []
+    while True:
+        n, r = divmod(n, 36)
+        digits.append(_BASE36[r])
+        if n == 0:
+            return "".join(reversed(digits))
+
+
+def _replace_unit(m: re.Match) -> str:
+    # A character outside the BMP is a surrogate pair in JS, so it becomes two dashes.
+    return "--" if ord(m.group()) > 0xFFFF else "-"
+
+
+def sanitize_path(name: str) -> str:
+    """Claude Code's sanitizePath: a project path as one directory name.
+
+    Example: sanitize_path("/home/user/my_repo.v2") == "-home-user-my-repo-v2"
+    """
+    sanitized = _NON_ALNUM.sub(_replace_unit, name)
+    if len(sanitized) <= MAX_SANITIZED_LENGTH:  # all ASCII now: len == len16
+        return sanitized
+    return f"{sanitized[:MAX_SANITIZED_LENGTH]}-{base36(abs(string_hash(name)))}"
+
+
+def _nfc(s: str) -> str:
+    return unicodedata.normalize("NFC", s)
+
+
+def _js_trim(s: str) -> str:
+    return s.strip(_JS_WHITESPACE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Node's POSIX path module
+
+
+def _normalize(p: str) -> str:
+    """path.posix.normalize: collapses every run of '/', resolves '.' and '..', keeps one trailing '/'."""
+    if not p:
+        return "."
+    absolute = p.startswith("/")
+    trailing = p.endswith("/")
+    parts: list[str] = []
+    for seg in p.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            elif not absolute:
+                parts.append("..")
+            continue
+        parts.append(seg)
+    out = "/".join(parts)
+    if absolute:
+        out = "/" + out
+    if not out:
+        out = "."
+    if trailing and out != "/":
+        out += "/"
+    return out
+
+
+def _join(*parts: str) -> str:
+    """path.posix.join."""
+    joined = "/".join(p for p in parts if p)
+    return _normalize(joined) if joined else "."
+
+
+def _resolve(*parts: str) -> str:
+    """path.posix.resolve: absolute, normalized, no trailing '/' (except the root)."""
+    resolved = ""
+    for p in reversed(parts):
+        if not p:
+            continue
+        resolved = f"{p}/{resolved}" if resolved else p
+        if p.startswith("/"):
+            break
+    if not resolved.startswith("/"):
+        resolved = f"{os.getcwd()}/{resolved}" if resolved else os.getcwd()
+    out = _normalize(resolved)
+    return out.rstrip("/") or "/"
+
+
+def _dirname(p: str) -> str:
+    """path.posix.dirname (trailing separators ignored)."""
+    stripped = p.rstrip("/")
+    if not stripped:
+        return "/" if p else "."
+    head = stripped.rpartition("/")[0]
+    if not head:
+        return "/" if stripped.startswith("/") else "."
+    return head.rstrip("/") or "/"
+
+
+def _basename(p: str) -> str:
+    return p.rstrip("/").rpartition("/")[2]
+
+
+def _realpath_strict(p: str) -> str:
+    if not p:
+        raise FileNotFoundError(p)
+    return os.path.realpath(p, strict=True)
+
+
+def _read_text(path: str) -> str:
+    # readFileSync(path, 'utf-8'): undecodable bytes become U+FFFD rather than failing
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+# ---------------------------------------------------------------------------------------------
+# Homes and bases
+
+
+def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def home_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """The user's home: `home` if given, else $HOME (as Node's os.homedir()), else the passwd entry.
+
+    Example: home_dir({"HOME": "/home/u"}) == "/home/u"
+    """
+    if home is not None:
+        return home
+    h = _environ(env).get("HOME")
+    return h if h else os.path.expanduser("~")
+
+
+def config_home(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getClaudeConfigHomeDir: CLAUDE_CONFIG_DIR ?? ~/.claude, NFC (an empty value is used as is).
+
+    Example: config_home({"HOME": "/home/u"}) == "/home/u/.claude"
+    """
+    env = _environ(env)
+    raw = env["CLAUDE_CONFIG_DIR"] if "CLAUDE_CONFIG_DIR" in env else _join(home_dir(env, home), ".claude")
+    return _nfc(raw)
+
+
+def memory_base(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getMemoryBaseDir: CLAUDE_CODE_REMOTE_MEMORY_DIR (raw) when non-empty, else the config home.
+
+    Example: memory_base({"CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/mnt/m"
+    """
+    env = _environ(env)
+    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
+    return remote if remote else config_home(env, home)
+
+
+def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getProjectsDir: <config home>/projects (transcripts ignore the remote memory dir).
+
+    Example: projects_dir({"HOME": "/home/u"}) == "/home/u/.claude/projects"
+    """
+    return _join(config_home(env, home), "projects")
+
+
+def qwen_home(home: str) -> str:
+    """qwen-code's global dir, ~/.qwen.
+
+    Example: qwen_home("/home/u") == "/home/u/.qwen"
+    """
+    return _join(home, ".qwen")
+
+
+# ---------------------------------------------------------------------------------------------
+# Overrides
+
+
+def validate_memory_path(raw: object, expand_tilde: bool, home: str | None = None) -> str | None:
+    """validateMemoryPath: the normalized dir ending in one separator, NFC, or None when unsafe.
+
+    Example: validate_memory_path("~/mem", True, "/home/u") == "/home/u/mem/"
+    """
+    if not raw or not isinstance(raw, str):
+        return None
+    candidate = raw
+    if expand_tilde and (raw.startswith("~/") or raw.startswith("~\\")):
+        rest = raw[2:]
+        if _normalize(rest or ".") in (".", ".."):
+            return None  # ~/, ~/., ~/.. and ~/foo/.. would be the home dir or above it
+        candidate = _join(home_dir(None, home), rest)
+    normalized = _TRAILING_SEPS.sub("", _normalize(candidate))
+    if (
+        not normalized.startswith("/")
+        or len16(normalized) < 3
+        or _DRIVE_ROOT.fullmatch(normalized)
+        or normalized.startswith("\\\\")
+        or normalized.startswith("//")
+        or "\0" in normalized
+    ):
+        return None
+    return _nfc(normalized + os.sep)
+
+
+# ---------------------------------------------------------------------------------------------
+# Project root and canonical git root
+
+
+def project_root(cwd: str) -> str:
+    """getProjectRoot at startup: realpath(cwd) NFC, or the cwd itself NFC when realpath fails.
+
+    Example: project_root("/home/u/repo/") == "/home/u/repo"
+    """
+    try:
+        return _nfc(os.path.realpath(cwd, strict=True))
+    except (OSError, ValueError):
+        # process.cwd() is already absolute and normalized; a --project argument may not be
+        return _nfc(_resolve(cwd))
+
+
+def find_git_root(start: str) -> str | None:
+    """findGitRoot: the nearest directory at or above `start` holding a `.git` dir or file, NFC.
+
+    Example: find_git_root("/home/u/repo/src") == "/home/u/repo"
+    """
+    current = _resolve(start)
+    while True:
+        try:
+            mode = os.stat(_join(current, ".git")).st_mode
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                return _nfc(current)
+        except (OSError, ValueError):
+            pass
+        parent = _dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def resolve_canonical_root(git_root: str) -> str:
+    """resolveCanonicalRoot: a worktree's main repo root (a bare repo's own dir); else `git_root`.
+
+    Example: resolve_canonical_root("/home/u/wt") == "/home/u/repo"
+    """
+    try:
+        content = _js_trim(_read_text(_join(git_root, ".git")))
+        if not content.startswith("gitdir:"):
+            return git_root
+        worktree_git_dir = _resolve(git_root, _js_trim(content[len("gitdir:"):]))
+        # A submodule has no commondir: reading it raises, and a submodule is its own repo.
+        common_dir = _resolve(worktree_git_dir, _js_trim(_read_text(_join(worktree_git_dir, "commondir"))))
+        # The .git file and commondir come with a cloned repo, so they are attacker-controlled:
+        # accept only the layout `git worktree add` makes, and a backlink to this very checkout.
+        if _resolve(_dirname(worktree_git_dir)) != _join(common_dir, "worktrees"):
+            return git_root
+        backlink = _realpath_strict(_js_trim(_read_text(_join(worktree_git_dir, "gitdir"))))
+        if backlink != _join(_realpath_strict(git_root), ".git"):
+            return git_root
+        if _basename(common_dir) != ".git":
+            return _nfc(common_dir)  # a worktree of a bare repo
+        return _nfc(_dirname(common_dir))
+    except Exception:
+        return git_root
+
+
+def find_canonical_git_root(p: str) -> str | None:
+    """findCanonicalGitRoot: the canonical root of the repo holding `p`, or None outside git.
+
+    Example: find_canonical_git_root("/home/u/wt/src") == "/home/u/repo"
+    """
+    root = find_git_root(p)
+    return None if root is None else resolve_canonical_root(root)
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings
+
+
+@dataclass(frozen=True)
+class SettingsSource:
+    name: str  # "policy" | "flag" | "local" | "project" | "user"
+    path: str | None  # the file read; None for inline --settings JSON
+    data: Mapping | None  # None when the file is absent, unreadable or not a JSON object
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} settings: {self.path if self.path is not None else 'inline JSON'}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    sources: tuple[SettingsSource, ...]  # highest precedence first
+
+    def first(self, key: str, names=SETTING_SOURCES, accept=lambda v: v is not None):
+        """(value, source) from the highest-precedence source among `names` whose value passes `accept`."""
+        for src in self.sources:
+            if src.name in names and src.data is not None and key in src.data and accept(src.data[key]):
+                return src.data[key], src
+        return None
+
+    def merged(self) -> dict:
+        """Top-level keys merged, higher precedence winning."""
+        out: dict = {}
+        for src in reversed(self.sources):
+            if src.data is not None:
+                out.update(src.data)
+        return out
+
+
+def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
+    """The policy (managed) settings file; MEM_MANAGED_SETTINGS overrides it (empty: none).
+
+    Example: managed_settings_path({}) == "/etc/claude-code/managed-settings.json"  # on Linux
+    """
+    env = _environ(env)
+    if "MEM_MANAGED_SETTINGS" in env:
+        return env["MEM_MANAGED_SETTINGS"] or None
+    if sys.platform == "darwin":
+        return "/Library/Application Support/ClaudeCode/managed-settings.json"
+    if sys.platform == "win32":
+        return "C:\\Program Files\\ClaudeCode\\managed-settings.json"
+    return "/etc/claude-code/managed-settings.json"
+
+
+def _read_json_object(path: str | None) -> dict | None:
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _flag_source(settings_file: str) -> SettingsSource:
+    # Like `claude --settings`, the value is a file or an inline JSON object.
+    if settings_file.lstrip().startswith("{"):
+        try:
+            data = json.loads(settings_file)
+        except ValueError as e:
+            raise UsageError(f"--settings: invalid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise UsageError("--settings: not a JSON object")
+        return SettingsSource("flag", None, data)
+    path = _resolve(os.path.expanduser(settings_file))
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise UsageError(f"--settings: cannot read {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise UsageError(f"--settings: {path} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--settings: {path} is not a JSON object")
+    return SettingsSource("flag", path, data)
+
+
+def load_settings(
+    root: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+    settings_file: str | None = None,
+) -> Settings:
+    """Read the settings files Claude Code reads for a project root (an unreadable file counts as absent).
+
+    Example: load_settings("/home/u/repo").first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES)
+    """
+    env = _environ(env)
+    policy = managed_settings_path(env)
+    user = _join(config_home(env, home), "settings.json")
+    local = _join(root, ".claude", "settings.local.json")
+    project = _join(root, ".claude", "settings.json")
+    sources = [SettingsSource("policy", policy, _read_json_object(policy))]
+    if settings_file is not None:
+        sources.append(_flag_source(settings_file))
+    sources += [
+        SettingsSource("local", local, _read_json_object(local)),
+        SettingsSource("project", project, _read_json_object(project)),
+        SettingsSource("user", user, _read_json_object(user)),
+    ]
+    return Settings(tuple(sources))
+
+
+def _env_truthy(value: str | None) -> bool:
+    return bool(value) and value.strip().lower() in _TRUTHY
+
+
+def _env_defined_falsy(value: str | None) -> bool:
+    return bool(value) and value.strip().lower() in _DEFINED_FALSY
+
+
+def auto_memory_enabled(
+    env: Mapping[str, str] | None = None, settings: Settings | Mapping | None = None
+) -> tuple[bool, str]:
+    """isAutoMemoryEnabled, with the rule that decided.
+
+    Example: auto_memory_enabled({"CLAUDE_CODE_SIMPLE": "1"}) == (False, "CLAUDE_CODE_SIMPLE=1 (--bare)")
+    """
+    env = _environ(env)
+    disable = env.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
+    if _env_truthy(disable):
+        return False, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
+    if _env_defined_falsy(disable):
+        return True, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
+    simple = env.get("CLAUDE_CODE_SIMPLE")
+    if _env_truthy(simple):
+        return False, f"CLAUDE_CODE_SIMPLE={simple} (--bare)"
+    remote = env.get("CLAUDE_CODE_REMOTE")
+    if _env_truthy(remote) and not env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR"):
+        return False, f"CLAUDE_CODE_REMOTE={remote} without CLAUDE_CODE_REMOTE_MEMORY_DIR"
+    # Project settings count here: a repo may opt out of auto memory (but never redirect it).
+    if isinstance(settings, Settings):
+        hit = settings.first("autoMemoryEnabled", accept=lambda v: isinstance(v, bool))
+        if hit is not None:
+            value, src = hit
+            return value, f"autoMemoryEnabled={'true' if value else 'false'} ({src.label})"
+    elif settings is not None and isinstance(settings.get("autoMemoryEnabled"), bool):
+        value = settings["autoMemoryEnabled"]
+        return value, f"autoMemoryEnabled={'true' if value else 'false'} (settings)"
+    return True, "default"
+
+
+# ---------------------------------------------------------------------------------------------
+# Directories
+
+
+def find_project_dir(projects: str, name: str) -> str:
+    """A path's project folder: the exact sanitized name, else one with another hash suffix, else exact.
+
+    Over 200 chars the suffix is a hash, and other Claude Code versions hashed differently: reuse
+    the first existing `<first 200>-*` folder rather than start a second one.
+
+    Example: find_project_dir("/h/.claude/projects", "/h/repo") == "/h/.claude/projects/-h-repo"
+    """
+    sanitized = sanitize_path(name)
+    exact = _join(projects, sanitized)
+    if os.path.isdir(exact) or len(sanitized) <= MAX_SANITIZED_LENGTH:
+        return exact
+    prefix = sanitized[:MAX_SANITIZED_LENGTH] + "-"
+    try:
+        with os.scandir(projects) as it:
+            names = sorted(e.name for e in it if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False))
+    except OSError:
+        return exact
+    return _join(projects, names[0]) if names else exact
+
+
+def claude_default_memory_dir(
+    key_root: str, env: Mapping[str, str] | None = None, home: str | None = None
+) -> str:
+    """Claude Code's default auto-memory dir for a canonical git root (or project root).
+
+    Example: claude_default_memory_dir("/h/repo", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo/memory/"
+    """
+    project_dir = find_project_dir(_join(memory_base(env, home), "projects"), key_root)
+    return _nfc(_join(project_dir, "memory") + os.sep)
+
+
+def claude_transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """Where Claude Code writes session transcripts for a project root: keyed by the cwd, not the git root.
+
+    Example: claude_transcripts_dir("/h/repo/sub", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo-sub"
+    """
+    return find_project_dir(projects_dir(env, home), root)
+
+
+def qwen_memory_dir(key_root: str, home: str) -> str:
+    """qwen-code's memory dir for a canonical git root (or project root), without a trailing separator.
+
+    Example: qwen_memory_dir("/home/u/repo", "/home/u") == "/home/u/.qwen/projects/-home-u-repo/memory"
+    """
+    return _join(find_project_dir(_join(qwen_home(home), "projects"), key_root), "memory")
+
+
+def qwen_transcripts_dir(root: str, home: str) -> str:
+    """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
+
+    Example: qwen_transcripts_dir("/h/repo/sub", "/h") == "/h/.qwen/projects/-h-repo-sub/chats"
+    """
+    return _join(find_project_dir(_join(qwen_home(home), "projects"), root), "chats")
+
+
+def agent_memory_dir(
+    agent_type: str,
+    scope: str,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+) -> str:
+    """getAgentMemoryDir: a subagent's own memory dir for a scope (user, project, local).
+
+    Example: agent_memory_dir("p:rev", "user", env={"HOME": "/h"}) == "/h/.claude/agent-memory/p-rev/"
+    """
+    if scope not in AGENT_SCOPES:
+        raise UsageError(f"unknown agent memory scope {scope!r} (expected one of: {', '.join(AGENT_SCOPES)})")
+    name = agent_type.replace(":", "-")
+    # Claude Code does no more than ':' -> '-'; refusing separators keeps the dir inside its parent.
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise UsageError(f"invalid agent type {agent_type!r}")
+    env = _environ(env)
+    if scope == "user":
+        return _join(memory_base(env, home), "agent-memory", name) + os.sep
+    root = project_root(os.getcwd() if cwd is None else cwd)
+    if scope == "project":
+        return _join(root, ".claude", "agent-memory", name) + os.sep
+    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
+    if remote:
+        key = find_canonical_git_root(root) or root
+        return _join(remote, "projects", sanitize_path(key), "agent-memory-local", name) + os.sep
+    return _join(root, ".claude", "agent-memory-local", name) + os.sep
+
+
+def claude_memory_dir(
+    root: str,
+    canonical_git_root: str | None,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+) -> tuple[str, str]:
+    """getAutoMemPath, with the rule that decided: Cowork override, then settings, then the default.
+
+    Example: claude_memory_dir("/home/u/repo", "/home/u/repo", settings)[1] == "default"
+    """
+    env = _environ(env)
+    home = home_dir(env, home)
+    cowork = validate_memory_path(env.get("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"), False, home)
+    if cowork:
+        return cowork, "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"
+    # `a ?? b ?? c` then one validation: the first source defining the key decides, and an
+    # invalid value there falls through to the default, not to the next source.
+    hit = settings.first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES, accept=lambda v: isinstance(v, str))
+    if hit is not None:
+        value, src = hit
+        configured = validate_memory_path(value, True, home)
+        if configured:
+            return configured, f"autoMemoryDirectory ({src.label})"
+    return claude_default_memory_dir(canonical_git_root or root, env, home), "default"
+
+
+def _explicit_dir(raw: str, home: str, what: str) -> str:
+    if not raw:
+        raise UsageError(f"{what} is empty")
+    if "\0" in raw:
+        raise UsageError(f"{what} contains a NUL byte")
+    if raw == "~" or raw.startswith("~/"):
+        raw = home + raw[1:]
+    elif raw.startswith("~"):
+        raw = os.path.expanduser(raw)
+    path = _resolve(raw)
+    return path if path.endswith(os.sep) else path + os.sep
+
+
+# ---------------------------------------------------------------------------------------------
+# The one entry point
+
+
+@dataclass(frozen=True)
+class Resolution:
+    memory_dir: str  # Claude form ends with exactly one os.sep; qwen's recorded form has none
+    rule: str  # which rule decided
+    layout: str  # "claude" | "qwen" | "agent" | "dir"
+    project_root: str
+    git_root: str | None
+    canonical_git_root: str | None
+    auto_memory_enabled: bool
+    auto_memory_reason: str
+    transcripts_dir: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def resolve(
+    *,
+    dir: str | None = None,
+    project: str | None = None,
+    layout: str = "auto",
+    agent: str | None = None,
+    scope: str | None = None,
+    settings_file: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+) -> Resolution:
+    """The memory dir for a project and the rule that chose it: --dir, MEM_DIR, agent, qwen, Claude.
+
+    Example: resolve(project="/home/u/repo").rule == "default"
+    """
+    env = _environ(env)
+    home = home_dir(env, home)
+    if layout not in LAYOUTS:
+        raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
+    if scope is not None and agent is None:
+        raise UsageError("--scope needs --agent")
+
+    root = project_root(os.getcwd() if project is None else project)
+    git_root = find_git_root(root)
+    canonical = resolve_canonical_root(git_root) if git_root is not None else None
+    settings = load_settings(root, env=env, home=home, settings_file=settings_file)
+    enabled, reason = auto_memory_enabled(env, settings)
+
+    def made(memory: str, rule: str, kind: str) -> Resolution:
+        # Transcripts stay where the client writes them, whichever memory dir was chosen.
+        if kind == "qwen":
+            transcripts = qwen_transcripts_dir(root, home)
+        else:
+            transcripts = claude_transcripts_dir(root, env, home)
+        return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
+
+    if dir is not None:
+        return made(_explicit_dir(dir, home, "--dir"), "--dir", "dir")
+    if env.get("MEM_DIR"):  # empty counts as unset
+        return made(_explicit_dir(env["MEM_DIR"], home, "MEM_DIR"), "MEM_DIR", "dir")
+    if agent is not None:
+        if scope is None:
+            raise UsageError(f"--agent needs --scope ({'|'.join(AGENT_SCOPES)})")
+        return made(agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
+
+    key = canonical or root
+    if layout == "qwen":
+        return made(qwen_memory_dir(key, home), "qwen", "qwen")
+    memory, rule = claude_memory_dir(root, canonical, settings, env, home)
+    # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
+    # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
+    if layout == "auto" and rule == "default" and not os.path.isdir(memory):
+        qwen = qwen_memory_dir(key, home)
+        if os.path.isdir(qwen):
+            return made(qwen, "qwen (detected)", "qwen")
+    return made(memory, rule, "claude")
+
+
+def state_key(memory_dir: str) -> str:
+    """A short, stable, filesystem-safe name for a memory dir, to key state kept outside it.
+
+    Example: state_key("/home/u/.claude/projects/-home-u-repo/memory/") == "home-u-repo-memory-f3ab5a3e69cb"
+    """
+    import hashlib  # only the state-keeping paths need it
+
+    real = _nfc(os.path.realpath(os.path.expanduser(memory_dir)))
+    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    parts = [p for p in real.split("/") if p]
+    # "<project folder>-memory" says more than "memory" alone
+    tail = parts[-2:] if len(parts) >= 2 and parts[-1] == "memory" else parts[-1:]
+    slug = _NON_ALNUM.sub(_replace_unit, "-".join(tail))[-40:].strip("-")
+    return f"{slug}-{digest}" if slug else digest
+
+
