@@ -119,5 +119,3 @@ def _read_index(file: str | None, index_path: str) -> str | None:
         if file:
             raise NotFoundError(f"no such file: {file}") from None
         return None
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a directory") from None
