@@ -178,3 +178,37 @@ def test_set_changes_only_that_key(fields, key, value, body):
     assert {k: v for k, v in after.items() if k != key} == {k: v for k, v in before.items() if k != key}
     expected_order = list(before) if key in before else [*before, key]
     assert list(after) == expected_order
+
+
+_fast_values = st.text(alphabet=st.sampled_from(list("ab Z09:#-'\"{}[]&*!|>%@`,?.~\t") + ["é", "数", "😀"]), max_size=12)
+_fast_lines = st.lists(
+    st.tuples(st.sampled_from(["", "  ", "    "]), st.from_regex(r"[a-z_][a-z0-9_-]{0,5}", fullmatch=True), st.one_of(st.none(), _fast_values)),
+    max_size=6,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_fast_lines)
+def test_fast_path_agrees_with_yaml_whenever_it_answers(lines):
+    from mem.core.frontmatter import YamlError, _fast_load, load_yaml
+
+    text = "".join(f"{indent}{key}:" + ("" if value is None else f" {value}") + "\n" for indent, key, value in lines)
+    fast = _fast_load(text)
+    if fast is None:
+        return
+    try:
+        slow = load_yaml(text)
+    except YamlError:
+        raise AssertionError(f"fast path accepted what YAML rejects: {text!r} -> {fast!r}")
+    assert fast == (slow if isinstance(slow, dict) else {}), text
+
+
+def test_fast_path_covers_the_usual_files():
+    from mem.core.frontmatter import _fast_load
+
+    examples = Path(__file__).parent.parent / "examples" / "memory"
+    files = [p for p in [*CLIENT_FILES, *examples.glob("*.md")] if p.name != "MEMORY.md"]
+    assert len(files) >= 10
+    for path in files:
+        fm = path.read_text().split("---\n")[1]
+        assert _fast_load(fm) is not None, path

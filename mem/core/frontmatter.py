@@ -157,12 +157,77 @@ class Parsed:
     retried: bool = False  # parsed only after re-quoting
 
 
+_FAST_KEY = re.compile(r"^( *)([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?$")
+# Values whose meaning a YAML 1.2 core parser could read as anything but the
+# plain string itself: indicators up front, mapping or comment markers inside,
+# or the spellings of null, booleans and numbers.
+_FAST_UNSAFE = re.compile(
+    r"^[-?:,\[\]{}#&*!|>'\"%@`\s]|: |:$| #|\t"
+    r"|^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE)$"
+    r"|^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"
+    r"|^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+
+
+def _fast_load(fm_text: str) -> dict | None:
+    """The common frontmatter (``key: plain text`` lines, one nested mapping
+    level) without loading YAML; None when the text needs the real parser.
+
+    Memory files are nearly always this simple, and skipping the YAML import
+    is a large share of ``mem scan``'s start-up time.
+    """
+    if "\r" in fm_text:
+        return None
+    data: dict = {}
+    parent: dict | None = None
+    child_indent = ""
+    for line in fm_text.split("\n"):
+        if not line.strip(" "):
+            continue
+        m = _FAST_KEY.match(line)
+        if not m:
+            return None
+        indent, key, value = m.group(1), m.group(2), m.group(3)
+        if value is not None:
+            value = value.rstrip(" ")
+            if not value:
+                value = None
+            elif _FAST_UNSAFE.search(value) or not value.isprintable():
+                return None
+        if not indent:
+            if key in data:
+                return None
+            parent = None
+            if value is None:
+                data[key] = None
+                parent, child_indent = data, ""
+                parent_key = key
+            else:
+                data[key] = value
+        else:
+            if parent is None or value is None:
+                return None
+            if not child_indent:
+                child_indent = indent
+                data[parent_key] = {}
+            elif indent != child_indent:
+                return None
+            children = data[parent_key]
+            if key in children:
+                return None
+            children[key] = value
+    return data
+
+
 def parse_frontmatter(text: str) -> Parsed:
     m = FRONTMATTER_RE.match(text)
     if not m:
         return Parsed({}, text, False)
     fm_text = m.group(1) or ""
     content = text[m.end():]
+    fast = _fast_load(fm_text)
+    if fast is not None:
+        return Parsed(fast, content, True)
     try:
         parsed = load_yaml(fm_text)
         return Parsed(parsed if isinstance(parsed, dict) else {}, content, True)
