@@ -91,7 +91,7 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
     except BrokenPipeError:
         # `mem scan | head -1`: the reader left; stop quietly like a C tool.
         _silence_stdout()
-        code = 141
+        code = ExitCode.BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into a line
         if debug_enabled():
             traceback.print_exc()
@@ -107,7 +107,7 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
-        code = 141 if not hook else 0
+        code = ExitCode.BROKEN_PIPE
     return 0 if hook else int(code)
 
 

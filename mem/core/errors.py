@@ -26,6 +26,8 @@ class ExitCode(IntEnum):
     FAILURE = 70
     #: interrupted by Ctrl-C
     INTERRUPTED = 130
+    #: stdout was closed early (e.g. piped to head), as SIGPIPE would end a C tool
+    BROKEN_PIPE = 141
 
 
 class MemError(Exception):
