@@ -1,0 +1,462 @@
+"""The secret gate: 36 gitleaks-derived rules that keep credentials out of memory.
+
+A port of Claude Code's team-memory secret scanner (reference §8.6). Findings
+name the rule that matched and the line it matched on, never the matched text.
+
+    >>> from mem.core import secrets
+    >>> secrets.first_secret("nothing to see here") is None
+    True
+
+Porting notes (JS → Python ``re``):
+
+- ``re.ASCII`` everywhere, because JS ``\\w``, ``\\d`` and ``\\b`` are ASCII-only
+  and JS ``i`` without ``u`` never folds a non-ASCII letter onto an ASCII one.
+- JS ``\\s`` is Unicode-aware (NBSP, U+2028, ...) but is not Python's Unicode
+  ``\\s`` either: JS has U+FEFF, Python has U+001C-U+001F and U+0085. So every
+  ``\\s`` becomes the explicit class ``_JS_SPACE``.
+- JS ``$`` without ``m`` matches only at the very end, so it becomes ``\\Z``.
+- For speed only, a leading ``\\b`` before a literal is moved behind it as a
+  lookbehind (``_hoist_boundary``); the matches are the same.
+
+Speed: the write path calls ``first_secret`` on every write. Import compiles
+nothing (``_compiled`` runs on first use). Each rule carries literal keywords,
+one of which every match contains, and runs only if one is present; a handful
+of anchor-character gates (``_Gate``) find the keywords present, a group per
+pass, so a clean 4 KB memory costs tens of microseconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "RULES",
+    "SecretFinding",
+    "SecretRule",
+    "first_secret",
+    "redact",
+    "rule_label",
+    "scan",
+]
+
+REDACTED = "[REDACTED]"
+
+#: JS ``\s``: WhiteSpace (TAB, VT, FF, SP, NBSP, ZWNBSP, Zs) plus LineTerminator.
+_JS_SPACE = (
+    r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+# Assembled at run time so this file holds nothing that looks like a key prefix.
+_ANT_API = "-".join(["sk", "ant", "api"])
+_ANT_ADMIN = "-".join(["sk", "ant", "admin01"])
+
+# (id, case-insensitive?, JS regex source, keywords). Sources are the reference
+# table verbatim; keywords are literals one of which every match must contain
+# (matched ignoring ASCII case for the case-insensitive rules).
+_TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
+    ("aws-access-token", False,
+     r"""\b((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})\b""",
+     ("A3T", "AKIA", "ASIA", "ABIA", "ACCA")),
+    ("gcp-api-key", False,
+     r"""\b(AIza[\w-]{35})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("AIza",)),
+    ("azure-ad-client-secret", False,
+     r"""(?:^|[\\'"\x60\s>=:(,)])([a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.-]{31,34})(?:$|[\\'"\x60\s<),])""",
+     ("Q~",)),
+    ("digitalocean-pat", False,
+     r"""\b(dop_v1_[a-f0-9]{64})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("dop_v1_",)),
+    ("digitalocean-access-token", False,
+     r"""\b(doo_v1_[a-f0-9]{64})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("doo_v1_",)),
+    ("anthropic-api-key", False,
+     r"""\b(""" + _ANT_API + r"""03-[a-zA-Z0-9_\-]{93}AA)(?:[\x60'"\s;]|\\[nr]|$)""",
+     (_ANT_API + "03-",)),
+    ("anthropic-admin-api-key", False,
+     r"""\b(""" + _ANT_ADMIN + r"""-[a-zA-Z0-9_\-]{93}AA)(?:[\x60'"\s;]|\\[nr]|$)""",
+     (_ANT_ADMIN + "-",)),
+    ("openai-api-key", False,
+     r"""\b(sk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|sk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("T3BlbkFJ",)),
+    ("huggingface-access-token", False,
+     r"""\b(hf_[a-zA-Z]{34})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("hf_",)),
+    ("github-pat", False,
+     r"""ghp_[0-9a-zA-Z]{36}""",
+     ("ghp_",)),
+    ("github-fine-grained-pat", False,
+     r"""github_pat_\w{82}""",
+     ("github_pat_",)),
+    ("github-app-token", False,
+     r"""(?:ghu|ghs)_[0-9a-zA-Z]{36}""",
+     ("ghu_", "ghs_")),
+    ("github-oauth", False,
+     r"""gho_[0-9a-zA-Z]{36}""",
+     ("gho_",)),
+    ("github-refresh-token", False,
+     r"""ghr_[0-9a-zA-Z]{36}""",
+     ("ghr_",)),
+    ("gitlab-pat", False,
+     r"""glpat-[\w-]{20}""",
+     ("glpat-",)),
+    ("gitlab-deploy-token", False,
+     r"""gldt-[0-9a-zA-Z_\-]{20}""",
+     ("gldt-",)),
+    ("slack-bot-token", False,
+     r"""xoxb-[0-9]{10,13}-[0-9]{10,13}[a-zA-Z0-9-]*""",
+     ("xoxb-",)),
+    ("slack-user-token", False,
+     r"""xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}""",
+     ("xoxp-", "xoxe-")),
+    ("slack-app-token", True,
+     r"""xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+""",
+     ("xapp-",)),
+    ("twilio-api-key", False,
+     r"""SK[0-9a-fA-F]{32}""",
+     ("SK",)),
+    ("sendgrid-api-token", False,
+     r"""\b(SG\.[a-zA-Z0-9=_\-.]{66})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("SG.",)),
+    ("npm-access-token", False,
+     r"""\b(npm_[a-zA-Z0-9]{36})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("npm_",)),
+    ("pypi-upload-token", False,
+     r"""pypi-AgEIcHlwaS5vcmc[\w-]{50,1000}""",
+     ("pypi-AgEIcHlwaS5vcmc",)),
+    ("databricks-api-token", False,
+     r"""\b(dapi[a-f0-9]{32}(?:-\d)?)(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("dapi",)),
+    ("hashicorp-tf-api-token", False,
+     r"""[a-zA-Z0-9]{14}\.atlasv1\.[a-zA-Z0-9\-_=]{60,70}""",
+     (".atlasv1.",)),
+    ("pulumi-api-token", False,
+     r"""\b(pul-[a-f0-9]{40})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("pul-",)),
+    ("postman-api-token", False,
+     r"""\b(PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("PMAK-",)),
+    ("grafana-api-key", False,
+     r"""\b(eyJrIjoi[A-Za-z0-9+/]{70,400}={0,3})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("eyJrIjoi",)),
+    ("grafana-cloud-api-token", False,
+     r"""\b(glc_[A-Za-z0-9+/]{32,400}={0,3})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("glc_",)),
+    ("grafana-service-account-token", False,
+     r"""\b(glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("glsa_",)),
+    ("sentry-user-token", False,
+     r"""\b(sntryu_[a-f0-9]{64})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("sntryu_",)),
+    ("sentry-org-token", False,
+     r"""\bsntrys_eyJpYXQiO[a-zA-Z0-9+/]{10,200}(?:LCJyZWdpb25fdXJs|InJlZ2lvbl91cmwi|cmVnaW9uX3VybCI6)[a-zA-Z0-9+/]{10,200}={0,2}_[a-zA-Z0-9+/]{43}""",
+     ("sntrys_eyJpYXQiO",)),
+    ("stripe-access-token", False,
+     r"""\b((?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99})(?:[\x60'"\s;]|\\[nr]|$)""",
+     ("k_test_", "k_live_", "k_prod_")),
+    ("shopify-access-token", False,
+     r"""shpat_[a-fA-F0-9]{32}""",
+     ("shpat_",)),
+    ("shopify-shared-secret", False,
+     r"""shpss_[a-fA-F0-9]{32}""",
+     ("shpss_",)),
+    ("private-key", True,
+     r"""-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S-]{64,}?-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----""",
+     ("-----begin",)),
+)
+
+_LABEL_WORDS = {
+    "aws": "AWS",
+    "gcp": "GCP",
+    "api": "API",
+    "pat": "PAT",
+    "ad": "AD",
+    "tf": "TF",
+    "oauth": "OAuth",
+    "npm": "NPM",
+    "pypi": "PyPI",
+    "jwt": "JWT",
+    "github": "GitHub",
+    "gitlab": "GitLab",
+    "openai": "OpenAI",
+    "digitalocean": "DigitalOcean",
+    "huggingface": "HuggingFace",
+    "hashicorp": "HashiCorp",
+    "sendgrid": "SendGrid",
+}
+
+
+@dataclass(frozen=True)
+class SecretRule:
+    id: str
+    label: str
+    pattern: re.Pattern
+
+
+@dataclass(frozen=True)
+class SecretFinding:
+    rule_id: str
+    label: str
+    #: 1-based line of the secret itself (group 1 when the rule has one, so a
+    #: delimiter consumed before it does not pull the line number back).
+    line: int
+
+
+#: All 36 rules in reference order. Compiled on first access (PEP 562), so
+#: prefer ``secrets.RULES`` over ``from ... import RULES`` in module scope.
+RULES: tuple[SecretRule, ...]
+
+
+def rule_label(rule_id: str) -> str:
+    """Human label for a rule id: ``github-pat`` → ``GitHub PAT``."""
+    return " ".join(
+        _LABEL_WORDS.get(part, part[:1].upper() + part[1:])
+        for part in rule_id.split("-")
+    )
+
+
+def _port(js_source: str) -> str:
+    """Rewrite a JS regex source for Python ``re`` with ``re.ASCII``.
+
+    ``\\s`` becomes the JS whitespace set (spliced in when already inside a
+    character class) and an unescaped ``$`` outside a class becomes ``\\Z``.
+    """
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(js_source):
+        c = js_source[i]
+        if c == "\\":
+            escape = js_source[i : i + 2]
+            if escape == r"\s":
+                out.append(_JS_SPACE if in_class else f"[{_JS_SPACE}]")
+            else:
+                out.append(escape)
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "$":
+            c = r"\Z"
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+#: ``\b`` then an optional group then a literal that starts with a word character
+#: and is not followed by a quantifier.
+_LEADING_BOUNDARY = re.compile(r"\\b(\(?)([A-Za-z0-9_](?:[A-Za-z0-9_-]|\\\.)*)(?![?*+{])")
+
+
+def _hoist_boundary(source: str) -> str:
+    """``\\b(dapi...`` → ``(dapi(?<!\\wdapi)...``: the same matches, faster.
+
+    ``re`` finds a literal prefix in C but tries a pattern that starts with
+    ``\\b`` at every position. Before a word character ``\\b`` means "no word
+    character before", which a lookbehind after the literal checks as well.
+    Not applied when the ``\\b`` governs a top-level alternation (openai).
+    """
+    m = _LEADING_BOUNDARY.match(source)
+    if not m or _has_top_level_bar(source, m.start(2)):
+        return source
+    group, literal = m.groups()
+    return f"{group}{literal}(?<!\\w{literal}){source[m.end():]}"
+
+
+def _has_top_level_bar(source: str, start: int) -> bool:
+    """Whether the group (or pattern) that ``start`` is in has a top-level ``|``."""
+    depth = 0
+    in_class = False
+    i = start
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                return False
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+#: Characters a keyword may be anchored on, in order of preference: rare in
+#: prose and shared by many keywords, so a few gates cover all of them.
+_ANCHORS = "~_-." + "ABCDEFGHIJKLMNOPQRSTUVWXYZ" + "0123456789"
+
+
+class _Gate:
+    """Finds which of a group of keywords occur in a text, in one pass.
+
+    ``keyword in text`` is a full pass over the text per keyword (~45 of
+    them). A regex that starts with one literal character is scanned for it
+    in C and tries its alternatives only where that character occurs, so all
+    keywords that share an anchor character cost one pass. Each alternative is
+    a group of lookarounds around the anchor; the group that matched names
+    the keyword, and so the rules to run.
+    """
+
+    def __init__(self, anchor: str, members: list[tuple[int, bool, str]]) -> None:
+        # members: (rule index, case-insensitive?, keyword) with anchor in keyword.
+        pattern = re.escape(anchor)
+        spans = [(index, ic, kw, kw.rindex(anchor)) for index, ic, kw in members]
+        if all(at for _, _, _, at in spans):
+            # Test the character before the anchor first: most occurrences of
+            # a common anchor (snake_case, "---") fail here cheaply.
+            before = set()
+            for _, ic, kw, at in spans:
+                before.update({kw[at - 1].lower(), kw[at - 1].upper()} if ic else kw[at - 1])
+            pattern += f"(?<=[{re.escape(''.join(sorted(before)))}]{re.escape(anchor)})"
+        alternatives = []
+        for _, ic, kw, at in spans:
+            head, tail = kw[: at + 1], kw[at + 1 :]
+            alt = (f"(?<={re.escape(head)})" if at else "") + (f"(?={re.escape(tail)})" if tail else "")
+            alternatives.append(f"((?i:{alt}))" if ic else f"({alt})")
+        self.pattern = re.compile(pattern + "(?:" + "|".join(alternatives) + ")", re.ASCII)
+        # Only the first alternative that matches at a position is reported, so
+        # each one also stands for the keywords that can match where it does.
+        self.rules: tuple[frozenset[int], ...] = tuple(
+            frozenset(j for j, jc, other, jat in spans if _overlap(kw, at, other, jat, ic or jc))
+            for _, ic, kw, at in spans
+        )
+
+    def hits(self, text: str) -> set[int]:
+        found: set[int] = set()
+        for m in self.pattern.finditer(text):
+            found |= self.rules[m.lastindex - 1]
+        return found
+
+
+def _overlap(a: str, a_at: int, b: str, b_at: int, fold: bool) -> bool:
+    """Whether keywords ``a`` and ``b`` can both occur around one anchor."""
+    if fold:
+        a, b = a.lower(), b.lower()
+    head_a, tail_a, head_b, tail_b = a[: a_at + 1], a[a_at + 1 :], b[: b_at + 1], b[b_at + 1 :]
+    heads = head_a.endswith(head_b) or head_b.endswith(head_a)
+    return heads and (tail_a.startswith(tail_b) or tail_b.startswith(tail_a))
+
+
+class _Scanner:
+    """The compiled rules plus the gates of the prefilter (see ``_candidates``)."""
+
+    def __init__(self, table) -> None:
+        rules = []
+        for rule_id, ignore_case, source, _ in table:
+            flags = re.ASCII | (re.IGNORECASE if ignore_case else 0)
+            pattern = re.compile(_hoist_boundary(_port(source)), flags)
+            rules.append(SecretRule(rule_id, rule_label(rule_id), pattern))
+        self.rules: tuple[SecretRule, ...] = tuple(rules)
+        #: Keywords with no anchor character, tested with ``in``.
+        self.plain: list[tuple[str, int]] = []
+        groups: dict[str, list[tuple[int, bool, str]]] = {}
+        for index, (_, ignore_case, _, keywords) in enumerate(table):
+            for keyword in keywords:
+                anchor = next((c for c in _ANCHORS if c in keyword), None)
+                if anchor is None:
+                    assert not ignore_case, keyword
+                    self.plain.append((keyword, index))
+                else:
+                    # The gate matches the anchor itself case-sensitively.
+                    assert not (ignore_case and anchor.isalpha()), keyword
+                    groups.setdefault(anchor, []).append((index, ignore_case, keyword))
+        self.gates = [_Gate(anchor, members) for anchor, members in groups.items()]
+
+
+@functools.cache
+def _compiled() -> _Scanner:
+    """Compile the rules and gates once, on first use (import stays cheap)."""
+    return _Scanner(_TABLE)
+
+
+def __getattr__(name: str):
+    if name == "RULES":
+        return _compiled().rules
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _candidates(text: str, prefilter: bool = True):
+    """Yield the rules worth running on ``text``, in rule order.
+
+    A rule runs only if one of its keywords occurs in ``text``.
+    """
+    scanner = _compiled()
+    if not prefilter:
+        yield from scanner.rules
+        return
+    indexes: set[int] = set()
+    for gate in scanner.gates:
+        indexes |= gate.hits(text)
+    for keyword, index in scanner.plain:
+        if keyword in text:
+            indexes.add(index)
+    for index in sorted(indexes):
+        yield scanner.rules[index]
+
+
+def _finding(rule: SecretRule, match: re.Match, text: str) -> SecretFinding:
+    start = match.start(1) if rule.pattern.groups else match.start()
+    return SecretFinding(rule.id, rule.label, text.count("\n", 0, start) + 1)
+
+
+def _scan(text: str, prefilter: bool = True) -> list[SecretFinding]:
+    findings = []
+    for rule in _candidates(text, prefilter):
+        match = rule.pattern.search(text)
+        if match:
+            findings.append(_finding(rule, match, text))
+    return findings
+
+
+def scan(text: str) -> list[SecretFinding]:
+    """One finding per rule that matches ``text``, in rule order.
+
+    Example: ``[f.label for f in scan(memory_text)]``
+    """
+    return _scan(text)
+
+
+def first_secret(text: str) -> SecretFinding | None:
+    """The first rule (in rule order) that matches ``text``, or None.
+
+    Example: ``if (hit := first_secret(content)): raise RefusedError(hit.label)``
+    """
+    for rule in _candidates(text):
+        match = rule.pattern.search(text)
+        if match:
+            return _finding(rule, match, text)
+    return None
+
+
+def _redact_match(match: re.Match) -> str:
+    if match.re.groups == 0:
+        return REDACTED
+    whole = match.group(0)
+    offset = match.start(0)
+    return (
+        whole[: match.start(1) - offset] + REDACTED + whole[match.end(1) - offset :]
+    )
+
+
+def redact(text: str) -> str:
+    """Replace every secret (group 1, else the whole match) with ``[REDACTED]``.
+
+    Rules apply in order, each to the output of the one before, like the
+    reference's ``redactSecrets``. Example: ``redact(line)``
+    """
+    # Candidates from the original text suffice: no keyword contains a bracket
+    # or occurs in "[REDACTED]", so redacting never brings a new one into view.
+    for rule in list(_candidates(text)):
+        text = rule.pattern.sub(_redact_match, text)
+    return text
