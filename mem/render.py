@@ -5,7 +5,6 @@ Colour only at a terminal and never when ``NO_COLOR`` is set to anything.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable
@@ -30,20 +29,21 @@ def out(text: str = "", *, nl: bool = True) -> None:
     sys.stdout.write(text + ("\n" if nl else ""))
 
 
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str)
-
-
 def out_json(obj: Any) -> None:
     """One JSON document."""
+    import json
+
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 def out_jsonl(rows: Iterable[Any]) -> None:
     """One JSON object per line, streamed."""
+    import json
+
+    encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
     write = sys.stdout.write
     for row in rows:
-        write(dumps(row) + "\n")
+        write(encode(row) + "\n")
 
 
 def out_rows(rows: Iterable[dict], fmt: str, text: Any) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 
 import click
 
@@ -80,7 +79,7 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
         code = ExitCode.INTERRUPTED
     except MemError as exc:
         if debug_enabled():
-            traceback.print_exc()
+            _print_traceback()
         if hook:
             _hook_failed(str(exc))
             return 0
@@ -94,7 +93,7 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
         code = ExitCode.BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into a line
         if debug_enabled():
-            traceback.print_exc()
+            _print_traceback()
         if hook:
             _hook_failed(f"{type(exc).__name__}: {exc}")
             return 0
@@ -109,6 +108,12 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
         _silence_stdout()
         code = ExitCode.BROKEN_PIPE
     return 0 if hook else int(code)
+
+
+def _print_traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
 
 
 def _describe(exc: BaseException) -> str:

@@ -11,7 +11,6 @@ the two differ on leading `//` and trailing separators and the results must matc
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -405,14 +404,22 @@ def _read_json_object(path: str | None) -> dict | None:
         return None
     try:
         with open(path, encoding="utf-8-sig") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
+            text = f.read()
+    except OSError:
+        return None
+    import json  # only when a settings file exists: json is not free at start-up
+
+    try:
+        data = json.loads(text)
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 
 
 def _flag_source(settings_file: str) -> SettingsSource:
     # Like `claude --settings`, the value is a file or an inline JSON object.
+    import json
+
     if settings_file.lstrip().startswith("{"):
         try:
             data = json.loads(settings_file)

@@ -309,27 +309,32 @@ class _Gate:
     """
 
     def __init__(self, anchor: str, members: list[tuple[int, bool, str]]) -> None:
-        # members: (rule index, case-insensitive?, keyword) with anchor in keyword.
+        # members: (rule index, case-insensitive?, keyword) with anchor in keyword;
+        # each keyword splits after its last anchor into head and tail.
+        spans = []
+        for index, ic, kw in members:
+            end = kw.rindex(anchor) + len(anchor)
+            spans.append((index, ic, kw[:end], kw[end:]))
         pattern = re.escape(anchor)
-        spans = [(index, ic, kw, kw.rindex(anchor)) for index, ic, kw in members]
-        if all(at for _, _, _, at in spans):
+        if all(len(head) > len(anchor) for _, _, head, _ in spans):
             # Test the character before the anchor first: most occurrences of
-            # a common anchor (snake_case, "---") fail here cheaply.
+            # a common anchor (snake_case, bullets) fail here cheaply.
             before = set()
-            for _, ic, kw, at in spans:
-                before.update({kw[at - 1].lower(), kw[at - 1].upper()} if ic else kw[at - 1])
+            for _, ic, head, _ in spans:
+                c = head[-len(anchor) - 1]
+                before.update({c.lower(), c.upper()} if ic else c)
             pattern += f"(?<=[{re.escape(''.join(sorted(before)))}]{re.escape(anchor)})"
         alternatives = []
-        for _, ic, kw, at in spans:
-            head, tail = kw[: at + 1], kw[at + 1 :]
-            alt = (f"(?<={re.escape(head)})" if at else "") + (f"(?={re.escape(tail)})" if tail else "")
+        for _, ic, head, tail in spans:
+            alt = f"(?<={re.escape(head)})" if len(head) > len(anchor) else ""
+            alt += f"(?={re.escape(tail)})" if tail else ""
             alternatives.append(f"((?i:{alt}))" if ic else f"({alt})")
         self.pattern = re.compile(pattern + "(?:" + "|".join(alternatives) + ")", re.ASCII)
         # Only the first alternative that matches at a position is reported, so
         # each one also stands for the keywords that can match where it does.
         self.rules: tuple[frozenset[int], ...] = tuple(
-            frozenset(j for j, jc, other, jat in spans if _overlap(kw, at, other, jat, ic or jc))
-            for _, ic, kw, at in spans
+            frozenset(j for j, jc, other, other_tail in spans if _overlap(head, tail, other, other_tail, ic or jc))
+            for _, ic, head, tail in spans
         )
 
     def hits(self, text: str) -> set[int]:
@@ -339,11 +344,10 @@ class _Gate:
         return found
 
 
-def _overlap(a: str, a_at: int, b: str, b_at: int, fold: bool) -> bool:
-    """Whether keywords ``a`` and ``b`` can both occur around one anchor."""
+def _overlap(head_a: str, tail_a: str, head_b: str, tail_b: str, fold: bool) -> bool:
+    """Whether two keywords, split at one anchor, can both occur around it."""
     if fold:
-        a, b = a.lower(), b.lower()
-    head_a, tail_a, head_b, tail_b = a[: a_at + 1], a[a_at + 1 :], b[: b_at + 1], b[b_at + 1 :]
+        head_a, tail_a, head_b, tail_b = (x.lower() for x in (head_a, tail_a, head_b, tail_b))
     heads = head_a.endswith(head_b) or head_b.endswith(head_a)
     return heads and (tail_a.startswith(tail_b) or tail_b.startswith(tail_a))
 
@@ -363,7 +367,7 @@ class _Scanner:
         groups: dict[str, list[tuple[int, bool, str]]] = {}
         for index, (_, ignore_case, _, keywords) in enumerate(table):
             for keyword in keywords:
-                anchor = next((c for c in _ANCHORS if c in keyword), None)
+                anchor = _anchor(keyword)
                 if anchor is None:
                     assert not ignore_case, keyword
                     self.plain.append((keyword, index))
@@ -372,6 +376,23 @@ class _Scanner:
                     assert not (ignore_case and anchor.isalpha()), keyword
                     groups.setdefault(anchor, []).append((index, ignore_case, keyword))
         self.gates = [_Gate(anchor, members) for anchor, members in groups.items()]
+
+
+def _anchor(keyword: str) -> str | None:
+    """The run of the preferred anchor character that ends last in ``keyword``.
+
+    A run ("-----" in "-----begin") makes a longer literal for ``re`` to scan
+    for, and keeps the single-character gate free of keywords that start
+    with the anchor.
+    """
+    c = next((c for c in _ANCHORS if c in keyword), None)
+    if c is None:
+        return None
+    end = keyword.rindex(c) + 1
+    start = end - 1
+    while start and keyword[start - 1] == c:
+        start -= 1
+    return keyword[start:end]
 
 
 @functools.cache
