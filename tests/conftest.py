@@ -81,3 +81,15 @@ def run_mem(mem_exe):
 
 def git(*args: str, cwd: Path | str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def fake_api(monkeypatch):
+    """A local Messages-API server; ANTHROPIC_BASE_URL/ANTHROPIC_API_KEY point at it."""
+    from fakeapi import FakeAnthropic
+
+    api = FakeAnthropic().start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-a-secret")
+    yield api
+    api.stop()

@@ -190,3 +190,15 @@ def test_python_dash_m_entry_point(memdir):
     write_memory(memdir, "a.md", name="a", description="A")
     r = subprocess.run([sys.executable, "-m", "mem", "scan"], capture_output=True, text=True, env=dict(os.environ))
     assert r.returncode == 0 and "a.md" in r.stdout
+
+
+def test_rebuild_appends_an_event(run_mem, populated):
+    from mem.core.events import read_events
+
+    (populated / "MEMORY.md").write_text("- [User role](user_role.md) — backend\n")
+    assert run_mem("index", "--rebuild").returncode == 0
+    (event,) = read_events(str(populated))
+    assert event["command"] == "index --rebuild" and event["updated"] == ["MEMORY.md"]
+    assert event["detail"] == {"added": ["feedback_tests.md"], "removed": []} and event["outcome"] == "ok"
+    assert run_mem("index", "--rebuild").returncode == 0  # nothing to do: no new event
+    assert len(read_events(str(populated))) == 1

@@ -92,10 +92,21 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, file: str | N
             )
             sys.stdout.writelines(diff)
     elif changed:
+        import time
+
+        from mem.core import events
         from mem.core.store import MemoryDir
 
+        started = time.monotonic()
         store = MemoryDir(root)
-        store.update_index(lambda current: idx.rebuild(current, root, manifest.scan(root, limit=None)))
+        written = store.update_index(lambda current: idx.rebuild(current, root, manifest.scan(root, limit=None)))
+        if written is not None:
+            events.record(
+                root, "index --rebuild",
+                created=[written.relpath] if written.created else [],
+                updated=[] if written.created else [written.relpath],
+                duration=time.monotonic() - started, detail={"added": added, "removed": removed},
+            )
     result = {"path": index_path, "changed": changed, "written": changed and not dry_run, "added": added, "removed": removed}
     if fmt == "json":
         render.out_json(result)

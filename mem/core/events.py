@@ -1,0 +1,89 @@
+"""The audit trail: one JSON line per command that changed a memory directory.
+
+Kept in the state directory (``<state>/events.jsonl``), never in the memory
+directory. Appends are single ``write`` calls on an O_APPEND descriptor, so
+concurrent writers do not interleave lines. Logging never fails a command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+EVENTS_NAME = "events.jsonl"
+
+
+def events_path(env: Mapping[str, str] | None = None) -> str:
+    from mem.core.state import state_root
+
+    return os.path.join(state_root(env), EVENTS_NAME)
+
+
+def record(
+    memory_dir: str,
+    command: str,
+    *,
+    created: Iterable[str] = (),
+    updated: Iterable[str] = (),
+    deleted: Iterable[str] = (),
+    strategy: str | None = None,
+    tokens: Mapping[str, int] | None = None,
+    duration: float | None = None,
+    outcome: str = "ok",
+    detail: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> bool:
+    """Append one event; False (and no exception) if the log cannot be written."""
+    event = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
+        "command": command,
+        "memory_dir": memory_dir,
+        "created": sorted(created),
+        "updated": sorted(updated),
+        "deleted": sorted(deleted),
+        "strategy": strategy,
+        "tokens": dict(tokens) if tokens else None,
+        "duration_s": None if duration is None else round(duration, 3),
+        "outcome": outcome,
+        "pid": os.getpid(),
+    }
+    if detail:
+        event["detail"] = dict(detail)
+    line = (json.dumps(event, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    try:
+        path = events_path(env)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
+
+
+def read_events(memory_dir: str | None = None, *, limit: int | None = None,
+                env: Mapping[str, str] | None = None) -> list[dict]:
+    """Events, oldest first; only those of ``memory_dir`` when given; the last ``limit``."""
+    try:
+        with open(events_path(env), encoding="utf-8", errors="replace") as fh:
+            lines = fh.readlines()
+    except FileNotFoundError:
+        return []
+    want = None if memory_dir is None else os.path.normpath(memory_dir)
+    events = []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if want is not None and os.path.normpath(str(event.get("memory_dir", ""))) != want:
+            continue
+        events.append(event)
+    return events[-limit:] if limit else events

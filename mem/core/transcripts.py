@@ -1,0 +1,308 @@
+"""Transcripts of Claude Code, qwen-code, or a plain ``{role, content}`` JSONL → one message model.
+
+Claude Code writes one JSON object per line: ``user`` / ``assistant`` lines
+(one content block per line; blocks of one API message share ``message.id``),
+``attachment`` lines, ``system`` lines (``compact_boundary``), and bookkeeping
+lines without a uuid. qwen-code writes Gemini-shaped ``parts``. A plain JSONL
+of ``{"role": ..., "content": ...}`` is accepted for other agents and scripts.
+Malformed lines are skipped, never fatal: transcripts are written while we read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Tools that write files, by client: the names that count as "the agent wrote memory".
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "write_file", "edit", "replace", "NotebookEdit"})
+
+
+@dataclass
+class Block:
+    type: str  # text | tool_use | tool_result | thinking | image | other
+    text: str = ""
+    name: str = ""  # tool name (tool_use, and tool_result when the client records it)
+    input: dict = field(default_factory=dict)  # tool_use input
+    id: str = ""  # tool_use id, or the id a tool_result answers
+    is_error: bool = False
+
+
+@dataclass
+class Message:
+    uuid: str | None
+    role: str  # user | assistant | system
+    blocks: list[Block]
+    kind: str = "message"  # message | tool_result | compact_boundary | compact_summary | meta
+    timestamp: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None  # the API message id; Claude splits one across several lines
+    usage: dict | None = None  # the API usage an assistant line carries
+    line: int = 0  # 1-based line number in the file
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.blocks if b.type == "text" and b.text)
+
+    @property
+    def is_human(self) -> bool:
+        """A prompt a person typed (not a tool result, not meta, not a summary)."""
+        return self.role == "user" and self.kind == "message" and any(b.type == "text" for b in self.blocks)
+
+    def tool_uses(self) -> list[Block]:
+        return [b for b in self.blocks if b.type == "tool_use"]
+
+
+@dataclass
+class Transcript:
+    format: str  # claude | qwen | plain | empty
+    messages: list[Message]
+    session_id: str | None = None
+    skipped_lines: int = 0
+
+    def index_of(self, uuid: str | None) -> int | None:
+        if uuid is None:
+            return None
+        for i, m in enumerate(self.messages):
+            if m.uuid == uuid:
+                return i
+        return None
+
+    def after(self, uuid: str | None) -> list[Message]:
+        """Messages after ``uuid``; all of them when it is gone (e.g. after compaction)."""
+        i = self.index_of(uuid)
+        return self.messages if i is None else self.messages[i + 1:]
+
+    @property
+    def last_uuid(self) -> str | None:
+        for m in reversed(self.messages):
+            if m.uuid:
+                return m.uuid
+        return None
+
+
+# --- reading ---------------------------------------------------------------
+
+
+def read_transcript(path: str) -> Transcript:
+    with open(path, "rb") as fh:
+        return parse_lines(fh)
+
+
+def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
+    messages: list[Message] = []
+    fmt = "empty"
+    session_id = None
+    skipped = 0
+    for n, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", "replace")
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            skipped += 1
+            continue
+        if not isinstance(obj, dict):
+            skipped += 1
+            continue
+        line_fmt = detect_format(obj)
+        if fmt == "empty" and line_fmt != "unknown":
+            fmt = line_fmt
+        session_id = session_id or obj.get("sessionId") or obj.get("session_id")
+        for m in _parse_object(obj, line_fmt):
+            m.line = n
+            messages.append(m)
+    return Transcript(fmt, messages, session_id, skipped)
+
+
+def detect_format(obj: dict) -> str:
+    msg = obj.get("message")
+    if isinstance(msg, dict) and "parts" in msg:
+        return "qwen"
+    if "uuid" in obj or obj.get("type") in ("queue-operation", "last-prompt", "mode", "summary", "attachment"):
+        return "claude"
+    if "role" in obj and ("content" in obj or "parts" in obj):
+        return "plain"
+    return "unknown"
+
+
+def _parse_object(obj: dict, fmt: str) -> Iterator[Message]:
+    if fmt == "qwen":
+        yield from _parse_qwen(obj)
+    elif fmt == "claude":
+        yield from _parse_claude(obj)
+    elif fmt == "plain":
+        role = obj.get("role")
+        role = "assistant" if role in ("assistant", "model") else "system" if role == "system" else "user"
+        content = obj.get("content", obj.get("parts"))
+        gemini = isinstance(content, list) and content and isinstance(content[0], dict) and "type" not in content[0]
+        blocks = _qwen_blocks(content) if gemini else _claude_blocks(content)
+        yield Message(obj.get("uuid") or obj.get("id"), role, blocks, timestamp=obj.get("timestamp"))
+
+
+def _parse_claude(obj: dict) -> Iterator[Message]:
+    kind = obj.get("type")
+    common = dict(uuid=obj.get("uuid"), timestamp=obj.get("timestamp"), session_id=obj.get("sessionId"))
+    if kind in ("user", "assistant"):
+        msg = obj.get("message") or {}
+        blocks = _claude_blocks(msg.get("content"))
+        if kind == "assistant":
+            yield Message(role="assistant", blocks=blocks, message_id=msg.get("id"), usage=msg.get("usage"), **common)
+            return
+        if obj.get("isCompactSummary"):
+            sub = "compact_summary"
+        elif obj.get("isMeta"):
+            sub = "meta"
+        elif blocks and all(b.type == "tool_result" for b in blocks):
+            sub = "tool_result"
+        else:
+            sub = "message"
+        yield Message(role="user", blocks=blocks, kind=sub, **common)
+    elif kind == "system" and obj.get("subtype") == "compact_boundary":
+        yield Message(role="system", blocks=[Block("text", obj.get("content") or "")], kind="compact_boundary", **common)
+    # attachments, bookkeeping and other system lines carry no conversation
+
+
+def _claude_blocks(content: Any) -> list[Block]:
+    if isinstance(content, str):
+        return [Block("text", content)]
+    blocks = []
+    for b in content or []:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "text":
+            blocks.append(Block("text", b.get("text") or ""))
+        elif t == "tool_use":
+            blocks.append(Block("tool_use", name=b.get("name") or "", input=b.get("input") if isinstance(b.get("input"), dict) else {}, id=b.get("id") or ""))
+        elif t == "tool_result":
+            blocks.append(Block("tool_result", _result_text(b.get("content")), id=b.get("tool_use_id") or "", is_error=bool(b.get("is_error"))))
+        elif t in ("thinking", "redacted_thinking"):
+            blocks.append(Block("thinking", b.get("thinking") or ""))
+        else:
+            blocks.append(Block(t or "other"))
+    return blocks
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text")
+    return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+def _parse_qwen(obj: dict) -> Iterator[Message]:
+    kind = obj.get("type")
+    if kind not in ("user", "assistant", "tool_result"):
+        return
+    msg = obj.get("message") or {}
+    blocks = _qwen_blocks(msg.get("parts"))
+    role = "assistant" if kind == "assistant" or msg.get("role") == "model" else "user"
+    sub = "tool_result" if kind == "tool_result" or (blocks and all(b.type == "tool_result" for b in blocks)) else "message"
+    yield Message(obj.get("uuid"), role, blocks, kind=sub, timestamp=obj.get("timestamp"), session_id=obj.get("sessionId"),
+                  usage=obj.get("usageMetadata"))
+
+
+def _qwen_blocks(parts: Any) -> list[Block]:
+    blocks = []
+    for p in parts or []:
+        if not isinstance(p, dict):
+            continue
+        if "text" in p:
+            blocks.append(Block("thinking" if p.get("thought") else "text", p.get("text") or ""))
+        elif "functionCall" in p:
+            call = p["functionCall"] or {}
+            args = call.get("args")
+            blocks.append(Block("tool_use", name=call.get("name") or "", input=args if isinstance(args, dict) else {}, id=call.get("id") or ""))
+        elif "functionResponse" in p:
+            resp = p["functionResponse"] or {}
+            body = resp.get("response")
+            text = body.get("output", body.get("error", "")) if isinstance(body, dict) else body
+            is_error = isinstance(body, dict) and "error" in body
+            blocks.append(Block("tool_result", text if isinstance(text, str) else json.dumps(text, ensure_ascii=False),
+                                name=resp.get("name") or "", id=resp.get("id") or "", is_error=is_error))
+    return blocks
+
+
+# --- questions asked of a transcript -----------------------------------------
+
+
+def recent_successful_tools(messages: list[Message]) -> list[str]:
+    """Tools used since the last human prompt whose results were not errors.
+
+    A tool that failed even once in that span is left out, as Claude Code does.
+    """
+    start = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].is_human:
+            start = i
+            break
+    names: dict[str, str] = {}  # tool_use id -> name
+    used: list[str] = []
+    failed: set[str] = set()
+    for m in messages[start:]:
+        for b in m.blocks:
+            if b.type == "tool_use":
+                names[b.id] = b.name
+            elif b.type == "tool_result":
+                name = names.get(b.id) or b.name
+                if not name:
+                    continue
+                if b.is_error:
+                    failed.add(name)
+                elif name not in used:
+                    used.append(name)
+    return [n for n in used if n not in failed]
+
+
+def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
+    """Paths inside ``memory_dir`` that assistant tool calls wrote or edited."""
+    root = os.path.normpath(memory_dir)
+    found = []
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        for b in m.tool_uses():
+            if b.name not in WRITE_TOOLS:
+                continue
+            path = b.input.get("file_path") or b.input.get("path") or b.input.get("absolute_path")
+            if isinstance(path, str) and path:
+                norm = os.path.normpath(path)
+                if norm == root or norm.startswith(root + os.sep):
+                    found.append(norm)
+    return found
+
+
+def render_for_model(messages: list[Message], *, max_result_chars: int = 2000, max_chars: int | None = None) -> str:
+    """A compact text rendering of a conversation, for a model to read."""
+    out: list[str] = []
+    for m in messages:
+        if m.kind == "compact_boundary":
+            out.append("[earlier conversation was compacted]")
+            continue
+        if m.kind == "meta":
+            continue
+        for b in m.blocks:
+            if b.type == "text" and b.text.strip():
+                who = "Summary of earlier conversation" if m.kind == "compact_summary" else m.role.capitalize()
+                out.append(f"{who}: {b.text.strip()}")
+            elif b.type == "tool_use":
+                args = json.dumps(b.input, ensure_ascii=False)
+                if len(args) > max_result_chars:
+                    args = args[:max_result_chars] + "…"
+                out.append(f"Assistant called {b.name}: {args}")
+            elif b.type == "tool_result":
+                text = b.text.strip()
+                if len(text) > max_result_chars:
+                    text = text[:max_result_chars] + f"… [{len(text) - max_result_chars} more characters]"
+                out.append(f"Tool result{' (error)' if b.is_error else ''}: {text}")
+    text = "\n\n".join(out)
+    if max_chars is not None and len(text) > max_chars:
+        text = "[…earlier messages omitted]\n\n" + text[-max_chars:]
+    return text
