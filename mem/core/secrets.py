@@ -298,14 +298,14 @@ _ANCHORS = "~_-." + "ABCDEFGHIJKLMNOPQRSTUVWXYZ" + "0123456789"
 
 
 class _Gate:
-    """Finds which of a group of keywords occur in a text, in one pass.
+    """Finds which of a group of keywords occur in a text.
 
     ``keyword in text`` is a full pass over the text per keyword (~45 of
-    them). A regex that starts with one literal character is scanned for it
-    in C and tries its alternatives only where that character occurs, so all
-    keywords that share an anchor character cost one pass. Each alternative is
-    a group of lookarounds around the anchor; the group that matched names
-    the keyword, and so the rules to run.
+    them). A regex that starts with a literal is scanned for it in C and
+    tries its lookarounds only where that literal occurs, so all keywords
+    that share an anchor cost one pass. ``any`` answers "none here?" as fast
+    as it can; only when something is there does ``which``, with one group
+    per keyword, name the keywords and so the rules to run.
     """
 
     def __init__(self, anchor: str, members: list[tuple[int, bool, str]]) -> None:
@@ -315,7 +315,7 @@ class _Gate:
         for index, ic, kw in members:
             end = kw.rindex(anchor) + len(anchor)
             spans.append((index, ic, kw[:end], kw[end:]))
-        pattern = re.escape(anchor)
+        prefix = re.escape(anchor)
         if all(len(head) > len(anchor) for _, _, head, _ in spans):
             # Test the character before the anchor first: most occurrences of
             # a common anchor (snake_case, bullets) fail here cheaply.
@@ -323,13 +323,26 @@ class _Gate:
             for _, ic, head, _ in spans:
                 c = head[-len(anchor) - 1]
                 before.update({c.lower(), c.upper()} if ic else c)
-            pattern += f"(?<=[{re.escape(''.join(sorted(before)))}]{re.escape(anchor)})"
-        alternatives = []
-        for _, ic, head, tail in spans:
-            alt = f"(?<={re.escape(head)})" if len(head) > len(anchor) else ""
+            prefix += f"(?<=[{re.escape(''.join(sorted(before)))}]{re.escape(anchor)})"
+
+        def around(heads: list[str], tail: str, ic: bool) -> str:
+            alt = "(?<=" + "|".join(map(re.escape, heads)) + ")" if len(heads[0]) > len(anchor) else ""
             alt += f"(?={re.escape(tail)})" if tail else ""
-            alternatives.append(f"((?i:{alt}))" if ic else f"({alt})")
-        self.pattern = re.compile(pattern + "(?:" + "|".join(alternatives) + ")", re.ASCII)
+            return f"(?i:{alt})" if ic and alt else alt
+
+        # Heads of one length (with the same tail and case rule) can share a
+        # lookbehind, which re tries as one branch of literals.
+        shared: dict[tuple[int, str, bool], list[str]] = {}
+        for _, ic, head, tail in spans:
+            shared.setdefault((len(head), tail, ic), []).append(head)
+        self.any = re.compile(
+            prefix + "(?:" + "|".join(around(heads, tail, ic) for (_, tail, ic), heads in shared.items()) + ")",
+            re.ASCII,
+        )
+        self.which = re.compile(
+            prefix + "(?:" + "|".join(f"({around([head], tail, ic)})" for _, ic, head, tail in spans) + ")",
+            re.ASCII,
+        )
         # Only the first alternative that matches at a position is reported, so
         # each one also stands for the keywords that can match where it does.
         self.rules: tuple[frozenset[int], ...] = tuple(
@@ -339,8 +352,10 @@ class _Gate:
 
     def hits(self, text: str) -> set[int]:
         found: set[int] = set()
-        for m in self.pattern.finditer(text):
-            found |= self.rules[m.lastindex - 1]
+        first = self.any.search(text)
+        if first is not None:
+            for m in self.which.finditer(text, first.start()):
+                found |= self.rules[m.lastindex - 1]
         return found
 
 
