@@ -114,7 +114,7 @@ def main() -> int:
     big = statistics.median(scale["mem scan --all, 10,000 files (installed)"])
 
     lines = [
-        "# Benchmark results",
+        "## Start-up and scale (`make bench`)",
         "",
         f"Written by `make bench` (bench/run.py). Machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, {platform.system()} {platform.release()}.",
@@ -122,7 +122,7 @@ def main() -> int:
         "ratios are to the median of `python3 -c pass` in the same run, "
         "run by the python of the venv `mem` is installed in.",
         "",
-        "## Start-up: `mem scan` on 200 memories",
+        "### Start-up: `mem scan` on 200 memories",
         "",
         "| command | median | min | × `python3 -c pass` | goal |",
         "|---|---|---|---|---|",
@@ -138,7 +138,7 @@ def main() -> int:
         lines.append(f"| {name} | {fmt_ms(med)} | {fmt_ms(mn)} | {ratio:.2f}× | {verdict} |")
     lines += [
         "",
-        "## Scale: 10,000 memories",
+        "### Scale: 10,000 memories",
         "",
         "| command | median | min | goal |",
         "|---|---|---|---|",
@@ -156,8 +156,9 @@ def main() -> int:
         "`#!/usr/bin/env -S python3 -sE` shebang does, without a pyenv shim in between.",
         "",
     ]
-    with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines))
+    from results import write_section
+
+    write_section("startup", "\n".join(lines))
     sys.stdout.write("\n".join(lines))
     return 0 if all(verdicts) else 1
 

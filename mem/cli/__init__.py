@@ -20,6 +20,8 @@ COMMANDS = {
     "path": "mem.cli.path:path_cmd",
     "scan": "mem.cli.scan:scan_cmd",
     "index": "mem.cli.index:index_cmd",
+    "log": "mem.cli.log:log_cmd",
+    "undo": "mem.cli.undo:undo_cmd",
 }
 
 

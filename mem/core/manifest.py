@@ -137,6 +137,8 @@ def header_of(path: str, relpath: str, st: os.stat_result) -> MemoryHeader:
         raw_type=raw_type,
     )
     w = header.warnings
+    if relpath.startswith("logs/"):
+        return header  # daily logs are append-only bullets, not topic files
     if not parsed.present:
         if head.startswith("---"):
             w.append(Problem("unclosed-frontmatter", f"frontmatter is not closed within the first {FRONTMATTER_MAX_LINES} lines"))

@@ -1,0 +1,43 @@
+"""mem log: append to today's daily log."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mem import render
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
+
+
+@click.command("log")
+@click.argument("text", nargs=-1, required=True)
+@memory_dir_options
+@format_options
+def log_cmd(text: tuple[str, ...], where: dict, fmt: str) -> None:
+    """Append a timestamped bullet to today's log (logs/YYYY/MM/YYYY-MM-DD.md).
+
+    TEXT is the words given, or - to read it from stdin. The log is
+    append-only; a nightly `mem dream` distils it into topic files.
+
+    \b
+    Example:
+      mem log "user prefers squash merges on this repo"
+      git log -1 --format=%s | mem log -
+    """
+    import time
+
+    from mem.core import dailylog, events
+
+    body = sys.stdin.read() if text == ("-",) else " ".join(text)
+    root = resolve_dir(where).memory_dir
+    started = time.monotonic()
+    entry = dailylog.append(root, body)
+    events.record(root, "log", created=[entry.relpath] if entry.created else [],
+                  updated=[] if entry.created else [entry.relpath], duration=time.monotonic() - started)
+    if fmt == "json":
+        render.out_json(entry.as_dict())
+    elif fmt == "jsonl":
+        render.out_jsonl([entry.as_dict()])
+    else:
+        render.out(entry.path)

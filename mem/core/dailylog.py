@@ -1,0 +1,72 @@
+"""Daily logs: ``logs/YYYY/MM/YYYY-MM-DD.md`` in the memory directory, append-only.
+
+The path uses the local date, as Claude Code's assistant mode does. Each entry
+is one timestamped bullet; continuation lines are indented under it. Appends
+are serialised by a lock in the state directory and land through the one
+write path (so a secret is refused and a reader never sees half an entry).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from mem.core.errors import UsageError
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    path: str
+    relpath: str
+    entry: str
+    created: bool
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "relpath": self.relpath, "entry": self.entry, "created": self.created}
+
+
+def log_relpath(now: float | None = None) -> str:
+    t = time.localtime(now)
+    return f"logs/{t.tm_year:04d}/{t.tm_mon:02d}/{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}.md"
+
+
+def format_entry(text: str, now: float | None = None) -> str:
+    lines = [line.rstrip() for line in text.strip("\n").splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    if not lines or not any(lines):
+        raise UsageError("nothing to log: the text is empty")
+    stamp = time.strftime("%H:%M", time.localtime(now))
+    head = f"- {stamp} {lines[0].strip()}"
+    rest = [f"  {line}" if line else "" for line in lines[1:]]
+    return "\n".join([head, *rest]) + "\n"
+
+
+def append(memory_dir: str, text: str, *, now: float | None = None) -> LogEntry:
+    from mem.core.state import state_dir
+    from mem.core.store import MemoryDir, file_lock
+
+    now = time.time() if now is None else now
+    rel = log_relpath(now)
+    entry = format_entry(text, now)
+    store = MemoryDir(memory_dir)
+    with file_lock(os.path.join(state_dir(memory_dir), "log.lock")):
+        path = os.path.join(memory_dir, rel)
+        try:
+            with open(path, "rb") as fh:
+                old = fh.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            old = None
+        base = old or ""
+        if base and not base.endswith("\n"):
+            base += "\n"
+        # Only the new entry is judged for secrets; what is already there stays as it was.
+        from mem.core.errors import SecretError
+        from mem.core.secrets import first_secret
+
+        found = first_secret(entry)
+        if found is not None:
+            raise SecretError(rel, found.rule_id, found.label)
+        result = store.write(rel, base + entry, scan=False)
+    return LogEntry(result.path, rel, entry, created=old is None)
