@@ -75,3 +75,8 @@ def error(message: str) -> None:
 def color(text: str, code: str) -> str:
     """Colour data for stdout (only at a terminal)."""
     return _style(text, code, sys.stdout)
+
+
+def color_err(text: str, code: str) -> str:
+    """Colour for a stderr message (only at a terminal)."""
+    return _style(text, code, sys.stderr)

@@ -28,17 +28,24 @@ def undo_cmd(snapshot_id: str | None, list_: bool, dry_run: bool, where: dict, f
       mem undo --dry-run | less
       mem undo
     """
-    import time
-
-    from mem.core import events, snapshot
-
     root = resolve_dir(where).memory_dir
     if list_:
+        from mem.core import snapshot
+
         snaps = snapshot.list_snapshots(root)
         render.out_rows((s.as_dict() for s in snaps), fmt, lambda d: f"{d['id']}  {d['created']}  {d['command']}  {d['files']} files")
         if not snaps and fmt == "text":
             render.info(f"no snapshots of {root}")
         return
+    restore_snapshot(root, snapshot_id, dry_run, fmt)
+
+
+def restore_snapshot(root: str, snapshot_id: str | None, dry_run: bool, fmt: str) -> None:
+    """Restore (or with dry_run, diff) a snapshot of ``root`` and report it."""
+    import time
+
+    from mem.core import events, snapshot
+
     snap = snapshot.find(root, snapshot_id)
     tree = os.path.join(snap.path, "tree")
     if dry_run:

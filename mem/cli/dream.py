@@ -1,0 +1,138 @@
+"""mem dream: nightly consolidation that never loses a memory."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from mem import render
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.core.errors import ExitCode
+
+
+@click.command("dream")
+@click.option("--offline", is_flag=True, help="Mechanical consolidation without a model (what runs when no key is set).")
+@click.option("--model", metavar="MODEL", help="Model for the consolidation agent (default: MEM_MODEL, then the newest Sonnet).")
+@click.option("--dry-run", is_flag=True, help="Run the whole job on a scratch copy; print the unified diff; change nothing.")
+@click.option("--force", is_flag=True, help="Skip the time and session gates (not the lock).")
+@click.option("--min-hours", type=float, default=24.0, show_default=True, metavar="H", help="Time gate: hours since the last consolidation.")
+@click.option("--min-sessions", type=int, default=5, show_default=True, metavar="N", help="Session gate: sessions touched since the last consolidation.")
+@click.option("--session", metavar="ID", help="The current session, left out of the session count.")
+@click.option("--keep", type=click.IntRange(min=1), default=20, show_default=True, metavar="N", help="Snapshots to keep for undo.")
+@click.option("--wait", is_flag=True, help="Wait for a running dream instead of exiting 5.")
+@click.option("--undo", is_flag=True, help="Restore the snapshot taken before the last change (same as mem undo).")
+@click.option("--all-projects", is_flag=True, help="Dream every project memory directory under the config home (for cron).")
+@click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr when a gate is closed.")
+@click.option("-v", "--verbose", is_flag=True, help="With --all-projects, report directories where nothing ran too.")
+@memory_dir_options
+@format_options
+@click.pass_context
+def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: bool, force: bool, min_hours: float,
+              min_sessions: int, session: str | None, keep: int, wait: bool, undo: bool, all_projects: bool,
+              quiet: bool, verbose: bool, where: dict, fmt: str) -> None:
+    """Consolidate memories: merge, date, prune and re-index, with undo.
+
+    Gated like Claude Code's auto-dream: it runs when the last consolidation
+    is at least --min-hours old and --min-sessions sessions have touched the
+    project since. A closed gate exits 0 with the reason on stderr. The
+    directory is snapshotted first and validated after; a failure restores it.
+
+    \b
+    Example:
+      mem dream --dry-run --force | less
+      mem dream --offline            # no key: merge exact duplicates, rebuild the index
+      0 4 * * * mem dream --all-projects -q
+    """
+    from mem.core import llm
+
+    if undo:
+        from mem.cli.undo import restore_snapshot
+
+        restore_snapshot(resolve_dir(where).memory_dir, None, dry_run, fmt)
+        return
+    mode = "mechanical" if offline or not llm.has_credentials() else "agent"
+    if mode == "mechanical" and not offline and not quiet:
+        render.info("no ANTHROPIC_API_KEY: running the mechanical consolidation (exact duplicates, index); --offline says so quietly")
+    the_model = None
+    if mode == "agent":
+        the_model = llm.Model(llm.model_config(model, timeout=300.0, max_retries=2), debug=llm.debug_enabled())
+    targets = _targets(where, all_projects)
+    opts = dict(mode=mode, model=the_model, dry_run=dry_run, force=force, min_hours=min_hours,
+                min_sessions=min_sessions, session=session, keep=keep, wait=wait, progress=_progress())
+    results, worst = [], 0
+    for memory_dir, transcripts_dir in targets:
+        try:
+            result = _run_one(memory_dir, transcripts_dir, opts)
+        except Exception as exc:  # one project's failure must not stop the others
+            if not all_projects:
+                raise
+            from mem.core.errors import MemError
+
+            code = exc.exit_code if isinstance(exc, MemError) else ExitCode.FAILURE
+            render.error(f"{memory_dir}: {exc}")
+            worst = max(worst, int(code))
+            continue
+        results.append(result)
+        _report(result, fmt, quiet, verbose or not all_projects, all_projects)
+    if fmt == "json":
+        data = [r.as_dict() for r in results]
+        render.out_json(data if all_projects else (data[0] if data else None))
+    elif fmt == "jsonl":
+        render.out_jsonl(r.as_dict() for r in results)
+    if worst:
+        ctx.exit(worst)
+
+
+def _targets(where: dict, all_projects: bool) -> list[tuple[str, str | None]]:
+    if not all_projects:
+        res = resolve_dir(where)
+        return [(res.memory_dir, res.transcripts_dir)]
+    from mem.core.paths import projects_dir
+
+    base = projects_dir()
+    out = []
+    try:
+        names = sorted(os.listdir(base))
+    except FileNotFoundError:
+        return []
+    for name in names:
+        memory = os.path.join(base, name, "memory")
+        if os.path.isdir(memory):
+            out.append((memory + os.sep, os.path.join(base, name)))
+    return out
+
+
+def _run_one(memory_dir: str, transcripts_dir: str | None, opts: dict):
+    from mem.core import dream
+
+    return dream.run(memory_dir, transcripts_dir, **opts)
+
+
+def _progress():
+    if not sys.stderr.isatty():
+        return lambda _msg: None
+    return lambda msg: sys.stderr.write(render.color_err("dream:", "2") + f" {msg}\n")
+
+
+def _report(result, fmt: str, quiet: bool, chatty: bool, many: bool) -> None:
+    prefix = f"{result.memory_dir}: " if many else ""
+    if not result.ran:
+        if chatty and not quiet:
+            render.info(f"{prefix}not dreaming: {result.gate.reason}")
+        return
+    if fmt != "text":
+        return
+    if result.dry_run:
+        render.out(result.diff or "", nl=False)
+    else:
+        for verb, paths in (("created", result.changes.created), ("updated", result.changes.updated), ("deleted", result.changes.deleted)):
+            for p in paths:
+                render.out(f"{verb} {prefix}{p}")
+    if result.summary and not quiet:
+        render.info(f"{prefix}{result.summary}")
+    for line in result.lint if chatty and not quiet else []:
+        render.warn(f"{prefix}{line}")
+    if not result.changes and not quiet and chatty:
+        render.info(f"{prefix}nothing to change")

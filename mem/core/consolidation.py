@@ -1,0 +1,177 @@
+"""The dream gates and lock, as Claude Code's autoDream keeps them.
+
+``.consolidate-lock`` in the memory directory: its body is the holder's PID,
+its mtime is the time of the last consolidation. A holder is live while the
+mtime is under an hour old and the PID runs; a failed run rolls the mtime back.
+Sessions are counted from uuid-named transcripts newer than the last
+consolidation.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+
+LOCK_NAME = ".consolidate-lock"
+HOLDER_STALE_S = 60 * 60
+DEFAULT_MIN_HOURS = 24.0
+DEFAULT_MIN_SESSIONS = 5
+_SESSION_FILE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.jsonl$", re.I)
+
+
+def lock_path(memory_dir: str) -> str:
+    return os.path.join(memory_dir, LOCK_NAME)
+
+
+def last_consolidated_ms(memory_dir: str) -> int:
+    try:
+        return os.stat(lock_path(memory_dir)).st_mtime_ns // 1_000_000
+    except OSError:
+        return 0
+
+
+def pid_running(pid: int | None) -> bool:
+    if pid is None or pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def holder(memory_dir: str) -> tuple[int | None, int]:
+    """(PID in the lock or None, lock mtime in ms or 0)."""
+    path = lock_path(memory_dir)
+    try:
+        st = os.stat(path)
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            body = fh.read().strip()
+    except OSError:
+        return None, 0
+    m = re.match(r"[+-]?\d+", body)  # parseInt semantics: leading digits
+    return (int(m.group()) if m else None), st.st_mtime_ns // 1_000_000
+
+
+def is_held(memory_dir: str, now: float | None = None) -> bool:
+    pid, mtime_ms = holder(memory_dir)
+    now_ms = (time.time() if now is None else now) * 1000
+    return bool(mtime_ms) and now_ms - mtime_ms < HOLDER_STALE_S * 1000 and pid_running(pid)
+
+
+def try_acquire(memory_dir: str) -> int | None:
+    """Take the lock; the prior mtime in ms (0 if none), or None when a live holder has it."""
+    from mem.core.store import MemoryDir
+
+    if is_held(memory_dir):
+        return None
+    prior = last_consolidated_ms(memory_dir)
+    os.makedirs(memory_dir, exist_ok=True)
+    store = MemoryDir(memory_dir)
+    mine = str(os.getpid())
+    _write(store, mine)
+    pid, _ = holder(memory_dir)
+    if pid != os.getpid():
+        return None  # lost a race
+    return prior
+
+
+def _write(store, body: str) -> None:
+    from mem.core.store import atomic_write
+
+    # Always rewrite, even with the same PID: the mtime is the stamp.
+    atomic_write(store.resolve(LOCK_NAME), body.encode())
+
+
+def rollback(memory_dir: str, prior_ms: int) -> None:
+    """Put the last-consolidated time back after a failed run."""
+    path = lock_path(memory_dir)
+    if prior_ms == 0:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        return
+    from mem.core.store import MemoryDir
+
+    _write(MemoryDir(memory_dir), "")
+    os.utime(path, (prior_ms / 1000, prior_ms / 1000))
+
+
+def sessions_since(transcripts_dir: str | None, since_ms: int, exclude: str | None = None) -> list[str]:
+    """Session ids with a transcript touched after ``since_ms``, newest first."""
+    if not transcripts_dir:
+        return []
+    found = []
+    try:
+        entries = list(os.scandir(transcripts_dir))
+    except OSError:
+        return []
+    for e in entries:
+        if not _SESSION_FILE.match(e.name):
+            continue
+        try:
+            if not e.is_file():
+                continue
+            mtime_ms = e.stat().st_mtime_ns // 1_000_000
+        except OSError:
+            continue
+        sid = e.name[: -len(".jsonl")]
+        if mtime_ms > since_ms and sid != exclude:
+            found.append((mtime_ms, sid))
+    return [sid for _, sid in sorted(found, reverse=True)]
+
+
+@dataclass(frozen=True)
+class Gate:
+    open: bool
+    reason: str
+    hours_since: float | None  # None when never consolidated
+    sessions: list[str]
+    min_hours: float
+    min_sessions: int
+    last_consolidated_ms: int
+    held: bool
+
+    def as_dict(self) -> dict:
+        return {
+            "open": self.open,
+            "reason": self.reason,
+            "hours_since_last": None if self.hours_since is None else round(self.hours_since, 2),
+            "last_consolidated": None if not self.last_consolidated_ms else _iso(self.last_consolidated_ms),
+            "sessions_since": len(self.sessions),
+            "session_ids": self.sessions,
+            "min_hours": self.min_hours,
+            "min_sessions": self.min_sessions,
+            "lock_held": self.held,
+        }
+
+
+def _iso(ms: int) -> str:
+    from mem.core.manifest import iso_utc_ms
+
+    return iso_utc_ms(ms)
+
+
+def check_gate(memory_dir: str, transcripts_dir: str | None, *, min_hours: float = DEFAULT_MIN_HOURS,
+               min_sessions: int = DEFAULT_MIN_SESSIONS, exclude_session: str | None = None,
+               force: bool = False, now: float | None = None) -> Gate:
+    now = time.time() if now is None else now
+    last = last_consolidated_ms(memory_dir)
+    hours = None if not last else (now * 1000 - last) / 3_600_000
+    sessions = sessions_since(transcripts_dir, last, exclude_session)
+    held = is_held(memory_dir, now)
+    common = dict(hours_since=hours, sessions=sessions, min_hours=min_hours, min_sessions=min_sessions,
+                  last_consolidated_ms=last, held=held)
+    if force:
+        return Gate(True, "forced", **common)
+    if hours is not None and hours < min_hours:
+        return Gate(False, f"last consolidation was {hours:.1f} h ago (gate: {min_hours:g} h)", **common)
+    if len(sessions) < min_sessions:
+        return Gate(False, f"{len(sessions)} session{'s' * (len(sessions) != 1)} since the last consolidation (gate: {min_sessions})", **common)
+    return Gate(True, f"{len(sessions)} sessions since the last consolidation"
+                + ("" if hours is None else f", {hours:.1f} h ago"), **common)

@@ -1,0 +1,342 @@
+"""mem dream: consolidate a memory directory without ever losing a memory.
+
+The job runs in one of two modes:
+
+* agent (a model key is set): a confined agent works through four phases —
+  orient, gather, consolidate, prune and index — with read access to the
+  memory directory and the project's transcripts and write access to the
+  memory directory only, through the one write path;
+* mechanical (``--offline``, or no key): no model; exact duplicate topic files
+  are merged, near duplicates reported, the index rebuilt and linted.
+
+Either way the directory is snapshotted first, the result is validated after
+(every changed topic file parses with a valid type, the index is within its
+limits and points at files that exist, no secret, daily logs only appended),
+and a failed validation or a failed run restores the snapshot byte for byte.
+``dry_run`` runs the whole job on a scratch copy and returns the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mem.core import consolidation, snapshot
+from mem.core.errors import LockedError, MemError, RefusedError
+
+SKIP_DIRS = ("logs/", "team/")
+
+
+class ValidationError(RefusedError):
+    """The consolidated directory broke a rule; the snapshot was restored."""
+
+
+@dataclass
+class DreamResult:
+    memory_dir: str
+    mode: str  # agent | mechanical
+    gate: consolidation.Gate | None
+    ran: bool = False
+    dry_run: bool = False
+    changes: snapshot.Changes = field(default_factory=lambda: snapshot.Changes([], [], []))
+    snapshot_id: str | None = None
+    diff: str | None = None
+    summary: str = ""
+    duplicates: list[list[str]] = field(default_factory=list)  # merged groups, kept file first
+    near_duplicates: list[dict] = field(default_factory=list)
+    lint: list[str] = field(default_factory=list)
+    turns: int = 0
+    tokens: dict | None = None
+    duration_s: float = 0.0
+    model: str | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "memory_dir": self.memory_dir,
+            "mode": self.mode,
+            "gate": self.gate.as_dict() if self.gate else None,
+            "ran": self.ran,
+            "dry_run": self.dry_run,
+            **self.changes.as_dict(),
+            "snapshot": self.snapshot_id,
+            "summary": self.summary,
+            "duplicates": self.duplicates,
+            "near_duplicates": self.near_duplicates,
+            "lint": self.lint,
+            "turns": self.turns,
+            "tokens": self.tokens,
+            "model": self.model,
+            "duration_s": round(self.duration_s, 3),
+        }
+
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def run(
+    memory_dir: str,
+    transcripts_dir: str | None,
+    *,
+    mode: str,
+    model=None,
+    dry_run: bool = False,
+    force: bool = False,
+    min_hours: float = consolidation.DEFAULT_MIN_HOURS,
+    min_sessions: int = consolidation.DEFAULT_MIN_SESSIONS,
+    session: str | None = None,
+    keep: int = 20,
+    wait: bool = False,
+    progress: Progress = _quiet,
+) -> DreamResult:
+    """Gate, lock, snapshot, consolidate, validate. Raises LockedError / ValidationError / MemError."""
+    started = time.monotonic()
+    gate = consolidation.check_gate(memory_dir, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
+                                    exclude_session=session, force=force)
+    result = DreamResult(memory_dir, mode, gate, dry_run=dry_run)
+    if not gate.open:
+        return result
+    if not os.path.isdir(memory_dir):
+        raise MemError(f"no memory directory at {memory_dir}")
+    if dry_run:
+        scratch = tempfile.mkdtemp(prefix="mem-dream-")
+        try:
+            work = os.path.join(scratch, "memory")
+            _copy_tree(memory_dir, work)
+            _job(result, work, transcripts_dir, model, gate, progress)
+            _validate_or_raise(work, memory_dir, result)
+            result.changes = snapshot.compare(memory_dir, work)
+            result.diff = snapshot.unified_diff(memory_dir, work)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        result.ran = True
+        result.duration_s = time.monotonic() - started
+        return result
+
+    prior = _acquire(memory_dir, wait)
+    snap = snapshot.take(memory_dir, "dream", keep=keep)
+    result.snapshot_id = snap.id
+    tree = os.path.join(snap.path, "tree")
+    try:
+        _job(result, memory_dir, transcripts_dir, model, gate, progress)
+        result.changes = snapshot.compare(tree, memory_dir)
+        _validate_or_raise(memory_dir, tree, result)
+    except BaseException:
+        snapshot.restore(memory_dir, snap)
+        consolidation.rollback(memory_dir, prior)
+        raise
+    result.ran = True
+    result.duration_s = time.monotonic() - started
+    from mem.core import events
+
+    events.record(memory_dir, "dream", created=result.changes.created, updated=result.changes.updated,
+                  deleted=result.changes.deleted, strategy=mode, tokens=result.tokens,
+                  duration=result.duration_s, detail={"snapshot": snap.id, "gate": gate.reason})
+    return result
+
+
+def _acquire(memory_dir: str, wait: bool) -> int:
+    while True:
+        prior = consolidation.try_acquire(memory_dir)
+        if prior is not None:
+            return prior
+        if not wait:
+            pid, _ = consolidation.holder(memory_dir)
+            raise LockedError(f"a dream is already running on {memory_dir} (pid {pid}); use --wait to wait for it")
+        time.sleep(1.0)
+
+
+def _copy_tree(src: str, dst: str) -> None:
+    for rel, full in snapshot.tree_files(src).items():
+        target = os.path.join(dst, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.islink(full):
+            os.symlink(os.readlink(full), target)
+        else:
+            shutil.copy2(full, target)
+    os.makedirs(dst, exist_ok=True)
+
+
+def _job(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress) -> None:
+    if result.mode == "agent":
+        from mem.core.dream_agent import consolidate
+
+        consolidate(result, root, transcripts_dir, model, gate, progress)
+    else:
+        mechanical(result, root, progress)
+
+
+# --- mechanical mode --------------------------------------------------------
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _body_of(path: str) -> tuple[str, str | None]:
+    from mem.core.frontmatter import memory_type_of, parse_frontmatter
+
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        parsed = parse_frontmatter(fh.read())
+    return parsed.content, memory_type_of(parsed.data)[0]
+
+
+_WORD = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    tokens = _WORD.findall(text.lower())
+    if len(tokens) < 3:
+        return {tuple(tokens)} if tokens else set()
+    return {tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)}
+
+
+def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, near_threshold: float = 0.6) -> None:
+    """Merge exact duplicates, report near ones, rebuild the index, lint."""
+    from mem.core import index as idx
+    from mem.core import manifest
+    from mem.core.store import MemoryDir
+
+    store = MemoryDir(root)
+    progress("orient: scanning topic files")
+    headers = [h for h in manifest.scan(root, limit=None) if not h.relpath.startswith(SKIP_DIRS)]
+    groups: dict[tuple, list] = {}
+    bodies: dict[str, str] = {}
+    for h in headers:
+        body, mtype = _body_of(h.path)
+        bodies[h.relpath] = body
+        if _normalise(body):
+            groups.setdefault((mtype, _normalise(body)), []).append(h)
+    try:
+        with open(store.index_path, encoding="utf-8") as fh:
+            index_text = fh.read()
+    except FileNotFoundError:
+        index_text = ""
+    pointed = {p.relpath for p in idx.parse_pointers(index_text) if p.relpath}
+    replace: dict[str, str] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        # Keep the one the index points at, else the newest (scan order is newest first).
+        members = sorted(members, key=lambda h: (h.relpath not in pointed, -h.mtime_ms, h.relpath))
+        keep, drop = members[0], members[1:]
+        result.duplicates.append([keep.relpath] + [d.relpath for d in drop])
+        for d in drop:
+            progress(f"consolidate: {d.relpath} duplicates {keep.relpath}; removing it")
+            store.delete(d.relpath)
+            replace[d.relpath] = keep.relpath
+    if replace:
+        def repoint(text: str | None) -> str | None:
+            if text is None:
+                return None
+            lines = text.split("\n")
+            by_line = {p.lineno: p for p in idx.parse_pointers(text)}
+            live = {p.relpath for p in by_line.values() if p.relpath and p.relpath not in replace}
+            out = []
+            for i, line in enumerate(lines, start=1):
+                p = by_line.get(i)
+                if p is not None and p.relpath in replace:
+                    target = replace[p.relpath]
+                    if target in live:
+                        continue
+                    live.add(target)
+                    line = line.replace(f"]({p.target})", f"]({target})", 1)
+                out.append(line)
+            return "\n".join(out)
+
+        store.update_index(repoint)
+    progress("prune and index: rebuilding MEMORY.md")
+    remaining = manifest.scan(root, limit=None)
+    store.update_index(lambda text: idx.rebuild(text, root, remaining) if (text is not None or remaining) else None)
+    # Near duplicates: reported, never merged without a model to judge them.
+    alive = [h for h in headers if h.relpath not in replace]
+    sh = {h.relpath: _shingles(bodies[h.relpath] + " " + (h.description or "")) for h in alive}
+    for i, a in enumerate(alive):
+        for b in alive[i + 1:]:
+            sa, sb = sh[a.relpath], sh[b.relpath]
+            if not sa or not sb:
+                continue
+            score = len(sa & sb) / len(sa | sb)
+            if score >= near_threshold:
+                result.near_duplicates.append({"a": a.relpath, "b": b.relpath, "similarity": round(score, 3)})
+    with open(store.index_path, encoding="utf-8") as fh:
+        index_text = fh.read()
+    final = manifest.scan(root, limit=None)
+    result.lint = [f"MEMORY.md{':' + str(p.line) if p.line else ''}: {p.code}: {p.message}"
+                   for p in idx.lint(index_text, root, final)]
+    result.lint += [f"{h.relpath}: {w.code}: {w.message}" for h in final for w in h.warnings]
+    n = len(result.duplicates)
+    result.summary = (f"merged {sum(len(g) - 1 for g in result.duplicates)} exact duplicate file(s) in {n} group(s); "
+                      f"{len(result.near_duplicates)} near-duplicate pair(s) left for review; index rebuilt")
+
+
+# --- validation -------------------------------------------------------------
+
+
+def validate(root: str, before_root: str) -> list[str]:
+    """Rules a consolidated directory must keep; each problem as one line."""
+    from mem.core import index as idx
+    from mem.core import manifest
+    from mem.core.frontmatter import memory_type_of, parse_frontmatter
+    from mem.core.secrets import first_secret
+
+    problems = []
+    changes = snapshot.compare(before_root, root)
+    for rel in changes.updated + changes.deleted:
+        if rel.startswith("logs/"):
+            if rel in changes.deleted:
+                problems.append(f"{rel}: a daily log was deleted (logs are append-only)")
+            else:
+                with open(os.path.join(before_root, rel), "rb") as a, open(os.path.join(root, rel), "rb") as b:
+                    if not b.read().startswith(a.read()):
+                        problems.append(f"{rel}: a daily log was rewritten (logs are append-only)")
+    for rel in changes.created + changes.updated:
+        path = os.path.join(root, rel)
+        if os.path.islink(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        found = first_secret(text)
+        if found is not None:
+            problems.append(f"{rel}: contains a secret ({found.label}, rule {found.rule_id})")
+        if not rel.endswith(".md") or os.path.basename(rel) == idx.INDEX_NAME or rel.startswith(SKIP_DIRS):
+            continue
+        parsed = parse_frontmatter(text)
+        if not parsed.present or parsed.error:
+            problems.append(f"{rel}: frontmatter is missing or does not parse")
+        elif memory_type_of(parsed.data)[0] is None:
+            problems.append(f"{rel}: type must be user, feedback, project or reference")
+        elif not parsed.data.get("description"):
+            problems.append(f"{rel}: no description")
+    try:
+        with open(os.path.join(root, idx.INDEX_NAME), encoding="utf-8") as fh:
+            index_text = fh.read()
+    except FileNotFoundError:
+        index_text = None
+    if index_text is not None:
+        t = idx.render_as_injected(index_text)
+        if t.truncated:
+            problems.append(f"MEMORY.md: over its limits ({t.line_count} lines, {t.byte_count} UTF-16 units; limits 200 and 25,000)")
+        for p in idx.parse_pointers(index_text):
+            if p.relpath and not os.path.isfile(os.path.join(root, p.relpath)):
+                problems.append(f"MEMORY.md:{p.lineno}: points at {p.target}, which does not exist")
+    elif any(not h.relpath.startswith(SKIP_DIRS) for h in manifest.scan(root, limit=None)) and os.path.exists(os.path.join(before_root, idx.INDEX_NAME)):
+        problems.append("MEMORY.md: the index was deleted")
+    return problems
+
+
+def _validate_or_raise(root: str, before_root: str, result: DreamResult) -> None:
+    problems = validate(root, before_root)
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        err = ValidationError(f"the consolidated memory failed validation, nothing kept: {shown}")
+        err.problems = problems  # type: ignore[attr-defined]
+        raise err

@@ -1,0 +1,198 @@
+"""mem dream: gates, the lock, snapshots, dry-run, mechanical mode, validation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from conftest import write_memory
+from test_snapshot_undo import tree_bytes
+
+from mem.core import consolidation, dream, snapshot
+from mem.core.errors import LockedError
+
+
+def sessions(dir_, n, mtime=None):
+    dir_.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for _ in range(n):
+        sid = str(uuid.uuid4())
+        p = dir_ / f"{sid}.jsonl"
+        p.write_text("{}\n")
+        if mtime:
+            os.utime(p, (mtime, mtime))
+        ids.append(sid)
+    (dir_ / "agent-123.jsonl").write_text("{}\n")  # not a session
+    return ids
+
+
+# --- gates and lock ---------------------------------------------------------
+
+
+def test_gates(tmp_path, memdir):
+    tdir = tmp_path / "transcripts"
+    ids = sessions(tdir, 4)
+    g = consolidation.check_gate(str(memdir), str(tdir))
+    assert not g.open and "4 sessions" in g.reason and g.hours_since is None
+    sessions(tdir, 1)
+    assert consolidation.check_gate(str(memdir), str(tdir)).open
+    assert not consolidation.check_gate(str(memdir), str(tdir), exclude_session=ids[0]).open
+    lock = memdir / ".consolidate-lock"
+    lock.write_text("")
+    os.utime(lock, (time.time() - 3600, time.time() - 3600))  # an hour ago
+    g = consolidation.check_gate(str(memdir), str(tdir))
+    assert not g.open and "1.0 h ago" in g.reason
+    assert consolidation.check_gate(str(memdir), str(tdir), force=True).open
+    # sessions older than the last consolidation do not count
+    os.utime(lock, (time.time() - 48 * 3600,) * 2)
+    for p in tdir.glob("*.jsonl"):
+        os.utime(p, (time.time() - 72 * 3600,) * 2)
+    g = consolidation.check_gate(str(memdir), str(tdir))
+    assert not g.open and g.sessions == []
+
+
+def test_lock_acquire_rollback_and_stale(memdir):
+    prior = consolidation.try_acquire(str(memdir))
+    assert prior == 0
+    assert (memdir / ".consolidate-lock").read_text() == str(os.getpid())
+    assert consolidation.is_held(str(memdir))
+    assert consolidation.try_acquire(str(memdir)) is None  # we hold it and we run
+    consolidation.rollback(str(memdir), 0)
+    assert not (memdir / ".consolidate-lock").exists()
+    # A dead PID does not hold it; an old mtime does not either (PID reuse).
+    lock = memdir / ".consolidate-lock"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
+    lock.write_text(dead)
+    assert not consolidation.is_held(str(memdir))
+    lock.write_text(str(os.getpid()))
+    os.utime(lock, (time.time() - 2 * 3600,) * 2)
+    assert not consolidation.is_held(str(memdir))
+    prior = consolidation.try_acquire(str(memdir))
+    assert prior and abs(prior / 1000 - (time.time() - 2 * 3600)) < 5
+    consolidation.rollback(str(memdir), prior)
+    assert lock.read_text() == "" and abs(lock.stat().st_mtime - prior / 1000) < 0.01
+
+
+# --- mechanical mode ----------------------------------------------------------
+
+
+@pytest.fixture
+def dupes(memdir):
+    write_memory(memdir, "a.md", name="a", description="tabs", body="Use tabs.\n", mtime=1_000_000)
+    write_memory(memdir, "a_copy.md", name="a2", description="tabs again", body="Use   tabs.\n", mtime=2_000_000)
+    write_memory(memdir, "b.md", name="b", description="B", body="The deploy runs from the release branch every friday after the freeze ends.\n")
+    write_memory(memdir, "b2.md", name="b2", description="B", body="The deploy runs from the release branch every friday after the freeze ends, usually.\n")
+    write_memory(memdir, "logs/2026/01/2026-01-01.md", name="l", description="l", body="Use tabs.\n")
+    (memdir / "MEMORY.md").write_text("- [Tabs](a_copy.md) — tabs\n- [B](b.md) — b\n")
+    return memdir
+
+
+def test_mechanical_merges_exact_reports_near_rebuilds_index(dupes):
+    r = dream.run(str(dupes), None, mode="mechanical", force=True)
+    assert r.ran and r.duplicates == [["a_copy.md", "a.md"]]  # the indexed one is kept
+    assert r.changes.deleted == ["a.md"] and "MEMORY.md" in r.changes.updated
+    assert [(d["a"], d["b"]) for d in r.near_duplicates] in ([("b.md", "b2.md")], [("b2.md", "b.md")])
+    index = (dupes / "MEMORY.md").read_text()
+    assert "](a_copy.md)" in index and "](b2.md)" in index and "](a.md)" not in index
+    assert (dupes / "logs/2026/01/2026-01-01.md").exists()  # logs are never merged
+    assert snapshot.list_snapshots(str(dupes))[0].id == r.snapshot_id
+
+
+def test_dry_run_leaves_the_directory_byte_identical(dupes):
+    before = tree_bytes(dupes)
+    r = dream.run(str(dupes), None, mode="mechanical", force=True, dry_run=True)
+    assert r.ran and r.changes.deleted == ["a.md"]
+    assert "--- a/a.md" in r.diff and "+++ /dev/null" in r.diff
+    assert tree_bytes(dupes) == before
+    assert snapshot.list_snapshots(str(dupes)) == []
+
+
+def test_undo_restores_byte_identical(run_mem, dupes):
+    before = tree_bytes(dupes)
+    before.pop(".consolidate-lock", None)
+    r = run_mem("dream", "--offline", "--force")
+    assert r.returncode == 0, r.stderr
+    assert "deleted a.md" in r.stdout
+    r = run_mem("dream", "--undo")
+    assert r.returncode == 0, r.stderr
+    after = tree_bytes(dupes)
+    after.pop(".consolidate-lock", None)
+    assert after == before
+
+
+def test_two_dreams_at_once_one_exits_5(run_mem, dupes):
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (dupes / ".consolidate-lock").write_text(str(holder.pid))
+        r = run_mem("dream", "--offline", "--force")
+        assert r.returncode == 5 and "--wait" in r.stderr
+        with pytest.raises(LockedError):
+            dream.run(str(dupes), None, mode="mechanical", force=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    r = run_mem("dream", "--offline", "--force")  # the holder died: stale, recovered
+    assert r.returncode == 0, r.stderr
+
+
+def test_closed_gate_exits_0_with_reason_and_json(run_mem, dupes):
+    r = run_mem("dream", "--offline")
+    assert r.returncode == 0 and r.stdout == "" and "not dreaming: 0 sessions" in r.stderr
+    r = run_mem("dream", "--offline", "-q")
+    assert r.returncode == 0 and r.stderr == ""
+    doc = json.loads(run_mem("dream", "--offline", "--json").stdout)
+    assert doc["ran"] is False and doc["gate"]["open"] is False and doc["gate"]["sessions_since"] == 0
+
+
+def test_session_gate_opens_with_real_transcript_dir(run_mem, tmp_path, isolated_env):
+    project = tmp_path / "proj"
+    project.mkdir()
+    from mem.core.paths import resolve
+
+    res = resolve(project=str(project))
+    os.makedirs(res.memory_dir)
+    write_memory(__import__("pathlib").Path(res.memory_dir), "x.md", name="x", description="x")
+    sessions(__import__("pathlib").Path(res.transcripts_dir), 5)
+    r = run_mem("dream", "--offline", "--json", "--project", str(project))
+    doc = json.loads(r.stdout)
+    assert doc["ran"] is True and doc["gate"]["sessions_since"] == 5, r.stderr
+    assert (__import__("pathlib").Path(res.memory_dir) / ".consolidate-lock").read_text().isdigit()
+
+
+def test_all_projects_walks_the_config_home(run_mem, isolated_env):
+    base = isolated_env / ".claude" / "projects"
+    for name in ("-a", "-b"):
+        (base / name / "memory").mkdir(parents=True)
+        write_memory(base / name / "memory", "m.md", name="m", description="m")
+        write_memory(base / name / "memory", "m2.md", name="m", description="m")
+    r = run_mem("dream", "--all-projects", "--offline", "--force", "-q", "--json")
+    assert r.returncode == 0, r.stderr
+    docs = json.loads(r.stdout)
+    assert len(docs) == 2 and all(d["deleted"] for d in docs)
+    r = run_mem("dream", "--all-projects", "--offline")
+    assert r.returncode == 0 and r.stdout == "" and r.stderr == ""  # silent no-op without -v
+
+
+# --- validation -------------------------------------------------------------
+
+
+def test_validate_rules(tmp_path):
+    before, after = tmp_path / "before", tmp_path / "after"
+    for d in (before, after):
+        write_memory(d, "ok.md", name="ok", description="ok")
+        (d / "logs/2026/01").mkdir(parents=True)
+        (d / "logs/2026/01/2026-01-01.md").write_text("- 10:00 one\n")
+        (d / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n")
+    (after / "bad.md").write_text("---\nname: bad\ndescription: d\ntype: opinion\n---\n")
+    (after / "logs/2026/01/2026-01-01.md").write_text("- 10:00 rewritten\n")
+    (after / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n- [Gone](gone.md) — x\n")
+    problems = dream.validate(str(after), str(before))
+    assert any("bad.md: type" in p for p in problems)
+    assert any("daily log was rewritten" in p for p in problems)
+    assert any("gone.md" in p for p in problems)
+    assert dream.validate(str(before), str(before)) == []
