@@ -22,6 +22,7 @@ COMMANDS = {
     "index": "mem.cli.index:index_cmd",
     "log": "mem.cli.log:log_cmd",
     "undo": "mem.cli.undo:undo_cmd",
+    "dream": "mem.cli.dream:dream_cmd",
 }
 
 
