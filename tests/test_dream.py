@@ -196,3 +196,8 @@ def test_validate_rules(tmp_path):
     assert any("daily log was rewritten" in p for p in problems)
     assert any("gone.md" in p for p in problems)
     assert dream.validate(str(before), str(before)) == []
+
+
+def test_model_without_key_is_config_error(run_mem, dupes):
+    r = run_mem("dream", "--force", "--model", "claude-sonnet-5-5")
+    assert r.returncode == 3 and "ANTHROPIC_API_KEY" in r.stderr

@@ -52,6 +52,8 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
 
         restore_snapshot(resolve_dir(where).memory_dir, None, dry_run, fmt)
         return
+    if model and not offline and not llm.has_credentials():
+        llm.model_config(model)  # raises the ConfigError naming ANTHROPIC_API_KEY (exit 3)
     mode = "mechanical" if offline or not llm.has_credentials() else "agent"
     if mode == "mechanical" and not offline and not quiet:
         render.info("no ANTHROPIC_API_KEY: running the mechanical consolidation (exact duplicates, index); --offline says so quietly")
