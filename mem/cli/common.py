@@ -15,8 +15,8 @@ def memory_dir_options(f: Callable) -> Callable:
     """--dir, --project, --layout, --agent, --scope, --settings → a ``where`` keyword."""
 
     @click.option(
-        "--dir", "dir_", metavar="DIR", envvar="MEM_DIR", show_envvar=True,
-        help="Use this memory directory; overrides every other rule.",
+        "--dir", "dir_", metavar="DIR",
+        help="Use this memory directory; overrides every other rule (also MEM_DIR).",
     )
     @click.option(
         "--project", metavar="PATH", type=click.Path(file_okay=False),

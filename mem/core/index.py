@@ -99,16 +99,21 @@ _COMMENT_SPAN = re.compile(r"<!--[\s\S]*?-->")
 def strip_html_comments(content: str) -> str:
     """Drop block-level HTML comments, as Claude Code does before loading an index.
 
-    A comment block starts on a line beginning (after up to three spaces)
-    with ``<!--`` outside fenced code and runs to the line holding ``-->``.
-    Text left on those lines besides the comments is kept; an unclosed
-    comment is left alone so a typo does not swallow the rest of the file.
+    Claude lexes the file with marked and drops top-level ``html`` tokens that
+    are comments. Such a block starts on a line beginning (after up to three
+    spaces) with ``<!--`` outside fenced code and outside a list, runs to the
+    line holding ``-->``, and takes the blank lines after it along. Text left on
+    those lines besides the comments is kept; an unclosed comment is left alone
+    so a typo does not swallow the rest of the file. Lexing normalises CRLF, so
+    a file that had a comment stripped comes back with LF line ends.
     """
     if "<!--" not in content:
         return content
-    lines = content.split("\n")
+    lines = content.replace("\r\n", "\n").split("\n")
     out: list[str] = []
     fence: str | None = None
+    in_list = False
+    stripped = False
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -117,22 +122,38 @@ def strip_html_comments(content: str) -> str:
             fence = m.group(1)[0] * len(m.group(1))
         elif fence is not None and line.lstrip(" ").startswith(fence) and line.strip() == line.strip()[0] * len(line.strip()):
             fence = None
-        elif fence is None and _COMMENT_START.match(line):
-            j = i
-            if "-->" not in line[line.index("<!--") + 4:]:
-                j += 1
-                while j < len(lines) and "-->" not in lines[j]:
+        elif fence is None:
+            if _LIST_ITEM.match(line):
+                in_list = True
+            elif line.strip() and not line.startswith((" ", "\t")):
+                in_list = False  # a line at the margin ends a list
+            if _COMMENT_START.match(line) and not (in_list and line.startswith((" ", "\t"))):
+                j = i
+                if "-->" not in line[line.index("<!--") + 4:]:
                     j += 1
-            if j < len(lines):
-                block = "\n".join(lines[i:j + 1])
-                residue = _COMMENT_SPAN.sub("", block)
-                if js_trim(residue):
-                    out.append(residue)
-                i = j + 1
-                continue
+                    while j < len(lines) and "-->" not in lines[j]:
+                        j += 1
+                if j < len(lines):
+                    block = "\n".join(lines[i:j + 1])
+                    residue = _COMMENT_SPAN.sub("", block)
+                    stripped = True
+                    if js_trim(residue):
+                        out.append(residue)
+                    elif j == len(lines) - 1:
+                        out.append("")  # the newline before a final comment stays
+                    i = j + 1
+                    while i < len(lines) - 1 and not lines[i].strip():
+                        i += 1  # the block's trailing blank lines go with it
+                    in_list = False
+                    continue
         out.append(line)
         i += 1
+    if not stripped:
+        return content
     return "\n".join(out)
+
+
+_LIST_ITEM = re.compile(r"^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 
 
 def strip_frontmatter(text: str) -> str:
@@ -302,3 +323,40 @@ def rebuild(raw: str | None, root: str, headers: list[MemoryHeader]) -> str:
     while kept and not kept[-1].strip():
         kept.pop()
     return "\n".join(kept) + "\n" if kept else ""
+
+
+# --- team/MEMORY.md --------------------------------------------------------
+
+TEAM_INDEX_NAME = "team/MEMORY.md"  # relative to the memory directory; its pointers are relative to team/
+
+
+def sort_pointer_runs(text: str) -> str:
+    """Each run of consecutive pointer lines sorted by the path it points to; other lines stay put."""
+    lines = text.split("\n")
+    pointers = {p.lineno - 1: p for p in parse_pointers(text)}
+    out: list[str] = []
+    run: list[Pointer] = []
+
+    def flush() -> None:
+        out.extend(p.line for p in sorted(run, key=lambda p: (p.relpath or p.target, p.lineno)))
+        run.clear()
+
+    for i, line in enumerate(lines):
+        if i in pointers:
+            run.append(pointers[i])
+            continue
+        flush()
+        out.append(line)
+    flush()
+    return "\n".join(out)
+
+
+def rebuild_team(raw: str | None, team_root: str, headers: list[MemoryHeader]) -> str:
+    """team/MEMORY.md rebuilt like ``rebuild`` (``headers`` scanned from team/), pointers sorted by path.
+
+    The team index is synced between machines: with pointers in path order
+    (within each run of consecutive pointers, so headings keep their lists),
+    the same files give the same index everywhere and rebuilding on two
+    machines does not turn into a sync conflict.
+    """
+    return sort_pointer_runs(rebuild(raw, team_root, headers))

@@ -51,7 +51,7 @@ class Changes:
 def snapshots_dir(memory_dir: str) -> str:
     from mem.core.state import state_dir
 
-    return os.path.join(state_dir(memory_dir), "snapshots")
+    return os.path.join(state_dir(memory_dir, create=False), "snapshots")
 
 
 def tree_files(root: str) -> dict[str, str]:

@@ -1,0 +1,400 @@
+"""The state of one memory directory at a glance: what is in it, what ran, what is due, what is wrong.
+
+Example: collect(resolve(project="/home/u/repo")).as_dict()["dream"]["due"]
+
+Read-only and quick: no model, no SDK import, nothing written (the state
+directory is not even created). Transcripts are only stat'ed, never read.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+
+from mem.core.frontmatter import MEMORY_TYPES
+
+RECENT_DAYS = 7
+NOTES_LIMIT = 5
+SESSIONS_LIMIT = 5
+SESSION_MEMORY = os.path.join("session-memory", "summary.md")
+
+
+@dataclass
+class Problem:
+    source: str  # "scan" (a topic file), "index" (MEMORY.md) or "lint" (a poisoned memory)
+    code: str
+    message: str
+    path: str | None = None  # relative to the memory directory
+    line: int | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def text(self) -> str:
+        where = self.path or "MEMORY.md"
+        if self.line:
+            where += f":{self.line}"
+        return f"{where}: {self.code}: {self.message}"
+
+
+@dataclass
+class Status:
+    memory_dir: str
+    rule: str
+    layout: str
+    project_root: str
+    exists: bool
+    auto_memory_enabled: bool
+    auto_memory_reason: str
+    state_dir: str
+    memories: dict
+    index: dict
+    extraction: dict
+    dream: dict
+    snapshots: list[dict]
+    session_notes: dict
+    last_event: dict | None
+    problems: list[Problem] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        data = {k: v for k, v in asdict(self).items() if k != "problems"}
+        data["problems"] = [p.as_dict() for p in self.problems]
+        return data
+
+
+def iso(seconds: float | None) -> str | None:
+    if not seconds:
+        return None
+    from mem.core.manifest import iso_utc_ms
+
+    return iso_utc_ms(int(seconds * 1000))
+
+
+def collect(res, *, now: float | None = None, min_hours: float | None = None, min_sessions: int | None = None,
+            recent_days: float = RECENT_DAYS, env=None) -> Status:
+    """Everything ``mem status`` shows for a Resolution (``mem.core.paths.resolve``)."""
+    from mem.core import consolidation
+    from mem.core.state import state_dir
+
+    now = time.time() if now is None else now
+    root = res.memory_dir
+    exists = os.path.isdir(root)
+    sdir = state_dir(root, env, create=False)
+    headers = _headers(root) if exists else []
+    raw_index = _read(os.path.join(root, "MEMORY.md")) if exists else None
+    status = Status(
+        memory_dir=root,
+        rule=res.rule,
+        layout=res.layout,
+        project_root=res.project_root,
+        exists=exists,
+        auto_memory_enabled=res.auto_memory_enabled,
+        auto_memory_reason=res.auto_memory_reason,
+        state_dir=sdir,
+        memories=_memories(headers),
+        index=_index(root, raw_index, headers),
+        extraction=_extraction(sdir, res.transcripts_dir, now, recent_days),
+        dream=_dream(root, res.transcripts_dir, now,
+                     consolidation.DEFAULT_MIN_HOURS if min_hours is None else min_hours,
+                     consolidation.DEFAULT_MIN_SESSIONS if min_sessions is None else min_sessions),
+        snapshots=_snapshots(root, sdir),
+        session_notes=_session_notes(res.project_root, now, recent_days, env),
+        last_event=_last_event(root, env),
+    )
+    if exists:
+        status.problems = _problems(root, raw_index, headers)
+    return status
+
+
+# --- parts ----------------------------------------------------------------------------------------
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _headers(root: str):
+    from mem.core import manifest
+
+    return manifest.scan(root, limit=None)
+
+
+def _memories(headers) -> dict:
+    topics = [h for h in headers if not h.relpath.startswith("logs/")]
+    logs = sorted(h.relpath for h in headers if h.relpath.startswith("logs/"))
+    by_type = {t: 0 for t in MEMORY_TYPES}
+    by_type["untyped"] = 0
+    for h in topics:
+        by_type[h.type if h.type in by_type else "untyped"] += 1
+    newest = max((h.mtime_ms for h in topics), default=0)
+    latest_log = os.path.splitext(os.path.basename(logs[-1]))[0] if logs else None
+    return {
+        "total": len(topics),
+        "by_type": by_type,
+        "team": sum(1 for h in topics if h.relpath.startswith("team/")),
+        "daily_logs": len(logs),
+        "latest_log": latest_log,
+        "newest": iso(newest / 1000) if newest else None,
+    }
+
+
+def _index(root: str, raw: str | None, headers) -> dict:
+    from mem.core import index as idx
+
+    data = {
+        "path": os.path.join(root, idx.INDEX_NAME),
+        "exists": raw is not None,
+        "lines": 0,
+        "size_utf16": 0,
+        "max_lines": idx.MAX_ENTRYPOINT_LINES,
+        "max_size_utf16": idx.MAX_ENTRYPOINT_BYTES,
+        "truncated": False,
+        "pointers": 0,
+    }
+    if raw is None:
+        return data
+    t = idx.render_as_injected(raw)
+    data.update(
+        lines=t.line_count if idx.strip_frontmatter(raw).strip() else 0,
+        size_utf16=t.byte_count,
+        truncated=t.truncated,
+        pointers=sum(1 for p in idx.parse_pointers(raw) if p.relpath),
+    )
+    return data
+
+
+def _extraction(sdir: str, transcripts_dir: str | None, now: float, recent_days: float) -> dict:
+    """The extract cursors (``<state>/extract/<session>.json``) and recent sessions they do not cover."""
+    import json
+
+    cursors = []
+    try:
+        names = sorted(n for n in os.listdir(os.path.join(sdir, "extract")) if n.endswith(".json"))
+    except OSError:
+        names = []
+    for name in names:
+        path = os.path.join(sdir, "extract", name)
+        try:
+            st = os.stat(path)
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        sid = data.get("session") if isinstance(data.get("session"), str) else name[: -len(".json")]
+        updated = _epoch(data.get("updated_at")) or st.st_mtime
+        transcript = data.get("transcript") if isinstance(data.get("transcript"), str) else None
+        if transcript is None and transcripts_dir:
+            transcript = os.path.join(transcripts_dir, sid + ".jsonl")
+        t_mtime = _mtime(transcript) if transcript else None
+        cursors.append({
+            "session_id": sid,
+            "last_uuid": data.get("last_uuid") if isinstance(data.get("last_uuid"), str) else None,
+            "updated_at": iso(updated),
+            "transcript": transcript,
+            "behind": bool(t_mtime and t_mtime > max(updated, st.st_mtime) + 1),
+            "_updated": updated,
+        })
+    cursors.sort(key=lambda c: c["_updated"], reverse=True)
+    covered = {c["session_id"]: c for c in cursors}
+    pending = []
+    for sid, mtime in _recent_transcripts(transcripts_dir, now - recent_days * 86400):
+        c = covered.get(sid)
+        if c is None or c["behind"]:
+            pending.append({"session_id": sid, "modified": iso(mtime), "cursor": c is not None})
+    last = cursors[0] if cursors else None
+    for c in cursors:
+        del c["_updated"]
+    try:
+        queued = sum(1 for n in os.listdir(os.path.join(sdir, "extract", "pending")) if n.endswith(".json"))
+    except OSError:
+        queued = 0
+    holder = _extract_holder(sdir)
+    return {
+        "last": last["updated_at"] if last else None,
+        "last_session": last["session_id"] if last else None,
+        "cursors": len(cursors),
+        "sessions": cursors[:SESSIONS_LIMIT],
+        "pending": pending,
+        "recent_days": recent_days,
+        "queued": queued,
+        "running": holder is not None,
+        "running_pid": holder,
+    }
+
+
+def _extract_holder(sdir: str) -> int | None:
+    """The PID of a running extraction: ``<state>/extract.lock`` names it while held (emptied on release)."""
+    import json
+
+    from mem.core.consolidation import pid_running
+
+    try:
+        with open(os.path.join(sdir, "extract.lock"), encoding="utf-8") as fh:
+            data = json.loads(fh.read() or "null")
+    except (OSError, ValueError):
+        return None
+    pid = data.get("pid") if isinstance(data, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid_running(pid) else None
+
+
+def _epoch(value) -> float | None:
+    """An ``updated_at`` as seconds: ISO 8601 text, or a number of seconds or milliseconds."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value / 1000 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        from datetime import datetime, timezone
+
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return dt.timestamp()
+    return None
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _recent_transcripts(transcripts_dir: str | None, since: float) -> list[tuple[str, float]]:
+    """(session id, mtime) of the session transcripts modified since ``since``, newest first."""
+    from mem.core.consolidation import _SESSION_FILE
+
+    if not transcripts_dir:
+        return []
+    out = []
+    try:
+        entries = list(os.scandir(transcripts_dir))
+    except OSError:
+        return []
+    for e in entries:
+        if not _SESSION_FILE.match(e.name):
+            continue
+        try:
+            mtime = e.stat().st_mtime
+        except OSError:
+            continue
+        if mtime >= since:
+            out.append((e.name[: -len(".jsonl")], mtime))
+    return sorted(out, key=lambda x: x[1], reverse=True)
+
+
+def _dream(root: str, transcripts_dir: str | None, now: float, min_hours: float, min_sessions: int) -> dict:
+    from mem.core import consolidation
+
+    gate = consolidation.check_gate(root, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions, now=now)
+    pid, _ = consolidation.holder(root)
+    return {
+        "last": iso(gate.last_consolidated_ms / 1000) if gate.last_consolidated_ms else None,
+        "hours_since": None if gate.hours_since is None else round(gate.hours_since, 2),
+        "due": gate.open,
+        "reason": gate.reason,
+        "sessions_since": len(gate.sessions),
+        "min_hours": min_hours,
+        "min_sessions": min_sessions,
+        "running": gate.held,
+        "holder_pid": pid if gate.held else None,
+    }
+
+
+def _snapshots(root: str, sdir: str) -> list[dict]:
+    if not os.path.isdir(os.path.join(sdir, "snapshots")):
+        return []  # list_snapshots would create the state dir
+    from mem.core import snapshot
+
+    return [s.as_dict() for s in snapshot.list_snapshots(root)]
+
+
+def _session_notes(project_root: str, now: float, recent_days: float, env) -> dict:
+    """Claude Code's session notes (``<project dir>/<session>/session-memory/summary.md``) touched lately."""
+    from mem.core.paths import claude_transcripts_dir
+
+    project_dir = claude_transcripts_dir(project_root, env)
+    since = now - recent_days * 86400
+    found = []
+    try:
+        entries = list(os.scandir(project_dir))
+    except OSError:
+        entries = []
+    for e in entries:
+        try:
+            if not e.is_dir():
+                continue
+            st = os.stat(os.path.join(e.path, SESSION_MEMORY))
+        except OSError:
+            continue
+        if st.st_mtime >= since:
+            found.append((st.st_mtime, e.name, st.st_size))
+    found.sort(reverse=True)
+    return {
+        "dir": project_dir,
+        "recent": len(found),
+        "recent_days": recent_days,
+        "sessions": [
+            {"session_id": sid, "path": os.path.join(project_dir, sid, SESSION_MEMORY), "modified": iso(m), "size": size}
+            for m, sid, size in found[:NOTES_LIMIT]
+        ],
+    }
+
+
+def _last_event(root: str, env) -> dict | None:
+    from mem.core import events
+
+    got = events.read_events(root, limit=1, env=env)
+    return got[-1] if got else None
+
+
+def _problems(root: str, raw_index: str | None, headers) -> list[Problem]:
+    from mem.core import index as idx
+    from mem.core import manifest
+
+    problems: list[Problem] = []
+    manifest.check(root, headers)
+    for h in sorted(headers, key=lambda h: h.relpath):
+        for w in h.warnings:
+            # The index lint below reports the top-level index's missing pointers once.
+            if w.code == "not-indexed" and not h.relpath.startswith("team/"):
+                continue
+            problems.append(Problem("scan", w.code, w.message, h.relpath))
+    for p in idx.lint(raw_index, root, headers):
+        problems.append(Problem("index", p.code, p.message, p.relpath if p.line is None else idx.INDEX_NAME, p.line))
+    problems += _poisoned(headers)
+    return problems
+
+
+def _poisoned(headers) -> list[Problem]:
+    """Memories ``mem lint`` flags as poisoned (permission grants, rule bypasses...), one problem each."""
+    try:
+        from mem.core.poison import scan_text
+    except ImportError:  # the guard is optional: status works without it
+        return []
+    out = []
+    for h in sorted(headers, key=lambda h: h.relpath):
+        try:
+            with open(h.path, encoding="utf-8", errors="replace") as fh:
+                report = scan_text(fh.read())
+        except OSError:
+            continue
+        if not report.flagged:
+            continue
+        worst = max(report.findings, key=lambda f: f.weight)
+        more = len(report.findings) - 1
+        extra = f" and {more} more finding{'s' * (more != 1)}" if more else ""
+        out.append(Problem("lint", worst.category, f"{worst.message}: \u201c{worst.quote}\u201d{extra} "
+                           f"(score {report.score:g}; mem lint explains)", h.relpath, worst.line))
+    return out

@@ -1,0 +1,125 @@
+"""The event log: every command that changes a memory directory appends one event; mem status --events shows them."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import write_memory
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A command that changes the memory directory, and the event it must leave."""
+
+    argv: tuple[str, ...]
+    command: str  # the event's "command" field
+    setup: Callable[[Path, Callable], None] | None = None  # (memdir, run_mem) -> None, before the run
+    created: int | None = None  # expected counts, None: not checked
+    updated: int | None = None
+    deleted: int | None = None
+
+
+def _unindexed(memdir: Path, run_mem) -> None:
+    write_memory(memdir, "a.md", name="a", description="A")
+
+
+def _duplicates(memdir: Path, run_mem) -> None:
+    write_memory(memdir, "a.md", name="a", description="A", body="Same body.\n")
+    write_memory(memdir, "b.md", name="a", description="A", body="Same body.\n")
+
+
+def _snapshot_then_change(memdir: Path, run_mem) -> None:
+    _duplicates(memdir, run_mem)
+    assert run_mem("dream", "--offline", "--force").returncode == 0
+    (memdir / "c.md").write_text("---\nname: c\ndescription: C\ntype: user\n---\n")
+
+
+# ---------------------------------------------------------------------------------------------------
+# MUTATING_COMMANDS: every command that writes into a memory directory. When you add one (extract,
+# remember, forget, team pull...), add it here: the tests below then check that one run appends
+# exactly one event naming it, and that `mem status --events` shows it. Model commands can use the
+# fake_api fixture in their setup.
+# ---------------------------------------------------------------------------------------------------
+MUTATING_COMMANDS = {
+    "index --rebuild": Mutation(("index", "--rebuild"), "index --rebuild", _unindexed, created=1),
+    "log": Mutation(("log", "shipped the release"), "log", created=1),
+    "dream --offline --force": Mutation(("dream", "--offline", "--force"), "dream", _duplicates),
+    "undo": Mutation(("undo",), "undo", _snapshot_then_change),
+}
+
+
+def _events(run_mem) -> list[dict]:
+    r = run_mem("status", "--events", "-n", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("name", list(MUTATING_COMMANDS))
+def test_each_mutating_command_appends_one_event(name, memdir, run_mem):
+    m = MUTATING_COMMANDS[name]
+    if m.setup:
+        m.setup(memdir, run_mem)
+    before = _events(run_mem)
+    r = run_mem(*m.argv)
+    assert r.returncode == 0, r.stderr
+    after = _events(run_mem)
+    assert len(after) == len(before) + 1, after[len(before):]
+    event = after[-1]
+    assert event["command"] == m.command and event["outcome"] == "ok"
+    assert os.path.normpath(event["memory_dir"]) == str(memdir)
+    for key in ("time", "created", "updated", "deleted", "strategy", "tokens", "duration_s"):
+        assert key in event
+    for key in ("created", "updated", "deleted"):
+        want = getattr(m, key)
+        if want is not None:
+            assert len(event[key]) == want, event
+    line = run_mem("status", "--events", "-n", "1").stdout
+    assert line == f"{event['time']} {m.command} ok +{len(event['created'])} ~{len(event['updated'])} -{len(event['deleted'])}\n"
+
+
+def test_events_text_json_jsonl_and_limit(memdir, run_mem):
+    for i in range(3):
+        assert run_mem("log", f"note {i}").returncode == 0
+    write_memory(memdir, "a.md", name="a", description="A")
+    assert run_mem("index", "--rebuild").returncode == 0
+    lines = run_mem("status", "--events").stdout.splitlines()
+    assert [ln.split(" ", 1)[1] for ln in lines] == [
+        "log ok +1 ~0 -0", "log ok +0 ~1 -0", "log ok +0 ~1 -0", "index --rebuild ok +1 ~0 -0"]
+    assert len(run_mem("status", "--events", "-n", "2").stdout.splitlines()) == 2
+    rows = [json.loads(x) for x in run_mem("status", "--events", "--jsonl", "-n", "2").stdout.splitlines()]
+    assert [r["command"] for r in rows] == ["log", "index --rebuild"]
+    assert run_mem("status", "--json").returncode == 0
+    status = json.loads(run_mem("status", "--json").stdout)
+    assert status["last_event"]["command"] == "index --rebuild"
+    assert "last change   " + lines[-1] in run_mem("status").stdout
+
+
+def test_events_of_other_memory_dirs_are_not_shown(memdir, tmp_path, run_mem):
+    other = tmp_path / "other"
+    other.mkdir()
+    assert run_mem("log", "elsewhere", "--dir", str(other)).returncode == 0
+    assert run_mem("log", "here").returncode == 0
+    assert [e["memory_dir"] for e in _events(run_mem)] == [f"{memdir}/"]
+
+
+def test_no_events_yet(memdir, run_mem):
+    r = run_mem("status", "--events")
+    assert (r.returncode, r.stdout) == (0, "")
+    assert "no events for" in r.stderr
+    assert json.loads(run_mem("status", "--events", "--json").stdout) == []
+
+
+def test_events_log_tolerates_garbage(memdir, run_mem):
+    from mem.core.events import events_path
+
+    assert run_mem("log", "one").returncode == 0
+    with open(events_path(), "a", encoding="utf-8") as fh:
+        fh.write("not json\n[1]\n")
+    assert run_mem("log", "two").returncode == 0
+    assert [e["command"] for e in _events(run_mem)] == ["log", "log"]
