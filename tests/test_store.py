@@ -214,3 +214,22 @@ def test_file_lock_without_wait_raises_locked(tmp_path):
         holder.wait()
     with file_lock(path, wait=False):
         pass
+
+
+def test_fifo_target_is_refused_not_blocked_on(store, tmp_path):
+    os.mkfifo(tmp_path / "memory" / "pipe.md")
+    with pytest.raises(PathEscapeError, match="regular file"):
+        store.write("pipe.md", "x")
+
+
+def test_sweep_removes_only_stale_temp_files(store, tmp_path):
+    root = tmp_path / "memory"
+    old = root / ".a.md.abcd1234.tmp"
+    new = root / ".b.md.efgh5678.tmp"
+    keep = root / "notes.tmp"
+    for p in (old, new, keep):
+        p.write_text("x")
+    os.utime(old, (1_000_000, 1_000_000))
+    os.utime(keep, (1_000_000, 1_000_000))
+    assert store.sweep_temp_files() == [".a.md.abcd1234.tmp"]
+    assert not old.exists() and new.exists() and keep.exists()

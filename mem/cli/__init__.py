@@ -23,6 +23,8 @@ COMMANDS = {
     "log": "mem.cli.log:log_cmd",
     "undo": "mem.cli.undo:undo_cmd",
     "dream": "mem.cli.dream:dream_cmd",
+    "session": "mem.cli.session:session_cmd",
+    "extract": "mem.cli.extract:extract_cmd",
     "context": "mem.cli.context:context_cmd",
     "status": "mem.cli.status:status_cmd",
 }

@@ -59,7 +59,7 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
         render.info("no ANTHROPIC_API_KEY: running the mechanical consolidation (exact duplicates, index); --offline says so quietly")
     the_model = None
     if mode == "agent":
-        the_model = llm.Model(llm.model_config(model, timeout=300.0, max_retries=2), debug=llm.debug_enabled())
+        the_model = llm.Model(llm.model_config(model, timeout=300.0, max_retries=0), debug=llm.debug_enabled())
     targets = _targets(where, all_projects)
     opts = dict(mode=mode, model=the_model, dry_run=dry_run, force=force, min_hours=min_hours,
                 min_sessions=min_sessions, session=session, keep=keep, wait=wait, progress=_progress())

@@ -122,6 +122,9 @@ def run(
         return result
 
     prior = _acquire(memory_dir, wait)
+    from mem.core.store import MemoryDir
+
+    MemoryDir(memory_dir).sweep_temp_files()
     snap = snapshot.take(memory_dir, "dream", keep=keep)
     result.snapshot_id = snap.id
     tree = os.path.join(snap.path, "tree")

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ from dataclasses import dataclass
 from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
 
 INDEX_NAME = "MEMORY.md"
+#: The write path's temp files: ``.<name>.<8 random characters>.tmp`` (never *.md, so scans skip them).
+TEMP_FILE = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+STALE_TEMP_AFTER = 600
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class MemoryDir:
             raise PathEscapeError(f"refused path {target}: it resolves outside the memory directory")
         if os.path.isdir(real):
             raise PathEscapeError(f"refused path {target}: it is a directory")
+        if os.path.exists(real) and not os.path.isfile(real):
+            raise PathEscapeError(f"refused path {target}: it is not a regular file")
         return real
 
     # -- the one write path --
@@ -122,6 +128,30 @@ class MemoryDir:
         os.makedirs(parent, exist_ok=True)
         if not _within(os.path.realpath(parent), self.real_root):
             raise PathEscapeError(f"refused directory {parent}: outside the memory directory")
+
+    def sweep_temp_files(self, older_than: float = STALE_TEMP_AFTER) -> list[str]:
+        """Remove temp files a killed writer left behind; the relpaths removed.
+
+        A write takes milliseconds, so a temp file older than ``older_than``
+        seconds belongs to a process that died between write and rename.
+        """
+        import time
+
+        removed = []
+        limit = time.time() - older_than
+        for dirpath, _dirnames, filenames in os.walk(self.root):
+            for name in filenames:
+                if not TEMP_FILE.match(name):
+                    continue
+                path = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(path)
+                    if st.st_mtime < limit and not os.path.islink(path):
+                        os.unlink(path)
+                        removed.append(os.path.relpath(path, self.root).replace(os.sep, "/"))
+                except OSError:
+                    continue
+        return removed
 
     # -- MEMORY.md read-modify-write --
 

@@ -35,7 +35,7 @@ class Message:
     uuid: str | None
     role: str  # user | assistant | system
     blocks: list[Block]
-    kind: str = "message"  # message | tool_result | compact_boundary | compact_summary | meta
+    kind: str = "message"  # message | tool_result | command | compact_boundary | compact_summary | meta
     timestamp: str | None = None
     session_id: str | None = None
     message_id: str | None = None  # the API message id; Claude splits one across several lines
@@ -93,7 +93,7 @@ def read_transcript(path: str) -> Transcript:
 
 def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
     messages: list[Message] = []
-    fmt = "empty"
+    fmt = first_fmt = "empty"
     session_id = None
     skipped = 0
     for n, raw in enumerate(lines, start=1):
@@ -111,13 +111,22 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
             skipped += 1
             continue
         line_fmt = detect_format(obj)
-        if fmt == "empty" and line_fmt != "unknown":
-            fmt = line_fmt
+        if first_fmt == "empty" and line_fmt != "unknown":
+            first_fmt = line_fmt
         session_id = session_id or obj.get("sessionId") or obj.get("session_id")
-        for m in _parse_object(obj, line_fmt):
+        try:
+            parsed = list(_parse_object(obj, line_fmt))
+        except (TypeError, AttributeError, ValueError):
+            skipped += 1  # the right keys holding the wrong kinds of value
+            continue
+        for m in parsed:
             m.line = n
             messages.append(m)
-    return Transcript(fmt, messages, session_id, skipped)
+            # The format is that of the first line carrying conversation: qwen-code's
+            # bookkeeping lines have a uuid and no message, and would read as Claude's.
+            if fmt == "empty":
+                fmt = line_fmt
+    return Transcript(fmt if fmt != "empty" else first_fmt, messages, session_id, skipped)
 
 
 def detect_format(obj: dict) -> str:
@@ -160,6 +169,8 @@ def _parse_claude(obj: dict) -> Iterator[Message]:
             sub = "meta"
         elif blocks and all(b.type == "tool_result" for b in blocks):
             sub = "tool_result"
+        elif _is_local_command(blocks):
+            sub = "command"
         else:
             sub = "message"
         yield Message(role="user", blocks=blocks, kind=sub, **common)
@@ -168,22 +179,48 @@ def _parse_claude(obj: dict) -> Iterator[Message]:
     # attachments, bookkeeping and other system lines carry no conversation
 
 
+_LOCAL_COMMAND_TAGS = ("<command-name>", "<local-command-stdout>", "<local-command-stderr>")
+
+
+def _is_local_command(blocks: list[Block]) -> bool:
+    """A slash command the user ran (``/compact``...) or its output, recorded as a user line."""
+    return len(blocks) == 1 and blocks[0].type == "text" and blocks[0].text.lstrip().startswith(_LOCAL_COMMAND_TAGS)
+
+
+def command_text(message: Message) -> str | None:
+    """``/compact keep memory notes`` for a slash-command line; None for its output lines."""
+    import re
+
+    text = message.text
+    name = re.search(r"<command-name>(.*?)</command-name>", text, re.S)
+    if not name:
+        return None
+    args = re.search(r"<command-args>(.*?)</command-args>", text, re.S)
+    return " ".join(filter(None, (name.group(1).strip(), args.group(1).strip() if args else "")))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
 def _claude_blocks(content: Any) -> list[Block]:
     if isinstance(content, str):
         return [Block("text", content)]
+    if content is not None and not isinstance(content, list):
+        raise TypeError("content is neither text nor a list of blocks")
     blocks = []
     for b in content or []:
         if not isinstance(b, dict):
             continue
         t = b.get("type")
         if t == "text":
-            blocks.append(Block("text", b.get("text") or ""))
+            blocks.append(Block("text", _text(b.get("text"))))
         elif t == "tool_use":
             blocks.append(Block("tool_use", name=b.get("name") or "", input=b.get("input") if isinstance(b.get("input"), dict) else {}, id=b.get("id") or ""))
         elif t == "tool_result":
             blocks.append(Block("tool_result", _result_text(b.get("content")), id=b.get("tool_use_id") or "", is_error=bool(b.get("is_error"))))
         elif t in ("thinking", "redacted_thinking"):
-            blocks.append(Block("thinking", b.get("thinking") or ""))
+            blocks.append(Block("thinking", _text(b.get("thinking"))))
         else:
             blocks.append(Block(t or "other"))
     return blocks
@@ -215,7 +252,7 @@ def _qwen_blocks(parts: Any) -> list[Block]:
         if not isinstance(p, dict):
             continue
         if "text" in p:
-            blocks.append(Block("thinking" if p.get("thought") else "text", p.get("text") or ""))
+            blocks.append(Block("thinking" if p.get("thought") else "text", _text(p.get("text"))))
         elif "functionCall" in p:
             call = p["functionCall"] or {}
             args = call.get("args")
@@ -263,7 +300,8 @@ def recent_successful_tools(messages: list[Message]) -> list[str]:
 
 def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
     """Paths inside ``memory_dir`` that assistant tool calls wrote or edited."""
-    root = os.path.normpath(memory_dir)
+    # The client may name the directory through a symbolic link, or we may: compare both forms.
+    roots = {os.path.normpath(memory_dir), os.path.realpath(memory_dir)}
     found = []
     for m in messages:
         if m.role != "assistant":
@@ -272,9 +310,10 @@ def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
             if b.name not in WRITE_TOOLS:
                 continue
             path = b.input.get("file_path") or b.input.get("path") or b.input.get("absolute_path")
-            if isinstance(path, str) and path:
+            if isinstance(path, str) and path and os.path.isabs(path) and "\0" not in path:
                 norm = os.path.normpath(path)
-                if norm == root or norm.startswith(root + os.sep):
+                forms = {norm, os.path.realpath(norm)}
+                if any(f == r or f.startswith(r.rstrip(os.sep) + os.sep) for f in forms for r in roots):
                     found.append(norm)
     return found
 
@@ -287,6 +326,11 @@ def render_for_model(messages: list[Message], *, max_result_chars: int = 2000, m
             out.append("[earlier conversation was compacted]")
             continue
         if m.kind == "meta":
+            continue
+        if m.kind == "command":
+            command = command_text(m)
+            if command:
+                out.append(f"User ran the command {command}")
             continue
         for b in m.blocks:
             if b.type == "text" and b.text.strip():

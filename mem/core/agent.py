@@ -1,0 +1,1016 @@
+"""The tool-use loop the model jobs share, and the confined tool set it offers.
+
+A job (extract, dream, session update, remember, forget) gives a model a fixed
+set of tools and lets it work within a turn budget and a wall-clock budget:
+
+    toolbox = ToolBox(MemoryDir(root), policy=WritePolicy())
+    result = run_agent(model, system=SYSTEM, messages=prompt, toolbox=toolbox, max_turns=5)
+    result.created, result.updated, result.usage.as_dict()
+
+``read``, ``grep``, ``glob`` and ``ls`` see the memory directory plus any extra
+read-only roots a job names (the transcripts directory, say); ``write`` and
+``edit`` (and ``delete``, only when the policy allows it) change the memory
+directory and nothing else, through ``MemoryDir.write``/``delete``, so
+containment, the secret scanner and atomic replacement apply to the model as to
+every other writer. There is no shell and no network.
+
+Every path is checked on every call: relative paths are taken from the memory
+directory, absolute ones must lie inside a root, ``..`` escapes, symbolic links
+leading out and dangling links are refused. A refused or failed call comes back
+to the model as a ``tool_result`` with ``is_error`` set, saying why, so the
+model can correct itself; it never ends the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mem.core.errors import MemError, PathEscapeError, SecretError
+from mem.core.store import INDEX_NAME, MemoryDir
+
+#: What a single tool result may carry back to the model.
+MAX_RESULT_CHARS = 60_000
+#: read: lines per call by default and at most, and the cut for one long line.
+READ_DEFAULT_LINES = 2_000
+READ_MAX_LINE_CHARS = 2_000
+#: grep / glob / ls: how many lines or entries come back.
+GREP_MAX_MATCHES = 200
+GREP_MAX_LINE_CHARS = 250
+GREP_MAX_FILES = 5_000
+GLOB_MAX_RESULTS = 200
+LS_MAX_ENTRIES = 500
+#: How far a walk goes before it gives up (a tree this large is not a memory directory).
+WALK_MAX_ENTRIES = 50_000
+#: A file with a NUL byte in its first block is treated as binary and not read.
+BINARY_SNIFF = 8_192
+
+Log = Callable[[str], None]
+
+
+class ToolError(Exception):
+    """A tool call refused or failed; the message goes back to the model as an error result."""
+
+
+# --- tool definitions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool the model may call: its name, what it is for, its input schema, and the code."""
+
+    name: str
+    description: str
+    schema: dict
+    handler: Callable[[dict], str]
+
+    def definition(self) -> dict:
+        return {"name": self.name, "description": self.description, "input_schema": self.schema}
+
+
+def _schema(required: Iterable[str], **properties: tuple[str, str]) -> dict:
+    """A JSON schema for an object of ``name=(type, description)`` properties."""
+    return {
+        "type": "object",
+        "properties": {name: {"type": t, "description": d} for name, (t, d) in properties.items()},
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+
+
+def validate_input(tool: Tool, value: Any) -> dict:
+    """The input as a dict if it fits ``tool.schema``; ToolError naming the first problem otherwise."""
+    if not isinstance(value, dict):
+        raise ToolError(f"invalid input for {tool.name}: expected a JSON object, got {type(value).__name__}")
+    props = tool.schema.get("properties", {})
+    expected = ", ".join(props) or "none"
+    for name in value:
+        if name not in props:
+            raise ToolError(f"invalid input for {tool.name}: unknown field {name!r} (fields: {expected})")
+    for name in tool.schema.get("required", ()):
+        if name not in value or value[name] is None:
+            raise ToolError(f"invalid input for {tool.name}: missing required field {name!r} (fields: {expected})")
+    for name, v in value.items():
+        spec = props[name]
+        if v is None and name not in tool.schema.get("required", ()):
+            continue
+        check = _JSON_TYPES.get(spec.get("type", ""))
+        if check is not None and not check(v):
+            article = "an" if spec["type"][0] in "aeiou" else "a"
+            raise ToolError(f"invalid input for {tool.name}: field {name!r} must be {article} {spec['type']}, "
+                            f"got {type(v).__name__}")
+    return {k: v for k, v in value.items() if v is not None}
+
+
+# --- the write policy ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WritePolicy:
+    """What a job lets the model change inside the memory directory.
+
+    The default suits the memory jobs: Markdown files only, nothing hidden,
+    nothing under ``logs/`` (append-only daily logs) or ``team/`` (synced), topic
+    files must carry frontmatter with ``name``, ``description`` and a valid
+    ``type``, and no deletes. The session job narrows ``only`` to its one file;
+    forget turns ``allow_delete`` on.
+    """
+
+    only: tuple[str, ...] | None = None  # the only relpaths that may be changed
+    exclude: tuple[str, ...] = ("logs/", "team/")
+    suffixes: tuple[str, ...] = (".md",)
+    require_frontmatter: bool = True
+    allow_delete: bool = False
+    max_bytes: int = 100_000
+    #: refuse content the poisoning guard flags (a permission grant, a rule bypass...)
+    refuse_poison: bool = True
+
+    def check_path(self, action: str, relpath: str) -> str | None:
+        """Why ``action`` on ``relpath`` is refused, or None when it is allowed."""
+        if action == "delete" and not self.allow_delete:
+            return "deleting files is not allowed in this job"
+        if self.only is not None:
+            if relpath not in self.only:
+                return f"this job may only change {', '.join(self.only)}"
+            return None
+        parts = relpath.split("/")
+        if any(p.startswith(".") for p in parts):
+            return "hidden files and directories are off limits"
+        for prefix in self.exclude:
+            if relpath.startswith(prefix):
+                return f"files under {prefix} are not changed by this job"
+        if self.suffixes and not relpath.endswith(self.suffixes):
+            return f"only {', '.join(self.suffixes)} files may be written"
+        return None
+
+    def check_content(self, relpath: str, text: str, old: str | None = None) -> str | None:
+        """Why ``text`` may not be the new content of ``relpath`` (now ``old``), or None."""
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            return "content is not valid UTF-8 text"
+        if size > self.max_bytes:
+            return f"content is {size} bytes; the limit for one file is {self.max_bytes}"
+        if "\0" in text:
+            return "content contains a NUL byte"
+        if self.refuse_poison:
+            reason = poison_problem(text, old)
+            if reason:
+                return reason
+        name = relpath.rsplit("/", 1)[-1]
+        if name == INDEX_NAME:
+            from mem.core.frontmatter import FRONTMATTER_RE
+
+            if FRONTMATTER_RE.match(text):
+                return f"{INDEX_NAME} is an index and has no frontmatter; write only '- [Title](file.md) — hook' lines"
+            return None
+        if self.require_frontmatter and relpath.endswith(".md"):
+            return frontmatter_problem(text)
+        return None
+
+
+def poison_problem(text: str, old: str | None = None) -> str | None:
+    """Why ``text`` would act as a grant or a rule bypass when read back, or None.
+
+    What the file already said (``old``) is not held against a change: a model
+    tidying a flagged memory must be able to save it without the flag.
+    """
+    from mem.core.poison import scan_text
+
+    report = scan_text(text)
+    if not report.flagged:
+        return None
+    before = {(f.rule_id, f.quote) for f in scan_text(old).findings} if old else set()
+    new = [f for f in report.findings if (f.rule_id, f.quote) not in before]
+    if not new:
+        return None
+    first = new[0]
+    return (f"line {first.line} {first.message} ({first.category}: {first.quote!r}); memories record facts "
+            "and preferences, never permissions or instructions to bypass rules")
+
+
+def frontmatter_problem(text: str) -> str | None:
+    """What a topic file's frontmatter lacks, or None when it is complete."""
+    from mem.core.frontmatter import MEMORY_TYPES, description_of, memory_type_of, parse_frontmatter
+
+    parsed = parse_frontmatter(text)
+    example = "---\\nname: ...\\ndescription: ...\\ntype: user|feedback|project|reference\\n---"
+    if not parsed.present:
+        return f"a memory file must start with frontmatter ({example})"
+    if parsed.error:
+        return f"the frontmatter is not valid YAML: {parsed.error.splitlines()[0]}"
+    data = parsed.data
+    missing = [k for k in ("name",) if not isinstance(data.get(k), str) or not data.get(k).strip()]
+    if description_of(data) is None:
+        missing.append("description")
+    valid, raw = memory_type_of(data)
+    if valid is None:
+        if raw is None:
+            missing.append("type")
+        else:
+            return f"type {raw!r} is not one of {', '.join(MEMORY_TYPES)}"
+    if missing:
+        return f"the frontmatter lacks {', '.join(missing)} ({example})"
+    if not parsed.content.strip():
+        return "the memory has frontmatter but no body"
+    return None
+
+
+# --- records of what happened --------------------------------------------------------------------
+
+
+@dataclass
+class ToolCall:
+    """One tool call, as the log and ``--json`` show it."""
+
+    name: str
+    input: dict
+    ok: bool
+    summary: str  # the first line of the result, for people
+    path: str | None = None  # the file touched, relative to the memory dir when inside it
+    duration_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "ok": self.ok, "path": self.path, "summary": self.summary,
+                "duration_s": round(self.duration_s, 4)}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _is_binary(head: bytes) -> bool:
+    return b"\0" in head
+
+
+def _clip(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… output cut at {limit} characters]"
+
+
+# --- the tool box --------------------------------------------------------------------------------
+
+
+class ToolBox:
+    """The confined tools over one memory directory; one instance per run (it keeps the run's record).
+
+    ``read_roots`` are extra directories the read-only tools may see (never
+    written). ``policy=None`` gives a read-only tool set; ``tools`` narrows the
+    set to the names given (a job that only edits one file offers ``edit``). The box records every
+    file it created, updated or deleted, and the content digest of every file
+    the model has seen, so an existing file is only overwritten by a model
+    that has read its current content.
+    """
+
+    def __init__(self, memory: MemoryDir | str, *, read_roots: Iterable[str] = (),
+                 policy: WritePolicy | None = WritePolicy(), tools: Iterable[str] | None = None,
+                 log: Log | None = None):
+        self.memory = memory if isinstance(memory, MemoryDir) else MemoryDir(memory)
+        roots = [self.memory.root, *(os.path.abspath(r) for r in read_roots if r)]
+        # (lexical, real) pairs: a path may be named either way.
+        self._roots = [(os.path.normpath(r), os.path.realpath(r)) for r in roots]
+        self.policy = policy
+        self.log = log
+        self.created: list[str] = []
+        self.updated: list[str] = []
+        self.deleted: list[str] = []
+        self.calls: list[ToolCall] = []
+        self._seen: dict[str, str] = {}  # real path -> digest of the content the model saw
+        offered = self._make_tools()
+        if tools is not None:
+            wanted = set(tools)
+            unknown = wanted - {t.name for t in offered}
+            if unknown:
+                raise ValueError(f"no such tool in this tool box: {', '.join(sorted(unknown))}")
+            offered = [t for t in offered if t.name in wanted]
+        self._tools = {t.name: t for t in offered}
+
+    # -- what the model is offered --
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def definitions(self) -> list[dict]:
+        return [t.definition() for t in self._tools.values()]
+
+    def note_seen(self, target: str) -> None:
+        """The model was shown ``target``'s current content some other way (in the prompt, say)."""
+        try:
+            real = self.memory.resolve(target)
+            if stat.S_ISREG(os.stat(real).st_mode):
+                with open(real, "rb") as fh:
+                    self._seen[real] = _digest(fh.read())
+        except (OSError, MemError):
+            pass
+
+    # -- dispatch --
+
+    def call(self, name: str, value: Any) -> tuple[str, bool]:
+        """Run one tool call: (result text, is_error). Never raises for the model's mistakes."""
+        started = time.monotonic()
+        tool = self._tools.get(name)
+        shown_input = value if isinstance(value, dict) else {"input": value}
+        try:
+            if tool is None:
+                raise ToolError(f"there is no tool named {name!r}; available: {', '.join(self._tools)}")
+            args = validate_input(tool, value)
+            text, ok = tool.handler(args), True
+        except ToolError as exc:
+            text, ok = f"Error: {exc}", False
+        except SecretError as exc:
+            text, ok = (f"Refused: the content contains a secret ({exc.label}, rule {exc.rule_id}). "
+                        "Never store credentials in memory; leave the secret out."), False
+        except PathEscapeError as exc:
+            text, ok = f"Error: {exc}", False
+        except MemError as exc:
+            text, ok = f"Error: {exc}", False
+        except OSError as exc:
+            what = exc.strerror or str(exc)
+            text, ok = f"Error: {what}" + (f": {self._show_any(exc.filename)}" if exc.filename else ""), False
+        except Exception as exc:  # noqa: BLE001 - a tool bug must not end the run
+            text, ok = f"Error: internal error in {name}: {type(exc).__name__}: {exc}", False
+        text = _clip(text)
+        path = self._call_path(shown_input)
+        record = ToolCall(name, shown_input, ok, text.split("\n", 1)[0][:200], path, time.monotonic() - started)
+        self.calls.append(record)
+        if self.log is not None:
+            args_text = _short_json(shown_input)
+            self.log(f"tool {name} {args_text} -> {'ok' if ok else 'refused'}: {record.summary}")
+        return text, not ok
+
+    def _call_path(self, value: dict) -> str | None:
+        p = value.get("file_path") if isinstance(value, dict) else None
+        if not isinstance(p, str):
+            p = value.get("path") if isinstance(value, dict) else None
+        return p if isinstance(p, str) else None
+
+    # -- containment --
+
+    def resolve_read(self, path: str | None, *, default_root: bool = True) -> str:
+        """The real path a read of ``path`` touches, or ToolError when it is outside every root."""
+        if default_root and (path is None or (isinstance(path, str) and path.strip() in ("", "."))):
+            return self._roots[0][1]
+        if not isinstance(path, str) or not path.strip():
+            raise ToolError("the path is empty")
+        if "\0" in path:
+            raise ToolError("refused: the path contains a NUL byte")
+        if os.path.isabs(path):
+            candidate = os.path.normpath(path)
+        else:
+            candidate = os.path.normpath(os.path.join(self.memory.root, path))
+        if not any(_within(candidate, lex) or _within(candidate, real) for lex, real in self._roots):
+            raise ToolError(f"refused: {path} is outside the directories you may read ({self._roots_text()})")
+        if os.path.islink(candidate) and not os.path.exists(candidate):
+            raise ToolError(f"refused: {path} is a dangling symbolic link")
+        real = os.path.realpath(candidate)
+        if not any(_within(real, r) for _, r in self._roots):
+            raise ToolError(f"refused: {path} is a symbolic link leading outside the directories you may read")
+        return real
+
+    def _inside_roots(self, real: str) -> bool:
+        return any(_within(real, r) for _, r in self._roots)
+
+    def _roots_text(self) -> str:
+        return ", ".join(lex for lex, _ in self._roots)
+
+    def show(self, real: str) -> str:
+        """How a path is shown to the model: relative inside the memory dir, absolute elsewhere."""
+        root = self.memory.real_root
+        if real == root:
+            return "."
+        if _within(real, root):
+            return os.path.relpath(real, root).replace(os.sep, "/")
+        return real
+
+    def _show_any(self, path: Any) -> str:
+        try:
+            return self.show(os.path.realpath(os.fsdecode(path)))
+        except (TypeError, ValueError):
+            return str(path)
+
+    def _resolve_write(self, action: str, path: str) -> tuple[str, str]:
+        """(real path, relpath) for a change to ``path``, or a refusal."""
+        if self.policy is None:
+            raise ToolError("this job is read-only")
+        real = self.memory.resolve(path)  # PathEscapeError for every way out
+        rel = os.path.relpath(real, self.memory.real_root).replace(os.sep, "/")
+        try:
+            if not stat.S_ISREG(os.stat(real).st_mode):
+                raise ToolError(f"refused: {rel} is not a regular file")  # a FIFO would block us
+        except FileNotFoundError:
+            pass
+        reason = self.policy.check_path(action, rel)
+        if reason:
+            raise ToolError(f"refused: {rel}: {reason}")
+        return real, rel
+
+    # -- the tools --
+
+    def _make_tools(self) -> list[Tool]:
+        where = "Relative paths are taken from the memory directory; absolute paths must lie inside "
+        where += "it" if len(self._roots) == 1 else f"one of: {self._roots_text()}"
+        tools = [
+            Tool("read", "Read a text file, with line numbers. " + where + ". Use offset and limit for long files.",
+                 _schema(["file_path"],
+                         file_path=("string", "The file to read."),
+                         offset=("integer", "The first line to show, counting from 1 (default 1)."),
+                         limit=("integer", f"How many lines to show (default and maximum {READ_DEFAULT_LINES}).")),
+                 self._read),
+            Tool("grep", "Search file contents with a Python regular expression; prints path:line:text for "
+                 f"each matching line (at most {GREP_MAX_MATCHES}). " + where + ".",
+                 _schema(["pattern"],
+                         pattern=("string", "The regular expression (Python syntax)."),
+                         path=("string", "A file or directory to search (default: the memory directory)."),
+                         glob=("string", "Only files whose name (or path, if it has a /) matches this glob, e.g. *.md."),
+                         ignore_case=("boolean", "Match case-insensitively.")),
+                 self._grep),
+            Tool("glob", "List files matching a glob pattern, newest first. * and ? stay within one directory; "
+                 "**/ spans directories (e.g. **/*.md). " + where + ".",
+                 _schema(["pattern"],
+                         pattern=("string", "The glob pattern, relative to path."),
+                         path=("string", "The directory to search from (default: the memory directory).")),
+                 self._glob),
+            Tool("ls", "List a directory: subdirectories end in /, files show their size in bytes and "
+                 "modification time. " + where + ".",
+                 _schema([], path=("string", "The directory (default: the memory directory).")),
+                 self._ls),
+        ]
+        if self.policy is not None:
+            tools += [
+                Tool("write", "Create a file in the memory directory, or replace one you have read in full. "
+                     "The path is relative to the memory directory. Content is checked: no secrets, "
+                     "and memory files need their frontmatter.",
+                     _schema(["file_path", "content"],
+                             file_path=("string", "The file to write, relative to the memory directory."),
+                             content=("string", "The complete new content of the file.")),
+                     self._write),
+                Tool("edit", "Replace exact text in an existing file of the memory directory. old_string must "
+                     "match exactly once (including whitespace), unless replace_all is true.",
+                     _schema(["file_path", "old_string", "new_string"],
+                             file_path=("string", "The file to change, relative to the memory directory."),
+                             old_string=("string", "The exact text to replace."),
+                             new_string=("string", "The text to put in its place."),
+                             replace_all=("boolean", "Replace every occurrence (default false).")),
+                     self._edit),
+            ]
+            if self.policy.allow_delete:
+                tools.append(Tool("delete", "Delete a file of the memory directory (never MEMORY.md).",
+                                  _schema(["file_path"], file_path=("string", "The file to delete, relative to the memory directory.")),
+                                  self._delete))
+        return tools
+
+    def _read(self, args: dict) -> str:
+        real = self.resolve_read(args["file_path"], default_root=False)
+        offset = args.get("offset", 1)
+        limit = args.get("limit", READ_DEFAULT_LINES)
+        if offset < 1:
+            raise ToolError("offset counts from 1")
+        if limit < 1:
+            raise ToolError("limit must be at least 1")
+        limit = min(limit, READ_DEFAULT_LINES)
+        st = os.stat(real)
+        shown = self.show(real)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"{shown} is a directory; use ls")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"refused: {shown} is not a regular file")
+        out: list[str] = []
+        total = 0
+        more_from = None
+        n = 0
+        with open(real, "rb") as fh:
+            if _is_binary(fh.read(BINARY_SNIFF)):
+                raise ToolError(f"refused: {shown} is a binary file")
+            fh.seek(0)
+            for n, raw in enumerate(fh, start=1):
+                if n < offset:
+                    continue
+                if len(out) >= limit or total > MAX_RESULT_CHARS - READ_MAX_LINE_CHARS:
+                    more_from = n
+                    break
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if len(line) > READ_MAX_LINE_CHARS:
+                    line = line[:READ_MAX_LINE_CHARS] + f"… [line cut: {len(line)} characters]"
+                out.append(f"{n:>6}\t{line}")
+                total += len(out[-1]) + 1
+        if _within(real, self.memory.real_root):
+            self.note_seen(real)
+        if not out:
+            return f"{shown} is empty." if n == 0 else f"{shown} has {n} lines; offset {offset} is past the end."
+        text = "\n".join(out)
+        if more_from is not None:
+            text += f"\n[… more lines follow: read again with offset={more_from}]"
+        return text
+
+    def _walk_files(self, base: str) -> Iterator[str]:
+        """Real paths of regular files under ``base`` (no links followed out, no temp files)."""
+        if os.path.isfile(base):
+            yield base
+            return
+        seen = 0
+        for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+            dirnames.sort()
+            for name in sorted(filenames):
+                seen += 1
+                if seen > WALK_MAX_ENTRIES:
+                    return
+                if name.endswith(".tmp") and name.startswith("."):
+                    continue  # a write in progress
+                path = os.path.join(dirpath, name)
+                real = os.path.realpath(path)
+                if not self._inside_roots(real):
+                    continue
+                try:
+                    if not stat.S_ISREG(os.stat(real).st_mode):
+                        continue
+                except OSError:
+                    continue
+                yield real
+
+    def _grep(self, args: dict) -> str:
+        try:
+            rx = re.compile(args["pattern"], re.IGNORECASE if args.get("ignore_case") else 0)
+        except re.error as exc:
+            raise ToolError(f"invalid regular expression: {exc}") from None
+        base = self.resolve_read(args.get("path"))
+        name_filter = _glob_regex(args["glob"]) if args.get("glob") else None
+        lines: list[str] = []
+        extra = 0
+        files = 0
+        for real in self._walk_files(base):
+            shown = self.show(real)
+            if name_filter is not None:
+                subject = os.path.relpath(real, base) if "/" in args["glob"] else os.path.basename(real)
+                if not name_filter.match(subject.replace(os.sep, "/")):
+                    continue
+            files += 1
+            if files > GREP_MAX_FILES:
+                break
+            try:
+                with open(real, "rb") as fh:
+                    if _is_binary(fh.read(BINARY_SNIFF)):
+                        continue
+                    fh.seek(0)
+                    for n, raw in enumerate(fh, start=1):
+                        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                        if not rx.search(line):
+                            continue
+                        if len(lines) >= GREP_MAX_MATCHES:
+                            extra += 1
+                            continue
+                        if len(line) > GREP_MAX_LINE_CHARS:
+                            line = line[:GREP_MAX_LINE_CHARS] + "…"
+                        lines.append(f"{shown}:{n}:{line}")
+            except OSError:
+                continue
+        if not lines:
+            return "No matches."
+        text = "\n".join(lines)
+        if extra:
+            text += f"\n[… {extra} more matching lines not shown; narrow the pattern or the path]"
+        return text
+
+    def _glob(self, args: dict) -> str:
+        pattern = args["pattern"]
+        if os.path.isabs(pattern) or "\0" in pattern:
+            raise ToolError("the pattern must be relative; give the directory in path")
+        if ".." in pattern.split("/"):
+            raise ToolError("refused: the pattern may not contain ..")
+        base = self.resolve_read(args.get("path"))
+        if not os.path.isdir(base):
+            raise ToolError(f"{self.show(base)} is not a directory")
+        rx = _glob_regex(pattern)
+        found = []
+        for real in self._walk_files(base):
+            rel = os.path.relpath(real, base).replace(os.sep, "/")
+            if rx.match(rel):
+                try:
+                    found.append((os.stat(real).st_mtime, real))
+                except OSError:
+                    continue
+        if not found:
+            return "No files matched."
+        found.sort(key=lambda x: (-x[0], x[1]))
+        shown = [self.show(r) for _, r in found[:GLOB_MAX_RESULTS]]
+        if len(found) > GLOB_MAX_RESULTS:
+            shown.append(f"[… {len(found) - GLOB_MAX_RESULTS} more files; narrow the pattern]")
+        return "\n".join(shown)
+
+    def _ls(self, args: dict) -> str:
+        real = self.resolve_read(args.get("path"))
+        shown = self.show(real)
+        if not os.path.isdir(real):
+            raise ToolError(f"{shown} is not a directory")
+        rows = []
+        with os.scandir(real) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            if e.name.startswith(".") and e.name.endswith(".tmp"):
+                continue
+            if len(rows) >= LS_MAX_ENTRIES:
+                rows.append(f"[… {len(entries) - LS_MAX_ENTRIES} more entries]")
+                break
+            try:
+                if e.is_symlink():
+                    target = os.path.realpath(e.path)
+                    where = "" if self._inside_roots(target) else " (outside; not readable)"
+                    rows.append(f"{e.name} -> {os.readlink(e.path)}{where}")
+                elif e.is_dir():
+                    rows.append(f"{e.name}/")
+                else:
+                    st = e.stat()
+                    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(st.st_mtime))
+                    rows.append(f"{e.name}  {st.st_size} bytes  {when}")
+            except OSError:
+                rows.append(f"{e.name}  (unreadable)")
+        head = f"{shown}/" if shown != "." else "./"
+        if not rows:
+            return f"{head} is empty."
+        return head + "\n" + "\n".join(rows)
+
+    # -- changes --
+
+    def _locked(self, rel: str):
+        """The index lock for MEMORY.md files (read-modify-write shared with other writers)."""
+        import contextlib
+
+        if rel.rsplit("/", 1)[-1] == INDEX_NAME:
+            return self.memory.index_lock()
+        return contextlib.nullcontext()
+
+    def _write(self, args: dict) -> str:
+        real, rel = self._resolve_write("write", args["file_path"])
+        content = args["content"]
+        with self._locked(rel):
+            try:
+                with open(real, "rb") as fh:
+                    current = fh.read()
+            except FileNotFoundError:
+                current = None
+            old = current.decode("utf-8", "replace") if current is not None else None
+            reason = self.policy.check_content(rel, content, old)
+            if reason:
+                raise ToolError(f"refused: {rel}: {reason}")
+            if current is not None:
+                seen = self._seen.get(real)
+                if seen is None:
+                    raise ToolError(f"{rel} already exists and you have not read it; read it first, "
+                                    "or change it with edit")
+                if seen != _digest(current):
+                    raise ToolError(f"{rel} has changed since you read it; read it again first")
+            result = self.memory.write(real, content)
+        self._record(rel, created=result.created, changed=result.changed)
+        self._seen[real] = _digest(content.encode("utf-8"))
+        if not result.changed:
+            return f"{rel} already had this content; nothing written."
+        verb = "Created" if result.created else "Updated"
+        return f"{verb} {rel} ({len(content.encode('utf-8'))} bytes)."
+
+    def _edit(self, args: dict) -> str:
+        real, rel = self._resolve_write("edit", args["file_path"])
+        old, new = args["old_string"], args["new_string"]
+        if old == "":
+            raise ToolError("old_string is empty; to create a file use write")
+        if old == new:
+            raise ToolError("old_string and new_string are the same; nothing to do")
+        with self._locked(rel):
+            try:
+                with open(real, "rb") as fh:
+                    data = fh.read()
+            except FileNotFoundError:
+                raise ToolError(f"{rel} does not exist; use write to create it") from None
+            if _is_binary(data[:BINARY_SNIFF]):
+                raise ToolError(f"refused: {rel} is a binary file")
+            text = data.decode("utf-8", "surrogateescape")
+            count = text.count(old)
+            if count == 0:
+                raise ToolError(f"old_string was not found in {rel}; read the file and copy the text exactly")
+            if count > 1 and not args.get("replace_all"):
+                raise ToolError(f"old_string matches {count} times in {rel}; add surrounding text to make it "
+                                "unique, or set replace_all")
+            updated = text.replace(old, new) if args.get("replace_all") else text.replace(old, new, 1)
+            reason = self.policy.check_content(rel, updated, text)
+            if reason:
+                raise ToolError(f"refused: {rel}: {reason}")
+            content = updated.encode("utf-8", "surrogateescape")
+            result = self.memory.write(real, content)
+        self._record(rel, created=False, changed=result.changed)
+        self._seen[real] = _digest(content)
+        n = count if args.get("replace_all") else 1
+        return f"Edited {rel}: replaced {n} occurrence{'s' if n != 1 else ''}."
+
+    def _delete(self, args: dict) -> str:
+        real, rel = self._resolve_write("delete", args["file_path"])
+        if not os.path.lexists(real):
+            raise ToolError(f"{rel} does not exist")
+        self.memory.delete(real)
+        self._seen.pop(real, None)
+        if rel in self.created:
+            self.created.remove(rel)
+        else:
+            if rel in self.updated:
+                self.updated.remove(rel)
+            self.deleted.append(rel)
+        return f"Deleted {rel}."
+
+    def _record(self, rel: str, *, created: bool, changed: bool) -> None:
+        if not changed:
+            return
+        if rel in self.deleted:  # deleted, then written again: an update of the original
+            self.deleted.remove(rel)
+            created = False
+        if created:
+            if rel not in self.created:
+                self.created.append(rel)
+        elif rel not in self.created and rel not in self.updated:
+            self.updated.append(rel)
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    """A glob as a regex over '/'-paths: * and ? stay in one segment, **/ spans any number."""
+    out = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i + 2 if pattern[i + 1:i + 2] in ("!", "]") else i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1:j]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\").replace("/", "") + "]")
+                i = j + 1
+                continue
+        elif c == "{":
+            j = pattern.find("}", i)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                alternatives = pattern[i + 1:j].split(",")
+                out.append("(?:" + "|".join(_glob_regex(a).pattern[:-2] for a in alternatives) + ")")
+                i = j + 1
+                continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def _short_json(value: Any, limit: int = 300) -> str:
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# --- the loop ------------------------------------------------------------------------------------
+
+
+@dataclass
+class AgentResult:
+    """What one run did: its final words, its budget use, and every file it changed."""
+
+    text: str
+    turns: int
+    stop_reason: str  # end_turn | max_turns | deadline | max_tokens | refusal | error | ...
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Any = None  # llm.Usage
+    duration_s: float = 0.0
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def files_written(self) -> list[str]:
+        return [*self.created, *(p for p in self.updated if p not in self.created)]
+
+    @property
+    def refused(self) -> int:
+        return sum(1 for c in self.tool_calls if not c.ok)
+
+    def as_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "turns": self.turns,
+            "stop_reason": self.stop_reason,
+            "created": list(self.created),
+            "updated": list(self.updated),
+            "deleted": list(self.deleted),
+            "tool_calls": [c.as_dict() for c in self.tool_calls],
+            "refused": self.refused,
+            "usage": self.usage.as_dict() if self.usage is not None else None,
+            "duration_s": round(self.duration_s, 3),
+            "error": self.error,
+        }
+
+
+_CACHE = {"type": "ephemeral"}
+
+
+def _block_param(block: Any) -> dict | None:
+    """A response content block as a request parameter (the assistant turn sent back)."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return {"type": "text", "text": block.text} if block.text else None
+    if kind == "tool_use":
+        value = block.input if isinstance(block.input, dict) else {}
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": value}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": block.thinking, "signature": getattr(block, "signature", "")}
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
+    dump = getattr(block, "model_dump", None)
+    return dump(exclude_none=True) if dump else None
+
+
+def _with_cache_mark(message: dict) -> dict:
+    """A copy of ``message`` whose last content block carries a cache breakpoint."""
+    content = message["content"]
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not content:
+        return message
+    content = [*content[:-1], {**content[-1], "cache_control": _CACHE}]
+    return {**message, "content": content}
+
+
+def _retryable(exc: Any) -> bool:
+    """Worth another try: overloaded, timed out, no connection, or a 5xx from the server."""
+    if exc.kind in ("overloaded", "timeout", "connection"):
+        return True
+    status = getattr(exc.__cause__, "status_code", None)
+    return isinstance(status, int) and status >= 500
+
+
+def run_agent(
+    model: Any,
+    *,
+    system: str,
+    messages: str | list[dict],
+    toolbox: ToolBox,
+    max_turns: int = 5,
+    deadline_s: float | None = None,
+    max_tokens: int = 8_192,
+    retries: int = 0,
+    log: Log | None = None,
+) -> AgentResult:
+    """Let ``model`` (an ``llm.Model``) work with ``toolbox`` until it stops or a budget runs out.
+
+    A turn is one model call; the tools a turn asks for are run, even on the
+    last turn, and their results go back in the next. The run stops when the
+    model answers without a tool call (``end_turn``), after ``max_turns``
+    (``max_turns``), when ``deadline_s`` seconds have passed (``deadline``, also
+    when the budget runs out during a call, which is then cut short), or
+    when a model call fails (``error``, with ``error`` and ``error_kind`` set;
+    files already changed stay changed and are listed). Token usage is summed
+    over the run. The system prompt, the tool definitions and the first user
+    message are marked for prompt caching, and so is the newest turn, so each
+    call reads the previous one's prefix from the cache.
+
+    ``retries`` retries a call that failed in a way worth retrying (overloaded,
+    timed out, no connection, a 5xx) after a short pause, within the deadline.
+    Give such a run a model with ``max_retries=0``, so the SDK's own retries
+    cannot overrun the wall-clock budget.
+    """
+    from mem.core.llm import ModelError, Usage
+
+    started = time.monotonic()
+    usage = Usage()
+    if isinstance(messages, str):
+        history: list[dict] = [{"role": "user", "content": messages}]
+    else:
+        history = [dict(m) for m in messages]
+    if history:
+        history[0] = _with_cache_mark(history[0])
+    tools = toolbox.definitions()
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": _CACHE}
+    system_blocks = [{"type": "text", "text": system, "cache_control": _CACHE}]
+    calls_before = len(toolbox.calls)
+    configured_timeout = getattr(getattr(model, "config", None), "timeout", None)
+
+    def left() -> float | None:
+        return None if deadline_s is None else deadline_s - (time.monotonic() - started)
+
+    def call(turn: int, kwargs: dict) -> tuple[Any, ModelError | None, bool]:
+        """(response, failure, cut by the deadline) for one turn, retries included."""
+        attempt = 0
+        while True:
+            remaining = left()
+            cut = False
+            if remaining is not None:
+                kwargs["timeout"] = max(1.0, min(remaining, configured_timeout or remaining))
+                cut = configured_timeout is None or kwargs["timeout"] < configured_timeout
+            try:
+                return model.create(**kwargs), None, False
+            except ModelError as exc:
+                failure = exc
+            if failure.kind == "timeout" and cut:
+                return None, failure, True
+            pause = 0.5 * 2 ** attempt
+            remaining = left()
+            if attempt >= retries or not _retryable(failure) or (remaining is not None and remaining < pause + 1):
+                return None, failure, False
+            attempt += 1
+            if log is not None:
+                log(f"agent turn {turn}: {failure}; retry {attempt}/{retries} in {pause:g}s")
+            time.sleep(pause)
+
+    turns = 0
+    text = ""
+    stop_reason = "end_turn"
+    error = error_kind = None
+    while True:
+        if turns >= max_turns:
+            stop_reason = "max_turns"
+            break
+        remaining = left()
+        if remaining is not None and remaining <= 0:
+            stop_reason = "deadline"
+            break
+        request = history if len(history) < 2 else [*history[:-1], _with_cache_mark(history[-1])]
+        kwargs: dict[str, Any] = dict(system=system_blocks, messages=request, max_tokens=max_tokens)
+        if tools:
+            kwargs["tools"] = tools
+        if log is not None:
+            log(f"agent turn {turns + 1}/{max_turns}: {len(history)} messages")
+        response, failure, cut = call(turns + 1, kwargs)
+        if failure is not None:
+            if cut:
+                stop_reason = "deadline"  # the budget ran out while the model was answering
+            else:
+                stop_reason, error, error_kind = "error", str(failure), failure.kind
+            break
+        turns += 1
+        usage.add(getattr(response, "usage", None))
+        raw_blocks = getattr(response, "content", None) or []
+        content = [b for b in (_block_param(x) for x in raw_blocks) if b is not None]
+        text = "\n".join(b["text"] for b in content if b["type"] == "text")
+        uses = [b for b in content if b["type"] == "tool_use"]
+        # what the model actually sent as input, even when it is not an object (the history gets {})
+        raw_inputs = {getattr(x, "id", None): getattr(x, "input", None)
+                      for x in raw_blocks if getattr(x, "type", None) == "tool_use"}
+        if not uses:
+            stop_reason = getattr(response, "stop_reason", None) or "end_turn"
+            break
+        history.append({"role": "assistant", "content": content})
+        results = []
+        for use in uses:
+            result, is_error = toolbox.call(use["name"], raw_inputs.get(use["id"], use["input"]))
+            block = {"type": "tool_result", "tool_use_id": use["id"], "content": result}
+            if is_error:
+                block["is_error"] = True
+            results.append(block)
+        history.append({"role": "user", "content": results})
+
+    return AgentResult(
+        text=text,
+        turns=turns,
+        stop_reason=stop_reason,
+        created=list(toolbox.created),
+        updated=list(toolbox.updated),
+        deleted=list(toolbox.deleted),
+        tool_calls=toolbox.calls[calls_before:],
+        usage=usage,
+        duration_s=time.monotonic() - started,
+        error=error,
+        error_kind=error_kind,
+    )

@@ -1,0 +1,138 @@
+"""Hook payloads in, hook output out: what every ``--hook`` mode shares.
+
+Claude Code and qwen-code run a hook command with one JSON object on stdin
+(``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and, per
+event, ``prompt``, ``source``, ``trigger``...) and read JSON from its stdout.
+For SessionStart and UserPromptSubmit the text to inject goes in
+``hookSpecificOutput.additionalContext``: Claude Code also accepts plain
+stdout, qwen-code only the JSON form, so we always write JSON.
+
+Claude Code replaces hook output longer than 10,000 characters with a short
+stub, so whatever a hook injects must stay under ``CONTEXT_LIMIT``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from mem.core.errors import UsageError
+
+#: Claude Code swaps longer hook output for a "<persisted-output>" stub (UTF-16 units).
+OUTPUT_LIMIT = 10_000
+#: What we allow ourselves, leaving room for the client's own framing of the text.
+CONTEXT_LIMIT = 9_500
+#: A payload larger than this is not a hook payload (a transcript piped by mistake, say).
+MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
+
+BASE_FIELDS = ("session_id", "transcript_path", "cwd", "hook_event_name")
+
+
+@dataclass(frozen=True)
+class HookPayload:
+    """One hook invocation's stdin, the fields we use picked out; ``raw`` keeps the rest."""
+
+    session_id: str
+    transcript_path: str | None
+    cwd: str
+    hook_event_name: str
+    prompt: str | None = None  # UserPromptSubmit
+    source: str | None = None  # SessionStart: startup | resume | clear | compact
+    trigger: str | None = None  # PreCompact / PostCompact: manual | auto
+    raw: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def client(self) -> str:
+        """``"qwen"`` for qwen-code, else ``"claude"``.
+
+        qwen-code keeps transcripts under ``~/.qwen/projects/<slug>/chats/``
+        and stamps every payload with ``timestamp``; Claude Code does neither.
+        """
+        tp = (self.transcript_path or "").replace("\\", "/")
+        if "/.qwen/" in tp or "/chats/" in tp:
+            return "qwen"
+        if "timestamp" in self.raw and "prompt_id" not in self.raw and "permission_mode" not in self.raw:
+            return "qwen"
+        return "claude"
+
+
+def parse_payload(
+    text: str | bytes,
+    *,
+    events: Iterable[str] | None = None,
+    require: Iterable[str] = ("session_id", "hook_event_name"),
+) -> HookPayload:
+    """A validated payload, or UsageError saying what is wrong with it.
+
+    ``events`` limits the ``hook_event_name`` values accepted; ``require``
+    names the fields that must be present (non-empty strings). ``cwd`` must
+    be absolute; unless required, a missing one falls back to the process's
+    directory, which both clients set to the session's.
+    """
+    import json
+
+    if isinstance(text, bytes):
+        if len(text) > MAX_PAYLOAD_BYTES:
+            raise UsageError(f"hook payload is larger than {MAX_PAYLOAD_BYTES} bytes")
+        text = text.decode("utf-8", "replace")
+    if not text.strip():
+        raise UsageError("no hook payload on stdin (expected one JSON object)")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"hook payload is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError("hook payload is not a JSON object")
+
+    def string(name: str) -> str | None:
+        value = data.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise UsageError(f"hook payload field {name} is not a string")
+        return value
+
+    values = {name: string(name) for name in (*BASE_FIELDS, "prompt", "source", "trigger")}
+    for name in require:
+        if not values.get(name):
+            raise UsageError(f"hook payload has no {name}")
+    cwd = values["cwd"] or os.getcwd()
+    if not os.path.isabs(cwd) or "\0" in cwd:
+        raise UsageError(f"hook payload cwd is not an absolute path: {cwd!r}")
+    event = values["hook_event_name"] or ""
+    if events is not None:
+        allowed = tuple(events)
+        if event not in allowed:
+            raise UsageError(f"hook event {event or '(none)'} is not handled here (expected {' or '.join(allowed)})")
+    return HookPayload(
+        session_id=values["session_id"] or "",
+        transcript_path=values["transcript_path"] or None,
+        cwd=cwd,
+        hook_event_name=event,
+        prompt=values["prompt"],
+        source=values["source"],
+        trigger=values["trigger"],
+        raw=data,
+    )
+
+
+def read_payload(stream: TextIO | None = None, **kwargs: Any) -> HookPayload:
+    """``parse_payload`` of everything on ``stream`` (stdin by default)."""
+    import sys
+
+    stream = sys.stdin if stream is None else stream
+    buffer = getattr(stream, "buffer", None)
+    data = buffer.read(MAX_PAYLOAD_BYTES + 1) if buffer is not None else stream.read(MAX_PAYLOAD_BYTES + 1)
+    return parse_payload(data, **kwargs)
+
+
+def render_output(event: str, additional_context: str | None) -> str:
+    """The JSON a client reads from a SessionStart or UserPromptSubmit hook; "" when there is nothing to add."""
+    import json
+
+    if not additional_context:
+        return ""
+    out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": additional_context}}
+    return json.dumps(out, ensure_ascii=False)
