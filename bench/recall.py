@@ -1,0 +1,327 @@
+"""Recall quality and latency; writes its section of bench/RESULTS.md.
+
+    make bench-recall               # quality on the labelled set, then latency (clean install + zipapp)
+    python bench/recall.py --quality-only   # quality alone, printed, RESULTS.md untouched
+
+Quality: the labelled set in tests/fixtures/recall-bench/ (memory files in
+English, Chinese and Japanese; queries with the files that are relevant to
+them, some with none). The offline selector — what ``mem recall --offline``
+runs — is compared with a baseline keyword scorer. Queries are split in two
+halves by their number: the ranker's parameters were chosen looking at the
+"tune" half only; the "heldout" half shows whether that choice generalises.
+
+* Recall@5: the share of a query's relevant files among the (at most 5) selected, averaged.
+* top-1 precision: the share of queries with relevant files whose first selection is one of them.
+* false-surface rate: the share of queries with nothing relevant that select anything at all.
+
+Latency: cold ``mem recall --offline`` on 200 memories, the installed console
+script and the zipapp, interleaved with ``python3 -c pass`` run by the same
+venv's python (see bench/run.py, whose method this follows).
+
+The section sits between ``<!-- recall:start -->`` and ``<!-- recall:end -->``
+(bench/results.py); the rest of RESULTS.md is left as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+
+BENCH = os.path.join(ROOT, "tests", "fixtures", "recall-bench")
+GOALS = {"recall_at_5": 0.90, "top1": 0.85, "false_surface": 0.10}
+QUERY = "the staging deploy failed again with a migration timeout"
+#: Latency goals apply to these rows (ratio to `python3 -c pass`).
+LATENCY_GOALS = {"mem recall --offline (installed)": 6.0, "mem recall --offline (zipapp)": 9.0}
+
+
+def load_queries() -> list[dict]:
+    with open(os.path.join(BENCH, "queries.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+# --- selectors ---------------------------------------------------------------
+
+
+def offline_selector(memory_dir: str):
+    """What `mem recall --offline` selects, built once for the whole set."""
+    from mem.core import manifest, recall
+
+    headers = manifest.scan(memory_dir)
+    index = recall.offline_index(headers)
+    return lambda q: [h.key for h in index.rank(q, recall.MAX_SURFACED)]
+
+
+TYPE_WORDS = ("user", "feedback", "project", "reference")
+
+
+def baseline_selector(memory_dir: str):
+    """The baseline keyword scorer.
+
+    +2 for each query token found in the document, +1 for each type keyword
+    (a query token naming the memory's type), +1 for a non-empty body; the
+    top 5 with a score above 0. Tokens are the query's lower-cased words
+    split at non-word characters; "found" means a substring of the file's text.
+    """
+    from mem.core import manifest
+    from mem.core.frontmatter import parse_frontmatter
+
+    docs = []
+    for h in manifest.scan(memory_dir):
+        with open(h.path, encoding="utf-8") as fh:
+            text = fh.read()
+        body = parse_frontmatter(text).content
+        docs.append((h.relpath, text.lower(), h.type, bool(body.strip())))
+
+    def select(q: str) -> list[str]:
+        tokens = list(dict.fromkeys(t for t in re.split(r"\W+", q.lower()) if t))
+        scored = []
+        for order, (rel, text, mtype, has_body) in enumerate(docs):
+            s = 2 * sum(1 for t in tokens if t in text)
+            s += sum(1 for t in tokens if t in TYPE_WORDS and t == mtype)
+            s += 1 if has_body else 0
+            if s > 0:
+                scored.append((-s, order, rel))
+        scored.sort()
+        return [rel for _, _, rel in scored[:5]]
+
+    return select
+
+
+# --- metrics -----------------------------------------------------------------
+
+
+def evaluate(select, queries: list[dict]) -> dict:
+    recalls, top1, false_surface, surfaced, precise = [], [], [], 0, 0
+    misses = []
+    for q in queries:
+        got = select(q["query"])
+        relevant = set(q["relevant"])
+        if relevant:
+            found = relevant & set(got)
+            recalls.append(len(found) / len(relevant))
+            top1.append(bool(got) and got[0] in relevant)
+            if len(found) < len(relevant) or not (got and got[0] in relevant):
+                misses.append((q["id"], q["query"], sorted(relevant - found), got))
+        else:
+            false_surface.append(bool(got))
+            if got:
+                misses.append((q["id"], q["query"], [], got))
+        surfaced += len(got)
+        precise += len(set(got) & relevant)
+    mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+    return {
+        "queries": len(queries),
+        "with_relevant": len(recalls),
+        "without_relevant": len(false_surface),
+        "recall_at_5": mean(recalls),
+        "top1": mean(top1),
+        "false_surface": mean(false_surface),
+        "precision": precise / surfaced if surfaced else 1.0,
+        "misses": misses,
+    }
+
+
+def quality() -> dict:
+    queries = load_queries()
+    memory_dir = os.path.join(BENCH, "memories")
+    selectors = {"offline": offline_selector(memory_dir), "baseline": baseline_selector(memory_dir)}
+    out = {}
+    for name, select in selectors.items():
+        out[name] = {
+            "all": evaluate(select, queries),
+            "tune": evaluate(select, [q for q in queries if q["split"] == "tune"]),
+            "heldout": evaluate(select, [q for q in queries if q["split"] == "heldout"]),
+        }
+    return out
+
+
+# --- latency -----------------------------------------------------------------
+
+
+def latency(rounds: int) -> dict:
+    import itertools
+    import shutil
+
+    from corpus import make_memory_dir
+    from run import clean_install
+
+    zipapp = os.path.join(ROOT, "dist", "mem.pyz")
+    if not os.path.exists(zipapp):
+        raise SystemExit("bench: dist/mem.pyz is missing; run `make zipapp` (make bench-recall does)")
+    with tempfile.TemporaryDirectory(prefix="mem-bench-recall-") as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEM_", "CLAUDE_", "ANTHROPIC_"))}
+        env.update(HOME=os.path.join(tmp, "home"), MEM_STATE_DIR=os.path.join(tmp, "state"),
+                   SHIV_ROOT=os.path.join(tmp, "shiv"))
+        os.makedirs(env["HOME"])
+        print("bench: installing mem into a clean venv ...", file=sys.stderr)
+        mem = clean_install(os.path.join(tmp, "venv"))
+        vpy = os.path.join(tmp, "venv", "bin", "python")
+        # 199 synthetic memories and one the query is about, so the whole path (surfacing too) runs.
+        small = make_memory_dir(os.path.join(tmp, "m200"), 199)
+        shutil.copy(os.path.join(BENCH, "memories", "project_staging_deploy_workaround.md"), small)
+        fresh = (os.path.join(tmp, f"fresh-state-{i}") for i in itertools.count())
+        args = ["recall", "--offline", "--dir", small, QUERY]
+        samples = measure(
+            {
+                "python3 -c pass": ([vpy, "-c", "pass"], None),
+                "mem scan (installed), for comparison": ([mem, "scan", "--dir", small], None),
+                "mem recall --offline (installed)": ([mem, *args], None),
+                "mem recall --offline (zipapp)": ([vpy, "-sE", zipapp, *args], None),
+                "mem scan (zipapp), for comparison": ([vpy, "-sE", zipapp, "scan", "--dir", small], None),
+                # a first run: no index cache in the state directory yet
+                "mem recall --offline (installed, first run)": ([mem, *args], lambda: {"MEM_STATE_DIR": next(fresh)}),
+            },
+            env, rounds,
+        )
+    return samples
+
+
+def timed(argv: list[str], env: dict) -> float:
+    """One cold run; exit 1 ("nothing relevant") would count as a normal outcome too."""
+    import subprocess
+    import time
+
+    start = time.perf_counter()
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[-300:]}")
+    return elapsed
+
+
+def measure(cases: dict, env: dict, rounds: int) -> dict[str, list[float]]:
+    """Interleaved rounds; a case is (argv, None) or (argv, a function giving env changes for each run)."""
+
+    def run(case):
+        argv, extra = case
+        return timed(argv, {**env, **(extra() if extra else {})})
+
+    for case in cases.values():  # warm the page cache, shiv's extraction and the index cache
+        run(case)
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, case in cases.items():
+            samples[name].append(run(case))
+    return samples
+
+
+# --- report ------------------------------------------------------------------
+
+
+def pct(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def render(q: dict, lat: dict | None, rounds: int) -> str:
+    lines = [
+        "## Recall quality (`make bench-recall`, bench/recall.py)",
+        "",
+        f"Labelled set: tests/fixtures/recall-bench/ — {len(os.listdir(os.path.join(BENCH, 'memories')))} memory files "
+        f"(English, Chinese, Japanese; all four types; near-duplicates and decoys), "
+        f"{q['offline']['all']['queries']} queries, {q['offline']['all']['without_relevant']} of them with nothing relevant. "
+        "The ranker's parameters were chosen looking at the *tune* half only (odd query numbers); the *heldout* "
+        "half (even numbers) was evaluated once before any tuning and then only at the end, so its figures "
+        "show how well those choices carry over. Each half has only 13 queries with nothing relevant: one "
+        "query moves its false-surface rate by 0.08.",
+        "",
+        "| selector | queries | Recall@5 | top-1 precision | false-surface rate | precision of what surfaced |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in ("offline", "baseline"):
+        for part in ("all", "tune", "heldout"):
+            r = q[name][part]
+            lines.append(
+                f"| {name} | {part} ({r['queries']}) | {pct(r['recall_at_5'])} | {pct(r['top1'])} | "
+                f"{pct(r['false_surface'])} | {pct(r['precision'])} |"
+            )
+    o = q["offline"]["all"]
+    verdict = [
+        f"Recall@5 {pct(o['recall_at_5'])} (goal ≥ {GOALS['recall_at_5']}) {'✔' if o['recall_at_5'] >= GOALS['recall_at_5'] else '✘'}",
+        f"top-1 {pct(o['top1'])} (goal ≥ {GOALS['top1']}) {'✔' if o['top1'] >= GOALS['top1'] else '✘'}",
+        f"false-surface {pct(o['false_surface'])} (goal ≤ {GOALS['false_surface']}) {'✔' if o['false_surface'] <= GOALS['false_surface'] else '✘'}",
+    ]
+    lines += [
+        "",
+        "Offline selector, whole set: " + "; ".join(verdict) + ".",
+        "The baseline is a keyword scorer: +2 for each query word found in the file, +1 for a query word naming "
+        "the memory's type, +1 for a non-empty body, top 5 with a score above 0 (so it surfaces something for "
+        "every query).",
+        "",
+    ]
+    if o["misses"]:
+        lines += ["Offline misses (query → relevant files not selected; what was selected):", ""]
+        for qid, text, missing, got in o["misses"]:
+            lines.append(f"- {qid} `{text}` → missing {', '.join(missing) or '—'}; selected {', '.join(got) or 'nothing'}")
+        lines.append("")
+    if lat is not None:
+        base = statistics.median(lat["python3 -c pass"])
+        lines += [
+            f"### Latency: cold `mem recall --offline` on 200 memories ({rounds} interleaved rounds)",
+            "",
+            f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}. "
+            "Ratios are to the median of `python3 -c pass` run by the venv's python in the same run.",
+            "",
+            "| command | median | min | × `python3 -c pass` (medians) | min ÷ min | goal |",
+            "|---|---|---|---|---|---|",
+        ]
+        base_min = min(lat["python3 -c pass"])
+        for name, s in lat.items():
+            med = statistics.median(s)
+            goal = LATENCY_GOALS.get(name)
+            verdict = f"≤ {goal:g}× {'✔' if med / base <= goal else '✘'}" if goal else ""
+            lines.append(f"| {name} | {med * 1000:.1f} ms | {min(s) * 1000:.1f} ms | {med / base:.2f}× | "
+                         f"{min(s) / base_min:.2f}× | {verdict} |")
+        lines += [
+            "",
+            "The goals are judged on medians, as bench/run.py does; on a busy machine the medians of all rows "
+            "rise and their ratios shrink, so the ratio of the minimums is shown beside them. "
+            "The query surfaces one memory, so reading and wrapping it is timed too. The offline ranker keeps "
+            "the terms of each file in the state directory, keyed by modification time and size; the "
+            "*first run* row starts each run with an empty state directory, so it tokenizes all 200 files.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def passed(q: dict, lat: dict | None) -> bool:
+    o = q["offline"]["all"]
+    ok = o["recall_at_5"] >= GOALS["recall_at_5"] and o["top1"] >= GOALS["top1"] and o["false_surface"] <= GOALS["false_surface"]
+    if lat is not None:
+        base = statistics.median(lat["python3 -c pass"])
+        for name, goal in LATENCY_GOALS.items():
+            if statistics.median(lat[name]) / base > goal:
+                ok = False
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quality-only", action="store_true",
+                        help="skip the latency runs and print the section without writing it")
+    parser.add_argument("--no-write", action="store_true", help="print the section, do not touch RESULTS.md")
+    parser.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", "25")))
+    args = parser.parse_args(argv)
+    q = quality()
+    lat = None if args.quality_only else latency(args.rounds)
+    section = render(q, lat, args.rounds)
+    if not args.no_write and not args.quality_only:
+        from results import write_section
+
+        write_section("recall", section)
+    sys.stdout.write(section + "\n")
+    return 0 if passed(q, lat) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""mem prompt: the memory section an agent should get at session start."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from mem import render
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.core.errors import UsageError
+
+
+@click.command("prompt")
+@click.option("--format", "style", type=click.Choice(("text", "agents-md")), default="text", show_default=True,
+              help="text: instructions and MEMORY.md; agents-md: a block to paste into AGENTS.md or GEMINI.md.")
+@click.option("--mode", type=click.Choice(("auto", "full", "supplement")), default="auto", show_default=True,
+              help="full: instructions and index; supplement: only what a client with its own memory lacks; "
+                   "auto: supplement for a --hook whose client already loads this memory directory, else full.")
+@click.option("--max-chars", type=int, metavar="N",
+              help="Shorten the index so the whole text fits in N characters (default with --hook: 9500).")
+@click.option("--hook", is_flag=True,
+              help="Read a SessionStart hook payload on stdin and print the hook JSON; never fails the session.")
+@memory_dir_options
+@format_options
+def prompt_cmd(style: str, mode: str, max_chars: int | None, hook: bool, where: dict, fmt: str) -> None:
+    """Print the memory instructions and MEMORY.md for the start of a session.
+
+    The instructions tell an agent what to save (the four memory types),
+    what never to save, how to save (one file with frontmatter, then one
+    index line), when to consult memory and to verify what a memory names.
+    MEMORY.md follows exactly as Claude Code loads it.
+
+    \b
+    Example:
+      mem prompt | less
+      mem prompt --format agents-md >> AGENTS.md
+      echo '{"session_id":"s","cwd":"'$PWD'","hook_event_name":"SessionStart"}' | mem prompt --hook
+    """
+    from mem.core import prompt
+
+    if max_chars is not None and max_chars < 1:
+        raise UsageError("--max-chars must be at least 1")
+    if hook:
+        if fmt != "text" or style != "text":
+            raise UsageError("--hook prints the hook JSON; it takes no --json, --jsonl or --format")
+        _hook(where, mode, max_chars)
+        return
+    if style == "agents-md":
+        if mode == "supplement":
+            raise UsageError("--format agents-md gives the full instructions; --mode supplement does not apply")
+        chosen = "agents-md"
+    else:
+        chosen = "supplement" if mode == "supplement" else "full"
+    root = resolve_dir(where).memory_dir
+    result = prompt.build(root, chosen, max_chars=max_chars)
+    if fmt == "json":
+        render.out_json(result.as_dict())
+    elif fmt == "jsonl":
+        render.out_jsonl([result.as_dict()])
+    else:
+        render.out(result.text)
+    if not os.path.isdir(root):
+        render.info(f"no memory directory at {root} yet")
+
+
+def _hook(where: dict, mode: str, max_chars: int | None) -> None:
+    from mem.core import hooks, prompt
+    from mem.core.hooks import CONTEXT_LIMIT
+
+    payload = hooks.read_payload(events=("SessionStart",))
+    where = dict(where)
+    if where.get("project") is None:
+        where["project"] = payload.cwd
+    if where.get("layout") == "auto" and payload.client == "qwen":
+        where["layout"] = "qwen"
+    resolution = resolve_dir(where)
+    if mode == "auto":
+        mode = "supplement" if _client_loads_it(payload, resolution, where) else "full"
+    result = prompt.build(resolution.memory_dir, mode, max_chars=max_chars or CONTEXT_LIMIT)
+    out = hooks.render_output("SessionStart", result.text)
+    if out:
+        render.out(out)
+
+
+def _client_loads_it(payload, resolution, where: dict) -> bool:
+    """Whether the client already gives the agent this memory directory's MEMORY.md and instructions.
+
+    Claude Code does when its auto memory is on, for its own auto-memory
+    directory; qwen-code does for its own memory directory. A directory
+    chosen with --dir or MEM_DIR elsewhere gets the full text.
+    """
+    from mem.core.paths import resolve
+
+    if payload.client == "claude" and not resolution.auto_memory_enabled:
+        return False
+    env = {k: v for k, v in os.environ.items() if k != "MEM_DIR"}
+    own = resolve(project=where["project"], layout="qwen" if payload.client == "qwen" else "claude",
+                  settings_file=where.get("settings_file"), env=env)
+    return os.path.normpath(own.memory_dir) == os.path.normpath(resolution.memory_dir)

@@ -1,0 +1,832 @@
+"""Recall: choose the few memories that help with a prompt, and surface them as Claude Code does.
+
+Two selectors return at most ``limit`` (5) topic files:
+
+* **model** — one call to a Sonnet-class model with the query, the manifest
+  (exactly as ``mem scan`` prints it, minus what this session has already
+  seen) and the recently used tools; the answer is structured JSON
+  ``{"selected_memories": [...]}`` whose names are checked against the
+  manifest. Any failure falls back to the offline ranker.
+* **offline** — the lexical ranker of ``mem.core.ranker`` (no network, no SDK
+  import), with a threshold so an unrelated prompt selects nothing.
+
+Surfacing reproduces Claude Code byte for byte: each file read up to 200
+lines / 4096 UTF-8 bytes with its truncation note, a header saying how old it
+is, the whole wrapped in ``<system-reminder>``. A session (``session_id``)
+remembers what it surfaced, in the state directory, so nothing is shown twice
+and nothing more once 60 KiB (UTF-16 units, as Claude counts) went out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+from mem.core.errors import MemError
+from mem.core.paths import len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
+
+MAX_SURFACED = 5
+MAX_MEMORY_LINES = 200
+MAX_MEMORY_BYTES = 4096
+MAX_SESSION_BYTES = 60 * 1024  # compared with UTF-16 units of surfaced content
+DAY_MS = 86_400_000
+SELECTOR_MAX_TOKENS = 256
+DEFAULT_TIMEOUT = 5.0
+#: A budget-shortened memory keeps at least this much of its text, or is left out.
+MIN_SHORTENED_CHARS = 200
+#: How much of a transcript's end is read for recent tools and files already read.
+TRANSCRIPT_TAIL_BYTES = 512 * 1024
+#: Session state files untouched this long are removed when a new session starts.
+SESSION_MAX_AGE_S = 30 * 86400
+
+SKIP_REASONS = (
+    "empty_prompt", "one_word", "budget_exhausted", "no_memories", "all_surfaced", "auto_memory_disabled",
+)
+
+
+# --- when to recall ------------------------------------------------------------
+
+_SPACELESS = r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3041-\u309f\U00020000-\U0003134f]+"
+_KATAKANA_RUN = r"[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]+"
+
+
+def word_count(text: str) -> int:
+    """Words as a person counts them.
+
+    Whitespace separates words, except in Chinese and Japanese, which are
+    written without spaces: there a run of Han or hiragana characters counts
+    as one word per two characters (the usual length of a word) and a run of
+    katakana as one word (a loanword).
+    """
+    if text.isascii():
+        return len(text.split())
+    n = 0
+    for chunk in text.split():
+        if chunk.isascii():
+            n += 1
+            continue
+        cjk = sum(max(1, len(run) // 2) for run in re.findall(_SPACELESS, chunk))
+        rest = re.sub(_SPACELESS, " ", chunk)
+        kata = re.findall(_KATAKANA_RUN, rest)
+        cjk += len(kata)
+        rest = re.sub(_KATAKANA_RUN, " ", rest)
+        latin = sum(1 for part in rest.split() if any(c.isalnum() for c in part))
+        n += (cjk + latin) if cjk else 1
+    return n
+
+
+def skip_reason(query: str, *, force: bool = False) -> str | None:
+    """Why a prompt gets no recall (Claude skips single-word prompts), or None."""
+    if not query.strip():
+        return "empty_prompt"
+    if not force and word_count(query) <= 1:
+        return "one_word"
+    return None
+
+
+# --- surfacing -----------------------------------------------------------------
+
+
+# Plain classes rather than dataclasses in this module: defining a dataclass costs about half a
+# millisecond at import, and recall runs on every prompt.
+
+
+class FileRead:
+    __slots__ = ("content", "truncated")
+
+    def __init__(self, content: str, truncated: str | None):
+        self.content = content
+        self.truncated = truncated  # "lines" | "bytes" | None
+
+
+def read_for_surfacing(path: str) -> FileRead:
+    """Up to 200 lines and 4096 UTF-8 bytes of a file, with Claude Code's truncation note."""
+    with open(path, "rb") as fh:
+        # Enough for 200 lines of any sane memory; the byte cap cuts long before.
+        data = fh.read(MAX_MEMORY_BYTES * 4 + 65536)
+        more = bool(fh.read(1))
+    text = data.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if more:
+        lines.append("")  # at least one more line exists past what was read
+    total_lines = len(lines)
+    kept: list[str] = []
+    size = 0
+    by_bytes = False
+    for line in lines[:MAX_MEMORY_LINES]:
+        if line.endswith("\r"):
+            line = line[:-1]
+        add = len(line.encode("utf-8")) + (1 if kept else 0)
+        if size + add > MAX_MEMORY_BYTES:
+            by_bytes = True
+            break
+        kept.append(line)
+        size += add
+    content = "\n".join(kept)
+    if by_bytes or total_lines > MAX_MEMORY_LINES:
+        reason = f"{MAX_MEMORY_BYTES} byte limit" if by_bytes else f"first {MAX_MEMORY_LINES} lines"
+        content += truncation_note(reason, path)
+        return FileRead(content, "bytes" if by_bytes else "lines")
+    return FileRead(content, None)
+
+
+def truncation_note(reason: str, path: str) -> str:
+    return f"\n\n> This memory file was truncated ({reason}). Use the Read tool to view the complete file at: {path}"
+
+
+def memory_age_days(mtime_ms: int, now_ms: int) -> int:
+    return max(0, (now_ms - mtime_ms) // DAY_MS)
+
+
+def freshness_text(days: int) -> str:
+    if days <= 1:
+        return ""
+    return (
+        f"This memory is {days} days old. Memories are point-in-time observations, not live state — "
+        "claims about code behavior or file:line citations may be outdated. "
+        "Verify against current code before asserting as fact."
+    )
+
+
+def memory_header(path: str, mtime_ms: int, now_ms: int) -> str:
+    days = memory_age_days(mtime_ms, now_ms)
+    if days <= 1:
+        return f"Memory (saved {'today' if days == 0 else 'yesterday'}): {path}:"
+    return f"{freshness_text(days)}\n\nMemory: {path}:"
+
+
+def reminder(header: str, content: str) -> str:
+    return f"<system-reminder>\n{header}\n\n{content}\n</system-reminder>"
+
+
+class Surfaced:
+    """One memory as it is injected."""
+
+    __slots__ = ("path", "relpath", "mtime_ms", "type", "description", "score", "header", "content",
+                 "truncated", "age_days")
+
+    def __init__(self, path: str, relpath: str, mtime_ms: int, type: str | None, description: str | None,
+                 score: float | None, header: str, content: str, truncated: str | None, age_days: int):
+        self.path = path
+        self.relpath = relpath
+        self.mtime_ms = mtime_ms
+        self.type = type
+        self.description = description
+        self.score = score
+        self.header = header
+        self.content = content
+        self.truncated = truncated  # "lines" | "bytes" | "budget" | None
+        self.age_days = age_days
+
+    def __repr__(self) -> str:
+        return f"Surfaced({self.relpath!r}, chars={self.chars}, truncated={self.truncated!r})"
+
+    @property
+    def block(self) -> str:
+        return reminder(self.header, self.content)
+
+    @property
+    def chars(self) -> int:
+        return len16(self.content)
+
+    def as_dict(self) -> dict:
+        from mem.core.manifest import iso_utc_ms
+
+        return {
+            "path": self.path,
+            "relpath": self.relpath,
+            "type": self.type,
+            "description": self.description,
+            "score": None if self.score is None else round(self.score, 4),
+            "mtime": iso_utc_ms(self.mtime_ms),
+            "mtime_ms": self.mtime_ms,
+            "age_days": self.age_days,
+            "header": self.header,
+            "content": self.content,
+            "truncated": self.truncated,
+            "chars": self.chars,
+        }
+
+
+def fit_to_budget(items: list[Surfaced], max_chars: int, *, separator: str = "\n") -> list[Surfaced]:
+    """Shorten memories so their blocks, joined, take at most ``max_chars`` UTF-16 units.
+
+    Short memories stay whole; the long ones share what is left equally, each
+    cut at a line break where one is near and closed with a note naming the
+    full file. When even that cannot fit, memories are left out from the end.
+    """
+    items = list(items)
+    while items:
+        total = sum(len16(i.block) for i in items) + len16(separator) * (len(items) - 1)
+        if total <= max_chars:
+            return items
+        overhead = sum(len16(i.block) - i.chars for i in items) + len16(separator) * (len(items) - 1)
+        available = max_chars - overhead
+        shares = _water_fill([i.chars for i in items], available)
+        out = []
+        ok = True
+        for item, share in zip(items, shares):
+            if share >= item.chars:
+                out.append(item)
+                continue
+            shortened = _shorten(item, share)
+            if shortened is None:
+                ok = False
+                break
+            out.append(shortened)
+        if ok:
+            return out
+        items = items[:-1]
+    return []
+
+
+def _water_fill(lengths: Sequence[int], available: int) -> list[int]:
+    """Equal shares of ``available``; what a short item does not need goes to the others."""
+    shares = [0] * len(lengths)
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    left, remaining = available, len(lengths)
+    for i in order:
+        share = left // remaining if remaining else 0
+        shares[i] = min(lengths[i], share)
+        left -= shares[i]
+        remaining -= 1
+    return shares
+
+
+def _shorten(item: Surfaced, share: int) -> Surfaced | None:
+    note = truncation_note("hook output limit", item.path)
+    # Cut the text the file gave, not a truncation note it already carried.
+    body = item.content
+    if item.truncated in ("lines", "bytes"):
+        body = body[: body.rfind("\n\n> This memory file was truncated (")]
+    room = share - len16(note)
+    if room < MIN_SHORTENED_CHARS:
+        return None
+    from mem.core.index import cut16
+
+    head = cut16(body, room)
+    cut = head.rfind("\n")
+    if cut >= room * 3 // 4:
+        head = head[:cut]
+    head = head.rstrip()
+    return Surfaced(
+        item.path, item.relpath, item.mtime_ms, item.type, item.description, item.score,
+        item.header, head + note, "budget", item.age_days,
+    )
+
+
+# --- the offline selector --------------------------------------------------------
+
+
+def read_body(path: str) -> str:
+    from mem.core.frontmatter import FRONTMATTER_RE
+
+    from mem.core import ranker
+
+    with open(path, "rb") as fh:
+        text = fh.read(ranker.BODY_CHARS * 3 + 4096).decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    m = FRONTMATTER_RE.match(text)
+    return text[m.end():] if m else text
+
+
+INDEX_CACHE = "recall-index.marshal"
+
+
+def offline_index(headers: Sequence, cache_dir: str | None = None):
+    """A ranker index over scanned headers (files that cannot be read are left out).
+
+    With ``cache_dir``, the terms of each file are kept there between runs,
+    keyed by its modification time and size, so a hook called on every
+    prompt re-reads only what changed.
+    """
+    from mem.core import ranker
+
+    cache_path = os.path.join(cache_dir, INDEX_CACHE) if cache_dir else None
+    cached, cached_df = _load_index_cache(cache_path) if cache_path else ({}, None)
+    docs = []
+    fresh: dict[str, tuple] = {}
+    changed = False
+    for h in headers:
+        stamp = (h.mtime_ms, h.size)
+        entry = cached.get(h.relpath)
+        if isinstance(entry, tuple) and len(entry) == 3 and entry[0] == stamp:
+            doc = ranker.Doc(h.relpath, entry[1], entry[2])
+        else:
+            try:
+                body = read_body(h.path)
+            except OSError:
+                continue
+            doc = ranker.make_doc(h.relpath, ranker.name_text(h.relpath, h.name), h.description or "", body)
+            changed = True
+        docs.append(doc)
+        fresh[h.relpath] = (stamp, doc.fields, doc.lengths)
+    changed = changed or len(fresh) != len(cached) or not isinstance(cached_df, dict)
+    index = ranker.Index(docs, df=None if changed else cached_df)
+    if cache_path and changed:
+        _save_index_cache(cache_path, fresh, index.all_df())
+    return index
+
+
+def _cache_version(ranker) -> tuple:
+    import sys
+
+    # marshal's format may change between Python versions; the terms, between mem versions.
+    return (ranker.INDEX_VERSION, sys.version_info[:2])
+
+
+def _load_index_cache(path: str) -> tuple[dict, dict | None]:
+    """(relpath -> (stamp, fields, lengths), term -> document frequency), or ({}, None)."""
+    import marshal
+
+    from mem.core import ranker
+
+    try:
+        with open(path, "rb") as fh:
+            data = marshal.loads(fh.read())  # marshal.load(fh) reads in tiny pieces: 10x slower
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}, None
+    if not isinstance(data, dict) or data.get("version") != _cache_version(ranker):
+        return {}, None
+    docs, df = data.get("docs"), data.get("df")
+    if not isinstance(docs, dict):
+        return {}, None
+    return docs, df if isinstance(df, dict) else None
+
+
+def _save_index_cache(path: str, docs: dict, df: dict) -> None:
+    import marshal
+
+    from mem.core import ranker
+    from mem.core.store import atomic_write
+
+    try:
+        atomic_write(path, marshal.dumps({"version": _cache_version(ranker), "docs": docs, "df": df}))
+    except (OSError, ValueError):
+        pass  # a cache: recall works without it
+
+
+def select_offline(query: str, headers: Sequence, limit: int, cache_dir: str | None = None,
+                   exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+    """(relpath, score) of the memories the ranker finds relevant, best first.
+
+    ``headers`` is the whole manifest (so the cached index stays whole and word
+    frequencies do not shift during a session); ``exclude`` holds the relpaths
+    that are not candidates.
+    """
+    index = offline_index(headers, cache_dir)
+    return [(h.key, h.score) for h in index.rank(query, limit, exclude)]
+
+
+# --- the model selector -------------------------------------------------------------
+
+SELECTOR_SYSTEM = """\
+You pick which saved memory files an AI coding assistant should be shown before it answers \
+the user's message. Memories are notes from earlier conversations: facts about the user, \
+guidance the user gave, project context, and pointers to outside resources.
+
+You get the user's message and a list of memory files, one per line: type, file name, \
+last-modified time and a one-line description. Choose by the description and the file name; \
+you cannot see the contents.
+
+Return the file names, exactly as listed, of at most {limit} memories that will clearly help \
+with this message, most useful first. Every memory you choose costs the assistant attention, \
+so leave out anything that is only loosely related or that you are unsure about. An empty \
+list is the right answer when nothing clearly helps, and it is a common one.
+
+- Judge by what the message is about, not by shared words. A memory that mentions the same \
+tool, file or term but concerns a different task does not help.
+- Be especially sparing with memories that describe the user in general or give an overview \
+of the project: choose one only when the message calls for exactly that knowledge (for \
+example, how to explain something to this user), not because it is broadly related.
+- If recently used tools are listed, the assistant is already using them successfully: skip \
+memories that only document how to use those tools, but do choose warnings, known problems \
+and gotchas about them.
+
+Answer with JSON only: {{"selected_memories": ["file.md", ...]}}."""
+
+SELECTION_SCHEMA = {
+    "type": "object",
+    "properties": {"selected_memories": {"type": "array", "items": {"type": "string"}}},
+    "required": ["selected_memories"],
+    "additionalProperties": False,
+}
+
+
+def selector_message(query: str, manifest: str, recent_tools: Sequence[str]) -> str:
+    tools = f"\n\nRecently used tools: {', '.join(recent_tools)}" if recent_tools else ""
+    return f"Query: {query}\n\nAvailable memories:\n{manifest}{tools}"
+
+
+class ModelSelection:
+    __slots__ = ("names", "rejected", "model", "tokens")
+
+    def __init__(self, names: list[str], rejected: list[str], model: str, tokens: dict):
+        self.names = names  # valid manifest names, the model's order
+        self.rejected = rejected  # names it gave that are not in the manifest
+        self.model = model
+        self.tokens = tokens
+
+
+def select_with_model(
+    query: str,
+    headers: Sequence,
+    recent_tools: Sequence[str],
+    *,
+    limit: int = MAX_SURFACED,
+    model: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    debug: bool = False,
+) -> ModelSelection:
+    """Ask the model; ModelError (with .kind) when its answer cannot be used."""
+    import json
+
+    from mem.core import llm
+    from mem.core.manifest import format_manifest
+
+    config = llm.model_config(model, purpose="recall", timeout=timeout, max_retries=0)
+    client = llm.Model(config, debug=debug)
+    response = client.create(
+        max_tokens=SELECTOR_MAX_TOKENS,
+        system=SELECTOR_SYSTEM.format(limit=limit),
+        messages=[{"role": "user", "content": selector_message(query, format_manifest(list(headers)), recent_tools)}],
+        output_config={"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}},
+    )
+    tokens = client.usage.as_dict()
+    text = llm.first_text(response).strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise llm.ModelError(f"the selector's answer is not JSON: {text[:80]!r}", "bad_response") from None
+    names = data.get("selected_memories") if isinstance(data, dict) else None
+    if not isinstance(names, list):
+        raise llm.ModelError("the selector's answer has no selected_memories list", "bad_response")
+    known = {h.relpath for h in headers}
+    valid: list[str] = []
+    rejected: list[str] = []
+    for n in names:
+        if isinstance(n, str) and n in known:
+            if n not in valid:
+                valid.append(n)
+        else:
+            rejected.append(n if isinstance(n, str) else json.dumps(n))
+    if rejected and not valid:
+        raise llm.ModelError(f"the selector named only files that are not in the manifest: {', '.join(rejected[:3])}",
+                             "unknown_names")
+    return ModelSelection(valid[:limit], rejected, config.model, tokens)
+
+
+# --- per-session state ---------------------------------------------------------------
+
+_SAFE_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+
+
+def session_file(memory_dir: str, session_id: str) -> str:
+    from mem.core.state import state_dir
+
+    if re.fullmatch(_SAFE_ID, session_id):
+        name = session_id
+    else:
+        import hashlib
+
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", session_id).strip("-.")[:60]
+        digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        name = f"{slug}-{digest}" if slug else digest
+    return os.path.join(state_dir(memory_dir), "recall-sessions", f"{name}.json")
+
+
+class SessionState:
+    __slots__ = ("session_id", "path", "surfaced", "created")
+
+    def __init__(self, session_id: str, path: str, surfaced: list[dict] | None = None, created: bool = False):
+        self.session_id = session_id
+        self.path = path
+        self.surfaced = [] if surfaced is None else surfaced  # {"path", "relpath", "chars", "time"}
+        self.created = created
+
+    @property
+    def surfaced_paths(self) -> set[str]:
+        return {os.path.normpath(s["path"]) for s in self.surfaced}
+
+    @property
+    def surfaced_chars(self) -> int:
+        return sum(int(s.get("chars", 0)) for s in self.surfaced)
+
+    def add(self, item: Surfaced, now_ms: int) -> None:
+        from mem.core.manifest import iso_utc_ms
+
+        self.surfaced.append({"path": item.path, "relpath": item.relpath, "chars": item.chars, "time": iso_utc_ms(now_ms)})
+
+
+def _load_state(path: str, session_id: str) -> SessionState:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        return SessionState(session_id, path, created=True)
+    except (OSError, ValueError):
+        data = {}  # a damaged state file: start the session over rather than fail the prompt
+    surfaced = data.get("surfaced") if isinstance(data, dict) else None
+    rows = [s for s in surfaced or [] if isinstance(s, dict) and isinstance(s.get("path"), str)]
+    return SessionState(session_id, path, rows)
+
+
+def _save_state(state: SessionState, memory_dir: str) -> None:
+    import json
+
+    from mem.core.store import atomic_write
+
+    data = {
+        "version": 1,
+        "session_id": state.session_id,
+        "memory_dir": memory_dir,
+        "surfaced_chars": state.surfaced_chars,
+        "surfaced": state.surfaced,
+    }
+    os.makedirs(os.path.dirname(state.path), mode=0o700, exist_ok=True)
+    atomic_write(state.path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+
+
+@contextlib.contextmanager
+def session(memory_dir: str, session_id: str | None) -> Iterator[SessionState | None]:
+    """The session's state, locked for the whole recall (concurrent hooks queue up)."""
+    if not session_id:
+        yield None
+        return
+    from mem.core.store import file_lock
+
+    path = session_file(memory_dir, session_id)
+    with file_lock(path + ".lock"):
+        state = _load_state(path, session_id)
+        yield state
+    if state.created:
+        _prune_sessions(os.path.dirname(path))
+
+
+def _prune_sessions(directory: str) -> None:
+    cutoff = time.time() - SESSION_MAX_AGE_S
+    try:
+        with os.scandir(directory) as it:
+            old = [e.path for e in it if e.name.endswith(".json") and e.stat().st_mtime < cutoff]
+    except OSError:
+        return
+    for path in old:
+        for p in (path, path + ".lock"):
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+
+
+def reset_session(memory_dir: str, session_id: str) -> tuple[str, bool]:
+    """Forget what a session surfaced (after a compaction); (state file, whether it existed)."""
+    from mem.core.store import file_lock
+
+    if not session_id:
+        raise MemError("empty session id")
+    path = session_file(memory_dir, session_id)
+    with file_lock(path + ".lock"):
+        try:
+            os.unlink(path)
+            return path, True
+        except FileNotFoundError:
+            return path, False
+
+
+# --- what a transcript tells us -------------------------------------------------------
+
+
+class TranscriptFacts:
+    __slots__ = ("recent_tools", "touched")
+
+    def __init__(self, recent_tools: list[str], touched: set[str]):
+        self.recent_tools = recent_tools
+        self.touched = touched  # files tools read or wrote since the last compaction
+
+
+READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
+
+
+def _first_text(message) -> str:
+    # qwen-code appends hook context to the prompt as further parts: the prompt is the first.
+    return next((b.text.strip() for b in message.blocks if b.type == "text"), "")
+
+
+def transcript_facts(path: str, prompt: str | None, memory_dir: str) -> TranscriptFacts:
+    """Recently used successful tools, and memory files tools already touched, from a transcript's tail."""
+    from mem.core import transcripts
+
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        start = max(0, size - TRANSCRIPT_TAIL_BYTES)
+        fh.seek(start)
+        data = fh.read()
+    lines = data.split(b"\n")
+    if start:
+        lines = lines[1:]  # the first one is cut
+    messages = transcripts.parse_lines(lines).messages
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].kind == "compact_boundary":
+            messages = messages[i + 1:]
+            break
+    human = [i for i, m in enumerate(messages) if m.is_human]
+    span = messages
+    # The client may already have written this prompt: then the tools that count are the ones before it.
+    if human and prompt is not None and _first_text(messages[human[-1]]) == prompt.strip() \
+            and not any(m.tool_uses() for m in messages[human[-1] + 1:]):
+        span = messages[: human[-1]]
+    tools = transcripts.recent_successful_tools(span)
+    root = os.path.normpath(memory_dir)
+    touched: set[str] = set()
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        for b in m.tool_uses():
+            if b.name not in READ_TOOLS and b.name not in transcripts.WRITE_TOOLS:
+                continue
+            p = b.input.get("file_path") or b.input.get("absolute_path") or b.input.get("path")
+            if isinstance(p, str) and p:
+                norm = os.path.normpath(p)
+                if norm.startswith(root + os.sep):
+                    touched.add(norm)
+    return TranscriptFacts(tools, touched)
+
+
+# --- the whole of it --------------------------------------------------------------------
+
+
+class RecallResult:
+    """What recall did: which selector ran, what it surfaced, or why nothing."""
+
+    def __init__(self, strategy: str, query: str, memory_dir: str, *, recent_tools: Sequence[str] = (),
+                 session_id: str | None = None):
+        self.strategy = strategy  # model | offline | none
+        self.query = query
+        self.memory_dir = memory_dir
+        self.selected: list[Surfaced] = []
+        self.skipped: str | None = None
+        self.fallback_reason: str | None = None
+        self.fallback_detail: str | None = None
+        self.model: str | None = None
+        self.tokens: dict | None = None
+        self.rejected: list[str] = []
+        self.recent_tools = list(recent_tools)
+        self.session_id = session_id
+        self.session_bytes = 0  # surfaced in the session so far, this call included
+        self.candidates = 0
+        self.duration = 0.0
+
+    @property
+    def surfaced_bytes(self) -> int:
+        return sum(s.chars for s in self.selected)
+
+    def context(self, separator: str = "\n") -> str:
+        return separator.join(s.block for s in self.selected)
+
+    def as_dict(self) -> dict:
+        return {
+            "strategy": self.strategy,
+            "query": self.query,
+            "memory_dir": self.memory_dir,
+            "selected": [s.as_dict() for s in self.selected],
+            "skipped": self.skipped,
+            "fallback_reason": self.fallback_reason,
+            "fallback_detail": self.fallback_detail,
+            "model": self.model,
+            "tokens": self.tokens,
+            "rejected": self.rejected,
+            "recent_tools": self.recent_tools,
+            "session_id": self.session_id,
+            "surfaced_bytes": self.surfaced_bytes,
+            "session_bytes": self.session_bytes,
+            "candidates": self.candidates,
+            "duration_s": round(self.duration, 3),
+        }
+
+
+def recall(
+    memory_dir: str,
+    query: str,
+    *,
+    limit: int = MAX_SURFACED,
+    offline: bool = False,
+    model: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    recent_tools: Sequence[str] = (),
+    session_id: str | None = None,
+    exclude: Iterable[str] = (),
+    force: bool = False,
+    max_chars: int | None = None,
+    now_ms: int | None = None,
+    debug: bool = False,
+    enabled: bool = True,
+) -> RecallResult:
+    """Select and surface the memories relevant to ``query``.
+
+    ``enabled`` False (the client's auto memory is off) skips recall, as Claude Code does.
+    """
+    started = time.monotonic()
+    result = RecallResult("none", query, memory_dir, recent_tools=recent_tools, session_id=session_id)
+    reason = None if enabled else "auto_memory_disabled"
+    reason = reason or skip_reason(query, force=force)
+    if reason:
+        result.skipped = reason
+        return _done(result, started)
+    with session(memory_dir, session_id) as state:
+        already = state.surfaced_chars if state else 0
+        result.session_bytes = already
+        if already >= MAX_SESSION_BYTES:
+            result.skipped = "budget_exhausted"
+            return _done(result, started)
+        _select(result, query, limit=limit, offline=offline, model=model, timeout=timeout, state=state,
+                exclude=exclude, max_chars=max_chars, now_ms=now_ms, debug=debug)
+        if state is not None and result.selected:
+            now = int(time.time() * 1000) if now_ms is None else now_ms
+            for item in result.selected:
+                state.add(item, now)
+            _save_state(state, memory_dir)
+        result.session_bytes = already + result.surfaced_bytes
+    return _done(result, started)
+
+
+def _state_dir_or_none(memory_dir: str) -> str | None:
+    from mem.core.state import state_dir
+
+    try:
+        return state_dir(memory_dir)
+    except OSError:
+        return None
+
+
+def _done(result: RecallResult, started: float) -> RecallResult:
+    result.duration = time.monotonic() - started
+    return result
+
+
+def _select(result: RecallResult, query: str, *, limit, offline, model, timeout, state, exclude, max_chars,
+            now_ms, debug) -> None:
+    from mem.core import manifest
+
+    root = result.memory_dir
+    headers = manifest.scan(root) if os.path.isdir(root) else []
+    if not headers:
+        result.skipped = "no_memories"
+        return
+    seen = {os.path.normpath(p) for p in exclude}
+    if state is not None:
+        seen |= state.surfaced_paths
+    every = headers
+    headers = [h for h in every if os.path.normpath(h.path) not in seen]
+    result.candidates = len(headers)
+    if not headers:
+        result.skipped = "all_surfaced"
+        return
+    by_rel = {h.relpath: h for h in headers}
+
+    chosen: list[tuple[str, float | None]] | None = None
+    if not offline:
+        from mem.core import llm
+
+        if not llm.has_credentials():
+            result.fallback_reason = "no_credentials"
+        else:
+            try:
+                picked = select_with_model(query, headers, result.recent_tools, limit=limit, model=model,
+                                           timeout=timeout, debug=debug)
+            except llm.ModelError as exc:
+                result.fallback_reason = exc.kind
+                result.fallback_detail = str(exc)
+            else:
+                result.strategy = "model"
+                result.model = picked.model
+                result.tokens = picked.tokens
+                result.rejected = picked.rejected
+                chosen = [(n, None) for n in picked.names]
+    if chosen is None:
+        result.strategy = "offline"
+        not_candidates = {h.relpath for h in every} - set(by_rel)
+        chosen = select_offline(query, every, limit, _state_dir_or_none(root), not_candidates)
+
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    items: list[Surfaced] = []
+    for rel, score in chosen[:limit]:
+        h = by_rel[rel]
+        try:
+            read = read_for_surfacing(h.path)
+        except OSError:
+            continue  # gone or unreadable since the scan: dropped, as Claude does
+        items.append(Surfaced(
+            h.path, h.relpath, h.mtime_ms, h.type, h.description, score,
+            memory_header(h.path, h.mtime_ms, now), read.content, read.truncated,
+            memory_age_days(h.mtime_ms, now),
+        ))
+    if max_chars is not None:
+        items = fit_to_budget(items, max_chars)
+    result.selected = items

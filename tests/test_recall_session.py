@@ -1,0 +1,147 @@
+"""Per-session state: nothing surfaced twice, 60 KiB and no more, reset, safe under concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+
+from conftest import write_memory
+from mem.core import recall
+from mem.core.state import state_dir
+
+
+def _state_files(memdir):
+    d = os.path.join(state_dir(str(memdir)), "recall-sessions")
+    return sorted(f for f in os.listdir(d) if f.endswith(".json")) if os.path.isdir(d) else []
+
+
+def test_a_memory_is_surfaced_once_per_session(memdir):
+    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
+    first = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    assert [s.relpath for s in first.selected] == ["a.md"]
+    again = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    assert again.selected == [] and again.skipped == "all_surfaced"
+    other = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s2")
+    assert [s.relpath for s in other.selected] == ["a.md"]
+    no_session = recall.recall(str(memdir), "staging deploy timeouts", offline=True)
+    assert [s.relpath for s in no_session.selected] == ["a.md"]
+
+
+def test_state_lives_in_the_state_dir_not_the_memory_dir(memdir):
+    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
+    before = sorted(os.listdir(memdir))
+    recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    assert sorted(os.listdir(memdir)) == before
+    assert _state_files(memdir) == ["s1.json"]
+    data = json.loads(open(recall.session_file(str(memdir), "s1"), encoding="utf-8").read())
+    assert data["session_id"] == "s1"
+    assert data["surfaced"][0]["relpath"] == "a.md"
+    assert data["surfaced_chars"] == recall.len16((memdir / "a.md").read_text())
+
+
+def test_sixty_kib_then_nothing(memdir):
+    # 20 memories of about 3.8 KB on 20 different subjects: the session's budget runs out first.
+    for i in range(20):
+        body = "\n".join(f"note {j} " + "y" * 66 for j in range(50)) + "\n"
+        write_memory(memdir, f"n{i:02d}.md", name=f"topic-{i}", description=f"zork{i} and quux{i} procedures",
+                     body=body)
+    total = 0
+    for i in range(20):
+        r = recall.recall(str(memdir), f"how do the zork{i} quux{i} procedures work", offline=True, session_id="big")
+        if r.skipped:
+            break
+        assert [s.relpath for s in r.selected] == [f"n{i:02d}.md"]
+        total += r.surfaced_bytes
+        assert r.session_bytes == total
+    assert r.skipped == "budget_exhausted" and r.selected == []
+    # checked before each recall, as Claude does: the last one crossed the line, the next got nothing
+    assert total >= recall.MAX_SESSION_BYTES
+    assert total - 4200 < recall.MAX_SESSION_BYTES
+    assert r.session_bytes == total
+
+
+def test_the_budget_counts_utf16_units(memdir, monkeypatch):
+    monkeypatch.setattr(recall, "MAX_SESSION_BYTES", 100)
+    write_memory(memdir, "e.md", name="staging-deploy-emoji", description="staging deploy emoji", body="😀" * 40 + "\n")
+    write_memory(memdir, "f.md", name="other", description="staging deploy emoji notes", body="x\n")
+    r = recall.recall(str(memdir), "staging deploy emoji", offline=True, session_id="u", limit=1)
+    content = r.selected[0].content
+    assert r.session_bytes == len(content) + content.count("😀")  # two units per emoji
+    assert r.session_bytes >= 100
+    assert recall.recall(str(memdir), "staging deploy emoji", offline=True, session_id="u").skipped == "budget_exhausted"
+
+
+def test_reset_forgets_a_session(memdir):
+    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
+    recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    path, existed = recall.reset_session(str(memdir), "s1")
+    assert existed and not os.path.exists(path)
+    assert recall.reset_session(str(memdir), "s1")[1] is False
+    r = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    assert [s.relpath for s in r.selected] == ["a.md"]
+
+
+def test_odd_session_ids_stay_inside_the_state_dir(memdir):
+    base = os.path.join(state_dir(str(memdir)), "recall-sessions")
+    for sid in ("../../etc/passwd", "a/b", ".hidden", "x" * 300, "名前", "-"):
+        path = recall.session_file(str(memdir), sid)
+        assert os.path.dirname(path) == base, sid
+        assert not os.path.basename(path).startswith(".")
+    assert recall.session_file(str(memdir), "a/b") != recall.session_file(str(memdir), "a-b")
+    uuid = "7b81b00d-454e-470b-8bbf-c40d037b7677"
+    assert recall.session_file(str(memdir), uuid).endswith(f"{uuid}.json")
+
+
+def test_a_damaged_state_file_starts_the_session_over(memdir):
+    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
+    path = recall.session_file(str(memdir), "s1")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write("{not json")
+    r = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    assert [s.relpath for s in r.selected] == ["a.md"]
+    assert json.loads(open(path).read())["surfaced"][0]["relpath"] == "a.md"
+
+
+def test_old_session_files_are_pruned_when_a_new_session_starts(memdir):
+    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
+    recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="old")
+    old = recall.session_file(str(memdir), "old")
+    os.utime(old, (1_000_000_000, 1_000_000_000))
+    recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="new")
+    assert not os.path.exists(old)
+    assert _state_files(memdir) == ["new.json"]
+
+
+def test_concurrent_hooks_of_one_session_never_repeat_or_corrupt(memdir, mem_exe):
+    for i in range(6):
+        write_memory(memdir, f"m{i}.md", name=f"m{i}", description=f"staging deploy rule number {i}", body=f"rule {i}\n")
+    outputs: list[str] = []
+
+    def run():
+        p = subprocess.run([mem_exe, "recall", "--offline", "--json", "--limit", "1", "--session", "race",
+                            "staging deploy rule number"], capture_output=True, text=True, env=dict(os.environ))
+        outputs.append(p.stdout)
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    surfaced = [s["relpath"] for out in outputs for s in json.loads(out)["selected"]]
+    assert len(surfaced) == 6 and len(set(surfaced)) == 6
+    state = json.loads(open(recall.session_file(str(memdir), "race")).read())
+    assert sorted(s["relpath"] for s in state["surfaced"]) == sorted(surfaced)
+
+
+def test_a_session_leaves_the_cached_index_whole(memdir):
+    for i in range(3):
+        write_memory(memdir, f"m{i}.md", name=f"m{i}", description=f"staging deploy rule number {i}", body="x\n")
+    recall.recall(str(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
+    cache = os.path.join(state_dir(str(memdir)), recall.INDEX_CACHE)
+    before = os.stat(cache).st_mtime_ns
+    r = recall.recall(str(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
+    assert len(r.selected) == 1 and r.candidates == 2
+    assert os.stat(cache).st_mtime_ns == before
