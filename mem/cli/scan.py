@@ -14,10 +14,12 @@ from mem.core.errors import ExitCode
 @click.command("scan")
 @click.option("--all", "all_", is_flag=True, help="List every topic file, not only the newest 200.")
 @click.option("--check", is_flag=True, help="Report problems (frontmatter, type, description, index, secrets); exit 1 if any.")
+@click.option("--secrets", is_flag=True,
+              help="Audit every file of the memory directory for secrets: rule and file:line of each, never the secret; exit 1 if any.")
 @memory_dir_options
 @format_options
 @click.pass_context
-def scan_cmd(ctx: click.Context, all_: bool, check: bool, where: dict, fmt: str) -> None:
+def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: dict, fmt: str) -> None:
     """List topic files newest first, one manifest line each.
 
     The text output is the manifest exactly as Claude Code's recall selector
@@ -27,10 +29,15 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, where: dict, fmt: str)
     Example:
       mem scan | head -5
       mem scan --check || echo "memory needs attention"
+      mem scan --secrets --json | jq -r '.[].rule_id' | sort | uniq -c
     """
     from mem.core import manifest
 
     root = resolve_dir(where).memory_dir
+    if secrets:
+        if check or all_:
+            raise click.UsageError("--secrets audits every file; it does not go with --check or --all")
+        ctx.exit(_audit_secrets(root, fmt))
     if not os.path.isdir(root):
         render.info(f"no memory directory at {root}")
         headers = []
@@ -54,3 +61,34 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, where: dict, fmt: str)
             render.info(f"{problems} problem{'s' * (problems != 1)} in {bad} of {len(headers)} files")
             ctx.exit(ExitCode.CHECK_FAILED)
         render.info(f"{len(headers)} files, no problems")
+
+
+def _audit_secrets(root: str, fmt: str) -> int:
+    """Every file under the memory directory (text files of any name), every line a rule matches."""
+    from mem.core.grep import walk
+    from mem.core.secrets import scan_all
+
+    if not os.path.isdir(root):
+        render.info(f"no memory directory at {root}")
+        return ExitCode.OK
+    rows = []
+    files = hit_files = 0
+    for path, rel in walk(root, ""):
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            render.warn(f"scan: {rel}: {exc.strerror or exc}")
+            continue
+        if b"\0" in data[:8192]:
+            continue  # binary: not something an agent reads as memory
+        files += 1
+        findings = scan_all(data.decode("utf-8", "replace"))
+        hit_files += bool(findings)
+        rows.extend({"path": path, "relpath": rel, "line": f.line, "rule_id": f.rule_id, "label": f.label} for f in findings)
+    render.out_rows(rows, fmt, lambda r: f"{r['relpath']}:{r['line']}: {r['rule_id']} ({r['label']})")
+    if rows:
+        render.info(f"{len(rows)} secret{'s' * (len(rows) != 1)} in {hit_files} of {files} files")
+        return ExitCode.CHECK_FAILED
+    render.info(f"{files} file{'s' * (files != 1)}, no secrets")
+    return ExitCode.OK

@@ -39,6 +39,7 @@ __all__ = [
     "redact",
     "rule_label",
     "scan",
+    "scan_all",
 ]
 
 REDACTED = "[REDACTED]"
@@ -496,3 +497,20 @@ def redact(text: str) -> str:
     for rule in list(_candidates(text)):
         text = rule.pattern.sub(_redact_match, text)
     return text
+
+
+def scan_all(text: str) -> list[SecretFinding]:
+    """Every line on which a rule matches, for an audit: sorted by line, then rule order.
+
+    ``scan`` stops at a rule's first match; an audit wants each place. A
+    match spanning lines (a private key) is reported at its first line.
+    Example: ``[(f.line, f.rule_id) for f in scan_all(text)]``
+    """
+    found: dict[tuple[int, str], SecretFinding] = {}
+    order = {}
+    for index, rule in enumerate(_candidates(text)):
+        order[rule.id] = index
+        for match in rule.pattern.finditer(text):
+            finding = _finding(rule, match, text)
+            found.setdefault((finding.line, rule.id), finding)
+    return sorted(found.values(), key=lambda f: (f.line, order[f.rule_id]))
