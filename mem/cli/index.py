@@ -18,21 +18,27 @@ from mem.core.errors import ExitCode, NotFoundError, UsageError
 @click.option("--check", "mode", flag_value="check", help="Lint the index; exit 1 on problems.")
 @click.option("--rebuild", "mode", flag_value="rebuild", help="Drop stale pointers, add missing ones, keep the rest.")
 @click.option("--dry-run", is_flag=True, help="With --rebuild: print a unified diff, write nothing.")
+@click.option("--team", is_flag=True,
+              help="Work on team/MEMORY.md, the synced team index (--rebuild keeps its pointers sorted by path).")
 @click.argument("file", required=False, metavar="[FILE]")
 @memory_dir_options
 @format_options
 @click.pass_context
-def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, file: str | None, where: dict, fmt: str) -> None:
+def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, file: str | None, where: dict,
+              fmt: str) -> None:
     """Print, lint or rebuild MEMORY.md, the index of one-line pointers.
 
     FILE (or - for stdin) prints or lints another index text; pointers are
-    still resolved against the memory directory.
+    still resolved against the memory directory. When team/ exists, --rebuild
+    also rebuilds team/MEMORY.md (pointers sorted by path, so every machine
+    writes the same one); --team works on team/MEMORY.md alone.
 
     \b
     Example:
       mem index                      # what the agent sees at session start
       mem index --check
       mem index --rebuild --dry-run | less
+      mem index --check --team
     """
     from mem.core import index as idx
     from mem.core import manifest
@@ -42,7 +48,9 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, file: str | N
         raise UsageError("--dry-run goes with --rebuild")
     if file and mode == "rebuild":
         raise UsageError("--rebuild works on the memory directory's own MEMORY.md, not FILE")
-    root = resolve_dir(where).memory_dir
+    memory_root = resolve_dir(where).memory_dir
+    root = os.path.join(memory_root, "team") if team else memory_root
+    name = idx.TEAM_INDEX_NAME if team else idx.INDEX_NAME
     index_path = os.path.join(root, idx.INDEX_NAME)
     raw = _read_index(file, index_path)
 
@@ -66,7 +74,7 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, file: str | N
     headers = manifest.scan(root, limit=None) if os.path.isdir(root) else []
     if mode == "check":
         problems = idx.lint(raw, root, headers)
-        name = file if file and file != "-" else ("<stdin>" if file == "-" else idx.INDEX_NAME)
+        name = file if file and file != "-" else ("<stdin>" if file == "-" else name)
         if fmt == "text":
             for p in problems:
                 loc = f"{name}:{p.line}" if p.line else name
@@ -79,7 +87,30 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, file: str | N
         render.info(f"{name}: no problems")
         return
 
-    new = idx.rebuild(raw, root, headers)
+    result = _rebuild(memory_root, team, raw, headers, dry_run, fmt)
+    if not team and os.path.isdir(os.path.join(memory_root, "team")):
+        from mem.core.team.routing import team_enabled
+
+        if team_enabled(memory_root):
+            team_root = os.path.join(memory_root, "team")
+            team_raw = _read_index(None, os.path.join(team_root, idx.INDEX_NAME))
+            result["team"] = _rebuild(memory_root, True, team_raw, manifest.scan(team_root, limit=None), dry_run, fmt)
+    if fmt == "json":
+        render.out_json(result)
+    elif fmt == "jsonl":
+        render.out_jsonl([result])
+
+
+def _rebuild(memory_root: str, team: bool, raw: str | None, headers: list, dry_run: bool, fmt: str) -> dict:
+    """Rebuild (or diff) MEMORY.md, or team/MEMORY.md with ``team``; report on stderr; return the result."""
+    from mem.core import index as idx
+    from mem.core import manifest
+
+    root = os.path.join(memory_root, "team") if team else memory_root
+    name = idx.TEAM_INDEX_NAME if team else idx.INDEX_NAME
+    rebuild = idx.rebuild_team if team else idx.rebuild
+    index_path = os.path.join(root, idx.INDEX_NAME)
+    new = rebuild(raw, root, headers)
     before = {p.relpath for p in idx.parse_pointers(raw or "") if p.relpath}
     after = {p.relpath for p in idx.parse_pointers(new) if p.relpath}
     added, removed = sorted(after - before), sorted(before - after)
@@ -88,7 +119,7 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, file: str | N
         if fmt == "text":
             diff = difflib.unified_diff(
                 (raw or "").splitlines(keepends=True), new.splitlines(keepends=True),
-                fromfile=f"a/{idx.INDEX_NAME}", tofile=f"b/{idx.INDEX_NAME}",
+                fromfile=f"a/{name}", tofile=f"b/{name}",
             )
             sys.stdout.writelines(diff)
     elif changed:
@@ -98,25 +129,22 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, file: str | N
         from mem.core.store import MemoryDir
 
         started = time.monotonic()
-        store = MemoryDir(root)
-        written = store.update_index(lambda current: idx.rebuild(current, root, manifest.scan(root, limit=None)))
+        store = MemoryDir(memory_root)
+        written = store.update_index(lambda current: rebuild(current, root, manifest.scan(root, limit=None)), name=name)
         if written is not None:
             events.record(
-                root, "index --rebuild",
+                memory_root, "index --rebuild",
                 created=[written.relpath] if written.created else [],
                 updated=[] if written.created else [written.relpath],
                 duration=time.monotonic() - started, detail={"added": added, "removed": removed},
             )
     result = {"path": index_path, "changed": changed, "written": changed and not dry_run, "added": added, "removed": removed}
-    if fmt == "json":
-        render.out_json(result)
-    elif fmt == "jsonl":
-        render.out_jsonl([result])
     if not changed:
-        render.info(f"{idx.INDEX_NAME} is up to date")
+        render.info(f"{name} is up to date")
     else:
         verb = "would add" if dry_run else "added"
-        render.info(f"{idx.INDEX_NAME}: {verb} {len(added)}, {'would remove' if dry_run else 'removed'} {len(removed)} pointers")
+        render.info(f"{name}: {verb} {len(added)}, {'would remove' if dry_run else 'removed'} {len(removed)} pointers")
+    return result
 
 
 def _read_index(file: str | None, index_path: str) -> str | None:
