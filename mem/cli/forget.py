@@ -1,0 +1,143 @@
+"""mem forget: remove the memories a request is about, with undo."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import click
+
+from mem import render
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
+
+
+@click.command("forget")
+@click.argument("query", nargs=-1, required=True)
+@click.option("-y", "--yes", is_flag=True, help="Forget every candidate without asking (for scripts).")
+@click.option("--dry-run", is_flag=True, help="Print the unified diff of forgetting every candidate; change nothing.")
+@click.option("--offline", is_flag=True, help="Find candidates with the offline ranker, never a model.")
+@click.option("--model", metavar="NAME", help="The model that finds candidates (default: MEM_MODEL, else the newest Sonnet).")
+@click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True, metavar="N",
+              help="Offer at most N candidates.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True, metavar="SECONDS",
+              help="Time limit for the model call.")
+@click.option("--keep", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
+              help="Snapshots to keep for undo.")
+@memory_dir_options
+@format_options
+def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, model: str | None, limit: int,
+               timeout: float, keep: int, where: dict, fmt: str) -> None:
+    """Remove the memories QUERY is about; `mem undo` brings them back.
+
+    Candidates come from a model (ANTHROPIC_API_KEY) or the offline ranker,
+    or QUERY names a topic file. At a terminal you choose which to forget;
+    a file holding several memories loses only the chosen entries.
+
+    \b
+    Example:
+      mem forget "tabs over spaces"
+      mem forget --dry-run --offline staging database | less
+      mem forget --yes feedback-testing.md && mem undo
+    """
+    from mem.cli import debug_enabled
+    from mem.core import forget, llm
+    from mem.core.errors import NotFoundError, UsageError
+
+    text = sys.stdin.read().strip() if query == ("-",) else " ".join(query)
+    interactive = not yes and not dry_run
+    if interactive and not sys.stdin.isatty():
+        raise UsageError("not at a terminal: use --yes to forget every candidate, or --dry-run to see them")
+    root = resolve_dir(where).memory_dir
+    strategy = "offline"
+    if not offline and (model or llm.has_credentials()):
+        llm.model_config(model)  # --model without a key: exit 3
+        strategy = "model"
+    search = forget.find(root, text, strategy=strategy, model=model, limit=limit, timeout=timeout,
+                         debug=debug_enabled())
+    for name in search.rejected:
+        render.warn(f"the model named {name}, which is not a memory here; ignored")
+    if not search.candidates:
+        _output(forget.ForgetResult(root, search, []), fmt)
+        raise NotFoundError(f"no memory matches {text!r}")
+    if fmt == "text" or interactive:
+        _show(search)
+    if interactive:
+        picked = _ask(len(search.candidates))
+        chosen = [search.candidates[i - 1] for i in picked]
+    else:
+        chosen = list(search.candidates)
+    if not chosen:
+        render.info("nothing forgotten")
+        _output(forget.ForgetResult(root, search, []), fmt)
+        return
+    result = forget.apply(root, search, chosen, dry_run=dry_run, keep=keep)
+    _output(result, fmt)
+    if dry_run:
+        return
+    n = len(chosen)
+    render.info(f"forgot {n} {'memory' if n == 1 else 'memories'}; `mem undo` brings "
+                f"{'it' if n == 1 else 'them'} back (snapshot {result.snapshot})")
+
+
+def _output(result, fmt: str) -> None:
+    if fmt == "json":
+        render.out_json(result.as_dict())
+    elif fmt == "jsonl":
+        render.out_jsonl([result.as_dict()])
+    elif result.dry_run:
+        render.out(result.diff or "", nl=False)
+    else:
+        for verb, paths in (("deleted", result.deleted), ("updated", result.updated)):
+            for rel in paths:
+                render.out(f"{verb} {rel}")
+
+
+def _show(search) -> None:
+    n = len(search.candidates)
+    what = "memory matches" if n == 1 else "memories match"
+    lines = [f"mem: {n} {what} {search.query!r}:"]
+    for i, c in enumerate(search.candidates, start=1):
+        kind = f" [{c.type}]" if c.type else ""
+        lines.append(f"  {i:>2}. {c.relpath}{kind} — {c.description or '(no description)'}")
+        if c.entry is not None:
+            lines.append(f"      entry {c.entry.index} of {c.entries_total}: {c.entry.title}")
+        elif c.entries_total:
+            lines.append(f"      the whole file ({c.entries_total} entries)")
+        if c.reason:
+            lines.append(f"      why: {' '.join(c.reason.split())}")
+    sys.stderr.write("\n".join(lines) + "\n")
+
+
+def _ask(n: int) -> list[int]:
+    """Numbers of the candidates to forget, asked at the terminal; [] for none (also at end of input)."""
+    example = "1" if n == 1 else "1 3" if n > 2 else "1 2"
+    while True:
+        sys.stderr.write(f"Forget which? all, none, or numbers like {example} [none]: ")
+        sys.stderr.flush()
+        line = sys.stdin.readline()
+        if not line:
+            sys.stderr.write("\n")
+            return []
+        picked = parse_answer(line, n)
+        if picked is not None:
+            return picked
+        sys.stderr.write(f"mem: answer all, none, or numbers from 1 to {n}\n")
+
+
+def parse_answer(answer: str, n: int) -> list[int] | None:
+    """all / none / "1 3" / "1-3,5" → candidate numbers; None when the answer makes no sense."""
+    a = answer.strip().lower()
+    if a in ("", "n", "no", "none", "q", "quit"):
+        return []
+    if a in ("a", "all", "y", "yes"):
+        return list(range(1, n + 1))
+    picked: list[int] = []
+    for part in re.split(r"[\s,]+", a):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            return None
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if not 1 <= lo <= hi <= n:
+            return None
+        picked += [i for i in range(lo, hi + 1) if i not in picked]
+    return picked

@@ -1,0 +1,79 @@
+"""mem remember: write one memory."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from mem import render
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
+
+TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES, without importing it here
+
+
+@click.command("remember")
+@click.argument("text", nargs=-1, required=True)
+@click.option("--type", "memory_type", type=click.Choice(TYPES), help="The memory's type.")
+@click.option("--name", metavar="NAME", help="The memory's name; the file is its slug plus .md.")
+@click.option("--description", metavar="TEXT", help="One line saying what the memory holds (recall chooses by it).")
+@click.option("--file", "file_", metavar="REL", help="Write this file (relative to the memory directory) instead of the name's slug.")
+@click.option("--update", is_flag=True, help="The file may exist: replace its body and the keys given, keep the rest.")
+@click.option("--force", is_flag=True, help="Save text that reads as a permission grant or a rule bypass (a warning instead of exit 4).")
+@click.option("--team/--private", "team", default=None,
+              help="With a team/ directory: save into team/ (shared) or outside it (default: by type).")
+@click.option("--offline", is_flag=True, help="Never call a model: --type, --name and --description are required.")
+@click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL, else the newest Sonnet).")
+@click.option("--max-turns", type=click.IntRange(1, 20), default=4, show_default=True, metavar="N",
+              help="Model turns the agent may take.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, metavar="SECONDS",
+              help="Wall-clock budget for the model's work.")
+@memory_dir_options
+@format_options
+def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | None, description: str | None,
+                 file_: str | None, update: bool, force: bool, team: bool | None, offline: bool, model: str | None,
+                 max_turns: int, timeout: float, where: dict, fmt: str) -> None:
+    """Write one memory: TEXT (or - for stdin) as a topic file plus its index line.
+
+    With --type, --name and --description the text is saved as given. Without
+    them, a model (ANTHROPIC_API_KEY) picks the type, file and description, or
+    updates the memory that already covers the subject. Secrets are refused.
+
+    \b
+    Example:
+      mem remember --type feedback --name "Test database" \\
+          --description "integration tests hit a real Postgres" \\
+          "Integration tests must use a real database, never mocks."
+      mem remember "I review PRs on Tuesdays; don't ping me before"
+      pbpaste | mem remember --type reference --name Runbooks --description "where runbooks live" -
+    """
+    from mem.cli import debug_enabled
+    from mem.core.remember import RememberRequest, remember
+
+    body = sys.stdin.read() if text == ("-",) else " ".join(text)
+    root = resolve_dir(where).memory_dir
+    request = RememberRequest(root, body, type=memory_type, name=name, description=description, file=file_,
+                              update=update, force=force, scope=None if team is None else ("team" if team else "private"),
+                              offline=offline, model=model, max_turns=max_turns, timeout=timeout)
+    debug = debug_enabled()
+    result = remember(request, log=_debug_log if debug else None, debug=debug)
+    for warning in result.warnings:
+        render.warn(f"saved although {warning}")
+    if fmt == "json":
+        render.out_json(result.as_dict())
+    elif fmt == "jsonl":
+        render.out_jsonl([result.as_dict()])
+    else:
+        for path in result.paths:
+            render.out(path)
+    changed = set(result.created) | set(result.updated)
+    for rel in result.saved:
+        verb = "Saved" if rel in result.created else "Updated" if rel in changed else "Unchanged:"
+        where_ = f" ({result.scope})" if result.scope else ""
+        render.info(f"{verb} {rel}{where_}")
+    if result.strategy == "model" and result.summary:
+        render.info(f"model: {' '.join(result.summary.split())}")
+
+
+def _debug_log(message: str) -> None:
+    sys.stderr.write(f"mem: debug: {message}\n")
