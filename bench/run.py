@@ -70,7 +70,6 @@ def main() -> int:
     if not os.path.exists(zipapp):
         print("bench: dist/mem.pyz is missing; run `make zipapp` (make bench does)", file=sys.stderr)
         return 1
-    py = python_base()
     with tempfile.TemporaryDirectory(prefix="mem-bench-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEM_", "CLAUDE_"))}
         env.update(HOME=os.path.join(tmp, "home"), MEM_STATE_DIR=os.path.join(tmp, "state"), SHIV_ROOT=os.path.join(tmp, "shiv"))
@@ -88,7 +87,7 @@ def main() -> int:
                 "python3 -c pass": [vpy, "-c", "pass"],
                 "python3 -c 'import click'": [vpy, "-c", "import click"],
                 "mem scan (installed)": [mem, "scan", "--dir", small],
-                "mem scan (zipapp)": [py, "-sE", zipapp, "scan", "--dir", small],
+                "mem scan (zipapp)": [vpy, "-sE", zipapp, "scan", "--dir", small],
             },
             env,
         )
@@ -152,8 +151,9 @@ def main() -> int:
         f"Peak resident memory of `mem scan --all` on 10,000 files: {rss / 1024:.0f} MB.",
         "",
         "The installed script is a non-editable `pip install .` into a fresh venv (bytecode compiled at",
-        "install, as users get it). The zipapp is run as `python3 -sE dist/mem.pyz`, which is what its",
-        "`#!/usr/bin/env -S python3 -sE` shebang does, without a pyenv shim in between.",
+        "install, as users get it). The zipapp is run as `python -sE dist/mem.pyz` by that same venv's",
+        "python (what its `#!/usr/bin/env -S python3 -sE` shebang does, minus a pyenv shim and the .pth",
+        "files this machine's base interpreter loads at start-up, which no command of ours controls).",
         "",
     ]
     from results import write_section

@@ -202,3 +202,12 @@ def test_rebuild_appends_an_event(run_mem, populated):
     assert event["detail"] == {"added": ["feedback_tests.md"], "removed": []} and event["outcome"] == "ok"
     assert run_mem("index", "--rebuild").returncode == 0  # nothing to do: no new event
     assert len(read_events(str(populated))) == 1
+
+
+def test_closed_pipe_exits_141_like_a_c_tool(mem_exe, memdir):
+    for i in range(2000):
+        write_memory(memdir, f"m{i}.md", name=f"m{i}", description="x" * 200)
+    p = subprocess.run(["bash", "-c", f"set -o pipefail; '{mem_exe}' scan --all | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert p.stdout.strip() == "141", p.stderr
+    assert p.stderr == ""

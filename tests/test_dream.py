@@ -110,6 +110,8 @@ def test_dry_run_leaves_the_directory_byte_identical(dupes):
     assert "--- a/a.md" in r.diff and "+++ /dev/null" in r.diff
     assert tree_bytes(dupes) == before
     assert snapshot.list_snapshots(str(dupes)) == []
+    state = os.path.join(os.environ["MEM_STATE_DIR"], "dirs")
+    assert not os.path.isdir(state) or all("mem-dream-" not in d for d in os.listdir(state))
 
 
 def test_undo_restores_byte_identical(run_mem, dupes):

@@ -90,3 +90,14 @@ def test_no_key_is_exit_3(run_mem, tmp_path):
     setup_notes(tmp_path)
     r = run_mem("session", "update", "--transcript", str(FIX / "06-compact.jsonl"), "--project", str(tmp_path))
     assert r.returncode == 3 and "ANTHROPIC_API_KEY" in r.stderr
+
+
+def test_stop_hook_runs_only_when_due_and_never_fails(run_mem, tmp_path, fake_api):
+    setup_notes(tmp_path)
+    payload = {"session_id": "63ec8da7-3d1c-4d82-927e-992a0039be2f", "hook_event_name": "Stop", "cwd": str(tmp_path),
+               "transcript_path": str(FIX / "06-compact.jsonl"), "stop_hook_active": False}
+    r = run_mem("session", "update", "--hook", input=json.dumps(payload), env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0 and r.stdout == "" and "not updating" in r.stderr
+    assert fake_api.requests == []  # the recorded session is far below 10,000 tokens
+    r = run_mem("session", "update", "--hook", input="not json")
+    assert r.returncode == 0 and r.stdout == "" and r.stderr.startswith("mem: hook:")

@@ -40,6 +40,11 @@ def _snapshot_then_change(memdir: Path, run_mem) -> None:
     (memdir / "c.md").write_text("---\nname: c\ndescription: C\ntype: user\n---\n")
 
 
+def _tabs_memory(memdir: Path, run_mem) -> None:
+    write_memory(memdir, "tabs.md", name="Tabs", description="the user prefers tabs over spaces")
+    (memdir / "MEMORY.md").write_text("- [Tabs](tabs.md) — the user prefers tabs over spaces\n")
+
+
 # ---------------------------------------------------------------------------------------------------
 # MUTATING_COMMANDS: every command that writes into a memory directory. When you add one (extract,
 # remember, forget, team pull...), add it here: the tests below then check that one run appends
@@ -51,6 +56,9 @@ MUTATING_COMMANDS = {
     "log": Mutation(("log", "shipped the release"), "log", created=1),
     "dream --offline --force": Mutation(("dream", "--offline", "--force"), "dream", _duplicates),
     "undo": Mutation(("undo",), "undo", _snapshot_then_change),
+    "remember": Mutation(("remember", "--type", "user", "--name", "Tabs", "--description", "prefers tabs",
+                          "The user prefers tabs."), "remember", created=2, updated=0),
+    "forget --yes": Mutation(("forget", "--yes", "tabs"), "forget", _tabs_memory, updated=1, deleted=1),
 }
 
 

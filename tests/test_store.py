@@ -233,3 +233,16 @@ def test_sweep_removes_only_stale_temp_files(store, tmp_path):
     os.utime(keep, (1_000_000, 1_000_000))
     assert store.sweep_temp_files() == [".a.md.abcd1234.tmp"]
     assert not old.exists() and new.exists() and keep.exists()
+
+
+def test_delete_of_a_link_removes_the_link_not_its_target(store, tmp_path):
+    root = tmp_path / "memory"
+    (root / "real.md").write_text("keep me")
+    (root / "alias.md").symlink_to("real.md")
+    store.delete("alias.md")
+    assert not os.path.lexists(root / "alias.md") and (root / "real.md").read_text() == "keep me"
+    outside = tmp_path / "outside.md"
+    outside.write_text("outside")
+    (root / "out.md").symlink_to(outside)
+    store.delete("out.md")  # the link is inside: removing it is fine, the target stays
+    assert outside.read_text() == "outside" and not os.path.lexists(root / "out.md")

@@ -20,13 +20,20 @@ COMMANDS = {
     "path": "mem.cli.path:path_cmd",
     "scan": "mem.cli.scan:scan_cmd",
     "index": "mem.cli.index:index_cmd",
+    "recall": "mem.cli.recall:recall_cmd",
+    "prompt": "mem.cli.prompt:prompt_cmd",
+    "context": "mem.cli.context:context_cmd",
+    "extract": "mem.cli.extract:extract_cmd",
+    "remember": "mem.cli.remember:remember_cmd",
+    "forget": "mem.cli.forget:forget_cmd",
+    "dream": "mem.cli.dream:dream_cmd",
     "log": "mem.cli.log:log_cmd",
     "undo": "mem.cli.undo:undo_cmd",
-    "dream": "mem.cli.dream:dream_cmd",
     "session": "mem.cli.session:session_cmd",
-    "extract": "mem.cli.extract:extract_cmd",
-    "context": "mem.cli.context:context_cmd",
+    "grep": "mem.cli.grep:grep_cmd",
+    "lint": "mem.cli.lint:lint_cmd",
     "status": "mem.cli.status:status_cmd",
+    "team": "mem.cli.team:team_cmd",
 }
 
 
@@ -35,6 +42,10 @@ def debug_enabled() -> bool:
 
 
 _state = {"debug": False}
+
+
+class StdoutClosed(Exception):
+    """The reader of our stdout went away (``mem scan | head -1``)."""
 
 
 class MemGroup(click.Group):
@@ -58,6 +69,13 @@ class MemGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            # click turns EPIPE into exit 1 itself; carry it past click as its own exception.
+            raise StdoutClosed() from exc
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv = list(sys.argv[1:] if args is None else args)
@@ -94,7 +112,7 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
 
         render.error(str(exc))
         code = exc.exit_code
-    except BrokenPipeError:
+    except (BrokenPipeError, StdoutClosed):
         # `mem scan | head -1`: the reader left; stop quietly like a C tool.
         _silence_stdout()
         code = ExitCode.BROKEN_PIPE

@@ -14,6 +14,8 @@ import re
 import time
 from dataclasses import dataclass
 
+from mem.core.store import pid_running
+
 LOCK_NAME = ".consolidate-lock"
 HOLDER_STALE_S = 60 * 60
 DEFAULT_MIN_HOURS = 24.0
@@ -30,18 +32,6 @@ def last_consolidated_ms(memory_dir: str) -> int:
         return os.stat(lock_path(memory_dir)).st_mtime_ns // 1_000_000
     except OSError:
         return 0
-
-
-def pid_running(pid: int | None) -> bool:
-    if pid is None or pid <= 1:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def holder(memory_dir: str) -> tuple[int | None, int]:
@@ -102,8 +92,8 @@ def rollback(memory_dir: str, prior_ms: int) -> None:
     os.utime(path, (prior_ms / 1000, prior_ms / 1000))
 
 
-def sessions_since(transcripts_dir: str | None, since_ms: int, exclude: str | None = None) -> list[str]:
-    """Session ids with a transcript touched after ``since_ms``, newest first."""
+def session_transcripts(transcripts_dir: str | None) -> list[tuple[str, int]]:
+    """(session id, mtime in ms) of every uuid-named transcript, newest first."""
     if not transcripts_dir:
         return []
     found = []
@@ -120,10 +110,13 @@ def sessions_since(transcripts_dir: str | None, since_ms: int, exclude: str | No
             mtime_ms = e.stat().st_mtime_ns // 1_000_000
         except OSError:
             continue
-        sid = e.name[: -len(".jsonl")]
-        if mtime_ms > since_ms and sid != exclude:
-            found.append((mtime_ms, sid))
-    return [sid for _, sid in sorted(found, reverse=True)]
+        found.append((e.name[: -len(".jsonl")], mtime_ms))
+    return sorted(found, key=lambda item: item[1], reverse=True)
+
+
+def sessions_since(transcripts_dir: str | None, since_ms: int, exclude: str | None = None) -> list[str]:
+    """Session ids with a transcript touched after ``since_ms``, newest first."""
+    return [sid for sid, mtime_ms in session_transcripts(transcripts_dir) if mtime_ms > since_ms and sid != exclude]
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,11 @@ def run(
             result.changes = snapshot.compare(memory_dir, work)
             result.diff = snapshot.unified_diff(memory_dir, work)
         finally:
+            from mem.core.state import state_dir
+
             shutil.rmtree(scratch, ignore_errors=True)
+            # Index locks taken on the scratch copy left a state directory for it.
+            shutil.rmtree(state_dir(work, create=False), ignore_errors=True)
         result.ran = True
         result.duration_s = time.monotonic() - started
         return result

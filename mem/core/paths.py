@@ -715,15 +715,23 @@ def resolve(
     return made(memory, rule, "claude")
 
 
+def _digest12(data: bytes) -> str:
+    """12 hex digits of BLAKE2b. ``_blake2`` directly: ``import hashlib`` loads
+    OpenSSL, a few milliseconds on every hook call."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter built without it
+        from hashlib import blake2b
+    return blake2b(data, digest_size=6).hexdigest()
+
+
 def state_key(memory_dir: str) -> str:
     """A short, stable, filesystem-safe name for a memory dir, to key state kept outside it.
 
-    Example: state_key("/home/u/.claude/projects/-home-u-repo/memory/") == "home-u-repo-memory-f3ab5a3e69cb"
+    Example: state_key("/home/u/.claude/projects/-home-u-repo/memory/") == "home-u-repo-memory-61f3401cef7f"
     """
-    import hashlib  # only the state-keeping paths need it
-
     real = _nfc(os.path.realpath(os.path.expanduser(memory_dir)))
-    digest = hashlib.sha256(real.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    digest = _digest12(real.encode("utf-8", "surrogatepass"))
     parts = [p for p in real.split("/") if p]
     # "<project folder>-memory" says more than "memory" alone
     tail = parts[-2:] if len(parts) >= 2 and parts[-1] == "memory" else parts[-1:]

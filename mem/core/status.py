@@ -233,7 +233,7 @@ def _extract_holder(sdir: str) -> int | None:
     """The PID of a running extraction: ``<state>/extract.lock`` names it while held (emptied on release)."""
     import json
 
-    from mem.core.consolidation import pid_running
+    from mem.core.store import pid_running
 
     try:
         with open(os.path.join(sdir, "extract.lock"), encoding="utf-8") as fh:
@@ -273,25 +273,9 @@ def _mtime(path: str) -> float | None:
 
 def _recent_transcripts(transcripts_dir: str | None, since: float) -> list[tuple[str, float]]:
     """(session id, mtime) of the session transcripts modified since ``since``, newest first."""
-    from mem.core.consolidation import _SESSION_FILE
+    from mem.core.consolidation import session_transcripts
 
-    if not transcripts_dir:
-        return []
-    out = []
-    try:
-        entries = list(os.scandir(transcripts_dir))
-    except OSError:
-        return []
-    for e in entries:
-        if not _SESSION_FILE.match(e.name):
-            continue
-        try:
-            mtime = e.stat().st_mtime
-        except OSError:
-            continue
-        if mtime >= since:
-            out.append((e.name[: -len(".jsonl")], mtime))
-    return sorted(out, key=lambda x: x[1], reverse=True)
+    return [(sid, ms / 1000) for sid, ms in session_transcripts(transcripts_dir) if ms / 1000 >= since]
 
 
 def _dream(root: str, transcripts_dir: str | None, now: float, min_hours: float, min_sessions: int) -> dict:

@@ -15,7 +15,6 @@ import errno
 import fcntl
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -116,6 +115,17 @@ class MemoryDir:
         return WriteResult(real, rel, created=created, changed=True)
 
     def delete(self, target: str, *, allow_index: bool = False) -> str:
+        """Remove a file; a symbolic link is removed itself, never the file it points at."""
+        lexical = os.path.normpath(target if os.path.isabs(target) else os.path.join(self.root, target))
+        if "\0" not in target and os.path.islink(lexical):
+            parent = os.path.realpath(os.path.dirname(lexical))
+            if not _within(parent, self.real_root):
+                raise PathEscapeError(f"refused path {target}: it is outside the memory directory")
+            if os.path.basename(lexical) == INDEX_NAME and not allow_index:
+                raise PathEscapeError(f"refused to delete {target}: it is a memory index")
+            os.unlink(lexical)
+            _fsync_dir(parent)
+            return lexical
         real = self.resolve(target)
         if os.path.basename(real) == INDEX_NAME and not allow_index:
             raise PathEscapeError(f"refused to delete {target}: it is a memory index")
@@ -195,6 +205,8 @@ def atomic_write(path: str, data: bytes) -> None:
     except FileNotFoundError:
         mode = 0o666 & ~current_umask()
     # The .tmp suffix keeps a half-written file out of every *.md scan.
+    import tempfile  # not at import time: it costs milliseconds every hook call would pay
+
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -221,6 +233,19 @@ def _fsync_dir(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def pid_running(pid: int | None) -> bool:
+    """Whether a process with this PID exists (PIDs 0 and 1 never count as a lock holder)."""
+    if pid is None or pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
 
 
 @contextlib.contextmanager
