@@ -141,7 +141,8 @@ def test_team_index_follows(memdir, run_mem):
     (memdir / "team" / "MEMORY.md").write_text("- [Shared](shared.md) — for everyone\n")
     out = run_mem("prompt").stdout
     assert out.endswith("## MEMORY.md\n\n- [Mine](mine.md) — mine\n\n"
-                        "## team/MEMORY.md (shared with your team)\n\n- [Shared](shared.md) — for everyone\n")
+                        "## team/MEMORY.md (shared with your team)\n\n<team-memory-content source=\"shared\">\n"
+                        "- [Shared](shared.md) — for everyone\n</team-memory-content>\n")
 
 
 def test_agents_md_block(memdir, run_mem):
@@ -223,7 +224,8 @@ def test_claude_with_auto_memory_gets_only_what_it_lacks(project, run_mem):
     (mem / "team").mkdir()
     (mem / "team" / "MEMORY.md").write_text("- [Deploys](deploys.md) — how we deploy\n")
     ctx = _context(run_mem("prompt", "--hook", input=_start(repo, "claude-code/SessionStart-compact.json")))
-    assert ctx.endswith("## team/MEMORY.md (shared with your team)\n\n- [Deploys](deploys.md) — how we deploy")
+    assert ctx.endswith("## team/MEMORY.md (shared with your team)\n\n<team-memory-content source=\"shared\">\n"
+                        "- [Deploys](deploys.md) — how we deploy\n</team-memory-content>")
 
 
 def test_claude_without_auto_memory_gets_everything(project, run_mem):
@@ -281,3 +283,17 @@ def test_prompt_does_not_import_the_sdk(project):
     p = subprocess.run([sys.executable, "-c", probe], input=_start(repo), capture_output=True, text=True)
     assert "hookSpecificOutput" in p.stdout
     assert p.stderr.strip().endswith("HEAVY=")
+
+
+def test_team_index_is_wrapped_as_shared_even_when_cut(memdir):
+    from mem.core import prompt
+
+    (memdir / "MEMORY.md").write_text("- [Mine](mine.md) — private\n")
+    (memdir / "team").mkdir()
+    (memdir / "team" / "MEMORY.md").write_text("".join(f"- [Team {i}](t{i}.md) — shared fact number {i}\n" for i in range(400)))
+    p = prompt.build(str(memdir), "full")
+    assert '## team/MEMORY.md (shared with your team)\n\n<team-memory-content source="shared">\n- [Team 0](t0.md)' in p.text
+    assert p.text.rstrip().endswith("</team-memory-content>")
+    cut = prompt.build(str(memdir), "full", max_chars=6000)
+    assert cut.shortened and len(cut.text) <= 6000
+    assert "</team-memory-content>\n\n> Only part of this index fits here." in cut.text

@@ -175,3 +175,18 @@ def project_for_readme(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     repo.mkdir()
     return repo
+
+
+def test_team_memories_are_surfaced_wrapped_as_shared(memdir, run_mem):
+    from conftest import write_memory
+
+    write_memory(memdir, "team/deploy.md", name="deploy", type="project",
+                 description="staging deploys run through the release train on thursdays",
+                 body="Staging deploys go out with the Thursday release train.\n")
+    r = run_mem("recall", "--offline", "--json", "when do staging deploys go out")
+    assert r.returncode == 0, r.stderr
+    (item,) = json.loads(r.stdout)["selected"]
+    assert item["shared"] is True and item["relpath"] == "team/deploy.md"
+    text = run_mem("recall", "--offline", "when do staging deploys go out").stdout
+    assert '<team-memory-content source="shared">\n---\nname: deploy' in text
+    assert text.rstrip().endswith("</team-memory-content>\n</system-reminder>")

@@ -426,8 +426,12 @@ SYSTEM_PROMPT = "\n".join([
 ])
 
 
-def build_system_prompt(max_turns: int = MAX_TURNS) -> str:
-    return SYSTEM_PROMPT.format(max_turns=max_turns)
+def build_system_prompt(max_turns: int = MAX_TURNS, *, team: bool = False) -> str:
+    text = SYSTEM_PROMPT.format(max_turns=max_turns)
+    if team:  # team/ is open to memories that belong to the whole team (see the routing section)
+        text = text.replace(" Do not write under logs/ or team/.", " Do not write under logs/. A memory saved under "
+                            "team/ gets its pointer in team/MEMORY.md, relative to team/.")
+    return text
 
 
 @dataclass
@@ -439,7 +443,7 @@ class Prompt:
 
 
 def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS, today: str | None = None,
-                 sections: list[tuple[str, str]] | None = None) -> Prompt:
+                 sections: list[tuple[str, str]] | None = None, team: bool = False) -> Prompt:
     """The extraction prompt: instructions (system), then the date, the memory dir, the manifest,
     the index and the conversation (user). ``sections`` adds (heading, text) parts before the
     conversation, for jobs that need more (team routing, say)."""
@@ -463,7 +467,8 @@ def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS,
         f"<conversation>\n{conversation}\n</conversation>"
     )
     parts.append("Decide what in this conversation, if anything, is worth remembering, and save it.")
-    return Prompt(build_system_prompt(max_turns), "\n\n".join(parts), existing.index_shown_whole, existing.entries)
+    return Prompt(build_system_prompt(max_turns, team=team), "\n\n".join(parts), existing.index_shown_whole,
+                  existing.entries)
 
 
 #: How much of the project's CLAUDE.md files the prompt carries.
@@ -514,11 +519,26 @@ def _session_of(request: ExtractRequest, transcript) -> str | None:
 #: Kinds of message that carry new conversation (compaction artefacts and slash commands do not).
 _SUBSTANTIVE = ("message", "tool_result")
 
-def extract_policy():
-    """Markdown files with complete frontmatter, not under logs/ or team/, no deletes."""
+def extract_policy(team: bool = False):
+    """Markdown files with complete frontmatter, not under logs/ (nor team/ without team memory), no deletes."""
     from mem.core.agent import WritePolicy
 
-    return WritePolicy()
+    return WritePolicy(exclude=("logs/",)) if team else WritePolicy()
+
+
+def team_sections(memory_dir: str) -> list[tuple[str, str]]:
+    """The routing rules and the team index, when the memory dir shares a team/ directory."""
+    from mem.core.index import TEAM_INDEX_NAME
+    from mem.core.team.routing import ROUTING_GUIDANCE
+
+    guidance_text = ROUTING_GUIDANCE.split("\n", 1)[1].strip("\n")  # without its own heading
+    try:
+        with open(os.path.join(memory_dir, TEAM_INDEX_NAME), encoding="utf-8", errors="replace") as fh:
+            team_index = fh.read().strip() or "(team/MEMORY.md is empty)"
+    except OSError:
+        team_index = "(team/MEMORY.md does not exist yet; create it when you save the first team memory)"
+    return [("Private and team memory", guidance_text),
+            ("team/MEMORY.md, the team's index (pointers relative to team/)", team_index)]
 
 
 def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = False) -> ExtractResult:
@@ -567,8 +587,12 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     model = llm.Model(config, debug=debug)
     os.makedirs(memory_dir, exist_ok=True)
     MemoryDir(memory_dir).sweep_temp_files()
-    prompt = build_prompt(memory_dir, new, max_turns=request.max_turns, sections=instruction_sections(request.project))
-    toolbox = ToolBox(MemoryDir(memory_dir), policy=extract_policy(), log=log)
+    from mem.core.team.routing import team_enabled
+
+    team = team_enabled(memory_dir)
+    sections = instruction_sections(request.project) + (team_sections(memory_dir) if team else [])
+    prompt = build_prompt(memory_dir, new, max_turns=request.max_turns, sections=sections, team=team)
+    toolbox = ToolBox(MemoryDir(memory_dir), policy=extract_policy(team), log=log)
     if prompt.index_shown_whole:
         toolbox.note_seen("MEMORY.md")
     run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
@@ -603,9 +627,22 @@ def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
     from mem.core import manifest
     from mem.core.index import UNINDEXED_DIRS, parse_pointers, pointer_line
 
+    from mem.core.remember import index_pointer
+    from mem.core.team.routing import is_team_relpath
+
     topics = []
+    added: list[str] = []
     for rel in relpaths:
-        if rel.rsplit("/", 1)[-1] == "MEMORY.md" or rel.startswith(UNINDEXED_DIRS):
+        if rel.rsplit("/", 1)[-1] == "MEMORY.md":
+            continue
+        if is_team_relpath(rel):  # team memory has its own index
+            try:
+                if index_pointer(memory, rel)[1] is not None:
+                    added.append(rel)
+            except (OSError, ValueError):
+                pass
+            continue
+        if rel.startswith(UNINDEXED_DIRS):
             continue
         path = os.path.join(memory.root, rel)
         try:
@@ -613,13 +650,13 @@ def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
         except (OSError, ValueError):
             continue
     if not topics:
-        return []
-    added: list[str] = []
+        return added
+    team_added = list(added)
 
     def change(old: str | None) -> str | None:
         present = {p.relpath for p in parse_pointers(old or "")}
         missing = [h for h in topics if h.relpath not in present]
-        added[:] = [h.relpath for h in missing]
+        added[:] = team_added + [h.relpath for h in missing]
         if not missing:
             return None
         text = old or ""

@@ -206,9 +206,13 @@ class Prompt:
         }
 
 
-def _index_section(part: IndexPart, title: str, empty: str) -> str:
+def _index_section(part: IndexPart, title: str, empty: str, *, shared: bool = False) -> str:
     if not part.present or not part.content:
         return f"{title}\n\n{empty}"
+    if shared:  # team memory is marked as shared, as Claude Code marks it
+        from mem.core.team.routing import wrap_team_content
+
+        return f"{title}\n\n{wrap_team_content(part.content)}"
     return f"{title}\n\n{part.content}"
 
 
@@ -238,7 +242,7 @@ def build(memory_dir: str, mode: str = "full", *, max_chars: int | None = None) 
         head = supplement_note(memory_dir)
     if team_index is not None and team_index.present and team_index.content:
         sections.append((_index_section(
-            team_index, f"## {TEAM_DIR}/{INDEX_NAME} (shared with your team)", ""), team_index,
+            team_index, f"## {TEAM_DIR}/{INDEX_NAME} (shared with your team)", "", shared=True), team_index,
             f"{d}{TEAM_DIR}/{INDEX_NAME}"))
     text = "\n\n".join([head, *(s for s, _, _ in sections)])
     shortened = False
@@ -257,6 +261,13 @@ def _fit(head: str, sections: list[tuple[str, IndexPart | None, str]], max_chars
             break
         _, _, path = sections[i]
         note = f"\n\n> Only part of this index fits here. Read {path} for the rest."
+        from mem.core.team.routing import TEAM_WRAPPER_CLOSE
+
+        closing = "\n" + TEAM_WRAPPER_CLOSE
+        wrapped = texts[i].endswith(closing)
+        if wrapped:  # cut inside the wrapper, then close it again
+            texts[i] = texts[i][: -len(closing)]
+            note = closing + note
         lines = texts[i].split("\n")
         keep = len16(texts[i]) - excess - len16(note)
         out: list[str] = []

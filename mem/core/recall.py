@@ -187,7 +187,17 @@ class Surfaced:
         return f"Surfaced({self.relpath!r}, chars={self.chars}, truncated={self.truncated!r})"
 
     @property
+    def shared(self) -> bool:
+        """A team memory (under team/), synced from teammates."""
+        return self.relpath.startswith("team/")
+
+    @property
     def block(self) -> str:
+        if self.shared:
+            from mem.core.team.routing import wrap_team_content
+
+            # Shared memory arrives marked as such, as Claude Code marks its team memory.
+            return reminder(self.header, wrap_team_content(self.content))
         return reminder(self.header, self.content)
 
     @property
@@ -210,6 +220,7 @@ class Surfaced:
             "content": self.content,
             "truncated": self.truncated,
             "chars": self.chars,
+            "shared": self.shared,
         }
 
 
