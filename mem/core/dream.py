@@ -110,7 +110,7 @@ def run(
         scratch = tempfile.mkdtemp(prefix="mem-dream-")
         try:
             work = os.path.join(scratch, "memory")
-            _copy_tree(memory_dir, work)
+            snapshot.copy_tree(memory_dir, work)
             _job(result, work, transcripts_dir, model, gate, progress)
             _validate_or_raise(work, memory_dir, result)
             result.changes = snapshot.compare(memory_dir, work)
@@ -159,17 +159,6 @@ def _acquire(memory_dir: str, wait: bool) -> int:
             pid, _ = consolidation.holder(memory_dir)
             raise LockedError(f"a dream is already running on {memory_dir} (pid {pid}); use --wait to wait for it")
         time.sleep(1.0)
-
-
-def _copy_tree(src: str, dst: str) -> None:
-    for rel, full in snapshot.tree_files(src).items():
-        target = os.path.join(dst, rel)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if os.path.islink(full):
-            os.symlink(os.readlink(full), target)
-        else:
-            shutil.copy2(full, target)
-    os.makedirs(dst, exist_ok=True)
 
 
 def _job(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress) -> None:

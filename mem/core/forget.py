@@ -652,14 +652,7 @@ def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: 
         scratch = tempfile.mkdtemp(prefix="mem-forget-")
         try:
             work = os.path.join(scratch, "memory")
-            for rel, full in snapshot.tree_files(memory_dir).items():
-                target = os.path.join(work, rel)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                if os.path.islink(full):
-                    os.symlink(os.readlink(full), target)
-                else:
-                    shutil.copy2(full, target)
-            os.makedirs(work, exist_ok=True)
+            snapshot.copy_tree(memory_dir, work)
             result.deleted, result.updated = _apply(MemoryDir(work), changes, scratch=True)
             result.diff = snapshot.unified_diff(memory_dir, work)
         finally:

@@ -87,6 +87,13 @@ def _copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
+def copy_tree(src: str, dst: str) -> None:
+    """Copy a memory directory's files (bytes, mode, mtime, links as links) to ``dst``."""
+    for rel, full in tree_files(src).items():
+        _copy(full, os.path.join(dst, rel))
+    os.makedirs(dst, exist_ok=True)
+
+
 def take(memory_dir: str, command: str, *, keep: int | None = 20) -> Snapshot:
     """Copy the memory directory into a new snapshot; keep only the newest ``keep``."""
     base = snapshots_dir(memory_dir)
@@ -95,9 +102,7 @@ def take(memory_dir: str, command: str, *, keep: int | None = 20) -> Snapshot:
     sid = f"{stamp}-{re.sub(r'[^a-z0-9]+', '-', command.lower()).strip('-') or 'snapshot'}"
     work = os.path.join(base, "." + sid + ".partial")
     files = tree_files(memory_dir)
-    for rel, full in files.items():
-        _copy(full, os.path.join(work, "tree", rel))
-    os.makedirs(os.path.join(work, "tree"), exist_ok=True)
+    copy_tree(memory_dir, os.path.join(work, "tree"))
     meta = {"id": sid, "command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "memory_dir": memory_dir, "files": len(files)}
     with open(os.path.join(work, "meta.json"), "w", encoding="utf-8") as fh:
