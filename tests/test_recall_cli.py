@@ -76,7 +76,7 @@ def test_json_fields(memdir, run_mem):
                          "session_bytes", "candidates", "duration_s"}
     (s,) = data["selected"]
     assert set(s) == {"path", "relpath", "type", "description", "score", "mtime", "mtime_ms", "age_days", "header",
-                      "content", "truncated", "chars"}
+                      "content", "truncated", "chars", "shared"}
     assert data["session_id"] == "abc" and data["candidates"] == 2
     assert data["surfaced_bytes"] == data["session_bytes"] == s["chars"]
     p = run_mem("recall", "--offline", "--jsonl", "staging deploy timeouts")
