@@ -457,25 +457,9 @@ def walk(root: str, suffix: str) -> Iterator[tuple[str, str]]:
     Symlinked directories are not descended into (so link loops cannot
     recurse); symlinked files are read.
     """
-    stack = [("", root)]
-    found: list[tuple[str, str]] = []
-    while stack:
-        prefix, directory = stack.pop()
-        try:
-            with os.scandir(directory) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            rel = prefix + entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir:
-                stack.append((rel + "/", entry.path))
-            elif entry.name.endswith(suffix):
-                found.append((entry.path, rel))
+    from mem.core.manifest import walk_entries
+
+    found = [(entry.path, rel) for rel, entry, is_dir in walk_entries(root) if not is_dir and entry.name.endswith(suffix)]
     found.sort(key=lambda item: item[1])
     yield from found
 

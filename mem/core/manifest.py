@@ -74,15 +74,15 @@ def iso_utc_ms(mtime_ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"
 
 
-def walk_topic_files(root: str) -> Iterator[tuple[str, os.DirEntry]]:
-    """(relpath, entry) for every ``*.md`` under root except ``MEMORY.md``.
+def walk_entries(root: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
+    """(relpath, entry, is_dir) for everything under root, breadth first, in directory order.
 
     Like Node's recursive readdir, symlinked directories are not descended
     into (which also makes link loops harmless); symlinked files are kept.
     """
-    stack = [("", root)]
-    while stack:
-        prefix, directory = stack.pop(0)
+    queue = [("", root)]
+    while queue:
+        prefix, directory = queue.pop(0)
         try:
             with os.scandir(directory) as it:
                 entries = list(it)
@@ -95,11 +95,19 @@ def walk_topic_files(root: str) -> Iterator[tuple[str, os.DirEntry]]:
             except OSError:
                 continue
             if is_dir:
-                stack.append((rel + "/", entry.path))
-                if not entry.name.endswith(".md"):
-                    continue
-            if entry.name.endswith(".md") and entry.name != INDEX_NAME:
-                yield rel, entry
+                queue.append((rel + "/", entry.path))
+            yield rel, entry, is_dir
+
+
+def walk_topic_files(root: str) -> Iterator[tuple[str, os.DirEntry]]:
+    """(relpath, entry) for every ``*.md`` under root except ``MEMORY.md``.
+
+    A directory named ``*.md`` is yielded too, as Claude's readdir lists it;
+    reading it fails later and drops it, as in Claude.
+    """
+    for rel, entry, _is_dir in walk_entries(root):
+        if entry.name.endswith(".md") and entry.name != INDEX_NAME:
+            yield rel, entry
 
 
 def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:
