@@ -5,6 +5,10 @@
 Two builds of the same tree, from any two paths, give the same sha256: the
 staged site-packages drop pip's direct_url.json (it records the source path)
 and shiv --reproducible fixes every timestamp.
+
+The archive is shiv's, entry for entry, but for its __main__.py, which becomes
+scripts/zipapp_main.py: a launcher that starts straight from shiv's extraction
+cache and hands every other case to shiv's own bootstrap.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHEBANG = "/usr/bin/env -S python3 -sE"
+LAUNCHER = os.path.join(ROOT, "scripts", "zipapp_main.py")
 
 
 def stage(site: str) -> None:
@@ -41,6 +47,23 @@ def stage(site: str) -> None:
     shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)
 
 
+def replace_main(archive: str, main_py: bytes) -> None:
+    """Rewrite ARCHIVE with MAIN_PY as its __main__.py; every other entry, its order,
+    timestamps, modes and compression, and the shebang stay as they are."""
+    with open(archive, "rb") as fh:
+        data = fh.read()
+    prefix = data[: data.index(b"\n") + 1]
+    tmp = archive + ".tmp"
+    with zipfile.ZipFile(archive) as src, open(tmp, "wb") as fh:
+        fh.write(prefix)
+        with zipfile.ZipFile(fh, "w") as dst:
+            for info in src.infolist():
+                body = main_py if info.filename == "__main__.py" else src.read(info)
+                dst.writestr(info, body, compress_type=info.compress_type)
+    os.chmod(tmp, os.stat(archive).st_mode)
+    os.replace(tmp, archive)
+
+
 def build(output: str) -> str:
     output = os.path.abspath(output)
     os.makedirs(os.path.dirname(output), exist_ok=True)
@@ -54,6 +77,8 @@ def build(output: str) -> str:
              "-e", "mem.__main__:main", "-p", SHEBANG, "-o", output],
             check=True, env=env,
         )
+    with open(LAUNCHER, "rb") as fh:
+        replace_main(output, fh.read())
     return output
 
 

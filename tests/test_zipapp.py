@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import write_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 IGNORE = shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info")
@@ -49,3 +50,42 @@ def test_zipapp_runs_directly_and_names_itself_mem(two_builds, tmp_path, memdir)
     assert r.stdout.startswith("Usage: mem ")
     r = subprocess.run([str(pyz), "scan", "--bogus"], capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "Usage: mem scan" in r.stderr
+
+
+def _imported(pyz: Path, env: dict, *args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    r = subprocess.run([sys.executable, "-sE", "-X", "importtime", str(pyz), *args], capture_output=True, text=True, env=env)
+    names = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:") and "|" in line}
+    return r, names
+
+
+def test_launcher_starts_from_shivs_cache_without_reopening_the_archive(two_builds, tmp_path, memdir):
+    pyz = two_builds[0]
+    write_memory(memdir, "a.md", name="a", description="launcher check", type="user")
+    env = {**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")}
+    first, imported = _imported(pyz, env, "scan")
+    assert first.returncode == 0 and "launcher check" in first.stdout
+    assert "_bootstrap" in imported  # first run: shiv's bootstrap extracts site-packages
+    (cached,) = (tmp_path / "shiv").glob("mem.pyz_*/site-packages")
+    assert (cached / "mem" / "__init__.py").is_file()
+    again, imported = _imported(pyz, env, "scan")
+    assert again.stdout == first.stdout and again.returncode == 0
+    assert not {"_bootstrap", "zipfile", "compileall", "subprocess", "anthropic"} & imported
+    # Any other shiv setting goes through shiv's bootstrap, as before.
+    forced, imported = _imported(pyz, {**env, "SHIV_FORCE_EXTRACT": "1"}, "scan")
+    assert forced.returncode == 0 and forced.stdout == first.stdout and "_bootstrap" in imported
+    # A cache removed behind its back is extracted again.
+    shutil.rmtree(cached.parent)
+    rebuilt, imported = _imported(pyz, env, "scan")
+    assert rebuilt.stdout == first.stdout and "_bootstrap" in imported and cached.is_dir()
+
+
+def test_launcher_puts_the_extracted_packages_before_the_interpreters_own(two_builds, tmp_path):
+    # The test venv has click installed too; the zipapp must still load its own copy, as shiv does.
+    pyz = two_builds[0]
+    env = {**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")}
+    subprocess.run([sys.executable, "-sE", str(pyz), "--version"], capture_output=True, env=env, check=True)
+    r = subprocess.run([sys.executable, "-sE", "-v", str(pyz), "--version"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stdout.startswith("mem")
+    loaded = [line for line in r.stderr.splitlines() if "/click/" in line and "code object from" in line]
+    assert loaded and all(str(tmp_path / "shiv") in line for line in loaded), loaded
+    assert "/_bootstrap/" not in r.stderr  # started by the launcher, not shiv's runtime
