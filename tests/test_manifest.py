@@ -110,3 +110,67 @@ def test_format_manifest_joins_lines(tmp_path):
     write_memory(tmp_path, "a.md", name="a", description="A", mtime=2000)
     write_memory(tmp_path, "b.md", name="b", description="B", mtime=1000)
     assert format_manifest(scan(str(tmp_path))).split("\n")[1].startswith("- [user] b.md (")
+
+
+# --- the header cache (recall's scan on every prompt) ------------------------------------------
+
+def _cache_entries(cache_dir) -> dict:
+    import marshal
+
+    return marshal.loads((cache_dir / "manifest.marshal").read_bytes())["entries"]
+
+
+def _settled(tmp_path, cache_dir):
+    """Memories whose inodes changed over 2 s ago: old enough for the cache to keep."""
+    import time
+
+    write_memory(tmp_path, "a.md", name="a", description="alpha deploys", type="project", mtime=1000)
+    write_memory(tmp_path, "b.md", name="b", description="beta", type="bug", mtime=2000)
+    (tmp_path / "c.md").write_text("no frontmatter\n")
+    write_memory(tmp_path, "sub/d.md", name="d", description="delta", mtime=3000)
+    (tmp_path / "e.md").write_text("---\nname: e\ndescription: listed\ntype: [project, user]\n---\n")
+    cache_dir.mkdir()
+    time.sleep(2.1)
+
+
+def test_cached_scan_equals_a_plain_scan_and_keeps_settled_files(tmp_path):
+    root, cache = tmp_path / "m", tmp_path / "cache"
+    root.mkdir()
+    _settled(root, cache)
+    plain = scan(str(root))
+    first = scan(str(root), cache_dir=str(cache))
+    second = scan(str(root), cache_dir=str(cache))
+    assert first == plain and second == plain
+    assert sorted(_cache_entries(cache)) == ["a.md", "b.md", "c.md", "e.md", "sub/d.md"]
+    by_rel = {h.relpath: h for h in second}
+    assert [w.code for w in by_rel["b.md"].warnings] == ["unknown-type"]
+    assert by_rel["e.md"].raw_type == ["project", "user"] and by_rel["e.md"].type is None
+
+
+def test_a_rewrite_with_the_same_size_and_mtime_is_seen(tmp_path):
+    root, cache = tmp_path / "m", tmp_path / "cache"
+    root.mkdir()
+    _settled(root, cache)
+    scan(str(root), cache_dir=str(cache))
+    a = root / "a.md"
+    st = a.stat()
+    a.write_text(a.read_text().replace("alpha deploys", "gamma deploys"))
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))  # size and mtime as they were; ctime moves
+    assert a.stat().st_size == st.st_size and a.stat().st_mtime_ns == st.st_mtime_ns
+    headers = {h.relpath: h for h in scan(str(root), cache_dir=str(cache))}
+    assert headers["a.md"].description == "gamma deploys"
+    # Just written: not kept until it settles, so a second write in the same clock tick shows too.
+    assert "a.md" not in _cache_entries(cache)
+
+
+def test_deleted_files_leave_the_cache_and_a_broken_cache_is_ignored(tmp_path):
+    root, cache = tmp_path / "m", tmp_path / "cache"
+    root.mkdir()
+    _settled(root, cache)
+    scan(str(root), cache_dir=str(cache))
+    (root / "sub" / "d.md").unlink()
+    assert [h.relpath for h in scan(str(root), cache_dir=str(cache))] == [h.relpath for h in scan(str(root))]
+    assert "sub/d.md" not in _cache_entries(cache)
+    (cache / "manifest.marshal").write_bytes(b"\x00garbage")
+    assert scan(str(root), cache_dir=str(cache)) == scan(str(root))
+    assert sorted(_cache_entries(cache)) == ["a.md", "b.md", "c.md", "e.md"]

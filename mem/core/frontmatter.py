@@ -15,8 +15,7 @@ Two jobs live here:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # JavaScript's \s, which differs from Python's: it includes U+FEFF and excludes
 # the \x1c-\x1f separators that str.isspace() accepts.
@@ -146,8 +145,7 @@ def quote_problematic_values(frontmatter_text: str) -> str:
     return "\n".join(out)
 
 
-@dataclass(frozen=True)
-class Parsed:
+class Parsed(NamedTuple):
     """The result of parsing a text's frontmatter the way Claude Code does."""
 
     data: dict  # {} when absent or unparseable

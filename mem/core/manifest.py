@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from mem.core.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
 
@@ -22,8 +21,7 @@ FRONTMATTER_MAX_LINES = 30
 INDEX_NAME = "MEMORY.md"
 
 
-@dataclass
-class Problem:
+class Problem(NamedTuple):
     code: str
     message: str
 
@@ -31,9 +29,8 @@ class Problem:
         return {"code": self.code, "message": self.message}
 
 
-@dataclass
-class MemoryHeader:
-    """One topic file as the scanner sees it."""
+class MemoryHeader(NamedTuple):
+    """One topic file as the scanner sees it (``warnings`` is filled in place by the checks)."""
 
     path: str
     relpath: str  # '/'-separated, relative to the memory directory
@@ -43,7 +40,7 @@ class MemoryHeader:
     description: str | None
     type: str | None  # one of the four, or None
     raw_type: Any  # what the file said, for "unknown type" reports
-    warnings: list[Problem] = field(default_factory=list)
+    warnings: list[Problem]
 
     @property
     def mtime_iso(self) -> str:
@@ -143,6 +140,7 @@ def header_of(path: str, relpath: str, st: os.stat_result) -> MemoryHeader:
         description=description_of(data),
         type=mem_type,
         raw_type=raw_type,
+        warnings=[],
     )
     w = header.warnings
     if relpath.startswith("logs/"):
@@ -171,18 +169,102 @@ def header_of(path: str, relpath: str, st: os.stat_result) -> MemoryHeader:
 MAX_DESCRIPTION = 200
 
 
-def scan(root: str, *, limit: int | None = MAX_MEMORY_FILES) -> list[MemoryHeader]:
-    """The manifest: newest first, ``limit`` entries (None for all)."""
+def scan(root: str, *, limit: int | None = MAX_MEMORY_FILES, cache_dir: str | None = None) -> list[MemoryHeader]:
+    """The manifest: newest first, ``limit`` entries (None for all).
+
+    With ``cache_dir``, what each file's frontmatter said is kept there between
+    runs (see ``HeaderCache``), so a hook called on every prompt opens only the
+    files that changed.
+    """
+    cache = HeaderCache(os.path.join(cache_dir, HeaderCache.NAME)) if cache_dir else None
     headers = []
     for rel, entry in walk_topic_files(root):
         try:
             st = entry.stat()  # follows a symlinked file, as readFile would
-            headers.append(header_of(entry.path, rel, st))
+            header = cache.get(entry.path, rel, st) if cache else None
+            if header is None:
+                header = header_of(entry.path, rel, st)
+                if cache:
+                    cache.put(header, st)
+            headers.append(header)
         except (OSError, ValueError):
             continue  # unreadable or a directory named *.md: dropped, as Claude does
+    if cache:
+        cache.save()
     # Stable sort: ties keep directory order.
     headers.sort(key=lambda h: h.mtime_ms, reverse=True)
     return headers if limit is None else headers[:limit]
+
+
+class HeaderCache:
+    """What ``header_of`` found in each file, keyed by the file's stat.
+
+    A file is taken from the cache only when its inode, size, mtime and ctime
+    (nanoseconds) are all unchanged. ctime cannot be set back by a program, so
+    any write since the entry was made shows. As git does with its index, an
+    entry is not kept while its file is younger than ``RACY_NS``: a second write
+    within one tick of the kernel's file clock could leave every stamp as it was.
+    """
+
+    NAME = "manifest.marshal"
+    VERSION = 1
+    RACY_NS = 2_000_000_000
+
+    def __init__(self, path: str):
+        self.path = path
+        self.entries = self._load()
+        self.fresh: dict[str, tuple] = {}
+        self.changed = False
+
+    def _load(self) -> dict:
+        import marshal
+
+        try:
+            with open(self.path, "rb") as fh:
+                data = marshal.loads(fh.read())
+        except (OSError, ValueError, EOFError, TypeError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != (self.VERSION, FRONTMATTER_MAX_LINES):
+            return {}
+        entries = data.get("entries")
+        return entries if isinstance(entries, dict) else {}
+
+    @staticmethod
+    def _stamp(st: os.stat_result) -> tuple:
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def get(self, path: str, relpath: str, st: os.stat_result) -> MemoryHeader | None:
+        entry = self.entries.get(relpath)
+        if not (isinstance(entry, tuple) and len(entry) == 2 and entry[0] == self._stamp(st)):
+            return None
+        try:
+            name, description, mem_type, raw_type, warnings = entry[1]
+            header = MemoryHeader(path, relpath, st.st_mtime_ns // 1_000_000, st.st_size, name, description,
+                                  mem_type, raw_type, [Problem(code, message) for code, message in warnings])
+        except (TypeError, ValueError):
+            return None
+        self.fresh[relpath] = entry
+        return header
+
+    def put(self, header: MemoryHeader, st: os.stat_result) -> None:
+        self.changed = True
+        if time.time_ns() - st.st_ctime_ns < self.RACY_NS:
+            return
+        warnings = tuple((w.code, w.message) for w in header.warnings)
+        fields = (header.name, header.description, header.type, header.raw_type, warnings)
+        self.fresh[header.relpath] = (self._stamp(st), fields)
+
+    def save(self) -> None:
+        if not self.changed and len(self.fresh) == len(self.entries):
+            return
+        import marshal
+
+        from mem.core.store import atomic_write
+
+        try:
+            atomic_write(self.path, marshal.dumps({"version": (self.VERSION, FRONTMATTER_MAX_LINES), "entries": self.fresh}))
+        except (OSError, ValueError):
+            pass  # a cache: the scan is whole without it
 
 
 def format_manifest(headers: list[MemoryHeader]) -> str:

@@ -17,7 +17,7 @@ import stat
 import sys
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 from mem.core.errors import UsageError
 
@@ -353,8 +353,7 @@ def find_canonical_git_root(p: str) -> str | None:
 # Settings
 
 
-@dataclass(frozen=True)
-class SettingsSource:
+class SettingsSource(NamedTuple):
     name: str  # "policy" | "flag" | "local" | "project" | "user"
     path: str | None  # the file read; None for inline --settings JSON
     data: Mapping | None  # None when the file is absent, unreadable or not a JSON object
@@ -364,8 +363,7 @@ class SettingsSource:
         return f"{self.name} settings: {self.path if self.path is not None else 'inline JSON'}"
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     sources: tuple[SettingsSource, ...]  # highest precedence first
 
     def first(self, key: str, names=SETTING_SOURCES, accept=lambda v: v is not None):
@@ -641,8 +639,7 @@ def _explicit_dir(raw: str, home: str, what: str) -> str:
 # The one entry point
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     memory_dir: str  # Claude form ends with exactly one os.sep; qwen's recorded form has none
     rule: str  # which rule decided
     layout: str  # "claude" | "qwen" | "agent" | "dir"
@@ -654,7 +651,7 @@ class Resolution:
     transcripts_dir: str | None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return self._asdict()
 
 
 def resolve(

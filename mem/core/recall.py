@@ -786,7 +786,7 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
     from mem.core import manifest
 
     root = result.memory_dir
-    headers = manifest.scan(root) if os.path.isdir(root) else []
+    headers = manifest.scan(root, cache_dir=_state_dir_or_none(root)) if os.path.isdir(root) else []
     if not headers:
         result.skipped = "no_memories"
         return

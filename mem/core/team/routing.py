@@ -101,14 +101,12 @@ def check_team_write(content: str):
 
 def team_memories(memory_dir: str, memory_type: str | None = None) -> list:
     """MemoryHeaders of the topic files in team/ (relpaths start with team/), optionally of one type."""
-    import dataclasses
-
     from mem.core import manifest
 
     if not team_enabled(memory_dir):
         return []
     headers = manifest.scan(team_dir(memory_dir), limit=None)
-    return [dataclasses.replace(h, relpath=f"{TEAM_DIR_NAME}/{h.relpath}") for h in headers
+    return [h._replace(relpath=f"{TEAM_DIR_NAME}/{h.relpath}") for h in headers
             if memory_type is None or h.type == memory_type]
 
 
