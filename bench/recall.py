@@ -286,9 +286,11 @@ def render(q: dict, lat: dict | None, rounds: int) -> str:
             "",
             "The goals are judged on medians, as bench/run.py does; on a busy machine the medians of all rows "
             "rise and their ratios shrink, so the ratio of the minimums is shown beside them. "
-            "The query surfaces one memory, so reading and wrapping it is timed too. The offline ranker keeps "
-            "the terms of each file in the state directory, keyed by modification time and size; the "
-            "*first run* row starts each run with an empty state directory, so it tokenizes all 200 files.",
+            "The query surfaces one memory, so reading and wrapping it is timed too. Recall keeps two caches in "
+            "the state directory: each file's frontmatter, keyed by inode, size, mtime and ctime (files "
+            "changed in the last 2 s are always read), and the ranker's terms of each file, keyed by "
+            "modification time and size. The *first run* row starts each run with an empty state "
+            "directory, so it reads and tokenizes all 200 files.",
             "",
         ]
     return "\n".join(lines)

@@ -154,6 +154,8 @@ def main() -> int:
         "install, as users get it). The zipapp is run as `python -sE dist/mem.pyz` by that same venv's",
         "python (what its `#!/usr/bin/env -S python3 -sE` shebang does, minus a pyenv shim and the .pth",
         "files this machine's base interpreter loads at start-up, which no command of ours controls).",
+        "The warm-up run before the timed rounds is the zipapp's first, which unpacks it into shiv's",
+        "cache; the timed runs start from there through the archive's launcher (scripts/zipapp_main.py).",
         "",
     ]
     from results import write_section
