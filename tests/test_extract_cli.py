@@ -96,6 +96,21 @@ def test_usage_and_missing_transcript(fake_api, memdir, run_mem, tmp_path):
     assert fake_api.requests == []
 
 
+def test_a_file_that_is_not_a_transcript_is_an_error_not_nothing_new(fake_api, memdir, run_mem, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("remember to rotate the keys\n\n{\"not\": \"a message\"}\n")
+    r = run_mem("extract", "--transcript", str(notes))
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"mem: error: {notes} is not a transcript: none of its 2 lines is Claude Code, "
+                                "qwen-code or {role, content} JSON")
+    r = run_mem("extract", "--transcript", "-", "--session", "s1", input="plain words\n")
+    assert r.returncode == 2 and "standard input is not a transcript" in r.stderr
+    # Blank input is an empty transcript (a session that has said nothing yet), not an error.
+    r = run_mem("extract", "--transcript", "-", "--session", "s1", input="\n\n")
+    assert r.returncode == 0 and "nothing new" in r.stderr
+    assert fake_api.requests == [] and list(memdir.iterdir()) == []
+
+
 def test_default_transcript_is_the_projects_newest(fake_api, memdir, run_mem, tmp_path):
     from mem.core.paths import claude_transcripts_dir
 

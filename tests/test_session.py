@@ -159,6 +159,10 @@ def test_cli_init_show_status_compact(run_mem, tmp_path):
     assert r.returncode == 0 and r.stdout.startswith("\n# Session Title")
     r = run_mem("session", "show", "--session", "nope", "--project", str(tmp_path))
     assert r.returncode == 1 and "no session notes" in r.stderr
+    wrong = tmp_path / "summary.md"
+    wrong.write_text("# Not a transcript\n")
+    r = run_mem("session", "status", "--transcript", str(wrong), "--project", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.startswith(f"mem: error: {wrong} is not a transcript")
 
 
 def test_compact_hooks(run_mem, tmp_path, isolated_env):

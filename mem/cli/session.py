@@ -48,9 +48,9 @@ def _read_transcript(path: str | None):
     if path is None:
         return None
     if path == "-":
-        return transcripts.parse_lines(sys.stdin.buffer)
+        return transcripts.parse_lines(sys.stdin.buffer).require_known("standard input")
     try:
-        return transcripts.read_transcript(path)
+        return transcripts.read_transcript(path).require_known(path)
     except FileNotFoundError:
         raise NotFoundError(f"no transcript at {path}") from None
 

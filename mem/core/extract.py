@@ -495,11 +495,11 @@ def _load_transcript(request: ExtractRequest):
     from mem.core.transcripts import parse_lines, read_transcript
 
     if request.data is not None:
-        return parse_lines(request.data.splitlines())
+        return parse_lines(request.data.splitlines()).require_known("standard input")
     if not request.transcript:
         raise NotFoundError("no transcript given")
     try:
-        return read_transcript(request.transcript)
+        return read_transcript(request.transcript).require_known(request.transcript)
     except FileNotFoundError:
         raise NotFoundError(f"no such transcript: {request.transcript}") from None
     except IsADirectoryError:

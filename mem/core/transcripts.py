@@ -61,6 +61,16 @@ class Transcript:
     messages: list[Message]
     session_id: str | None = None
     skipped_lines: int = 0
+    lines: int = 0  # non-blank lines read
+
+    def require_known(self, source: str) -> Transcript:
+        """Itself, or a UsageError when it has lines but none in a format we read."""
+        if self.format == "empty" and self.lines:
+            from mem.core.errors import UsageError
+
+            raise UsageError(f"{source} is not a transcript: none of its {self.lines} lines is Claude Code, "
+                             "qwen-code or {role, content} JSON")
+        return self
 
     def index_of(self, uuid: str | None) -> int | None:
         if uuid is None:
@@ -95,13 +105,14 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
     messages: list[Message] = []
     fmt = first_fmt = "empty"
     session_id = None
-    skipped = 0
+    skipped = read = 0
     for n, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", "replace")
         raw = raw.strip()
         if not raw:
             continue
+        read += 1
         try:
             obj = json.loads(raw)
         except ValueError:
@@ -126,7 +137,7 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
             # bookkeeping lines have a uuid and no message, and would read as Claude's.
             if fmt == "empty":
                 fmt = line_fmt
-    return Transcript(fmt if fmt != "empty" else first_fmt, messages, session_id, skipped)
+    return Transcript(fmt if fmt != "empty" else first_fmt, messages, session_id, skipped, read)
 
 
 def detect_format(obj: dict) -> str:
