@@ -131,3 +131,49 @@ def test_events_log_tolerates_garbage(memdir, run_mem):
         fh.write("not json\n[1]\n")
     assert run_mem("log", "two").returncode == 0
     assert [e["command"] for e in _events(run_mem)] == ["log", "log"]
+
+
+def test_a_full_log_rotates_once_and_both_generations_are_read(memdir, run_mem):
+    from mem.core.events import MAX_BYTES, events_path
+
+    path = events_path()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    old = json.dumps({"time": "2026-01-01T00:00:00.000Z", "command": "log", "memory_dir": f"{memdir}/",
+                      "created": [], "updated": [], "deleted": [], "outcome": "ok", "pad": "x" * 200}) + "\n"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(old * (MAX_BYTES // len(old) + 1))
+    assert os.path.getsize(path) > MAX_BYTES
+    assert run_mem("log", "the line that fills it").returncode == 0
+    assert os.path.getsize(path + ".1") > MAX_BYTES and not os.path.exists(path)
+    assert run_mem("log", "the first line of the new log").returncode == 0
+    assert os.path.getsize(path) < 1000  # a fresh log
+    last = _events(run_mem)[-3:]
+    assert [e["time"] for e in last[:1]] == ["2026-01-01T00:00:00.000Z"]
+    assert [e["command"] for e in last] == ["log", "log", "log"] and last[1]["time"] != last[0]["time"]
+    rows = json.loads(run_mem("status", "--events", "-n", "2", "--json").stdout)
+    assert [r["time"] for r in rows] == [last[1]["time"], last[2]["time"]]
+
+
+def test_concurrent_writers_at_the_limit_lose_no_line(memdir, tmp_path):
+    import subprocess
+    import sys
+
+    from mem.core.events import MAX_BYTES, events_path
+
+    path = events_path()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    filler = json.dumps({"command": "filler", "memory_dir": "/elsewhere/", "pad": "y" * 300}) + "\n"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(filler * (MAX_BYTES // len(filler) - 20))
+    before = sum(1 for _ in open(path, encoding="utf-8"))
+    code = ("import sys; from mem.core import events\n"
+            "for i in range(60): events.record(sys.argv[1], 'log', detail={'writer': sys.argv[2], 'i': i})\n")
+    writers = [subprocess.Popen([sys.executable, "-c", code, str(memdir), str(n)], env=os.environ) for n in range(6)]
+    assert all(w.wait(timeout=60) == 0 for w in writers)
+    lines = []
+    for name in (path + ".1", path):
+        with open(name, encoding="utf-8") as fh:
+            lines += fh.read().splitlines()
+    assert len(lines) == before + 6 * 60  # rotated exactly once: the filler is all still there
+    assert sum(1 for line in lines if '"filler"' in line) == before
+    assert os.path.getsize(path) < MAX_BYTES

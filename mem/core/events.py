@@ -3,6 +3,8 @@
 Kept in the state directory (``<state>/events.jsonl``), never in the memory
 directory. Appends are single ``write`` calls on an O_APPEND descriptor, so
 concurrent writers do not interleave lines. Logging never fails a command.
+Past ``MAX_BYTES`` the log becomes ``events.jsonl.1`` (replacing the one
+before) and a new one starts, so the trail stays bounded and quick to read.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 EVENTS_NAME = "events.jsonl"
+MAX_BYTES = 8 * 1024 * 1024
 
 
 def events_path(env: Mapping[str, str] | None = None) -> str:
@@ -59,6 +62,8 @@ def record(
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line)
+            if os.fstat(fd).st_size > MAX_BYTES:
+                _rotate(path, fd)
         finally:
             os.close(fd)
     except OSError:
@@ -66,24 +71,49 @@ def record(
     return True
 
 
+def _rotate(path: str, fd: int) -> None:
+    """Move the full log aside, once, however many writers see it full.
+
+    Only the holder of the lock on the live file renames it, and only while
+    ``path`` still names that file; writers that opened it before the rename
+    append to ``.1``, so no line is lost.
+    """
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another writer is rotating it
+    if os.stat(path).st_ino == os.fstat(fd).st_ino:
+        os.replace(path, path + ".1")
+
+
 def read_events(memory_dir: str | None = None, *, limit: int | None = None,
                 env: Mapping[str, str] | None = None) -> list[dict]:
-    """Events, oldest first; only those of ``memory_dir`` when given; the last ``limit``."""
-    try:
-        with open(events_path(env), encoding="utf-8", errors="replace") as fh:
-            lines = fh.readlines()
-    except FileNotFoundError:
-        return []
+    """Events, oldest first; only those of ``memory_dir`` when given; the last ``limit``.
+
+    Reads the live log and the one rotated before it, newest line first, and
+    stops as soon as ``limit`` events are found.
+    """
+    path = events_path(env)
     want = None if memory_dir is None else os.path.normpath(memory_dir)
-    events = []
-    for line in lines:
+    newest_first: list[dict] = []
+    for name in (path, path + ".1"):
         try:
-            event = json.loads(line)
-        except ValueError:
+            with open(name, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
             continue
-        if not isinstance(event, dict):
-            continue
-        if want is not None and os.path.normpath(str(event.get("memory_dir", ""))) != want:
-            continue
-        events.append(event)
-    return events[-limit:] if limit else events
+        for raw in reversed(data.splitlines()):
+            try:
+                event = json.loads(raw.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            if want is not None and os.path.normpath(str(event.get("memory_dir", ""))) != want:
+                continue
+            newest_first.append(event)
+            if limit and len(newest_first) >= limit:
+                return newest_first[::-1]
+    return newest_first[::-1]
