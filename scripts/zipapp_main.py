@@ -16,15 +16,22 @@ def _cached_site_packages():
         return None
     import json
 
-    env = json.loads(__loader__.get_data("environment.json"))
-    if env.get("build_id") is None or env.get("entry_point") is None:
+    try:
+        env = json.loads(__loader__.get_data("environment.json"))
+    except (AttributeError, OSError, ValueError):
+        return None  # not run from the archive: shiv's bootstrap knows what to do
+    if env.get("build_id") is None or ":" not in (env.get("entry_point") or ""):
         return None
-    if any(env.get(key) for key in ("script", "preamble", "no_modify", "extend_pythonpath", "prepend_pythonpath")):
+    settings = ("script", "preamble", "no_modify", "extend_pythonpath", "prepend_pythonpath", "always_write_cache")
+    if any(env.get(key) for key in settings):
         return None
     root = os.environ.get("SHIV_ROOT", env.get("root"))
-    if root and root.startswith("$"):
-        root = os.environ.get(root[1:], root[1:])
-    root = os.path.expanduser(root or "~/.shiv")
+    if root:
+        if root.startswith("$"):
+            root = os.environ.get(root[1:], root[1:])
+        root = os.path.expanduser(root) or "."  # shiv's Path("") is the current directory
+    else:
+        root = os.path.expanduser("~/.shiv")
     name = os.path.basename(os.path.realpath(sys.argv[0]))
     site_packages = os.path.join(root, f"{name}_{env['build_id']}", "site-packages")
     if not os.path.isdir(site_packages):
@@ -39,9 +46,9 @@ def _run(site_packages, entry_point):
         return os.path.splitext(os.path.basename(part.rstrip(os.sep)))[0] in ("site-packages", "dist-packages")
 
     # As shiv does: our site-packages (and what its .pth files add) go before the first
-    # site-packages already on sys.path.
+    # site-packages already on sys.path (one at index 0 counts as none, as in shiv).
     length = len(sys.path)
-    index = next((i for i, part in enumerate(sys.path) if is_site_dir(part)), length)
+    index = next((i for i, part in enumerate(sys.path) if is_site_dir(part)), length) or length
     site.addsitedir(site_packages)
     sys.path = sys.path[:index] + sys.path[length:] + sys.path[index:length]
     module, _, func = entry_point.partition(":")

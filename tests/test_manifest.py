@@ -174,3 +174,15 @@ def test_deleted_files_leave_the_cache_and_a_broken_cache_is_ignored(tmp_path):
     (cache / "manifest.marshal").write_bytes(b"\x00garbage")
     assert scan(str(root), cache_dir=str(cache)) == scan(str(root))
     assert sorted(_cache_entries(cache)) == ["a.md", "b.md", "c.md", "e.md"]
+
+
+def test_files_too_new_to_keep_do_not_rewrite_the_cache(tmp_path):
+    root, cache = tmp_path / "m", tmp_path / "cache"
+    root.mkdir()
+    _settled(root, cache)
+    scan(str(root), cache_dir=str(cache))
+    saved = (cache / "manifest.marshal").stat()
+    write_memory(root, "new.md", name="n", description="just written")
+    for _ in range(3):
+        assert "new.md" in [h.relpath for h in scan(str(root), cache_dir=str(cache))]
+    assert (cache / "manifest.marshal").stat().st_ino == saved.st_ino  # not rewritten for a file it cannot keep

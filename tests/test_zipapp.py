@@ -89,3 +89,13 @@ def test_launcher_puts_the_extracted_packages_before_the_interpreters_own(two_bu
     loaded = [line for line in r.stderr.splitlines() if "/click/" in line and "code object from" in line]
     assert loaded and all(str(tmp_path / "shiv") in line for line in loaded), loaded
     assert "/_bootstrap/" not in r.stderr  # started by the launcher, not shiv's runtime
+
+
+def test_launcher_reads_a_shiv_root_named_by_another_variable(two_builds, tmp_path):
+    pyz = two_builds[0]
+    env = {**os.environ, "SHIV_ROOT": "$MEM_ZIPAPP_CACHE", "MEM_ZIPAPP_CACHE": str(tmp_path / "elsewhere")}
+    first, imported = _imported(pyz, env, "--version")
+    assert first.returncode == 0 and "_bootstrap" in imported
+    assert list((tmp_path / "elsewhere").glob("mem.pyz_*/site-packages"))
+    again, imported = _imported(pyz, env, "--version")
+    assert again.stdout == first.stdout and "_bootstrap" not in imported

@@ -204,6 +204,8 @@ class HeaderCache:
     any write since the entry was made shows. As git does with its index, an
     entry is not kept while its file is younger than ``RACY_NS``: a second write
     within one tick of the kernel's file clock could leave every stamp as it was.
+    (That guard reads this machine's clock: on a network file system whose
+    server clock lags far behind, such a second write could go unseen.)
     """
 
     NAME = "manifest.marshal"
@@ -212,6 +214,7 @@ class HeaderCache:
 
     def __init__(self, path: str):
         self.path = path
+        self.version = self._version()
         self.entries = self._load()
         self.fresh: dict[str, tuple] = {}
         self.changed = False
@@ -224,10 +227,21 @@ class HeaderCache:
                 data = marshal.loads(fh.read())
         except (OSError, ValueError, EOFError, TypeError):
             return {}
-        if not isinstance(data, dict) or data.get("version") != (self.VERSION, FRONTMATTER_MAX_LINES):
+        if not isinstance(data, dict) or data.get("version") != self.version:
             return {}
         entries = data.get("entries")
         return entries if isinstance(entries, dict) else {}
+
+    def _version(self) -> tuple:
+        """Entries made by other code are not trusted: the parser's files stamp the cache."""
+        from mem import __version__
+        from mem.core import frontmatter
+
+        try:
+            code = tuple(os.stat(f).st_mtime_ns for f in (__file__, frontmatter.__file__))
+        except (OSError, TypeError):
+            code = None
+        return (self.VERSION, FRONTMATTER_MAX_LINES, __version__, code)
 
     @staticmethod
     def _stamp(st: os.stat_result) -> tuple:
@@ -247,9 +261,9 @@ class HeaderCache:
         return header
 
     def put(self, header: MemoryHeader, st: os.stat_result) -> None:
-        self.changed = True
-        if time.time_ns() - st.st_ctime_ns < self.RACY_NS:
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < self.RACY_NS:
             return
+        self.changed = True
         warnings = tuple((w.code, w.message) for w in header.warnings)
         fields = (header.name, header.description, header.type, header.raw_type, warnings)
         self.fresh[header.relpath] = (self._stamp(st), fields)
@@ -262,7 +276,7 @@ class HeaderCache:
         from mem.core.store import atomic_write
 
         try:
-            atomic_write(self.path, marshal.dumps({"version": (self.VERSION, FRONTMATTER_MAX_LINES), "entries": self.fresh}))
+            atomic_write(self.path, marshal.dumps({"version": self.version, "entries": self.fresh}))
         except (OSError, ValueError):
             pass  # a cache: the scan is whole without it
 
