@@ -233,12 +233,18 @@ class HeaderCache:
         return entries if isinstance(entries, dict) else {}
 
     def _version(self) -> tuple:
-        """Entries made by other code are not trusted: the parser's files stamp the cache."""
+        """Entries made by other code are not trusted: the parser's source stamps the cache
+        (its checksum, not its mtime, so two installs of the same mem share one cache)."""
+        import zlib
+
         from mem import __version__
         from mem.core import frontmatter
 
+        code = 0
         try:
-            code = tuple(os.stat(f).st_mtime_ns for f in (__file__, frontmatter.__file__))
+            for source in (__file__, frontmatter.__file__):
+                with open(source, "rb") as fh:
+                    code = zlib.crc32(fh.read(), code)
         except (OSError, TypeError):
             code = None
         return (self.VERSION, FRONTMATTER_MAX_LINES, __version__, code)
