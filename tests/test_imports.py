@@ -22,13 +22,18 @@ finally:
 """
 
 
-def loaded_heavy(*args: str) -> list[str]:
+def probe(*args: str, heavy: tuple[str, ...] = HEAVY, input: str | None = None) -> tuple[str, list[str]]:
+    """(stdout, the modules of ``heavy`` loaded) of one mem command."""
     r = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=set(HEAVY)), *args],
-        capture_output=True, text=True, env=dict(os.environ),
+        [sys.executable, "-c", PROBE.format(heavy=set(heavy)), *args],
+        capture_output=True, text=True, env=dict(os.environ), input=input,
     )
     line = next(line for line in r.stderr.splitlines() if line.startswith("MODULES="))
-    return json.loads(line[len("MODULES="):])
+    return r.stdout, json.loads(line[len("MODULES="):])
+
+
+def loaded_heavy(*args: str) -> list[str]:
+    return probe(*args)[1]
 
 
 def test_import_mem_cli_is_light():
@@ -47,3 +52,18 @@ def test_sdk_is_installed_so_the_budget_test_means_something():
     import importlib.util
 
     assert importlib.util.find_spec("anthropic") is not None
+
+
+def test_recall_on_every_prompt_loads_no_sdk_and_builds_no_dataclass(memdir):
+    # The UserPromptSubmit hook runs on every prompt: building a dataclass execs its generated
+    # methods (~0.5 ms each), so the recall path keeps to NamedTuples and plain classes.
+    from conftest import write_memory
+
+    write_memory(memdir, "deploy.md", name="deploy", description="how we deploy to staging", type="project")
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    heavy = (*HEAVY, "dataclasses")
+    out, loaded = probe("recall", "--offline", "how", "do", "we", "deploy", heavy=heavy)
+    assert "deploy.md" in out and loaded == []
+    out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=heavy, input=payload)
+    assert "deploy.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"] and loaded == []

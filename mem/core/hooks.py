@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from mem.core.errors import UsageError
 
@@ -30,8 +29,7 @@ MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 BASE_FIELDS = ("session_id", "transcript_path", "cwd", "hook_event_name")
 
 
-@dataclass(frozen=True)
-class HookPayload:
+class HookPayload(NamedTuple):
     """One hook invocation's stdin, the fields we use picked out; ``raw`` keeps the rest."""
 
     session_id: str
@@ -41,7 +39,7 @@ class HookPayload:
     prompt: str | None = None  # UserPromptSubmit
     source: str | None = None  # SessionStart: startup | resume | clear | compact
     trigger: str | None = None  # PreCompact / PostCompact: manual | auto
-    raw: dict = field(default_factory=dict, repr=False)
+    raw: dict | None = None  # the whole payload
 
     @property
     def client(self) -> str:
@@ -53,7 +51,8 @@ class HookPayload:
         tp = (self.transcript_path or "").replace("\\", "/")
         if "/.qwen/" in tp or "/chats/" in tp:
             return "qwen"
-        if "timestamp" in self.raw and "prompt_id" not in self.raw and "permission_mode" not in self.raw:
+        raw = self.raw or {}
+        if "timestamp" in raw and "prompt_id" not in raw and "permission_mode" not in raw:
             return "qwen"
         return "claude"
 

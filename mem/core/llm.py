@@ -12,8 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from mem.core.errors import ConfigError, MemError
 
@@ -29,8 +28,7 @@ class ModelError(MemError):
         self.kind = kind  # overloaded | timeout | connection | status | bad_response
 
 
-@dataclass(frozen=True)
-class ModelConfig:
+class ModelConfig(NamedTuple):
     model: str
     api_key: str | None
     auth_token: str | None
@@ -78,39 +76,40 @@ def model_config(
     )
 
 
-@dataclass
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
 class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    calls: int = 0
+    """Tokens summed over calls (plain class: recall imports this module on every prompt)."""
+
+    __slots__ = (*_TOKEN_FIELDS, "calls")
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
 
     def add(self, usage: Any) -> None:
         self.calls += 1
-        for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        for name in _TOKEN_FIELDS:
             value = getattr(usage, name, None) if not isinstance(usage, dict) else usage.get(name)
             if isinstance(value, int):
                 setattr(self, name, getattr(self, name) + value)
 
     def as_dict(self) -> dict:
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cache_creation_input_tokens": self.cache_creation_input_tokens,
-            "cache_read_input_tokens": self.cache_read_input_tokens,
-            "calls": self.calls,
-        }
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __repr__(self) -> str:
+        return f"Usage({self.as_dict()})"
 
 
-@dataclass
 class Model:
     """A configured client; accumulates token usage over its calls."""
 
-    config: ModelConfig
-    usage: Usage = field(default_factory=Usage)
-    debug: bool = False
-    _client: Any = None
+    def __init__(self, config: ModelConfig, *, debug: bool = False):
+        self.config = config
+        self.usage = Usage()
+        self.debug = debug
+        self._client: Any = None
 
     def client(self):
         if self._client is None:

@@ -16,7 +16,7 @@ import fcntl
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
 
@@ -26,8 +26,7 @@ TEMP_FILE = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
 STALE_TEMP_AFTER = 600
 
 
-@dataclass(frozen=True)
-class WriteResult:
+class WriteResult(NamedTuple):
     path: str  # absolute path written (symlinks inside the root resolved)
     relpath: str  # relative to the memory directory, with '/' separators
     created: bool

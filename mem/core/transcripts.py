@@ -13,25 +13,22 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Tools that write files, by client: the names that count as "the agent wrote memory".
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "write_file", "edit", "replace", "NotebookEdit"})
 
 
-@dataclass
-class Block:
+class Block(NamedTuple):
     type: str  # text | tool_use | tool_result | thinking | image | other
     text: str = ""
     name: str = ""  # tool name (tool_use, and tool_result when the client records it)
-    input: dict = field(default_factory=dict)  # tool_use input
+    input: dict = {}  # tool_use input (shared when empty: never mutated)
     id: str = ""  # tool_use id, or the id a tool_result answers
     is_error: bool = False
 
 
-@dataclass
-class Message:
+class Message(NamedTuple):
     uuid: str | None
     role: str  # user | assistant | system
     blocks: list[Block]
@@ -55,8 +52,7 @@ class Message:
         return [b for b in self.blocks if b.type == "tool_use"]
 
 
-@dataclass
-class Transcript:
+class Transcript(NamedTuple):
     format: str  # claude | qwen | plain | empty
     messages: list[Message]
     session_id: str | None = None
@@ -131,7 +127,7 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
             skipped += 1  # the right keys holding the wrong kinds of value
             continue
         for m in parsed:
-            m.line = n
+            m = m._replace(line=n)
             messages.append(m)
             # The format is that of the first line carrying conversation: qwen-code's
             # bookkeeping lines have a uuid and no message, and would read as Claude's.
