@@ -30,8 +30,10 @@ import os
 import platform
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -172,6 +174,27 @@ def latency(rounds: int) -> dict:
         shutil.copy(os.path.join(BENCH, "memories", "project_staging_deploy_workaround.md"), small)
         fresh = (os.path.join(tmp, f"fresh-state-{i}") for i in itertools.count())
         args = ["recall", "--offline", "--dir", small, QUERY]
+        # The hook as Claude Code runs it: the memory dir resolved from the payload's cwd, the
+        # recent tools read from a recorded transcript; a new session each run, so each surfaces.
+        project = os.path.join(tmp, "project")
+        os.makedirs(project)
+        hook_dir = subprocess.run([mem, "path", "--project", project], env=env, capture_output=True,
+                                  text=True, check=True).stdout.strip()
+        shutil.copytree(small, hook_dir)
+        sessions = (f"bench-session-{i}" for i in itertools.count())
+
+        def payload() -> bytes:
+            return json.dumps({
+                "session_id": next(sessions), "cwd": project, "hook_event_name": "UserPromptSubmit",
+                "prompt": QUERY, "transcript_path": os.path.join(ROOT, "tests", "fixtures", "hooks",
+                                                                 "claude-code", "transcript-05.jsonl"),
+            }).encode()
+
+        # As in use, the memories are older than the header cache's 2 s "just written" window.
+        time.sleep(2.5)
+        check = subprocess.run([mem, "recall", "--hook"], input=payload(), env=env, capture_output=True)
+        if b"project_staging_deploy_workaround.md" not in check.stdout:
+            raise SystemExit(f"bench: the hook surfaced nothing: {check.stderr.decode()[-300:]}")
         samples = measure(
             {
                 "python3 -c pass": ([vpy, "-c", "pass"], None),
@@ -181,19 +204,18 @@ def latency(rounds: int) -> dict:
                 "mem scan (zipapp), for comparison": ([vpy, "-sE", zipapp, "scan", "--dir", small], None),
                 # a first run: no index cache in the state directory yet
                 "mem recall --offline (installed, first run)": ([mem, *args], lambda: {"MEM_STATE_DIR": next(fresh)}),
+                "mem recall --hook (installed), no API key": ([mem, "recall", "--hook"], None, payload),
             },
             env, rounds,
         )
     return samples
 
 
-def timed(argv: list[str], env: dict) -> float:
+def timed(argv: list[str], env: dict, stdin: bytes | None = None) -> float:
     """One cold run; exit 1 ("nothing relevant") would count as a normal outcome too."""
-    import subprocess
-    import time
 
     start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.run(argv, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[-300:]}")
@@ -201,11 +223,12 @@ def timed(argv: list[str], env: dict) -> float:
 
 
 def measure(cases: dict, env: dict, rounds: int) -> dict[str, list[float]]:
-    """Interleaved rounds; a case is (argv, None) or (argv, a function giving env changes for each run)."""
+    """Interleaved rounds; a case is (argv, None or a function giving env changes for each run[,
+    a function giving stdin for each run])."""
 
     def run(case):
-        argv, extra = case
-        return timed(argv, {**env, **(extra() if extra else {})})
+        argv, extra, *stdin = case
+        return timed(argv, {**env, **(extra() if extra else {})}, stdin[0]() if stdin else None)
 
     for case in cases.values():  # warm the page cache, shiv's extraction and the index cache
         run(case)
@@ -290,7 +313,10 @@ def render(q: dict, lat: dict | None, rounds: int) -> str:
             "the state directory: each file's frontmatter, keyed by inode, size, mtime and ctime (files "
             "changed in the last 2 s are always read), and the ranker's terms of each file, keyed by "
             "modification time and size. The *first run* row starts each run with an empty state "
-            "directory, so it reads and tokenizes all 200 files.",
+            "directory, so it reads and tokenizes all 200 files. The *hook* row is the UserPromptSubmit "
+            "hook as Claude Code runs it on every prompt: the payload on stdin, the memory directory resolved "
+            "from its cwd, the recent tools read from a recorded transcript, the hook JSON printed; with no "
+            "API key it takes the offline path.",
             "",
         ]
     return "\n".join(lines)

@@ -203,10 +203,7 @@ def atomic_write(path: str, data: bytes) -> None:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~current_umask()
-    # The .tmp suffix keeps a half-written file out of every *.md scan.
-    import tempfile  # not at import time: it costs milliseconds every hook call would pay
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=parent)
+    fd, tmp = _create_temp(parent, name)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -219,6 +216,23 @@ def atomic_write(path: str, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(parent)
+
+
+def _create_temp(parent: str, name: str) -> tuple[int, str]:
+    """A new file ``.<name>.<8 random hex>.tmp`` in ``parent``, opened 0600, as mkstemp makes.
+
+    Not tempfile.mkstemp: importing tempfile (and shutil, random) costs milliseconds that
+    the recall hook would pay on every prompt that surfaces a memory. The .tmp suffix keeps
+    a half-written file out of every *.md scan; ``TEMP_FILE`` matches these names.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(parent, f".{name}.{os.urandom(4).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name for {name} in {parent}")
 
 
 def _fsync_dir(path: str) -> None:
