@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 from conftest import write_memory
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mem.core.manifest import check, format_manifest, iso_utc_ms, read_head, scan
 
@@ -83,6 +85,17 @@ def test_read_head_strips_bom_and_cr(tmp_path):
     assert read_head(str(tmp_path / "a.md")) == "---\nname: a\ntype: user\n---\nbody"
     (h,) = scan(str(tmp_path))
     assert h.type == "user"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.text(alphabet="ab\r\ufeff-: é", max_size=700), max_size=60), bom=st.booleans())
+def test_read_head_is_the_first_30_lines_split_as_javascript_does(tmp_path, lines, bom):
+    data = ("\ufeff" if bom else "") + "\n".join(lines)
+    path = tmp_path / "h.md"
+    path.write_bytes(data.encode("utf-8"))
+    text = data[1:] if data.startswith("\ufeff") else data  # one BOM is dropped, as Claude's read does
+    want = "\n".join(line[:-1] if line.endswith("\r") else line for line in text.split("\n")[:30])
+    assert read_head(str(path)) == want
 
 
 def test_metadata_type_as_newer_claude_writes_it(tmp_path):

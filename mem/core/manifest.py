@@ -114,14 +114,16 @@ def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:
     with open(path, "rb") as fh:
         while newlines < max_lines:
             chunk = fh.read(8192)
-            if not chunk:
-                break
             chunks.append(chunk)
+            if len(chunk) < 8192:
+                break  # the end of the file: no need to ask again
             newlines += chunk.count(b"\n")
     text = b"".join(chunks).decode("utf-8", "replace")
     if text.startswith("\ufeff"):
         text = text[1:]
-    lines = text.split("\n")[:max_lines]
+    lines = text.split("\n", max_lines)[:max_lines]
+    if "\r" not in text:
+        return "\n".join(lines)
     return "\n".join(line[:-1] if line.endswith("\r") else line for line in lines)
 
 
