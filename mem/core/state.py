@@ -9,6 +9,7 @@ what Claude Code would hold.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 
@@ -17,9 +18,30 @@ def state_root(env: Mapping[str, str] | None = None) -> str:
     override = env.get("MEM_STATE_DIR")
     if override:
         return os.path.abspath(os.path.expanduser(override))
+    fast = _linux_state_root(env)
+    if fast is not None:
+        return fast
     from platformdirs import user_state_dir
 
     return user_state_dir("mem", appauthor=False)
+
+
+def _linux_state_root(env: Mapping[str, str]) -> str | None:
+    """platformdirs' ``user_state_dir("mem")`` in the plain Linux cases, without importing it.
+
+    Importing platformdirs costs ~8 ms (it loads pathlib, tempfile, shutil, random),
+    which the recall hook would pay on every prompt. Anything unusual (another
+    platform, Android, a relative or missing HOME) is left to platformdirs.
+    """
+    if sys.platform != "linux" or hasattr(sys, "getandroidapilevel") or env.get("ANDROID_DATA"):
+        return None
+    xdg = env.get("XDG_STATE_HOME", "")
+    if xdg.startswith("/"):
+        return os.path.join(xdg, "mem")
+    home = env.get("HOME", "")
+    if not home.startswith("/"):
+        return None
+    return os.path.join(home.rstrip("/") or "/", ".local", "state", "mem")
 
 
 def state_dir(memory_dir: str, env: Mapping[str, str] | None = None, *, create: bool = True) -> str:
@@ -30,3 +52,11 @@ def state_dir(memory_dir: str, env: Mapping[str, str] | None = None, *, create: 
     if create:
         os.makedirs(path, mode=0o700, exist_ok=True)
     return path
+
+
+def cache_dir(memory_dir: str) -> str | None:
+    """``state_dir``, or None where it cannot be made: every cache kept there is optional."""
+    try:
+        return state_dir(memory_dir)
+    except OSError:
+        return None
