@@ -42,7 +42,9 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
         render.info(f"no memory directory at {root}")
         headers = []
     else:
-        headers = manifest.scan(root, limit=None if all_ else manifest.MAX_MEMORY_FILES)
+        from mem.core.state import cache_dir
+
+        headers = manifest.scan(root, limit=None if all_ else manifest.MAX_MEMORY_FILES, cache_dir=cache_dir(root))
     if check:
         manifest.check(root, headers)
     if fmt != "text":

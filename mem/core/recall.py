@@ -767,15 +767,6 @@ def recall(
     return _done(result, started)
 
 
-def _state_dir_or_none(memory_dir: str) -> str | None:
-    from mem.core.state import state_dir
-
-    try:
-        return state_dir(memory_dir)
-    except OSError:
-        return None
-
-
 def _done(result: RecallResult, started: float) -> RecallResult:
     result.duration = time.monotonic() - started
     return result
@@ -784,9 +775,10 @@ def _done(result: RecallResult, started: float) -> RecallResult:
 def _select(result: RecallResult, query: str, *, limit, offline, model, timeout, state, exclude, max_chars,
             now_ms, debug) -> None:
     from mem.core import manifest
+    from mem.core.state import cache_dir
 
     root = result.memory_dir
-    headers = manifest.scan(root, cache_dir=_state_dir_or_none(root)) if os.path.isdir(root) else []
+    headers = manifest.scan(root, cache_dir=cache_dir(root)) if os.path.isdir(root) else []
     if not headers:
         result.skipped = "no_memories"
         return
@@ -823,7 +815,7 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
     if chosen is None:
         result.strategy = "offline"
         not_candidates = {h.relpath for h in every} - set(by_rel)
-        chosen = select_offline(query, every, limit, _state_dir_or_none(root), not_candidates)
+        chosen = select_offline(query, every, limit, cache_dir(root), not_candidates)
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     items: list[Surfaced] = []
