@@ -192,7 +192,8 @@ def latency(rounds: int) -> dict:
 
         # As in use, the memories are older than the header cache's 2 s "just written" window.
         time.sleep(2.5)
-        check = subprocess.run([mem, "recall", "--hook"], input=payload(), env=env, capture_output=True)
+        check = subprocess.run([mem, "recall", "--hook"], input=payload(), env={**env, "MEM_STATE_DIR": ""},
+                               capture_output=True)
         if b"project_staging_deploy_workaround.md" not in check.stdout:
             raise SystemExit(f"bench: the hook surfaced nothing: {check.stderr.decode()[-300:]}")
         samples = measure(
@@ -204,7 +205,8 @@ def latency(rounds: int) -> dict:
                 "mem scan (zipapp), for comparison": ([vpy, "-sE", zipapp, "scan", "--dir", small], None),
                 # a first run: no index cache in the state directory yet
                 "mem recall --offline (installed, first run)": ([mem, *args], lambda: {"MEM_STATE_DIR": next(fresh)}),
-                "mem recall --hook (installed), no API key": ([mem, "recall", "--hook"], None, payload),
+                # no MEM_STATE_DIR: the state directory is found as for a user, under $HOME
+                "mem recall --hook (installed), no API key": ([mem, "recall", "--hook"], lambda: {"MEM_STATE_DIR": ""}, payload),
             },
             env, rounds,
         )
@@ -315,8 +317,9 @@ def render(q: dict, lat: dict | None, rounds: int) -> str:
             "modification time and size. The *first run* row starts each run with an empty state "
             "directory, so it reads and tokenizes all 200 files. The *hook* row is the UserPromptSubmit "
             "hook as Claude Code runs it on every prompt: the payload on stdin, the memory directory resolved "
-            "from its cwd, the recent tools read from a recorded transcript, the hook JSON printed; with no "
-            "API key it takes the offline path.",
+            "from its cwd, the recent tools read from a recorded transcript, the hook JSON printed, the state "
+            "directory found under $HOME as for a user (no MEM_STATE_DIR); with no API key it takes the "
+            "offline path.",
             "",
         ]
     return "\n".join(lines)
