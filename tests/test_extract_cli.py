@@ -103,10 +103,17 @@ def test_a_file_that_is_not_a_transcript_is_an_error_not_nothing_new(fake_api, m
     assert r.returncode == 2
     assert r.stderr.strip() == (f"mem: error: {notes} is not a transcript: none of its 2 lines is Claude Code, "
                                 "qwen-code or {role, content} JSON")
-    r = run_mem("extract", "--transcript", "-", "--session", "s1", input="plain words\n")
-    assert r.returncode == 2 and "standard input is not a transcript" in r.stderr
-    # Blank input is an empty transcript (a session that has said nothing yet), not an error.
-    r = run_mem("extract", "--transcript", "-", "--session", "s1", input="\n\n")
+    r = run_mem("extract", "--transcript", "-", "--session", "s1", input="plain words\nmore words\n")
+    assert r.returncode == 2
+    assert "standard input is not a transcript: its line is not Claude Code" in r.stderr
+    # Blank input is an empty transcript (a session that has said nothing yet), not an error;
+    # so is a lone line that does not parse: the client may be writing it.
+    for data in ("\n\n", '{"type": "user", "mess'):
+        r = run_mem("extract", "--transcript", "-", "--session", "s1", input=data)
+        assert r.returncode == 0 and "nothing new" in r.stderr, data
+    # Claude Code's bookkeeping lines, before any message, are a transcript too.
+    data = '{"type": "file-history-snapshot", "messageId": "m1", "snapshot": {}}\n{"type": "custom-title", "customTitle": "x"}\n'
+    r = run_mem("extract", "--transcript", "-", "--session", "s1", input=data)
     assert r.returncode == 0 and "nothing new" in r.stderr
     assert fake_api.requests == [] and list(memdir.iterdir()) == []
 

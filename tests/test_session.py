@@ -160,7 +160,7 @@ def test_cli_init_show_status_compact(run_mem, tmp_path):
     r = run_mem("session", "show", "--session", "nope", "--project", str(tmp_path))
     assert r.returncode == 1 and "no session notes" in r.stderr
     wrong = tmp_path / "summary.md"
-    wrong.write_text("# Not a transcript\n")
+    wrong.write_text("# Not a transcript\n\nJust notes.\n")
     r = run_mem("session", "status", "--transcript", str(wrong), "--project", str(tmp_path))
     assert r.returncode == 2 and r.stderr.startswith(f"mem: error: {wrong} is not a transcript")
 

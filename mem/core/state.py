@@ -18,7 +18,7 @@ def state_root(env: Mapping[str, str] | None = None) -> str:
     override = env.get("MEM_STATE_DIR")
     if override:
         return os.path.abspath(os.path.expanduser(override))
-    fast = _linux_state_root(env)
+    fast = _linux_state_root(os.environ)  # platformdirs reads os.environ too, whatever env says
     if fast is not None:
         return fast
     from platformdirs import user_state_dir

@@ -57,15 +57,15 @@ class Transcript(NamedTuple):
     messages: list[Message]
     session_id: str | None = None
     skipped_lines: int = 0
-    lines: int = 0  # non-blank lines read
+    lines: int = 0  # non-blank lines read, less a last one that did not parse (it may be half-written)
 
     def require_known(self, source: str) -> Transcript:
         """Itself, or a UsageError when it has lines but none in a format we read."""
         if self.format == "empty" and self.lines:
             from mem.core.errors import UsageError
 
-            raise UsageError(f"{source} is not a transcript: none of its {self.lines} lines is Claude Code, "
-                             "qwen-code or {role, content} JSON")
+            some = "its line is not" if self.lines == 1 else f"none of its {self.lines} lines is"
+            raise UsageError(f"{source} is not a transcript: {some} Claude Code, qwen-code or {{role, content}} JSON")
         return self
 
     def index_of(self, uuid: str | None) -> int | None:
@@ -102,6 +102,7 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
     fmt = first_fmt = "empty"
     session_id = None
     skipped = read = 0
+    torn = False  # the last line read did not parse: perhaps still being written
     for n, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", "replace")
@@ -113,7 +114,9 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
             obj = json.loads(raw)
         except ValueError:
             skipped += 1
+            torn = True
             continue
+        torn = False
         if not isinstance(obj, dict):
             skipped += 1
             continue
@@ -133,14 +136,19 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
             # bookkeeping lines have a uuid and no message, and would read as Claude's.
             if fmt == "empty":
                 fmt = line_fmt
-    return Transcript(fmt if fmt != "empty" else first_fmt, messages, session_id, skipped, read)
+    return Transcript(fmt if fmt != "empty" else first_fmt, messages, session_id, skipped, read - torn)
+
+
+#: Claude Code lines that carry no conversation (some have neither uuid nor sessionId).
+CLAUDE_BOOKKEEPING = frozenset({"queue-operation", "last-prompt", "mode", "summary", "attachment",
+                                "file-history-snapshot", "custom-title", "agent-name"})
 
 
 def detect_format(obj: dict) -> str:
     msg = obj.get("message")
     if isinstance(msg, dict) and "parts" in msg:
         return "qwen"
-    if "uuid" in obj or obj.get("type") in ("queue-operation", "last-prompt", "mode", "summary", "attachment"):
+    if "uuid" in obj or "sessionId" in obj or obj.get("type") in CLAUDE_BOOKKEEPING:
         return "claude"
     if "role" in obj and ("content" in obj or "parts" in obj):
         return "plain"
