@@ -156,7 +156,7 @@ def latency(rounds: int) -> dict:
     import shutil
 
     from corpus import make_memory_dir
-    from run import clean_install
+    from run import clean_install, measure
 
     zipapp = os.path.join(ROOT, "dist", "mem.pyz")
     if not os.path.exists(zipapp):
@@ -210,34 +210,6 @@ def latency(rounds: int) -> dict:
             },
             env, rounds,
         )
-    return samples
-
-
-def timed(argv: list[str], env: dict, stdin: bytes | None = None) -> float:
-    """One cold run; exit 1 ("nothing relevant") would count as a normal outcome too."""
-
-    start = time.perf_counter()
-    proc = subprocess.run(argv, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[-300:]}")
-    return elapsed
-
-
-def measure(cases: dict, env: dict, rounds: int) -> dict[str, list[float]]:
-    """Interleaved rounds; a case is (argv, None or a function giving env changes for each run[,
-    a function giving stdin for each run])."""
-
-    def run(case):
-        argv, extra, *stdin = case
-        return timed(argv, {**env, **(extra() if extra else {})}, stdin[0]() if stdin else None)
-
-    for case in cases.values():  # warm the page cache, shiv's extraction and the index cache
-        run(case)
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(rounds):
-        for name, case in cases.items():
-            samples[name].append(run(case))
     return samples
 
 

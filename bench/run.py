@@ -46,20 +46,28 @@ def clean_install(where: str) -> str:
     return os.path.join(where, "bin", "mem")
 
 
-def timed(argv: list[str], env: dict) -> float:
+def timed(argv: list[str], env: dict, stdin: bytes | None = None) -> float:
+    """One cold run; exit 1 ("nothing found") counts as a normal outcome, anything else stops the bench."""
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
-    return time.perf_counter() - start
+    proc = subprocess.run(argv, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[-300:]}")
+    return elapsed
 
 
 def measure(cases: dict, env: dict, rounds: int = ROUNDS) -> dict[str, list[float]]:
-    """Interleaved rounds; a case is argv, or (argv, a function giving env changes for each run)."""
+    """Interleaved rounds after one warm-up run each (page cache, shiv's extraction, mem's caches).
+
+    A case is argv, or (argv, a function giving env changes for each run[, a function giving
+    stdin for each run]).
+    """
 
     def run(case) -> float:
-        argv, extra = case if isinstance(case, tuple) else (case, None)
-        return timed(argv, {**env, **(extra() if extra else {})})
+        argv, extra, *stdin = case if isinstance(case, tuple) else (case, None)
+        return timed(argv, {**env, **(extra() if extra else {})}, stdin[0]() if stdin else None)
 
-    for case in cases.values():  # warm the page cache, shiv's extraction and the header cache
+    for case in cases.values():
         run(case)
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(rounds):
