@@ -52,6 +52,15 @@ def resolve_dir(where: dict):
     return resolve(**where)
 
 
+def hook_where(where: dict, payload) -> dict:
+    """The options of a hook call completed from its payload: the project is the payload's cwd
+    (unless --project says otherwise), and a qwen-code payload means the qwen layout."""
+    where = {**where, "project": where.get("project") or payload.cwd}
+    if where.get("layout") == "auto" and payload.client == "qwen":
+        where["layout"] = "qwen"
+    return where
+
+
 def format_options(f: Callable) -> Callable:
     """--json / --jsonl → a ``fmt`` keyword: "text", "json" or "jsonl"."""
 

@@ -8,7 +8,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
 from mem.core.errors import NotFoundError, UsageError
 
 #: The background log is started afresh beyond this size (the previous one kept as .1).
@@ -67,9 +67,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         payload = read_payload(require=("session_id", "transcript_path"))
         transcript = payload.transcript_path
         session = session or payload.session_id
-        where = {**where, "project": where.get("project") or payload.cwd}
-        if where.get("layout") == "auto" and payload.client == "qwen":
-            where["layout"] = "qwen"
+        where = hook_where(where, payload)
     resolution = resolve_dir(where)
     memory_dir = resolution.memory_dir
     if hook and not resolution.auto_memory_enabled and resolution.rule not in ("--dir", "MEM_DIR"):

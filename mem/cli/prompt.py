@@ -7,7 +7,7 @@ import os
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
 from mem.core.errors import UsageError
 
 
@@ -69,11 +69,7 @@ def _hook(where: dict, mode: str, max_chars: int | None) -> None:
     from mem.core.hooks import CONTEXT_LIMIT
 
     payload = hooks.read_payload(events=("SessionStart",))
-    where = dict(where)
-    if where.get("project") is None:
-        where["project"] = payload.cwd
-    if where.get("layout") == "auto" and payload.client == "qwen":
-        where["layout"] = "qwen"
+    where = hook_where(where, payload)
     resolution = resolve_dir(where)
     if mode == "auto":
         mode = "supplement" if _client_loads_it(payload, resolution, where) else "full"

@@ -8,7 +8,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
 
 
@@ -142,11 +142,7 @@ def _hook(where: dict, *, limit, offline, model, timeout, tools, force, max_char
     from mem.core import hooks, recall
 
     payload = hooks.read_payload(events=("UserPromptSubmit", "SessionStart"))
-    where = dict(where)
-    if where.get("project") is None:
-        where["project"] = payload.cwd
-    if where.get("layout") == "auto" and payload.client == "qwen":
-        where["layout"] = "qwen"
+    where = hook_where(where, payload)
     resolution = resolve_dir(where)
     root = resolution.memory_dir
 
