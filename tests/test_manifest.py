@@ -199,3 +199,20 @@ def test_files_too_new_to_keep_do_not_rewrite_the_cache(tmp_path):
     for _ in range(3):
         assert "new.md" in [h.relpath for h in scan(str(root), cache_dir=str(cache))]
     assert (cache / "manifest.marshal").stat().st_ino == saved.st_ino  # not rewritten for a file it cannot keep
+
+
+def test_saving_the_cache_sweeps_what_killed_writers_left_beside_it(tmp_path):
+    root, cache = tmp_path / "m", tmp_path / "cache"
+    root.mkdir()
+    _settled(root, cache)
+    stale = [cache / ".manifest.marshal.0a1b2c3d.tmp", cache / ".recall-index.marshal.deadbeef.tmp"]
+    fresh = cache / ".manifest.marshal.12345678.tmp"  # perhaps another process writing right now
+    keep = cache / "sessions" / ".s1.json.abcdef01.tmp"  # not this directory's: left alone
+    keep.parent.mkdir()
+    for p in (*stale, fresh, keep):
+        p.write_bytes(b"half")
+    for p in (*stale, keep):
+        os.utime(p, (1000, 1000))
+    scan(str(root), cache_dir=str(cache))
+    assert not any(p.exists() for p in stale)
+    assert fresh.exists() and keep.exists() and (cache / "manifest.marshal").exists()

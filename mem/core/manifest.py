@@ -281,12 +281,14 @@ class HeaderCache:
             return
         import marshal
 
-        from mem.core.store import atomic_write
+        from mem.core.store import atomic_write, sweep_temp_files
 
         try:
             atomic_write(self.path, marshal.dumps({"version": self.version, "entries": self.fresh}))
         except (OSError, ValueError):
-            pass  # a cache: the scan is whole without it
+            return  # a cache: the scan is whole without it
+        # What a killed recall left half-written here (this cache's or the ranker's) goes too.
+        sweep_temp_files(os.path.dirname(self.path), recursive=False)
 
 
 def format_manifest(headers: list[MemoryHeader]) -> str:

@@ -139,28 +139,8 @@ class MemoryDir:
             raise PathEscapeError(f"refused directory {parent}: outside the memory directory")
 
     def sweep_temp_files(self, older_than: float = STALE_TEMP_AFTER) -> list[str]:
-        """Remove temp files a killed writer left behind; the relpaths removed.
-
-        A write takes milliseconds, so a temp file older than ``older_than``
-        seconds belongs to a process that died between write and rename.
-        """
-        import time
-
-        removed = []
-        limit = time.time() - older_than
-        for dirpath, _dirnames, filenames in os.walk(self.root):
-            for name in filenames:
-                if not TEMP_FILE.match(name):
-                    continue
-                path = os.path.join(dirpath, name)
-                try:
-                    st = os.lstat(path)
-                    if st.st_mtime < limit and not os.path.islink(path):
-                        os.unlink(path)
-                        removed.append(os.path.relpath(path, self.root).replace(os.sep, "/"))
-                except OSError:
-                    continue
-        return removed
+        """Remove temp files a killed writer left behind; the relpaths removed."""
+        return sweep_temp_files(self.root, older_than)
 
     # -- MEMORY.md read-modify-write --
 
@@ -216,6 +196,33 @@ def atomic_write(path: str, data: bytes) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(parent)
+
+
+def sweep_temp_files(root: str, older_than: float = STALE_TEMP_AFTER, *, recursive: bool = True) -> list[str]:
+    """Remove the temp files ``atomic_write`` calls that were killed left under ``root``; their relpaths.
+
+    A write takes milliseconds, so a temp file older than ``older_than``
+    seconds belongs to a process that died between write and rename.
+    """
+    import time
+
+    removed = []
+    limit = time.time() - older_than
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            if not TEMP_FILE.match(name):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+                if st.st_mtime < limit and not os.path.islink(path):
+                    os.unlink(path)
+                    removed.append(os.path.relpath(path, root).replace(os.sep, "/"))
+            except OSError:
+                continue
+        if not recursive:
+            break
+    return removed
 
 
 def _create_temp(parent: str, name: str) -> tuple[int, str]:
