@@ -242,26 +242,12 @@ def test_a_stop_payload_is_not_for_recall(project, tmp_path, run_mem):
     assert "hook event Stop is not handled here" in p.stderr
 
 
-def test_hook_mode_offline_does_not_import_the_sdk(project, tmp_path):
+@pytest.mark.parametrize("flags", [["--offline"], []], ids=["offline", "no-key"])
+def test_hook_mode_without_the_model_does_not_import_the_sdk(project, tmp_path, flags):
     repo, _ = project
     probe = (
         "import sys\n"
-        "sys.argv = ['mem', 'recall', '--hook', '--offline']\n"
-        "from mem.cli import cli\n"
-        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('HEAVY=' + ','.join(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'httpx')))\n"
-    )
-    text = payload("claude-code/UserPromptSubmit.json", repo, tmp_path, prompt="the staging deploy migration timeout")
-    p = subprocess.run([sys.executable, "-c", probe], input=text, capture_output=True, text=True)
-    assert "Memory (saved today)" in p.stdout
-    assert p.stderr.strip().endswith("HEAVY=")
-
-
-def test_without_a_key_the_hook_does_not_import_the_sdk_either(project, tmp_path):
-    repo, _ = project
-    probe = (
-        "import sys\n"
-        "sys.argv = ['mem', 'recall', '--hook']\n"
+        f"sys.argv = ['mem', 'recall', '--hook', *{flags!r}]\n"
         "from mem.cli import cli\n"
         "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
         "sys.stderr.write('HEAVY=' + ','.join(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'httpx')))\n"
