@@ -37,6 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from mem.core.frontmatter import FRONTMATTER_RE, JS_WS, js_trim
+from mem.core.paths import cut16, len16
 
 KINDS = ("managed", "user", "project", "local", "automem", "teammem")
 #: The CLAUDE.md family: instructions, as opposed to the memory indexes.
@@ -158,7 +159,7 @@ class Context:
 
     @property
     def chars(self) -> int:
-        return sum(_len16(f.content) for f in self.files)
+        return sum(len16(f.content) for f in self.files)
 
     def of_kind(self, kinds: Iterable[str]) -> list[ContextFile]:
         kinds = set(kinds)
@@ -357,10 +358,6 @@ def _within(path: str, root: str) -> bool:
     return rel == "." or not (rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel))
 
 
-def _len16(s: str) -> int:
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
-
-
 class _Loader:
     """The state of one load: files seen (each is loaded once), skips, settings read lazily."""
 
@@ -511,10 +508,9 @@ class _Loader:
 
 
 def _instruction_file(path: str, kind: str, raw: str, content: str, parent: str | None, depth: int) -> ContextFile:
-    chars = _len16(content)
+    chars = len16(content)
     truncated = chars > MAX_MEMORY_CHARACTER_COUNT
     if truncated:
-        from mem.core.index import cut16
 
         head = cut16(content, MAX_MEMORY_CHARACTER_COUNT)
         cut = head.rfind("\n")

@@ -15,6 +15,7 @@ from urllib.parse import unquote
 
 from mem.core.frontmatter import FRONTMATTER_RE, js_trim
 from mem.core.manifest import MemoryHeader, Problem
+from mem.core.paths import cut16, len16  # noqa: F401 - cut16 is part of this module's interface too
 
 INDEX_NAME = "MEMORY.md"
 MAX_ENTRYPOINT_LINES = 200
@@ -23,18 +24,6 @@ MAX_LINE_CHARS = 150  # the guidance given to agents: one line under ~150 charac
 POINTER_SEPARATOR = " — "
 # Subtrees with an index of their own (team/) or no pointers at all (logs/).
 UNINDEXED_DIRS = ("team/", "logs/")
-
-
-def len16(s: str) -> int:
-    return len(s.encode("utf-16-le")) // 2
-
-
-def cut16(s: str, units: int) -> str:
-    """``s.slice(0, units)`` in UTF-16 units (a split surrogate pair is dropped)."""
-    if len16(s) <= units:
-        return s
-    out = s.encode("utf-16-le")[: units * 2]
-    return out.decode("utf-16-le", "ignore")
 
 
 def format_file_size(n: int) -> str:

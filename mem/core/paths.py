@@ -54,6 +54,14 @@ def len16(s: str) -> int:
     return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
 
 
+def cut16(s: str, units: int) -> str:
+    """``s.slice(0, units)`` in UTF-16 units (a split surrogate pair is dropped)."""
+    if len16(s) <= units:
+        return s
+    out = s.encode("utf-16-le")[: units * 2]
+    return out.decode("utf-16-le", "ignore")
+
+
 def _code_units(s: str):
     for c in s:
         o = ord(c)

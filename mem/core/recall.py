@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from mem.core.errors import MemError
-from mem.core.paths import len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
+from mem.core.paths import cut16, len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
 
 MAX_SURFACED = 5
 MAX_MEMORY_LINES = 200
@@ -278,8 +278,6 @@ def _shorten(item: Surfaced, share: int) -> Surfaced | None:
     room = share - len16(note)
     if room < MIN_SHORTENED_CHARS:
         return None
-    from mem.core.index import cut16
-
     head = cut16(body, room)
     cut = head.rfind("\n")
     if cut >= room * 3 // 4:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from mem.core.errors import RefusedError, UsageError
+from mem.core.paths import cut16, len16
 
 DEFAULT_TEMPLATE = """
 # Session Title
@@ -59,10 +60,6 @@ TRUNCATION_MARKER = "\n[... section truncated for length ...]"
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _VAR = re.compile(r"\{\{(\w+)\}\}")
-
-
-def len16(s: str) -> int:
-    return len(s.encode("utf-16-le")) // 2
 
 
 def check_session_id(session_id: str) -> str:
@@ -374,6 +371,6 @@ def compact_context(path: str, limit: int | None = None) -> str:
     if len16(head + body + tail) > limit:
         tail = f"\n\n[The notes are longer than a hook may carry; the full session memory can be viewed at: {path}]"
         room = limit - len16(head) - len16(tail)
-        cut = body.encode("utf-16-le")[: max(room, 0) * 2].decode("utf-16-le", "ignore")
+        cut = cut16(body, max(room, 0))
         body = cut[: cut.rfind("\n")] if "\n" in cut else cut
     return head + body + tail
