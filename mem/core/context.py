@@ -511,7 +511,6 @@ def _instruction_file(path: str, kind: str, raw: str, content: str, parent: str 
     chars = len16(content)
     truncated = chars > MAX_MEMORY_CHARACTER_COUNT
     if truncated:
-
         head = cut16(content, MAX_MEMORY_CHARACTER_COUNT)
         cut = head.rfind("\n")
         head = head[:cut] if cut > 0 else head
