@@ -36,7 +36,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from mem.core.frontmatter import FRONTMATTER_RE, JS_WS, js_trim
+from mem.core.frontmatter import FRONTMATTER_RE, JS_WS, js_trim, strip_frontmatter
 from mem.core.paths import cut16, len16
 
 KINDS = ("managed", "user", "project", "local", "automem", "teammem")
@@ -414,9 +414,11 @@ class _Loader:
         if ext and ext not in TEXT_FILE_EXTENSIONS:
             self.skip(path, "not-text", f"not loaded: {ext} is not a text file extension", parent)
             return []
-        body = _strip_frontmatter(raw)
+        body = strip_frontmatter(raw)
         includes = include_targets(body, os.path.dirname(resolved), self.home)
-        content = _strip_comments(body)
+        from mem.core.index import strip_html_comments
+
+        content = strip_html_comments(body)
         if not js_trim(content):
             return []
         loaded = _instruction_file(path, kind, raw, content, parent, depth)
@@ -541,16 +543,6 @@ def _extname(path: str) -> str:
     dot = base.rfind(".")
     return "" if dot <= 0 else base[dot:]
 
-
-def _strip_frontmatter(text: str) -> str:
-    m = FRONTMATTER_RE.match(text)
-    return text[m.end():] if m else text
-
-
-def _strip_comments(text: str) -> str:
-    from mem.core.index import strip_html_comments
-
-    return strip_html_comments(text)
 
 
 # --- conditional rules ----------------------------------------------------------------------------

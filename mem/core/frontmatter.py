@@ -217,6 +217,12 @@ def _fast_load(fm_text: str) -> dict | None:
     return data
 
 
+def strip_frontmatter(text: str) -> str:
+    """The text after its frontmatter block (all of it when there is none)."""
+    m = FRONTMATTER_RE.match(text)
+    return text[m.end():] if m else text
+
+
 def parse_frontmatter(text: str) -> Parsed:
     m = FRONTMATTER_RE.match(text)
     if not m:

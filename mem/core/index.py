@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from mem.core.frontmatter import FRONTMATTER_RE, js_trim
+from mem.core.frontmatter import FRONTMATTER_RE, js_trim, strip_frontmatter
 from mem.core.manifest import MemoryHeader, Problem
 from mem.core.paths import cut16, len16  # noqa: F401 - cut16 is part of this module's interface too
 
@@ -145,11 +145,6 @@ def strip_html_comments(content: str) -> str:
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 
 
-def strip_frontmatter(text: str) -> str:
-    m = FRONTMATTER_RE.match(text)
-    return text[m.end():] if m else text
-
-
 def render_as_injected(raw: str) -> Truncation:
     """MEMORY.md exactly as an agent is given it."""
     return truncate_entrypoint(strip_html_comments(strip_frontmatter(raw)))
@@ -227,7 +222,7 @@ def lint(raw: str | None, root: str, headers: list[MemoryHeader]) -> list[IndexP
         return problems
     if FRONTMATTER_RE.match(raw):
         problems.append(IndexProblem("index-frontmatter", f"{INDEX_NAME} has frontmatter; the index should have none", 1))
-    t = truncate_entrypoint(strip_html_comments(strip_frontmatter(raw)))
+    t = render_as_injected(raw)
     if t.was_line_truncated:
         problems.append(IndexProblem("too-many-lines", f"{t.line_count} lines (limit {MAX_ENTRYPOINT_LINES}): agents see only the first {MAX_ENTRYPOINT_LINES}"))
     if t.was_byte_truncated:

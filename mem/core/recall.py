@@ -293,16 +293,12 @@ def _shorten(item: Surfaced, share: int) -> Surfaced | None:
 
 
 def read_body(path: str) -> str:
-    from mem.core.frontmatter import FRONTMATTER_RE
-
     from mem.core import ranker
+    from mem.core.frontmatter import strip_frontmatter
 
     with open(path, "rb") as fh:
         text = fh.read(ranker.BODY_CHARS * 3 + 4096).decode("utf-8", "replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    m = FRONTMATTER_RE.match(text)
-    return text[m.end():] if m else text
+    return strip_frontmatter(text[1:] if text.startswith("\ufeff") else text)
 
 
 INDEX_CACHE = "recall-index.marshal"
