@@ -151,8 +151,11 @@ def _hook(where: dict, *, limit, offline, model, timeout, tools, force, max_char
         if payload.source == "compact" and payload.session_id:
             recall.reset_session(root, payload.session_id)
         return
+    enabled, prompt = _enabled(resolution), payload.prompt or ""
     exclude: set[str] = set()
-    if payload.transcript_path and os.path.isfile(payload.transcript_path):
+    # The transcript is read only for a prompt recall will act on (qwen-code sends empty ones).
+    wanted = enabled and recall.skip_reason(prompt, force=force) is None
+    if wanted and payload.transcript_path and os.path.isfile(payload.transcript_path):
         try:
             facts = recall.transcript_facts(payload.transcript_path, payload.prompt, root)
         except OSError as exc:
@@ -161,9 +164,9 @@ def _hook(where: dict, *, limit, offline, model, timeout, tools, force, max_char
             tools = tools or facts.recent_tools
             exclude = facts.touched
     result = recall.recall(
-        root, payload.prompt or "", limit=limit, offline=offline, model=model, timeout=timeout,
+        root, prompt, limit=limit, offline=offline, model=model, timeout=timeout,
         recent_tools=tools, session_id=payload.session_id or None, exclude=exclude, force=force,
-        max_chars=max_chars or hooks.CONTEXT_LIMIT, debug=debug, enabled=_enabled(resolution),
+        max_chars=max_chars or hooks.CONTEXT_LIMIT, debug=debug, enabled=enabled,
     )
     if debug:
         render.info(f"hook: strategy={result.strategy} skipped={result.skipped} "
