@@ -55,10 +55,6 @@ CJK = ("记忆文件", "テストを実行する", "데이터베이스", "東京
 TOOLS = ("Bash", "Read", "Edit", "Write", "Grep", "Glob")
 
 
-def python_base() -> str:
-    return getattr(sys, "_base_executable", sys.executable)
-
-
 class Corpus:
     """Deterministic generator of Claude Code transcripts."""
 

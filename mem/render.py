@@ -72,11 +72,6 @@ def error(message: str) -> None:
     sys.stderr.write(_style("mem: error:", "31;1", sys.stderr) + f" {message}\n")
 
 
-def color(text: str, code: str) -> str:
-    """Colour data for stdout (only at a terminal)."""
-    return _style(text, code, sys.stdout)
-
-
 def color_err(text: str, code: str) -> str:
     """Colour for a stderr message (only at a terminal)."""
     return _style(text, code, sys.stderr)

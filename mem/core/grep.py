@@ -11,10 +11,6 @@ cannot match: files are read in large binary chunks and searched for a
 literal every match must contain, in each form a JSON writer may have given
 it (``_Prefilter``); only records holding one are parsed. Line numbers are
 counted only where something was found.
-
-    >>> m = Matcher(["tabs"], fixed=True)
-    >>> [line.text for line in m.select_lines(["spaces", "prefers tabs"])]
-    ['prefers tabs']
 """
 
 from __future__ import annotations
@@ -241,14 +237,6 @@ class Matcher:
                             merged.append(span)
                     out[i] = merged
         return out
-
-    def select_lines(self, lines: list[str]) -> list[Line]:
-        """The selected lines of a text, as Line objects (no context); a convenience for callers."""
-        return [
-            Line(i + 1, lines[i], "", 0, spans)
-            for i, spans in enumerate(self.line_spans(lines))
-            if spans is not None
-        ]
 
     def prefilter(self) -> _Prefilter | None:
         """What a raw JSONL record must contain to possibly match, or None when anything might."""

@@ -381,14 +381,6 @@ class Settings(NamedTuple):
                 return src.data[key], src
         return None
 
-    def merged(self) -> dict:
-        """Top-level keys merged, higher precedence winning."""
-        out: dict = {}
-        for src in reversed(self.sources):
-            if src.data is not None:
-                out.update(src.data)
-        return out
-
 
 def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
     """The policy (managed) settings file; MEM_MANAGED_SETTINGS overrides it (empty: none).

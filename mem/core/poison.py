@@ -44,15 +44,6 @@ from dataclasses import dataclass, field
 THRESHOLD = 1.0
 QUOTE_CHARS = 60
 
-CATEGORIES = {
-    "permission-grant": "reads as permission to act without the user's consent",
-    "fabricated-authorization": "claims an approval or consent the user would have had to give in the session",
-    "safety-bypass": "tells the agent to switch off or get around a safeguard",
-    "forbidden-action": "steers a future session toward an action no memory should ask for",
-    "instruction-injection": "addresses the model to override its instructions, or hides text from people",
-}
-
-
 @dataclass(frozen=True)
 class Rule:
     id: str

@@ -363,10 +363,8 @@ def _problems(root: str, raw_index: str | None, headers) -> list[Problem]:
 
 def _poisoned(headers) -> list[Problem]:
     """Memories ``mem lint`` flags as poisoned (permission grants, rule bypasses...), one problem each."""
-    try:
-        from mem.core.poison import scan_text
-    except ImportError:  # the guard is optional: status works without it
-        return []
+    from mem.core.poison import scan_text
+
     out = []
     for h in sorted(headers, key=lambda h: h.relpath):
         try:

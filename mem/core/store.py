@@ -53,9 +53,6 @@ class MemoryDir:
     def index_path(self) -> str:
         return os.path.join(self.root, INDEX_NAME)
 
-    def exists(self) -> bool:
-        return os.path.isdir(self.root)
-
     # -- containment --
 
     def resolve(self, target: str) -> str:

@@ -756,9 +756,6 @@ def sync(cfg: Config, *, http: Http | None = None, state: SyncState | None = Non
             http.close()
 
 
-CHANGE_STATES = ("local-only", "remote-only", "local-changed", "remote-changed", "conflict", "not-synced")
-
-
 @dataclass
 class StatusResult:
     repo: str
