@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mem.core.errors import MemError, PathEscapeError, SecretError
-from mem.core.store import INDEX_NAME, MemoryDir
+from mem.core.errors import MemError, SecretError
+from mem.core.store import INDEX_NAME, MemoryDir, _within, is_temp_name
 
 #: What a single tool result may carry back to the model.
 MAX_RESULT_CHARS = 60_000
@@ -252,10 +252,6 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _is_binary(head: bytes) -> bool:
     return b"\0" in head
 
@@ -339,8 +335,6 @@ class ToolBox:
         except SecretError as exc:
             text, ok = (f"Refused: the content contains a secret ({exc.label}, rule {exc.rule_id}). "
                         "Never store credentials in memory; leave the secret out."), False
-        except PathEscapeError as exc:
-            text, ok = f"Error: {exc}", False
         except MemError as exc:
             text, ok = f"Error: {exc}", False
         except OSError as exc:
@@ -533,7 +527,7 @@ class ToolBox:
                 seen += 1
                 if seen > WALK_MAX_ENTRIES:
                     return
-                if name.endswith(".tmp") and name.startswith("."):
+                if is_temp_name(name):
                     continue  # a write in progress
                 path = os.path.join(dirpath, name)
                 real = os.path.realpath(path)
@@ -624,7 +618,7 @@ class ToolBox:
         with os.scandir(real) as it:
             entries = sorted(it, key=lambda e: e.name)
         for e in entries:
-            if e.name.startswith(".") and e.name.endswith(".tmp"):
+            if is_temp_name(e.name):
                 continue
             if len(rows) >= LS_MAX_ENTRIES:
                 rows.append(f"[… {len(entries) - LS_MAX_ENTRIES} more entries]")

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from mem.core.errors import MemError, NotFoundError, RefusedError
+from mem.core.index import FENCE
 
 #: At most this many candidates are offered.
 DEFAULT_LIMIT = 10
@@ -51,7 +52,6 @@ note notes fact facts saved
 
 # --- multi-memory files --------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SECTION = re.compile(r"^##[ \t]+\S")
 _ITEM = re.compile(r"^(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
 
@@ -101,7 +101,7 @@ def entries(text: str) -> list[Entry]:
     fenced = []
     fence = None
     for line in lines:
-        m = _FENCE.match(line)
+        m = FENCE.match(line)
         if fence is None and m:
             fenced.append(True)
             fence = m.group(1)[0] * len(m.group(1))

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from mem.core.frontmatter import FRONTMATTER_RE, js_trim, strip_frontmatter
-from mem.core.manifest import MemoryHeader, Problem
+from mem.core.manifest import INDEX_NAME, MemoryHeader, Problem
 from mem.core.paths import cut16, len16  # noqa: F401 - cut16 is part of this module's interface too
 
-INDEX_NAME = "MEMORY.md"
 MAX_ENTRYPOINT_LINES = 200
 MAX_ENTRYPOINT_BYTES = 25_000  # compared against UTF-16 length, despite the name
 MAX_LINE_CHARS = 150  # the guidance given to agents: one line under ~150 characters
@@ -80,7 +79,8 @@ def truncate_entrypoint(raw: str) -> Truncation:
     return Truncation(t + warning, line_count, byte_count, was_line, was_byte)
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+#: A Markdown code fence opening or closing (CommonMark: up to three spaces of indent).
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _COMMENT_START = re.compile(r"^ {0,3}<!--")
 _COMMENT_SPAN = re.compile(r"<!--[\s\S]*?-->")
 
@@ -106,7 +106,7 @@ def strip_html_comments(content: str) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
-        m = _FENCE.match(line)
+        m = FENCE.match(line)
         if fence is None and m:
             fence = m.group(1)[0] * len(m.group(1))
         elif fence is not None and line.lstrip(" ").startswith(fence) and line.strip() == line.strip()[0] * len(line.strip()):

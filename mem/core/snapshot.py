@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from mem.core.errors import NotFoundError
+from mem.core.store import is_temp_name
 
 EXCLUDE = frozenset({".consolidate-lock"})
 
@@ -67,14 +68,10 @@ def tree_files(root: str) -> dict[str, str]:
         for name in filenames:
             full = os.path.join(dirpath, name)
             rel = os.path.relpath(full, root).replace(os.sep, "/")
-            if rel in EXCLUDE or _is_temp(name):
+            if rel in EXCLUDE or is_temp_name(name):
                 continue
             out[rel] = full
     return out
-
-
-def _is_temp(name: str) -> bool:
-    return name.startswith(".") and name.endswith(".tmp")  # a write path temp file
 
 
 def _copy(src: str, dst: str) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from mem.core.errors import ConfigError, MemError, RefusedError
+from mem.core.store import is_temp_name
 from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
 
@@ -336,10 +337,6 @@ class Skipped:
         return f"team/{self.key}: not synced: {self.detail or self.reason}"
 
 
-def _is_temp(name: str) -> bool:
-    return name.startswith(".") and name.endswith(".tmp")  # the write path's temp files
-
-
 def walk_team(team_dir: str) -> Iterator[tuple[str, str]]:
     """(key, path) of every regular file under team/, sorted; symlinks are not followed."""
     found = []
@@ -347,7 +344,7 @@ def walk_team(team_dir: str) -> Iterator[tuple[str, str]]:
         dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
         for name in filenames:
             path = os.path.join(dirpath, name)
-            if _is_temp(name) or os.path.islink(path) or not os.path.isfile(path):
+            if is_temp_name(name) or os.path.islink(path) or not os.path.isfile(path):
                 continue
             found.append((os.path.relpath(path, team_dir).replace(os.sep, "/"), path))
     return iter(sorted(found))
