@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from mem.core.manifest import now_iso
 
 EVENTS_NAME = "events.jsonl"
 MAX_BYTES = 8 * 1024 * 1024
@@ -41,7 +42,7 @@ def record(
 ) -> bool:
     """Append one event; False (and no exception) if the log cannot be written."""
     event = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
+        "time": now_iso(),
         "command": command,
         "memory_dir": memory_dir,
         "created": sorted(created),

@@ -71,6 +71,11 @@ def iso_utc_ms(mtime_ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"
 
 
+def now_iso() -> str:
+    """Now, as ``new Date().toISOString()`` gives it."""
+    return iso_utc_ms(time.time_ns() // 1_000_000)
+
+
 def walk_entries(root: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
     """(relpath, entry, is_dir) for everything under root, breadth first, in directory order.
 

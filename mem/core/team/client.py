@@ -177,7 +177,7 @@ def sync_lock(cfg: Config) -> Iterator[None]:
 
 
 def _now() -> str:
-    from mem.core.team.storage import now_iso
+    from mem.core.manifest import now_iso
 
     return now_iso()
 

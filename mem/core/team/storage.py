@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from mem.core.errors import ConfigError, MemError, NotFoundError, UsageError
+from mem.core.manifest import now_iso
 from mem.core.team.keys import check_repo, hash_content, repo_checksum
 
 SCHEMA_VERSION = 1
@@ -69,11 +70,6 @@ SCHEMA = (
         last_used TEXT,
         revoked TEXT)""",
 )
-
-
-def now_iso() -> str:
-    t = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
 def token_hash(token: str) -> str:
