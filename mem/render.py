@@ -46,6 +46,14 @@ def out_jsonl(rows: Iterable[Any]) -> None:
         write(encode(row) + "\n")
 
 
+def out_record(obj: Any, fmt: str) -> None:
+    """One result for a program: a JSON document for "json", one JSONL line for "jsonl"."""
+    if fmt == "json":
+        out_json(obj)
+    else:
+        out_jsonl([obj])
+
+
 def out_rows(rows: Iterable[dict], fmt: str, text: Any) -> None:
     """Render rows as ``fmt`` ("text", "json" or "jsonl"); ``text(row) -> str`` for text."""
     if fmt == "json":

@@ -101,7 +101,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
             if fmt == "text":
                 render.info(f"extracting in the background (pid {child['pid']}); log: {child['log']}")
             else:
-                _out(fmt, child)
+                render.out_record(child, fmt)
         return
 
     request = ExtractRequest(memory_dir, transcript=transcript, data=data, session=session, model=model,
@@ -116,16 +116,9 @@ def _debug_log(message: str) -> None:
     sys.stderr.write(f"mem: debug: {message}\n")
 
 
-def _out(fmt: str, data: dict) -> None:
-    if fmt == "json":
-        render.out_json(data)
-    else:
-        render.out_jsonl([data])
-
-
 def _report(result, *, fmt: str, hook: bool, max_turns: int = 5, timeout: float = 300) -> None:
     if fmt != "text" and not hook:  # a Stop hook's stdout is read by the client: keep it empty
-        _out(fmt, result.as_dict())
+        render.out_record(result.as_dict(), fmt)
     for line in _describe(result, max_turns=max_turns, timeout=timeout):
         render.info(line)
     for t in result.trailing:

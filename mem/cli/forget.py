@@ -80,10 +80,8 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
 
 
 def _output(result, fmt: str) -> None:
-    if fmt == "json":
-        render.out_json(result.as_dict())
-    elif fmt == "jsonl":
-        render.out_jsonl([result.as_dict()])
+    if fmt != "text":
+        render.out_record(result.as_dict(), fmt)
     elif result.dry_run:
         render.out(result.diff or "", nl=False)
     else:

@@ -68,7 +68,7 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
                 "line_count": t.line_count,
                 "size_utf16": t.byte_count,
             }
-            render.out_json(data) if fmt == "json" else render.out_jsonl([data])
+            render.out_record(data, fmt)
         return
 
     headers = manifest.scan(root, limit=None) if os.path.isdir(root) else []
@@ -95,10 +95,8 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
             team_root = os.path.join(memory_root, "team")
             team_raw = _read_index(None, os.path.join(team_root, idx.INDEX_NAME))
             result["team"] = _rebuild(memory_root, True, team_raw, manifest.scan(team_root, limit=None), dry_run, fmt)
-    if fmt == "json":
-        render.out_json(result)
-    elif fmt == "jsonl":
-        render.out_jsonl([result])
+    if fmt != "text":
+        render.out_record(result, fmt)
 
 
 def _rebuild(memory_root: str, team: bool, raw: str | None, headers: list, dry_run: bool, fmt: str) -> dict:

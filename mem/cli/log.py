@@ -35,9 +35,7 @@ def log_cmd(text: tuple[str, ...], where: dict, fmt: str) -> None:
     entry = dailylog.append(root, body)
     events.record(root, "log", created=[entry.relpath] if entry.created else [],
                   updated=[] if entry.created else [entry.relpath], duration=time.monotonic() - started)
-    if fmt == "json":
-        render.out_json(entry.as_dict())
-    elif fmt == "jsonl":
-        render.out_jsonl([entry.as_dict()])
+    if fmt != "text":
+        render.out_record(entry.as_dict(), fmt)
     else:
         render.out(entry.path)

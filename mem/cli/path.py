@@ -28,7 +28,5 @@ def path_cmd(where: dict, fmt: str) -> None:
         render.out(res.memory_dir)
         if not res.auto_memory_enabled:
             render.warn(f"auto memory is off here: {res.auto_memory_reason}")
-    elif fmt == "json":
-        render.out_json(data)
     else:
-        render.out_jsonl([data])
+        render.out_record(data, fmt)

@@ -54,10 +54,8 @@ def prompt_cmd(style: str, mode: str, max_chars: int | None, hook: bool, where: 
         chosen = "supplement" if mode == "supplement" else "full"
     root = resolve_dir(where).memory_dir
     result = prompt.build(root, chosen, max_chars=max_chars)
-    if fmt == "json":
-        render.out_json(result.as_dict())
-    elif fmt == "jsonl":
-        render.out_jsonl([result.as_dict()])
+    if fmt != "text":
+        render.out_record(result.as_dict(), fmt)
     else:
         render.out(result.text)
     if not os.path.isdir(root):

@@ -88,10 +88,8 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     result = recall.recall(root, text, limit=limit, offline=offline, model=model, timeout=timeout,
                            recent_tools=tools, session_id=session_id, force=force, max_chars=max_chars,
                            debug=debug_enabled(), enabled=_enabled(resolution))
-    if fmt == "json":
-        render.out_json(result.as_dict())
-    elif fmt == "jsonl":
-        render.out_jsonl([result.as_dict()])
+    if fmt != "text":
+        render.out_record(result.as_dict(), fmt)
     elif result.selected:
         render.out(result.context())
     _explain(result)
@@ -130,10 +128,8 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
     root = resolve_dir(where).memory_dir
     path, existed = recall.reset_session(root, session_id)
     data = {"session_id": session_id, "state_file": path, "reset": existed}
-    if fmt == "json":
-        render.out_json(data)
-    elif fmt == "jsonl":
-        render.out_jsonl([data])
+    if fmt != "text":
+        render.out_record(data, fmt)
     render.info(f"session {session_id}: " + ("forgot what it surfaced" if existed else "nothing recorded"))
 
 

@@ -59,10 +59,8 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
     result = remember(request, log=_debug_log if debug else None, debug=debug)
     for warning in result.warnings:
         render.warn(f"saved although {warning}")
-    if fmt == "json":
-        render.out_json(result.as_dict())
-    elif fmt == "jsonl":
-        render.out_jsonl([result.as_dict()])
+    if fmt != "text":
+        render.out_record(result.as_dict(), fmt)
     else:
         for path in result.paths:
             render.out(path)

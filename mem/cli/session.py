@@ -144,10 +144,8 @@ def status_cmd(session_id, project, file_, transcript, fmt) -> None:
         render.out(f"session {st.session_id}: ~{st.tokens} tokens; "
                    f"{'update due' if st.due else 'no update due'} ({st.reason})")
         render.out(f"notes: {st.path}{'' if st.exists else ' (not created yet)'}")
-    elif fmt == "json":
-        render.out_json(st.as_dict())
     else:
-        render.out_jsonl([st.as_dict()])
+        render.out_record(st.as_dict(), fmt)
 
 
 @session_cmd.command("update")
@@ -183,10 +181,8 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
     sid, path = _where(session_id, project, file_, t, transcript)
     result = session_update.update(sid, path, t, model=model, if_due=if_due)
     data = result.as_dict()
-    if fmt == "json":
-        render.out_json(data)
-    elif fmt == "jsonl":
-        render.out_jsonl([data])
+    if fmt != "text":
+        render.out_record(data, fmt)
     if result.skipped:
         render.info(f"not updating: {result.skipped}")
     else:
@@ -238,4 +234,4 @@ def compact_cmd(session_id, project, file_, hook, fmt) -> None:
             render.info(f"some sections were cut; the full notes are at {path}")
     else:
         data = {"path": path, "content": text, "truncated": truncated}
-        render.out_json(data) if fmt == "json" else render.out_jsonl([data])
+        render.out_record(data, fmt)

@@ -45,10 +45,8 @@ def status_cmd(show_events: bool, limit: int | None, min_hours: float, min_sessi
     from mem.core import status as st
 
     report = st.collect(res, min_hours=min_hours, min_sessions=min_sessions)
-    if fmt == "json":
-        render.out_json(report.as_dict())
-    elif fmt == "jsonl":
-        render.out_jsonl([report.as_dict()])
+    if fmt != "text":
+        render.out_record(report.as_dict(), fmt)
     else:
         render.out("\n".join(text_lines(report)))
 

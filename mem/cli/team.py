@@ -137,13 +137,6 @@ def _say_push(result) -> None:
         render.info(f"nothing to push: the server has what team/ holds for {result.repo}")
 
 
-def _emit(fmt: str, data: dict) -> None:
-    if fmt == "json":
-        render.out_json(data)
-    elif fmt == "jsonl":
-        render.out_jsonl([data])
-
-
 @team_cmd.command("pull")
 @click.option("--no-cache", is_flag=True, help="Fetch everything even when the server's ETag says nothing changed.")
 @client_options
@@ -163,7 +156,7 @@ def pull_cmd(ctx: click.Context, no_cache: bool, make_config, fmt: str) -> None:
     from mem.core.team import client
 
     result = client.pull(make_config(), use_etag=not no_cache)
-    _emit(fmt, result.as_dict()) if fmt != "text" else _report_pull(result)
+    render.out_record(result.as_dict(), fmt) if fmt != "text" else _report_pull(result)
     _say_pull(result)
     _refused_exit(ctx, result.refused)
 
@@ -191,12 +184,12 @@ def push_cmd(ctx: click.Context, make_config, fmt: str) -> None:
         result = client.push(cfg)
     except client.PushFailed as exc:
         if fmt != "text":
-            _emit(fmt, exc.result.as_dict())
+            render.out_record(exc.result.as_dict(), fmt)
         else:
             _report_push(exc.result)
         _warn_skipped(exc.result.skipped)
         raise
-    _emit(fmt, result.as_dict()) if fmt != "text" else _report_push(result)
+    render.out_record(result.as_dict(), fmt) if fmt != "text" else _report_push(result)
     _say_push(result)
     _refused_exit(ctx, result.refused)
 
@@ -228,7 +221,7 @@ def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
             pushed = client.push(cfg, http=http)
         except client.PushFailed as exc:
             if fmt != "text":
-                _emit(fmt, {"pull": pulled.as_dict(), "push": exc.result.as_dict()})
+                render.out_record({"pull": pulled.as_dict(), "push": exc.result.as_dict()}, fmt)
             else:
                 _report_push(exc.result)
             _warn_skipped(exc.result.skipped)
@@ -236,7 +229,7 @@ def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
     finally:
         http.close()
     if fmt != "text":
-        _emit(fmt, client.SyncResult(pulled, pushed).as_dict())
+        render.out_record(client.SyncResult(pulled, pushed).as_dict(), fmt)
     else:
         _report_push(pushed)
     _say_push(pushed)
@@ -273,7 +266,7 @@ def status_cmd(ctx: click.Context, offline: bool, check: bool, make_config, fmt:
             n = len(result.changes)
             render.info(f"{n} difference{'s' * (n != 1)} with {result.repo} ({where})")
     else:
-        _emit(fmt, result.as_dict())
+        render.out_record(result.as_dict(), fmt)
     if check and not result.in_sync:
         ctx.exit(ExitCode.CHECK_FAILED)
 
@@ -475,7 +468,7 @@ def token_add_cmd(repos: tuple[str, ...], label: str | None, db: str | None, fmt
         render.out(f"token {token.id} for {' '.join(token.repos)}: {secret}")
         render.info("keep it now: only its hash is stored, it cannot be shown again")
     else:
-        _emit(fmt, {**token.as_dict(), "token": secret})
+        render.out_record({**token.as_dict(), "token": secret}, fmt)
 
 
 @token_cmd.command("list")
@@ -528,4 +521,4 @@ def token_revoke_cmd(token_id: str, db: str | None, fmt: str) -> None:
     if fmt == "text":
         render.info(f"revoked token {token.id} ({' '.join(token.repos)})")
     else:
-        _emit(fmt, token.as_dict())
+        render.out_record(token.as_dict(), fmt)

@@ -53,7 +53,7 @@ def restore_snapshot(root: str, snapshot_id: str | None, dry_run: bool, fmt: str
             render.out(snapshot.unified_diff(root, tree), nl=False)
         else:
             data = {"snapshot": snap.as_dict(), **snapshot.compare(root, tree).as_dict(), "written": False}
-            render.out_json(data) if fmt == "json" else render.out_jsonl([data])
+            render.out_record(data, fmt)
         return
     started = time.monotonic()
     before = snapshot.take(root, "undo")
@@ -61,9 +61,7 @@ def restore_snapshot(root: str, snapshot_id: str | None, dry_run: bool, fmt: str
     events.record(root, "undo", created=changes.created, updated=changes.updated, deleted=changes.deleted,
                   duration=time.monotonic() - started, detail={"snapshot": snap.id, "undo_snapshot": before.id})
     data = {"snapshot": snap.as_dict(), **changes.as_dict(), "written": bool(changes), "undo_snapshot": before.id}
-    if fmt == "json":
-        render.out_json(data)
-    elif fmt == "jsonl":
-        render.out_jsonl([data])
+    if fmt != "text":
+        render.out_record(data, fmt)
     n = len(changes.created) + len(changes.updated) + len(changes.deleted)
     render.info(f"restored {snap.id} ({snap.command}): {n} file{'s' * (n != 1)} changed; `mem undo` again reverts this")
