@@ -70,6 +70,11 @@ def info(message: str) -> None:
     sys.stderr.write(f"mem: {message}\n")
 
 
+def debug(message: str) -> None:
+    """A --debug trace line, on stderr."""
+    sys.stderr.write(f"mem: debug: {message}\n")
+
+
 def warn(message: str) -> None:
     sys.stderr.write(_style("mem: warning:", "33", sys.stderr) + f" {message}\n")
 

@@ -107,13 +107,9 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
     request = ExtractRequest(memory_dir, transcript=transcript, data=data, session=session, model=model,
                              max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor,
                              project=resolution.project_root)
-    log = _debug_log if debug else None
+    log = render.debug if debug else None
     result = extract(request, wait=wait, queue=not no_queue, log=log, debug=debug)
     _report(result, fmt=fmt, hook=hook, max_turns=max_turns, timeout=timeout)
-
-
-def _debug_log(message: str) -> None:
-    sys.stderr.write(f"mem: debug: {message}\n")
 
 
 def _report(result, *, fmt: str, hook: bool, max_turns: int = 5, timeout: float = 300) -> None:

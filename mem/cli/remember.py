@@ -56,7 +56,7 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
                               update=update, force=force, scope=None if team is None else ("team" if team else "private"),
                               offline=offline, model=model, max_turns=max_turns, timeout=timeout)
     debug = debug_enabled()
-    result = remember(request, log=_debug_log if debug else None, debug=debug)
+    result = remember(request, log=render.debug if debug else None, debug=debug)
     for warning in result.warnings:
         render.warn(f"saved although {warning}")
     if fmt != "text":
@@ -71,7 +71,3 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
         render.info(f"{verb} {rel}{where_}")
     if result.strategy == "model" and result.summary:
         render.info(f"model: {' '.join(result.summary.split())}")
-
-
-def _debug_log(message: str) -> None:
-    sys.stderr.write(f"mem: debug: {message}\n")
