@@ -287,9 +287,9 @@ def _error_from(resp: Response, what: str) -> MemError:
     return TeamError(f"{what}: the team server said {resp.status}{detail}", status=resp.status, body=body)
 
 
-def retry_delay(attempt: int) -> float:
-    """Seconds before retry ``attempt`` (1-based): 0.5·2^(n-1), at most 32, plus up to 25% jitter."""
-    base = min(0.5 * 2 ** (attempt - 1), 32.0)
+def retry_delay(attempt: int, *, first: float = 0.5, cap: float = 32.0) -> float:
+    """Seconds before retry ``attempt`` (1-based): first·2^(n-1), at most cap, plus up to 25% jitter."""
+    base = min(first * 2 ** (attempt - 1), cap)
     return base + random.uniform(0, base * 0.25)
 
 

@@ -16,7 +16,6 @@ returns.
 from __future__ import annotations
 
 import os
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -66,8 +65,7 @@ class Watcher:
         self.emit({"time": now_iso(), "event": event, **fields})
 
     def _backoff(self, failures: int) -> float:
-        base = min(1.0 * 2 ** (failures - 1), self.max_backoff)
-        return base + random.uniform(0, base * 0.25)
+        return client.retry_delay(failures, first=1.0, cap=self.max_backoff)
 
     def run(self) -> int:
         """Watch until ``stop`` is set; returns the number of failed operations."""
