@@ -114,6 +114,14 @@ def test_dry_run_leaves_the_directory_byte_identical(dupes):
     assert not os.path.isdir(state) or all("mem-dream-" not in d for d in os.listdir(state))
 
 
+def test_an_empty_memory_directory_dreams_without_an_index(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = dream.run(str(empty), None, mode="mechanical", force=True)
+    assert r.ran and r.lint == [] and r.duplicates == []
+    assert not (empty / "MEMORY.md").exists()  # no index made for nothing
+
+
 def test_undo_restores_byte_identical(run_mem, dupes):
     before = tree_bytes(dupes)
     before.pop(".consolidate-lock", None)

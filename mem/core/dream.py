@@ -112,8 +112,8 @@ def run(
             work = os.path.join(scratch, "memory")
             snapshot.copy_tree(memory_dir, work)
             _job(result, work, transcripts_dir, model, gate, progress)
-            _validate_or_raise(work, memory_dir, result)
             result.changes = snapshot.compare(memory_dir, work)
+            _validate_or_raise(work, memory_dir, result.changes)
             result.diff = snapshot.unified_diff(memory_dir, work)
         finally:
             from mem.core.state import state_dir
@@ -135,7 +135,7 @@ def run(
     try:
         _job(result, memory_dir, transcripts_dir, model, gate, progress)
         result.changes = snapshot.compare(tree, memory_dir)
-        _validate_or_raise(memory_dir, tree, result)
+        _validate_or_raise(memory_dir, tree, result.changes)
     except BaseException:
         snapshot.restore(memory_dir, snap)
         consolidation.rollback(memory_dir, prior)
@@ -250,8 +250,14 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, n
 
         store.update_index(repoint)
     progress("prune and index: rebuilding MEMORY.md")
-    remaining = manifest.scan(root, limit=None)
-    store.update_index(lambda text: idx.rebuild(text, root, remaining) if (text is not None or remaining) else None)
+    remaining = manifest.scan(root, limit=None)  # only MEMORY.md changes from here on: this is the final manifest
+    rebuilt: list[str | None] = [None]
+
+    def rebuild(text: str | None) -> str | None:
+        rebuilt[0] = idx.rebuild(text, root, remaining) if (text is not None or remaining) else None
+        return rebuilt[0]
+
+    store.update_index(rebuild)
     # Near duplicates: reported, never merged without a model to judge them.
     alive = [h for h in headers if h.relpath not in replace]
     sh = {h.relpath: _shingles(bodies[h.relpath] + " " + (h.description or "")) for h in alive}
@@ -263,12 +269,9 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, n
             score = len(sa & sb) / len(sa | sb)
             if score >= near_threshold:
                 result.near_duplicates.append({"a": a.relpath, "b": b.relpath, "similarity": round(score, 3)})
-    with open(store.index_path, encoding="utf-8") as fh:
-        index_text = fh.read()
-    final = manifest.scan(root, limit=None)
     result.lint = [f"MEMORY.md{':' + str(p.line) if p.line else ''}: {p.code}: {p.message}"
-                   for p in idx.lint(index_text, root, final)]
-    result.lint += [f"{h.relpath}: {w.code}: {w.message}" for h in final for w in h.warnings]
+                   for p in idx.lint(rebuilt[0], root, remaining)]
+    result.lint += [f"{h.relpath}: {w.code}: {w.message}" for h in remaining for w in h.warnings]
     n = len(result.duplicates)
     result.summary = (f"merged {sum(len(g) - 1 for g in result.duplicates)} exact duplicate file(s) in {n} group(s); "
                       f"{len(result.near_duplicates)} near-duplicate pair(s) left for review; index rebuilt")
@@ -277,15 +280,18 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, n
 # --- validation -------------------------------------------------------------
 
 
-def validate(root: str, before_root: str) -> list[str]:
-    """Rules a consolidated directory must keep; each problem as one line."""
+def validate(root: str, before_root: str, changes: snapshot.Changes | None = None) -> list[str]:
+    """Rules a consolidated directory must keep; each problem as one line.
+
+    ``changes`` is ``snapshot.compare(before_root, root)`` when the caller has it already.
+    """
     from mem.core import index as idx
     from mem.core import manifest
     from mem.core.frontmatter import memory_type_of, parse_frontmatter
     from mem.core.secrets import first_secret
 
     problems = []
-    changes = snapshot.compare(before_root, root)
+    changes = snapshot.compare(before_root, root) if changes is None else changes
     for rel in changes.updated + changes.deleted:
         if rel.startswith("logs/"):
             if rel in changes.deleted:
@@ -329,8 +335,8 @@ def validate(root: str, before_root: str) -> list[str]:
     return problems
 
 
-def _validate_or_raise(root: str, before_root: str, result: DreamResult) -> None:
-    problems = validate(root, before_root)
+def _validate_or_raise(root: str, before_root: str, changes: snapshot.Changes) -> None:
+    problems = validate(root, before_root, changes)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         err = ValidationError(f"the consolidated memory failed validation, nothing kept: {shown}")
