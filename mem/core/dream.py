@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -107,20 +105,11 @@ def run(
     if not os.path.isdir(memory_dir):
         raise MemError(f"no memory directory at {memory_dir}")
     if dry_run:
-        scratch = tempfile.mkdtemp(prefix="mem-dream-")
-        try:
-            work = os.path.join(scratch, "memory")
-            snapshot.copy_tree(memory_dir, work)
+        with snapshot.scratch_copy(memory_dir, "mem-dream-") as work:
             _job(result, work, transcripts_dir, model, gate, progress)
             result.changes = snapshot.compare(memory_dir, work)
             _validate_or_raise(work, memory_dir, result.changes)
             result.diff = snapshot.unified_diff(memory_dir, work)
-        finally:
-            from mem.core.state import state_dir
-
-            shutil.rmtree(scratch, ignore_errors=True)
-            # Index locks taken on the scratch copy left a state directory for it.
-            shutil.rmtree(state_dir(work, create=False), ignore_errors=True)
         result.ran = True
         result.duration_s = time.monotonic() - started
         return result

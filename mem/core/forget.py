@@ -570,12 +570,8 @@ def drop_pointers(text: str | None, deleted: set[str]) -> str | None:
     return "\n".join(line for i, line in enumerate(lines, start=1) if i not in gone)
 
 
-def _apply(memory, changes: list[Change], *, scratch: bool = False) -> tuple[list[str], list[str]]:
-    """Carry out ``changes`` in ``memory``: (deleted, updated) relpaths, MEMORY.md included.
-
-    A ``scratch`` copy (a dry run) is nobody else's: its index is changed without the
-    index lock, which would leave a state directory behind for a temporary path.
-    """
+def _apply(memory, changes: list[Change]) -> tuple[list[str], list[str]]:
+    """Carry out ``changes`` in ``memory``: (deleted, updated) relpaths, MEMORY.md included."""
     deleted, updated = [], []
     for c in changes:
         if c.action == "delete":
@@ -588,15 +584,7 @@ def _apply(memory, changes: list[Change], *, scratch: bool = False) -> tuple[lis
             updated.append(c.relpath)
     if deleted:
         gone = set(deleted)
-        if scratch:
-            try:
-                with open(memory.index_path, encoding="utf-8", newline="") as fh:
-                    index = drop_pointers(fh.read(), gone)
-            except FileNotFoundError:
-                index = None
-            changed = index is not None and memory.write("MEMORY.md", index).changed
-        else:
-            changed = memory.update_index(lambda old: drop_pointers(old, gone)) is not None
+        changed = memory.update_index(lambda old: drop_pointers(old, gone)) is not None
         if changed:
             updated.append("MEMORY.md")
     return deleted, updated
@@ -637,9 +625,6 @@ class ForgetResult:
 def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: bool = False,
           keep: int = 20) -> ForgetResult:
     """Remove ``chosen`` (after a snapshot), or with ``dry_run`` show the diff of doing so."""
-    import shutil
-    import tempfile
-
     from mem.core import events, snapshot
     from mem.core.store import MemoryDir
 
@@ -649,14 +634,9 @@ def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: 
         return result
     changes = plan(memory_dir, chosen)
     if dry_run:
-        scratch = tempfile.mkdtemp(prefix="mem-forget-")
-        try:
-            work = os.path.join(scratch, "memory")
-            snapshot.copy_tree(memory_dir, work)
-            result.deleted, result.updated = _apply(MemoryDir(work), changes, scratch=True)
+        with snapshot.scratch_copy(memory_dir, "mem-forget-") as work:
+            result.deleted, result.updated = _apply(MemoryDir(work), changes)
             result.diff = snapshot.unified_diff(memory_dir, work)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
         result.duration_s = time.monotonic() - started
         return result
     memory = MemoryDir(memory_dir)

@@ -10,12 +10,14 @@ time of the last consolidation, not memory content.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mem.core.errors import NotFoundError
@@ -72,6 +74,26 @@ def tree_files(root: str) -> dict[str, str]:
                 continue
             out[rel] = full
     return out
+
+
+@contextlib.contextmanager
+def scratch_copy(root: str, prefix: str) -> Iterator[str]:
+    """A throwaway copy of ``root`` for a dry run: its path inside a new temporary directory.
+
+    Removed afterwards, with the state directory that index locks taken on it made.
+    """
+    import tempfile
+
+    from mem.core.state import state_dir
+
+    scratch = tempfile.mkdtemp(prefix=prefix)
+    work = os.path.join(scratch, "memory")
+    try:
+        copy_tree(root, work)
+        yield work
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(state_dir(work, create=False), ignore_errors=True)
 
 
 def _copy(src: str, dst: str) -> None:
