@@ -17,13 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-# JavaScript's \s, which differs from Python's: it includes U+FEFF and excludes
-# the \x1c-\x1f separators that str.isspace() accepts.
-JS_WS = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-JS_WS_CHARS = frozenset(
-    "\t\n\v\f\r \u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff"
-    + "".join(chr(c) for c in range(0x2000, 0x200B))
-)
+from mem.core.paths import JS_WHITESPACE as JS_WS  # JavaScript's \s, as a character-class body
+from mem.core.paths import js_trim  # noqa: F401 - part of this module's interface
 
 FRONTMATTER_RE = re.compile(rf"^---[{JS_WS}]*\n([\s\S]*?)---[{JS_WS}]*\n?")
 
@@ -31,11 +26,6 @@ MEMORY_TYPES = ("user", "feedback", "project", "reference")
 
 _SIMPLE_LINE = re.compile(r"^([a-zA-Z_-]+):[" + JS_WS + r"]+(.+)$")
 _YAML_SPECIAL = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
-
-
-def js_trim(s: str) -> str:
-    """String.prototype.trim: JS whitespace and line terminators, BOM included."""
-    return s.strip("".join(JS_WS_CHARS))
 
 
 # --- YAML ------------------------------------------------------------------

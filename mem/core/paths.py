@@ -35,8 +35,10 @@ _NON_ALNUM = re.compile(r"[^a-zA-Z0-9]")
 _TRAILING_SEPS = re.compile(r"[/\\]+\Z")
 _DRIVE_ROOT = re.compile(r"[A-Za-z]:")
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-# String.prototype.trim's whitespace (ECMAScript WhiteSpace + LineTerminator), BOM included.
-_JS_WHITESPACE = (
+#: JavaScript's ``\s``, which String.prototype.trim strips: ECMAScript WhiteSpace + LineTerminator,
+#: BOM included. It differs from Python's: it has U+FEFF and lacks the \x1c-\x1f separators.
+#: No character in it is special inside a regex character class.
+JS_WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
     "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
@@ -119,8 +121,9 @@ def _nfc(s: str) -> str:
     return unicodedata.normalize("NFC", s)
 
 
-def _js_trim(s: str) -> str:
-    return s.strip(_JS_WHITESPACE)
+def js_trim(s: str) -> str:
+    """String.prototype.trim."""
+    return s.strip(JS_WHITESPACE)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,17 +331,17 @@ def resolve_canonical_root(git_root: str) -> str:
     Example: resolve_canonical_root("/home/u/wt") == "/home/u/repo"
     """
     try:
-        content = _js_trim(_read_text(_join(git_root, ".git")))
+        content = js_trim(_read_text(_join(git_root, ".git")))
         if not content.startswith("gitdir:"):
             return git_root
-        worktree_git_dir = _resolve(git_root, _js_trim(content[len("gitdir:"):]))
+        worktree_git_dir = _resolve(git_root, js_trim(content[len("gitdir:"):]))
         # A submodule has no commondir: reading it raises, and a submodule is its own repo.
-        common_dir = _resolve(worktree_git_dir, _js_trim(_read_text(_join(worktree_git_dir, "commondir"))))
+        common_dir = _resolve(worktree_git_dir, js_trim(_read_text(_join(worktree_git_dir, "commondir"))))
         # The .git file and commondir come with a cloned repo, so they are attacker-controlled:
         # accept only the layout `git worktree add` makes, and a backlink to this very checkout.
         if _resolve(_dirname(worktree_git_dir)) != _join(common_dir, "worktrees"):
             return git_root
-        backlink = _realpath_strict(_js_trim(_read_text(_join(worktree_git_dir, "gitdir"))))
+        backlink = _realpath_strict(js_trim(_read_text(_join(worktree_git_dir, "gitdir"))))
         if backlink != _join(_realpath_strict(git_root), ".git"):
             return git_root
         if _basename(common_dir) != ".git":

@@ -31,6 +31,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from mem.core.paths import JS_WHITESPACE as _JS_SPACE  # JS ``\s``, as a character-class body
+
 __all__ = [
     "RULES",
     "SecretFinding",
@@ -44,10 +46,6 @@ __all__ = [
 
 REDACTED = "[REDACTED]"
 
-#: JS ``\s``: WhiteSpace (TAB, VT, FF, SP, NBSP, ZWNBSP, Zs) plus LineTerminator.
-_JS_SPACE = (
-    r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
 
 # Assembled at run time so this file holds nothing that looks like a key prefix.
 _ANT_API = "-".join(["sk", "ant", "api"])
