@@ -331,9 +331,10 @@ def load_context(
         entry = loader.index(os.path.join(memory_dir, "MEMORY.md"), "automem")
         if entry is not None:
             ctx.files.append(entry)
-        team = os.path.join(memory_dir, "team")
-        if not os.path.islink(team.rstrip(os.sep)):  # a linked team/ is not team memory
-            entry = loader.index(os.path.join(team, "MEMORY.md"), "teammem")
+        from mem.core.team.routing import team_dir, team_enabled
+
+        if team_enabled(memory_dir):  # a linked team/ is not team memory
+            entry = loader.index(os.path.join(team_dir(memory_dir), "MEMORY.md"), "teammem")
             if entry is not None:
                 ctx.files.append(entry)
     ctx.skipped = loader.skipped
