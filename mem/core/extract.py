@@ -434,16 +434,8 @@ def build_system_prompt(max_turns: int = MAX_TURNS, *, team: bool = False) -> st
     return text
 
 
-@dataclass
-class Prompt:
-    system: str
-    user: str
-    index_shown_whole: bool
-    manifest_entries: int
-
-
 def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS, today: str | None = None,
-                 sections: list[tuple[str, str]] | None = None, team: bool = False) -> Prompt:
+                 sections: list[tuple[str, str]] | None = None, team: bool = False) -> guidance.Prompt:
     """The extraction prompt: instructions (system), then the date, the memory dir, the manifest,
     the index and the conversation (user). ``sections`` adds (heading, text) parts before the
     conversation, for jobs that need more (team routing, say)."""
@@ -467,8 +459,7 @@ def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS,
         f"<conversation>\n{conversation}\n</conversation>"
     )
     parts.append("Decide what in this conversation, if anything, is worth remembering, and save it.")
-    return Prompt(build_system_prompt(max_turns, team=team), "\n\n".join(parts), existing.index_shown_whole,
-                  existing.entries)
+    return guidance.Prompt(build_system_prompt(max_turns, team=team), "\n\n".join(parts), existing.index_shown_whole)
 
 
 #: How much of the project's CLAUDE.md files the prompt carries.

@@ -84,13 +84,21 @@ INDEX_BUDGET = 25_000
 
 
 @dataclass
+class Prompt:
+    """What a memory-writing job sends: instructions, the user message, and whether it showed MEMORY.md whole."""
+
+    system: str
+    user: str
+    index_shown_whole: bool
+
+
+@dataclass
 class ExistingMemories:
     """The manifest and the index, as the prompts show them."""
 
     manifest: str  # "## Existing memories ..." part
     index: str  # "## MEMORY.md, the index ..." part
     index_shown_whole: bool  # the model saw MEMORY.md's exact bytes (it may then edit it without a read)
-    entries: int  # topic files listed
 
     @property
     def parts(self) -> list[str]:
@@ -120,5 +128,4 @@ def existing_memories(memory_dir: str, *, index_budget: int = INDEX_BUDGET) -> E
         "## Existing memories\nOne line each: - [type] file (last modified): description\n\n" + listing,
         "## MEMORY.md, the index\n\n" + index_text,
         whole,
-        len(headers),
     )

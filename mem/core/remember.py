@@ -412,15 +412,8 @@ def build_system_prompt(max_turns: int = MAX_TURNS, *, team: bool = False) -> st
     return text.format(max_turns=max_turns)
 
 
-@dataclass
-class Prompt:
-    system: str
-    user: str
-    index_shown_whole: bool
-
-
 def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | None, team: bool,
-                 today: str | None = None) -> Prompt:
+                 today: str | None = None) -> guidance.Prompt:
     """The instructions (system) and the date, the manifest, the index, the user's choices and the text."""
     import datetime
 
@@ -452,7 +445,7 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
         parts.append("## What the user chose\n\n" + "\n".join(chosen))
     parts.append(f"## The text to remember\n\n<remember>\n{request.text.strip()}\n</remember>")
     parts.append("Save this as one memory.")
-    return Prompt(build_system_prompt(request.max_turns, team=team), "\n\n".join(parts), existing.index_shown_whole)
+    return guidance.Prompt(build_system_prompt(request.max_turns, team=team), "\n\n".join(parts), existing.index_shown_whole)
 
 
 def _agent(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None,
