@@ -820,6 +820,16 @@ class AgentResult:
     def refused(self) -> int:
         return sum(1 for c in self.tool_calls if not c.ok)
 
+    @property
+    def written_note(self) -> str:
+        """``; it had written a.md, b.md`` for an error message, or nothing."""
+        return f"; it had written {', '.join(self.files_written)}" if self.files_written else ""
+
+    def timeout_if_unanswered(self, deadline_s: float) -> None:
+        """A deadline reached before the model's first answer is a timeout error, not an empty run."""
+        if self.error is None and self.stop_reason == "deadline" and self.turns == 0:
+            self.error, self.error_kind = f"the time budget ({deadline_s:g}s) ran out before the model answered", "timeout"
+
     def as_dict(self) -> dict:
         return {
             "text": self.text,

@@ -593,15 +593,13 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     result.tool_calls, result.usage = run.tool_calls, run.usage.as_dict()
     detail = {"session": session, "transcript": request.label, "messages": len(new), "turns": run.turns,
               "stop_reason": run.stop_reason, "refused": run.refused, "model": config.model}
-    if run.error is None and run.stop_reason == "deadline" and run.turns == 0:
-        run.error, run.error_kind = f"the time budget ({request.timeout:g}s) ran out before the model answered", "timeout"
+    run.timeout_if_unanswered(request.timeout)
     if run.error:
         result.duration_s = time.monotonic() - started
         events.record(memory_dir, "extract", created=run.created, updated=run.updated, strategy="model",
                       tokens=result.usage, duration=result.duration_s, outcome="error",
                       detail={**detail, "error": run.error})
-        wrote_note = f"; it had written {', '.join(run.files_written)}" if run.files_written else ""
-        raise llm.ModelError(f"extraction failed: {run.error}; the cursor stays where it was{wrote_note}",
+        raise llm.ModelError(f"extraction failed: {run.error}; the cursor stays where it was{run.written_note}",
                              run.error_kind or "error")
     result.indexed = ensure_indexed(MemoryDir(memory_dir), run.files_written)
     advance()

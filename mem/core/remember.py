@@ -477,14 +477,12 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
     result.tokens = run.usage.as_dict() if run.usage is not None else None
     result.summary = (run.text or "").strip()
     result.created, result.updated = list(run.created), list(run.updated)
-    if run.error is None and run.stop_reason == "deadline" and run.turns == 0:
-        run.error, run.error_kind = f"the time budget ({request.timeout:g}s) ran out before the model answered", "timeout"
+    run.timeout_if_unanswered(request.timeout)
     if run.error:
         events.record(request.memory_dir, "remember", created=run.created, updated=run.updated, strategy="model",
                       tokens=result.tokens, duration=time.monotonic() - started, outcome="error",
                       detail={"error": run.error, "model": config.model, "turns": run.turns})
-        wrote = f"; it had written {', '.join(run.files_written)}" if run.files_written else ""
-        raise llm.ModelError(f"remember failed: {run.error}{wrote}", run.error_kind or "error")
+        raise llm.ModelError(f"remember failed: {run.error}{run.written_note}", run.error_kind or "error")
     topics = [rel for rel in run.files_written if rel.rsplit("/", 1)[-1] != "MEMORY.md"]
     result.saved = topics
     if not topics:
