@@ -212,3 +212,10 @@ def test_fast_path_covers_the_usual_files():
     for path in files:
         fm = path.read_text().split("---\n")[1]
         assert _fast_load(fm) is not None, path
+
+
+def test_setting_a_nested_key_under_a_scalar_is_refused_cleanly():
+    doc = Document("---\nmetadata: x\n---\nbody\n")
+    with pytest.raises(ValueError, match="'metadata' is not a mapping"):
+        doc.set("metadata.type", "user")
+    assert doc.render() == "---\nmetadata: x\n---\nbody\n"

@@ -359,9 +359,9 @@ class Document:
             parent, child = key.split(".", 1)
         else:
             parent, child = None, key
-        current = self.data.get(parent, {}).get(child) if parent else self.data.get(child)
         if parent and not isinstance(self.data.get(parent), dict) and parent in self.data:
             raise ValueError(f"frontmatter key {parent!r} is not a mapping")
+        current = self.data.get(parent, {}).get(child) if parent else self.data.get(child)
         if current == value and (child in (self.data.get(parent) or {}) if parent else child in self.data):
             return
         nl = self.newline
