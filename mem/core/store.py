@@ -115,20 +115,20 @@ class MemoryDir:
         atomic_write(real, data)
         return WriteResult(real, rel, created=created, changed=True)
 
-    def delete(self, target: str, *, allow_index: bool = False) -> str:
+    def delete(self, target: str) -> str:
         """Remove a file; a symbolic link is removed itself, never the file it points at."""
         lexical = os.path.normpath(target if os.path.isabs(target) else os.path.join(self.root, target))
         if "\0" not in target and os.path.islink(lexical):
             parent = os.path.realpath(os.path.dirname(lexical))
             if not _within(parent, self.real_root):
                 raise PathEscapeError(f"refused path {target}: it is outside the memory directory")
-            if os.path.basename(lexical) == INDEX_NAME and not allow_index:
+            if os.path.basename(lexical) == INDEX_NAME:
                 raise PathEscapeError(f"refused to delete {target}: it is a memory index")
             os.unlink(lexical)
             _fsync_dir(parent)
             return lexical
         real = self.resolve(target)
-        if os.path.basename(real) == INDEX_NAME and not allow_index:
+        if os.path.basename(real) == INDEX_NAME:
             raise PathEscapeError(f"refused to delete {target}: it is a memory index")
         os.unlink(real)
         _fsync_dir(os.path.dirname(real))
@@ -147,10 +147,10 @@ class MemoryDir:
     # -- MEMORY.md read-modify-write --
 
     @contextlib.contextmanager
-    def index_lock(self, *, wait: bool = True) -> Iterator[None]:
+    def index_lock(self) -> Iterator[None]:
         from mem.core.state import state_dir
 
-        with file_lock(os.path.join(state_dir(self.root), "index.lock"), wait=wait):
+        with file_lock(os.path.join(state_dir(self.root), "index.lock")):
             yield
 
     def update_index(self, change: Callable[[str | None], str | None], *, name: str = INDEX_NAME) -> WriteResult | None:
