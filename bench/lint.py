@@ -26,7 +26,7 @@ POISON = os.path.join(ROOT, "tests", "fixtures", "poison")
 
 
 def evaluate(root: str) -> dict:
-    from mem.core.poison import scan_text
+    from mem.core.guards.poison import scan_text
 
     out = {"tp": 0, "fp": 0, "fn": 0, "tn": 0, "false_positives": [], "missed": [], "seconds": 0.0, "files": 0,
            "caught_by": Counter()}

@@ -57,7 +57,8 @@ def load_queries() -> list[dict]:
 
 def offline_selector(memory_dir: str):
     """What `mem recall --offline` selects, built once for the whole set."""
-    from mem.core import manifest, recall
+    from mem.core.memdir import manifest
+    from mem.core import recall
 
     headers = manifest.scan(memory_dir)
     index = recall.offline_index(headers)
@@ -75,8 +76,8 @@ def baseline_selector(memory_dir: str):
     top 5 with a score above 0. Tokens are the query's lower-cased words
     split at non-word characters; "found" means a substring of the file's text.
     """
-    from mem.core import manifest
-    from mem.core.frontmatter import parse_frontmatter
+    from mem.core.memdir import manifest
+    from mem.core.memdir.frontmatter import parse_frontmatter
 
     docs = []
     for h in manifest.scan(memory_dir):

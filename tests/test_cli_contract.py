@@ -193,7 +193,7 @@ def test_python_dash_m_entry_point(memdir):
 
 
 def test_rebuild_appends_an_event(run_mem, populated):
-    from mem.core.events import read_events
+    from mem.core.memdir.events import read_events
 
     (populated / "MEMORY.md").write_text("- [User role](user_role.md) — backend\n")
     assert run_mem("index", "--rebuild").returncode == 0

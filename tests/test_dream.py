@@ -13,7 +13,8 @@ import pytest
 from conftest import write_memory
 from test_snapshot_undo import tree_bytes
 
-from mem.core import consolidation, dream, snapshot
+from mem.core import consolidation, dream
+from mem.core.memdir import snapshot
 from mem.core.errors import LockedError
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import write_memory
-from mem.core import events, extract as ex
+from mem.core.memdir import events
+from mem.core import extract as ex
 from mem.core.errors import ConfigError, ExitCode, LockedError
 from mem.core.llm import ModelError
 

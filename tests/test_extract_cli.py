@@ -252,7 +252,7 @@ def test_background_returns_at_once_and_closes_the_pipes(fake_api, memdir, trans
     assert not (memdir / "user-prefers-tabs.md").exists()  # the model has not answered yet
     wait_for(lambda: (memdir / "MEMORY.md").exists(), what="the background extraction")
     assert (memdir / "user-prefers-tabs.md").read_text() == GOOD
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     log = Path(state_dir(str(memdir))) / "logs" / "extract.log"
     wait_for(lambda: "Saved 1 memory" in log.read_text(), what="the log")

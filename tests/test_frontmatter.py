@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mem.core.frontmatter import (
+from mem.core.memdir.frontmatter import (
     Document,
     description_of,
     js_trim,
@@ -190,7 +190,7 @@ _fast_lines = st.lists(
 @settings(max_examples=500, deadline=None)
 @given(_fast_lines)
 def test_fast_path_agrees_with_yaml_whenever_it_answers(lines):
-    from mem.core.frontmatter import YamlError, _fast_load, load_yaml
+    from mem.core.memdir.frontmatter import YamlError, _fast_load, load_yaml
 
     text = "".join(f"{indent}{key}:" + ("" if value is None else f" {value}") + "\n" for indent, key, value in lines)
     fast = _fast_load(text)
@@ -204,7 +204,7 @@ def test_fast_path_agrees_with_yaml_whenever_it_answers(lines):
 
 
 def test_fast_path_covers_the_usual_files():
-    from mem.core.frontmatter import _fast_load
+    from mem.core.memdir.frontmatter import _fast_load
 
     examples = Path(__file__).parent.parent / "examples" / "memory"
     files = [p for p in [*CLIENT_FILES, *examples.glob("*.md")] if p.name != "MEMORY.md"]

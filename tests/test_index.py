@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import write_memory
 
-from mem.core.index import (
+from mem.core.memdir.index import (
     format_file_size,
     len16,
     lint,
@@ -14,7 +14,7 @@ from mem.core.index import (
     strip_html_comments,
     truncate_entrypoint,
 )
-from mem.core.manifest import scan
+from mem.core.memdir.manifest import scan
 
 WARN = " Only part of it was loaded. Keep index entries to one line under ~200 chars; move detail into topic files."
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import write_memory
-from mem.core import poison
-from mem.core.poison import scan_text
+from mem.core.guards import poison
+from mem.core.guards.poison import scan_text
 
 ROOT = Path(__file__).resolve().parent.parent
 POISON = Path(__file__).parent / "fixtures" / "poison"

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mem.core import dailylog
+from mem.core.memdir import dailylog
 from mem.core.errors import SecretError, UsageError
 
 

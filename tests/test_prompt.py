@@ -10,7 +10,7 @@ import pytest
 
 from conftest import FIXTURES, write_memory
 from mem.core import paths, prompt
-from mem.core.index import len16
+from mem.core.jscompat import len16
 
 ROOT = Path(__file__).resolve().parent.parent
 HOOKS = FIXTURES / "hooks"

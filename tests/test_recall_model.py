@@ -8,7 +8,8 @@ import time
 import pytest
 
 from conftest import write_memory
-from mem.core import llm, manifest, recall
+from mem.core import llm, recall
+from mem.core.memdir import manifest
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mem.core import manifest, ranker, recall
+from mem.core.memdir import manifest
+from mem.core import ranker, recall
 
 BENCH = Path(__file__).parent / "fixtures" / "recall-bench"
 

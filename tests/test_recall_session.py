@@ -9,7 +9,7 @@ import threading
 
 from conftest import write_memory
 from mem.core import recall
-from mem.core.state import state_dir
+from mem.core.memdir.state import state_dir
 
 
 def _state_files(memdir):

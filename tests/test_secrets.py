@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mem.core import secrets
-from mem.core.secrets import SecretFinding, first_secret, redact, rule_label, scan
+from mem.core.guards import secrets
+from mem.core.guards.secrets import SecretFinding, first_secret, redact, rule_label, scan
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -345,7 +345,7 @@ def test_ported_sources_hold_no_js_whitespace_or_dollar():
 
 def test_rules_import_is_lazy():
     code = (
-        "import mem.core.secrets as s; "
+        "import mem.core.guards.secrets as s; "
         "print(s._compiled.cache_info().currsize); "
         "s.RULES; print(s._compiled.cache_info().currsize)"
     )
@@ -723,7 +723,7 @@ def test_benign_memories_are_clean(text):
     assert first_secret(text) is None
 
 
-@pytest.mark.parametrize("path", ["mem/core/secrets.py", "tests/test_secrets.py"])
+@pytest.mark.parametrize("path", ["mem/core/guards/secrets.py", "tests/test_secrets.py"])
 def test_own_sources_are_clean(path):
     assert scan((ROOT / path).read_text(encoding="utf-8")) == []
 

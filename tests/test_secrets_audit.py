@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mem.core import secrets
+from mem.core.guards import secrets
 from test_secrets import GENERATORS, NEAR_MISSES, RULE_IDS, rule_label
 
 ROOT = Path(__file__).resolve().parent.parent

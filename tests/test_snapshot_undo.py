@@ -7,7 +7,7 @@ import os
 
 from conftest import write_memory
 
-from mem.core import snapshot
+from mem.core.memdir import snapshot
 
 
 def tree_bytes(root):

@@ -11,7 +11,7 @@ import pytest
 
 PROBE = """
 import json, sys
-from mem.core.state import state_root
+from mem.core.memdir.state import state_root
 ours = state_root()
 needed = "platformdirs" in sys.modules  # before the oracle below imports it
 from platformdirs import user_state_dir
@@ -51,6 +51,6 @@ def test_state_root_is_where_platformdirs_puts_it(changes):
 
 
 def test_mem_state_dir_wins(tmp_path):
-    from mem.core.state import state_root
+    from mem.core.memdir.state import state_root
 
     assert state_root({"MEM_STATE_DIR": str(tmp_path / "s"), "HOME": "/home/ann"}) == str(tmp_path / "s")

@@ -42,7 +42,7 @@ def _transcript(project: Path, age_s: float = 0, sid: str | None = None) -> str:
 
 
 def _state_dir(memdir: Path) -> Path:
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     return Path(state_dir(str(memdir) + os.sep))
 

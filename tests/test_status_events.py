@@ -124,7 +124,7 @@ def test_no_events_yet(memdir, run_mem):
 
 
 def test_events_log_tolerates_garbage(memdir, run_mem):
-    from mem.core.events import events_path
+    from mem.core.memdir.events import events_path
 
     assert run_mem("log", "one").returncode == 0
     with open(events_path(), "a", encoding="utf-8") as fh:
@@ -134,7 +134,7 @@ def test_events_log_tolerates_garbage(memdir, run_mem):
 
 
 def test_a_full_log_rotates_once_and_both_generations_are_read(memdir, run_mem):
-    from mem.core.events import MAX_BYTES, events_path
+    from mem.core.memdir.events import MAX_BYTES, events_path
 
     path = events_path()
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -158,7 +158,7 @@ def test_concurrent_writers_at_the_limit_lose_no_line(memdir, tmp_path):
     import subprocess
     import sys
 
-    from mem.core.events import MAX_BYTES, events_path
+    from mem.core.memdir.events import MAX_BYTES, events_path
 
     path = events_path()
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -166,7 +166,7 @@ def test_concurrent_writers_at_the_limit_lose_no_line(memdir, tmp_path):
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(filler * (MAX_BYTES // len(filler) - 20))
     before = sum(1 for _ in open(path, encoding="utf-8"))
-    code = ("import sys; from mem.core import events\n"
+    code = ("import sys; from mem.core.memdir import events\n"
             "for i in range(60): events.record(sys.argv[1], 'log', detail={'writer': sys.argv[2], 'i': i})\n")
     writers = [subprocess.Popen([sys.executable, "-c", code, str(memdir), str(n)], env=os.environ) for n in range(6)]
     assert all(w.wait(timeout=60) == 0 for w in writers)

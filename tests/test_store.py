@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from mem.core.errors import ExitCode, LockedError, PathEscapeError, SecretError
-from mem.core.store import MemoryDir, file_lock
+from mem.core.memdir.store import MemoryDir, file_lock
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_kill_mid_write_never_leaves_a_partial_file(tmp_path):
     big = "new line\n" * 400_000
     script = textwrap.dedent(
         f"""
-        from mem.core.store import MemoryDir
+        from mem.core.memdir.store import MemoryDir
         s = MemoryDir({str(root)!r})
         big = "new line\\n" * 400_000
         print("ready", flush=True)
@@ -172,7 +172,7 @@ def test_kill_mid_write_never_leaves_a_partial_file(tmp_path):
     assert (root / "a.md").read_text() in ("old\n", big)
     assert [p.name for p in root.iterdir() if p.name != "a.md" and not p.name.endswith(".tmp")] == []
     # What a killed writer leaves is named so the sweep knows it, and readable by the owner only.
-    from mem.core.store import TEMP_FILE
+    from mem.core.memdir.store import TEMP_FILE
 
     left = [p for p in root.iterdir() if p.name.endswith(".tmp")]
     assert all(TEMP_FILE.match(p.name) and p.name.startswith(".a.md.") and p.stat().st_mode & 0o777 == 0o600 for p in left)

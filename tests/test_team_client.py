@@ -25,7 +25,7 @@ from test_team_support import (  # noqa: F401 - fixtures
     write,
 )
 
-from mem.core import events
+from mem.core.memdir import events
 from mem.core.errors import ConfigError
 from mem.core.team import client, keys
 from mem.core.team.server import Limits

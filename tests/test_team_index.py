@@ -6,8 +6,8 @@ import json
 
 from conftest import write_memory
 
-from mem.core import index as idx
-from mem.core.manifest import scan
+from mem.core.memdir import index as idx
+from mem.core.memdir.manifest import scan
 
 
 def _team_files(root, order):

@@ -12,7 +12,7 @@ from conftest import git
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mem.core.store import MemoryDir
+from mem.core.memdir.store import MemoryDir
 from mem.core.team import keys
 from mem.core.team.keys import InvalidKeyError, check_key
 

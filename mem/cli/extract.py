@@ -185,7 +185,7 @@ def _spool_dir(memory_dir: str) -> str:
 
 
 def _is_spool(memory_dir: str, path: str) -> bool:
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     return os.path.dirname(path) == os.path.join(state_dir(memory_dir, create=False), "extract", "spool")
 
@@ -213,8 +213,8 @@ def _spawn_background(memory_dir: str, transcript: str | None, data: bytes | Non
     import time
 
     import mem
-    from mem.core.state import state_dir
-    from mem.core.store import atomic_write
+    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.store import atomic_write
 
     if data is not None:
         fd, transcript = tempfile.mkstemp(prefix="stdin-", suffix=".jsonl", dir=_spool_dir(memory_dir))

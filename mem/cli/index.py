@@ -40,8 +40,8 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
       mem index --rebuild --dry-run | less
       mem index --check --team
     """
-    from mem.core import index as idx
-    from mem.core import manifest
+    from mem.core.memdir import index as idx
+    from mem.core.memdir import manifest
 
     mode = mode or "print"
     if dry_run and mode != "rebuild":
@@ -101,8 +101,8 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
 
 def _rebuild(memory_root: str, team: bool, raw: str | None, headers: list, dry_run: bool, fmt: str) -> dict:
     """Rebuild (or diff) MEMORY.md, or team/MEMORY.md with ``team``; report on stderr; return the result."""
-    from mem.core import index as idx
-    from mem.core import manifest
+    from mem.core.memdir import index as idx
+    from mem.core.memdir import manifest
 
     root = os.path.join(memory_root, "team") if team else memory_root
     name = idx.TEAM_INDEX_NAME if team else idx.INDEX_NAME
@@ -123,8 +123,8 @@ def _rebuild(memory_root: str, team: bool, raw: str | None, headers: list, dry_r
     elif changed:
         import time
 
-        from mem.core import events
-        from mem.core.store import MemoryDir
+        from mem.core.memdir import events
+        from mem.core.memdir.store import MemoryDir
 
         started = time.monotonic()
         store = MemoryDir(memory_root)

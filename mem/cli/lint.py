@@ -39,7 +39,7 @@ def lint_cmd(ctx: click.Context, paths: tuple[str, ...], threshold: float, all_:
       printf '%s\\n' "$proposed" | mem lint - || echo "refusing to save"
       mem lint --json | jq -r '.[] | .relpath'
     """
-    from mem.core import poison
+    from mem.core.guards import poison
 
     if list_rules:
         rows = [

@@ -27,7 +27,7 @@ def log_cmd(text: tuple[str, ...], where: dict, fmt: str) -> None:
     """
     import time
 
-    from mem.core import dailylog, events
+    from mem.core.memdir import dailylog, events
 
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
     root = resolve_dir(where).memory_dir

@@ -31,7 +31,7 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
       mem scan --check || echo "memory needs attention"
       mem scan --secrets --json | jq -r '.[].rule_id' | sort | uniq -c
     """
-    from mem.core import manifest
+    from mem.core.memdir import manifest
 
     root = resolve_dir(where).memory_dir
     if secrets:
@@ -42,7 +42,7 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
         render.info(f"no memory directory at {root}")
         headers = []
     else:
-        from mem.core.state import cache_dir
+        from mem.core.memdir.state import cache_dir
 
         headers = manifest.scan(root, limit=None if all_ else manifest.MAX_MEMORY_FILES, cache_dir=cache_dir(root))
     if check:
@@ -68,7 +68,7 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
 def _audit_secrets(root: str, fmt: str) -> int:
     """Every file under the memory directory (text files of any name), every line a rule matches."""
     from mem.core.grep import walk
-    from mem.core.secrets import scan_all
+    from mem.core.guards.secrets import scan_all
 
     if not os.path.isdir(root):
         render.info(f"no memory directory at {root}")

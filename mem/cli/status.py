@@ -52,7 +52,7 @@ def status_cmd(show_events: bool, limit: int | None, min_hours: float, min_sessi
 
 
 def _events(memory_dir: str, limit: int, fmt: str) -> None:
-    from mem.core import events
+    from mem.core.memdir import events
 
     rows = events.read_events(memory_dir, limit=limit or None)
     render.out_rows(rows, fmt, event_line)

@@ -30,7 +30,7 @@ def undo_cmd(snapshot_id: str | None, list_: bool, dry_run: bool, where: dict, f
     """
     root = resolve_dir(where).memory_dir
     if list_:
-        from mem.core import snapshot
+        from mem.core.memdir import snapshot
 
         snaps = snapshot.list_snapshots(root)
         render.out_rows((s.as_dict() for s in snaps), fmt, lambda d: f"{d['id']}  {d['created']}  {d['command']}  {d['files']} files")
@@ -44,7 +44,7 @@ def restore_snapshot(root: str, snapshot_id: str | None, dry_run: bool, fmt: str
     """Restore (or with dry_run, diff) a snapshot of ``root`` and report it."""
     import time
 
-    from mem.core import events, snapshot
+    from mem.core.memdir import events, snapshot
 
     snap = snapshot.find(root, snapshot_id)
     tree = os.path.join(snap.path, "tree")

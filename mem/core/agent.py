@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mem.core.errors import MemError, SecretError
-from mem.core.store import INDEX_NAME, MemoryDir, _within, is_temp_name
+from mem.core.memdir.store import INDEX_NAME, MemoryDir, _within, is_temp_name
 
 #: What a single tool result may carry back to the model.
 MAX_RESULT_CHARS = 60_000
@@ -172,7 +172,7 @@ class WritePolicy:
                 return reason
         name = relpath.rsplit("/", 1)[-1]
         if name == INDEX_NAME:
-            from mem.core.frontmatter import FRONTMATTER_RE
+            from mem.core.memdir.frontmatter import FRONTMATTER_RE
 
             if FRONTMATTER_RE.match(text):
                 return f"{INDEX_NAME} is an index and has no frontmatter; write only '- [Title](file.md) — hook' lines"
@@ -188,7 +188,7 @@ def poison_problem(text: str, old: str | None = None) -> str | None:
     What the file already said (``old``) is not held against a change: a model
     tidying a flagged memory must be able to save it without the flag.
     """
-    from mem.core.poison import scan_text
+    from mem.core.guards.poison import scan_text
 
     report = scan_text(text)
     if not report.flagged:
@@ -204,7 +204,7 @@ def poison_problem(text: str, old: str | None = None) -> str | None:
 
 def frontmatter_problem(text: str) -> str | None:
     """What a topic file's frontmatter lacks, or None when it is complete."""
-    from mem.core.frontmatter import MEMORY_TYPES, description_of, memory_type_of, parse_frontmatter
+    from mem.core.memdir.frontmatter import MEMORY_TYPES, description_of, memory_type_of, parse_frontmatter
 
     parsed = parse_frontmatter(text)
     example = "---\\nname: ...\\ndescription: ...\\ntype: user|feedback|project|reference\\n---"

@@ -14,7 +14,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from mem.core.store import pid_running
+from mem.core.memdir.store import pid_running
 
 LOCK_NAME = ".consolidate-lock"
 HOLDER_STALE_S = 60 * 60
@@ -55,7 +55,7 @@ def is_held(memory_dir: str, now: float | None = None) -> bool:
 
 def try_acquire(memory_dir: str) -> int | None:
     """Take the lock; the prior mtime in ms (0 if none), or None when a live holder has it."""
-    from mem.core.store import MemoryDir
+    from mem.core.memdir.store import MemoryDir
 
     if is_held(memory_dir):
         return None
@@ -71,7 +71,7 @@ def try_acquire(memory_dir: str) -> int | None:
 
 
 def _write(store, body: str) -> None:
-    from mem.core.store import atomic_write
+    from mem.core.memdir.store import atomic_write
 
     # Always rewrite, even with the same PID: the mtime is the stamp.
     atomic_write(store.resolve(LOCK_NAME), body.encode())
@@ -86,7 +86,7 @@ def rollback(memory_dir: str, prior_ms: int) -> None:
         except FileNotFoundError:
             pass
         return
-    from mem.core.store import MemoryDir
+    from mem.core.memdir.store import MemoryDir
 
     _write(MemoryDir(memory_dir), "")
     os.utime(path, (prior_ms / 1000, prior_ms / 1000))
@@ -145,7 +145,7 @@ class Gate:
 
 
 def _iso(ms: int) -> str:
-    from mem.core.manifest import iso_utc_ms
+    from mem.core.memdir.manifest import iso_utc_ms
 
     return iso_utc_ms(ms)
 

@@ -36,8 +36,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from mem.core.frontmatter import FRONTMATTER_RE, JS_WS, js_trim, strip_frontmatter
-from mem.core.paths import cut16, len16
+from mem.core.memdir.frontmatter import FRONTMATTER_RE, JS_WS, js_trim, strip_frontmatter
+from mem.core.jscompat import cut16, len16
 
 KINDS = ("managed", "user", "project", "local", "automem", "teammem")
 #: The CLAUDE.md family: instructions, as opposed to the memory indexes.
@@ -417,7 +417,7 @@ class _Loader:
             return []
         body = strip_frontmatter(raw)
         includes = include_targets(body, os.path.dirname(resolved), self.home)
-        from mem.core.index import strip_html_comments
+        from mem.core.memdir.index import strip_html_comments
 
         content = strip_html_comments(body)
         if not js_trim(content):
@@ -476,7 +476,7 @@ class _Loader:
 
     def index(self, path: str, kind: str) -> ContextFile | None:
         """MEMORY.md as an agent is given it (no includes followed)."""
-        from mem.core.index import render_as_injected
+        from mem.core.memdir.index import render_as_injected
 
         raw = self.read(path, None)
         if raw is None:
@@ -554,7 +554,7 @@ def _is_conditional(raw: str) -> bool:
     m = FRONTMATTER_RE.match(raw)
     if not m or "paths" not in (m.group(1) or ""):
         return False  # the common case, without loading YAML
-    from mem.core.frontmatter import parse_frontmatter
+    from mem.core.memdir.frontmatter import parse_frontmatter
 
     value = parse_frontmatter(raw).data.get("paths")
     if not value:

@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mem.core import consolidation, snapshot
+from mem.core import consolidation
+from mem.core.memdir import snapshot
 from mem.core.errors import LockedError, MemError, RefusedError
 
 SKIP_DIRS = ("logs/", "team/")
@@ -115,7 +116,7 @@ def run(
         return result
 
     prior = _acquire(memory_dir, wait)
-    from mem.core.store import MemoryDir
+    from mem.core.memdir.store import MemoryDir
 
     MemoryDir(memory_dir).sweep_temp_files()
     snap = snapshot.take(memory_dir, "dream", keep=keep)
@@ -131,7 +132,7 @@ def run(
         raise
     result.ran = True
     result.duration_s = time.monotonic() - started
-    from mem.core import events
+    from mem.core.memdir import events
 
     events.record(memory_dir, "dream", created=result.changes.created, updated=result.changes.updated,
                   deleted=result.changes.deleted, strategy=mode, tokens=result.tokens,
@@ -167,7 +168,7 @@ def _normalise(text: str) -> str:
 
 
 def _body_of(path: str) -> tuple[str, str | None]:
-    from mem.core.frontmatter import memory_type_of, parse_frontmatter
+    from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
 
     with open(path, encoding="utf-8", errors="replace") as fh:
         parsed = parse_frontmatter(fh.read())
@@ -186,9 +187,9 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
 
 def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, near_threshold: float = 0.6) -> None:
     """Merge exact duplicates, report near ones, rebuild the index, lint."""
-    from mem.core import index as idx
-    from mem.core import manifest
-    from mem.core.store import MemoryDir
+    from mem.core.memdir import index as idx
+    from mem.core.memdir import manifest
+    from mem.core.memdir.store import MemoryDir
 
     store = MemoryDir(root)
     progress("orient: scanning topic files")
@@ -274,10 +275,10 @@ def validate(root: str, before_root: str, changes: snapshot.Changes | None = Non
 
     ``changes`` is ``snapshot.compare(before_root, root)`` when the caller has it already.
     """
-    from mem.core import index as idx
-    from mem.core import manifest
-    from mem.core.frontmatter import memory_type_of, parse_frontmatter
-    from mem.core.secrets import first_secret
+    from mem.core.memdir import index as idx
+    from mem.core.memdir import manifest
+    from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
+    from mem.core.guards.secrets import first_secret
 
     problems = []
     changes = snapshot.compare(before_root, root) if changes is None else changes

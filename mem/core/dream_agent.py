@@ -69,7 +69,7 @@ Manifest of topic files (newest first):
 
 
 def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_turns: int = MAX_TURNS) -> str:
-    from mem.core import manifest
+    from mem.core.memdir import manifest
 
     headers = manifest.scan(root)
     ids = gate.sessions if gate is not None else []

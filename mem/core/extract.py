@@ -166,7 +166,7 @@ def _session_key(session: str) -> str:
 
 
 def extract_state_dir(memory_dir: str) -> str:
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     path = os.path.join(state_dir(memory_dir), "extract")
     os.makedirs(path, mode=0o700, exist_ok=True)
@@ -187,7 +187,7 @@ def read_cursor(memory_dir: str, session: str) -> dict | None:
 
 
 def write_cursor(memory_dir: str, session: str, last_uuid: str, transcript: str) -> None:
-    from mem.core.store import atomic_write
+    from mem.core.memdir.store import atomic_write
 
     data = {"last_uuid": last_uuid, "updated_at": _utc_now(), "transcript": transcript, "session": session}
     atomic_write(cursor_path(memory_dir, session), (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8"))
@@ -232,7 +232,7 @@ class RunLock:
     """
 
     def __init__(self, memory_dir: str):
-        from mem.core.state import state_dir
+        from mem.core.memdir.state import state_dir
 
         self.memory_dir = memory_dir
         self.path = os.path.join(state_dir(memory_dir), "extract.lock")
@@ -295,7 +295,7 @@ class RunLock:
             data["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
         pid = data.get("pid")
         if isinstance(pid, int):
-            from mem.core.store import pid_running
+            from mem.core.memdir.store import pid_running
 
             data["alive"] = pid_running(pid)
         return data
@@ -308,14 +308,14 @@ def _queue_dir(memory_dir: str) -> str:
 
 
 def _queue_lock(memory_dir: str):
-    from mem.core.store import file_lock
+    from mem.core.memdir.store import file_lock
 
     return file_lock(os.path.join(extract_state_dir(memory_dir), "queue.lock"))
 
 
 def enqueue(request: ExtractRequest) -> str:
     """Queue ``request`` for the running extraction; it replaces an earlier one of the same session."""
-    from mem.core.store import atomic_write
+    from mem.core.memdir.store import atomic_write
 
     key = _session_key(request.session or (os.path.basename(request.transcript) if request.transcript else "stdin"))
     qdir = _queue_dir(request.memory_dir)
@@ -441,7 +441,7 @@ def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS,
     conversation, for jobs that need more (team routing, say)."""
     import datetime
 
-    from mem.core.secrets import redact
+    from mem.core.guards.secrets import redact
     from mem.core.transcripts import render_for_model
 
     today = today or datetime.date.today().isoformat()
@@ -519,7 +519,7 @@ def extract_policy(team: bool = False):
 
 def team_sections(memory_dir: str) -> list[tuple[str, str]]:
     """The routing rules and the team index, when the memory dir shares a team/ directory."""
-    from mem.core.index import TEAM_INDEX_NAME
+    from mem.core.memdir.index import TEAM_INDEX_NAME
     from mem.core.team.routing import ROUTING_GUIDANCE
 
     guidance_text = ROUTING_GUIDANCE.split("\n", 1)[1].strip("\n")  # without its own heading
@@ -534,9 +534,10 @@ def team_sections(memory_dir: str) -> list[tuple[str, str]]:
 
 def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = False) -> ExtractResult:
     """One extraction for ``request``; the caller holds the run lock."""
-    from mem.core import events, llm
+    from mem.core.memdir import events
+    from mem.core import llm
     from mem.core.agent import ToolBox, run_agent
-    from mem.core.store import MemoryDir
+    from mem.core.memdir.store import MemoryDir
     from mem.core.transcripts import memory_writes
 
     started = time.monotonic()
@@ -613,8 +614,8 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
 
 def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
     """Add a MEMORY.md pointer for each topic file in ``relpaths`` that has none; the ones added."""
-    from mem.core import manifest
-    from mem.core.index import UNINDEXED_DIRS, parse_pointers, pointer_line
+    from mem.core.memdir import manifest
+    from mem.core.memdir.index import UNINDEXED_DIRS, parse_pointers, pointer_line
 
     from mem.core.remember import index_pointer
     from mem.core.team.routing import is_team_relpath

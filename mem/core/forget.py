@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from mem.core.errors import MemError, NotFoundError, RefusedError
-from mem.core.index import FENCE
+from mem.core.memdir.index import FENCE
 
 #: At most this many candidates are offered.
 DEFAULT_LIMIT = 10
@@ -75,7 +75,7 @@ class Entry:
 
 
 def _body_start(text: str) -> int:
-    from mem.core.frontmatter import FRONTMATTER_RE
+    from mem.core.memdir.frontmatter import FRONTMATTER_RE
 
     bom = 1 if text.startswith("\ufeff") else 0
     m = FRONTMATTER_RE.match(text[bom:])
@@ -223,7 +223,7 @@ class Search:
 
 
 def _topic_headers(memory_dir: str) -> list:
-    from mem.core import manifest
+    from mem.core.memdir import manifest
 
     if not os.path.isdir(memory_dir):
         return []
@@ -308,8 +308,8 @@ def named_file(memory_dir: str, query: str) -> Search | None:
 
     Refuses (exit 4) MEMORY.md, logs/, team/ and paths leading outside.
     """
-    from mem.core import manifest
-    from mem.core.store import MemoryDir
+    from mem.core.memdir import manifest
+    from mem.core.memdir.store import MemoryDir
 
     q = query.strip()
     if not q.endswith(".md") or any(c.isspace() for c in q):
@@ -332,7 +332,7 @@ def named_file(memory_dir: str, query: str) -> Search | None:
 
 
 def _refuse_off_limits(rel: str) -> None:
-    from mem.core.store import INDEX_NAME
+    from mem.core.memdir.store import INDEX_NAME
 
     if rel.rsplit("/", 1)[-1] == INDEX_NAME:
         raise RefusedError(f"refused {rel}: it is a memory index, not a memory (mem index --rebuild tidies it)")
@@ -386,8 +386,8 @@ SELECTION_SCHEMA = {
 
 
 def selector_message(query: str, headers: list, multi: dict[str, list[Entry]]) -> str:
-    from mem.core.manifest import format_manifest
-    from mem.core.secrets import redact
+    from mem.core.memdir.manifest import format_manifest
+    from mem.core.guards.secrets import redact
 
     parts = [f"Request: {redact(query)}",
              "Memory files, one line each: - [type] file (last modified): description\n\n" + format_manifest(headers)]
@@ -518,7 +518,7 @@ class Change:
 
 def plan(memory_dir: str, chosen: list[Candidate]) -> list[Change]:
     """What removing ``chosen`` does to each file; refuses anything forget must not touch."""
-    from mem.core.store import MemoryDir
+    from mem.core.memdir.store import MemoryDir
 
     memory = MemoryDir(memory_dir)
     by_file: dict[str, list[Candidate]] = {}
@@ -559,7 +559,7 @@ def plan(memory_dir: str, chosen: list[Candidate]) -> list[Change]:
 
 def drop_pointers(text: str | None, deleted: set[str]) -> str | None:
     """The index without the pointer lines of ``deleted`` files; None when it has none of them."""
-    from mem.core.index import parse_pointers
+    from mem.core.memdir.index import parse_pointers
 
     if not text:
         return None
@@ -625,8 +625,8 @@ class ForgetResult:
 def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: bool = False,
           keep: int = 20) -> ForgetResult:
     """Remove ``chosen`` (after a snapshot), or with ``dry_run`` show the diff of doing so."""
-    from mem.core import events, snapshot
-    from mem.core.store import MemoryDir
+    from mem.core.memdir import events, snapshot
+    from mem.core.memdir.store import MemoryDir
 
     started = time.monotonic()
     result = ForgetResult(memory_dir, search, list(chosen), dry_run=dry_run)

@@ -445,7 +445,7 @@ def walk(root: str, suffix: str) -> Iterator[tuple[str, str]]:
     Symlinked directories are not descended into (so link loops cannot
     recurse); symlinked files are read.
     """
-    from mem.core.manifest import walk_entries
+    from mem.core.memdir.manifest import walk_entries
 
     found = [(entry.path, rel) for rel, entry, is_dir in walk_entries(root) if not is_dir and entry.name.endswith(suffix)]
     found.sort(key=lambda item: item[1])
@@ -557,8 +557,8 @@ class Searcher:
                 result.skipped = True
                 return
             if o.types is not None:
-                from mem.core.frontmatter import memory_type_of, parse_frontmatter
-                from mem.core.manifest import read_head
+                from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
+                from mem.core.memdir.manifest import read_head
 
                 mem_type, _ = memory_type_of(parse_frontmatter(read_head(target.path)).data)
                 if mem_type not in o.types:

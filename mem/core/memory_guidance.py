@@ -107,8 +107,8 @@ class ExistingMemories:
 
 def existing_memories(memory_dir: str, *, index_budget: int = INDEX_BUDGET) -> ExistingMemories:
     """The memory directory's manifest (daily logs left out) and its MEMORY.md, for a prompt."""
-    from mem.core import manifest
-    from mem.core.index import render_as_injected
+    from mem.core.memdir import manifest
+    from mem.core.memdir.index import render_as_injected
 
     headers = [h for h in manifest.scan(memory_dir) if not h.relpath.startswith("logs/")] if os.path.isdir(memory_dir) else []
     listing = manifest.format_manifest(headers) if headers else "(none yet)"

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from mem.core.errors import UsageError
+from mem.core.jscompat import code_units, js_trim, len16
 
 MAX_SANITIZED_LENGTH = 200
 AGENT_SCOPES = ("user", "project", "local")
@@ -35,44 +36,6 @@ _NON_ALNUM = re.compile(r"[^a-zA-Z0-9]")
 _TRAILING_SEPS = re.compile(r"[/\\]+\Z")
 _DRIVE_ROOT = re.compile(r"[A-Za-z]:")
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-#: JavaScript's ``\s``, which String.prototype.trim strips: ECMAScript WhiteSpace + LineTerminator,
-#: BOM included. It differs from Python's: it has U+FEFF and lacks the \x1c-\x1f separators.
-#: No character in it is special inside a regex character class.
-JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
-# ---------------------------------------------------------------------------------------------
-# Strings as JavaScript sees them (UTF-16 code units)
-
-
-def len16(s: str) -> int:
-    """Length in UTF-16 code units, i.e. JavaScript's `.length`.
-
-    Example: len16("😀x") == 3
-    """
-    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
-
-
-def cut16(s: str, units: int) -> str:
-    """``s.slice(0, units)`` in UTF-16 units (a split surrogate pair is dropped)."""
-    if len16(s) <= units:
-        return s
-    out = s.encode("utf-16-le")[: units * 2]
-    return out.decode("utf-16-le", "ignore")
-
-
-def _code_units(s: str):
-    for c in s:
-        o = ord(c)
-        if o > 0xFFFF:
-            o -= 0x10000
-            yield 0xD800 + (o >> 10)
-            yield 0xDC00 + (o & 0x3FF)
-        else:
-            yield o  # lone surrogates (from surrogateescape) are one unit each, as in JS
 
 
 def string_hash(s: str) -> int:
@@ -81,7 +44,7 @@ def string_hash(s: str) -> int:
     Example: string_hash("/home/u/" + "a" * 250) == 700217947
     """
     h = 0
-    for unit in _code_units(s):
+    for unit in code_units(s):
         h = (h * 31 + unit) & 0xFFFFFFFF
     return h - 0x100000000 if h >= 0x80000000 else h
 
@@ -119,11 +82,6 @@ def sanitize_path(name: str) -> str:
 
 def _nfc(s: str) -> str:
     return unicodedata.normalize("NFC", s)
-
-
-def js_trim(s: str) -> str:
-    """String.prototype.trim."""
-    return s.strip(JS_WHITESPACE)
 
 
 # ---------------------------------------------------------------------------------------------

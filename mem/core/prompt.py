@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from mem.core.index import INDEX_NAME, len16, render_as_injected
+from mem.core.jscompat import len16
+from mem.core.memdir.index import INDEX_NAME, render_as_injected
 
 TEAM_DIR = "team"
 AGENTS_MD_BEGIN = "<!-- mem:begin -->"

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 
 from mem.core.errors import MemError
-from mem.core.paths import cut16, len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
+from mem.core.jscompat import cut16, len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
 
 MAX_SURFACED = 5
 MAX_MEMORY_LINES = 200
@@ -205,7 +205,7 @@ class Surfaced:
         return len16(self.content)
 
     def as_dict(self) -> dict:
-        from mem.core.manifest import iso_utc_ms
+        from mem.core.memdir.manifest import iso_utc_ms
 
         return {
             "path": self.path,
@@ -294,7 +294,7 @@ def _shorten(item: Surfaced, share: int) -> Surfaced | None:
 
 def read_body(path: str) -> str:
     from mem.core import ranker
-    from mem.core.frontmatter import strip_frontmatter
+    from mem.core.memdir.frontmatter import strip_frontmatter
 
     with open(path, "rb") as fh:
         text = fh.read(ranker.BODY_CHARS * 3 + 4096).decode("utf-8", "replace")
@@ -369,7 +369,7 @@ def _save_index_cache(path: str, docs: dict, df: dict) -> None:
     import marshal
 
     from mem.core import ranker
-    from mem.core.store import atomic_write
+    from mem.core.memdir.store import atomic_write
 
     try:
         atomic_write(path, marshal.dumps({"version": _cache_version(ranker), "docs": docs, "df": df}))
@@ -453,7 +453,7 @@ def select_with_model(
     import json
 
     from mem.core import llm
-    from mem.core.manifest import format_manifest
+    from mem.core.memdir.manifest import format_manifest
 
     config = llm.model_config(model, purpose="recall", timeout=timeout, max_retries=0)
     client = llm.Model(config, debug=debug)
@@ -493,7 +493,7 @@ _SAFE_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
 
 
 def session_file(memory_dir: str, session_id: str) -> str:
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     if re.fullmatch(_SAFE_ID, session_id):
         name = session_id
@@ -524,7 +524,7 @@ class SessionState:
         return sum(int(s.get("chars", 0)) for s in self.surfaced)
 
     def add(self, item: Surfaced, now_ms: int) -> None:
-        from mem.core.manifest import iso_utc_ms
+        from mem.core.memdir.manifest import iso_utc_ms
 
         self.surfaced.append({"path": item.path, "relpath": item.relpath, "chars": item.chars, "time": iso_utc_ms(now_ms)})
 
@@ -547,7 +547,7 @@ def _load_state(path: str, session_id: str) -> SessionState:
 def _save_state(state: SessionState, memory_dir: str) -> None:
     import json
 
-    from mem.core.store import atomic_write
+    from mem.core.memdir.store import atomic_write
 
     data = {
         "version": 1,
@@ -566,7 +566,7 @@ def session(memory_dir: str, session_id: str | None) -> Iterator[SessionState | 
     if not session_id:
         yield None
         return
-    from mem.core.store import file_lock
+    from mem.core.memdir.store import file_lock
 
     path = session_file(memory_dir, session_id)
     with file_lock(path + ".lock"):
@@ -591,7 +591,7 @@ def _prune_sessions(directory: str) -> None:
 
 def reset_session(memory_dir: str, session_id: str) -> tuple[str, bool]:
     """Forget what a session surfaced (after a compaction); (state file, whether it existed)."""
-    from mem.core.store import file_lock
+    from mem.core.memdir.store import file_lock
 
     if not session_id:
         raise MemError("empty session id")
@@ -768,8 +768,8 @@ def _done(result: RecallResult, started: float) -> RecallResult:
 
 def _select(result: RecallResult, query: str, *, limit, offline, model, timeout, state, exclude, max_chars,
             now_ms, debug) -> None:
-    from mem.core import manifest
-    from mem.core.state import cache_dir
+    from mem.core.memdir import manifest
+    from mem.core.memdir.state import cache_dir
 
     root = result.memory_dir
     headers = manifest.scan(root, cache_dir=cache_dir(root)) if os.path.isdir(root) else []

@@ -176,7 +176,7 @@ def _policy(memory_dir: str, force: bool):
 
 def pinned_target(memory, request: RememberRequest, policy, scope: str | None) -> str | None:
     """The relpath the request names (``file``, else the slug of ``name``), checked; None if it names none."""
-    from mem.core.store import INDEX_NAME
+    from mem.core.memdir.store import INDEX_NAME
 
     if request.file:
         rel = request.file
@@ -218,7 +218,7 @@ def check_text(text: str, *, force: bool, what: str = "the memory", old: str | N
     Returns the guard's findings as warnings when ``force`` let them through.
     """
     from mem.core.agent import poison_problem
-    from mem.core.secrets import first_secret
+    from mem.core.guards.secrets import first_secret
 
     found = first_secret(text)
     if found is not None:
@@ -241,9 +241,9 @@ def index_pointer(memory, rel: str, previous_line: str | None = None):
     for the file before it changed) is refreshed; any other existing pointer
     is the user's and stays. Returns (index relpath, WriteResult or None).
     """
-    from mem.core import manifest
-    from mem.core.index import TEAM_INDEX_NAME, parse_pointers, pointer_line
-    from mem.core.store import INDEX_NAME
+    from mem.core.memdir import manifest
+    from mem.core.memdir.index import TEAM_INDEX_NAME, parse_pointers, pointer_line
+    from mem.core.memdir.store import INDEX_NAME
     from mem.core.team.routing import TEAM_DIR_NAME, is_team_relpath
 
     if is_team_relpath(rel):
@@ -273,8 +273,8 @@ def index_pointer(memory, rel: str, previous_line: str | None = None):
 
 def _pointer_for(memory, rel: str) -> str | None:
     """The pointer line we would write for ``rel`` as it is now, or None when it does not exist."""
-    from mem.core import manifest
-    from mem.core.index import pointer_line
+    from mem.core.memdir import manifest
+    from mem.core.memdir.index import pointer_line
     from mem.core.team.routing import TEAM_DIR_NAME, is_team_relpath
 
     path = os.path.join(memory.root, rel)
@@ -316,7 +316,7 @@ def _set_type(doc, memory_type: str) -> None:
 
 def _offline(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None) -> None:
     from mem.core.agent import frontmatter_problem
-    from mem.core.frontmatter import Document, render_new
+    from mem.core.memdir.frontmatter import Document, render_new
 
     for opt, value in (("--name", request.name), ("--description", request.description)):
         if value is not None and not value.strip():
@@ -450,7 +450,8 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
 
 def _agent(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None,
            log: Log | None, debug: bool, started: float) -> None:
-    from mem.core import events, llm
+    from mem.core.memdir import events
+    from mem.core import llm
     from mem.core.agent import ToolBox, run_agent
     from mem.core.extract import ensure_indexed
     from mem.core.team.routing import is_team_relpath
@@ -506,8 +507,8 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
 
 def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = False) -> RememberResult:
     """Save one memory for ``request``; the result says what was written and how."""
-    from mem.core import events
-    from mem.core.store import MemoryDir
+    from mem.core.memdir import events
+    from mem.core.memdir.store import MemoryDir
 
     started = time.monotonic()
     if not request.text.strip():

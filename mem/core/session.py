@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from mem.core.errors import RefusedError, UsageError
-from mem.core.paths import cut16, len16
+from mem.core.jscompat import cut16, len16
 
 DEFAULT_TEMPLATE = """
 # Session Title
@@ -282,7 +282,7 @@ class SessionStatus:
 
 
 def state_path(session_id: str, env=None) -> str:
-    from mem.core.state import state_root
+    from mem.core.memdir.state import state_root
 
     return os.path.join(state_root(env), "sessions", check_session_id(session_id) + ".json")
 
@@ -297,7 +297,7 @@ def load_state(session_id: str, env=None) -> dict:
 
 
 def save_state(session_id: str, data: dict, env=None) -> None:
-    from mem.core.store import atomic_write
+    from mem.core.memdir.store import atomic_write
 
     path = state_path(session_id, env)
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)

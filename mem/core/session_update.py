@@ -92,7 +92,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
         after = fh.read()
     problems = session.check_structure(template, after) if after != before else []
     if problems:
-        from mem.core.store import atomic_write
+        from mem.core.memdir.store import atomic_write
 
         atomic_write(path, before.encode("utf-8"))
         raise session.StructureError("the update broke the notes' structure, the previous notes were put back: "

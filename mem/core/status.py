@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 
-from mem.core.frontmatter import MEMORY_TYPES
+from mem.core.memdir.frontmatter import MEMORY_TYPES
 
 RECENT_DAYS = 7
 NOTES_LIMIT = 5
@@ -66,7 +66,7 @@ class Status:
 def iso(seconds: float | None) -> str | None:
     if not seconds:
         return None
-    from mem.core.manifest import iso_utc_ms
+    from mem.core.memdir.manifest import iso_utc_ms
 
     return iso_utc_ms(int(seconds * 1000))
 
@@ -75,7 +75,7 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
             recent_days: float = RECENT_DAYS, env=None) -> Status:
     """Everything ``mem status`` shows for a Resolution (``mem.core.paths.resolve``)."""
     from mem.core import consolidation
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     now = time.time() if now is None else now
     root = res.memory_dir
@@ -119,7 +119,7 @@ def _read(path: str) -> str | None:
 
 
 def _headers(root: str):
-    from mem.core import manifest
+    from mem.core.memdir import manifest
 
     return manifest.scan(root, limit=None)
 
@@ -144,7 +144,7 @@ def _memories(headers) -> dict:
 
 
 def _index(root: str, raw: str | None, headers) -> dict:
-    from mem.core import index as idx
+    from mem.core.memdir import index as idx
 
     data = {
         "path": os.path.join(root, idx.INDEX_NAME),
@@ -233,7 +233,7 @@ def _extract_holder(sdir: str) -> int | None:
     """The PID of a running extraction: ``<state>/extract.lock`` names it while held (emptied on release)."""
     import json
 
-    from mem.core.store import pid_running
+    from mem.core.memdir.store import pid_running
 
     try:
         with open(os.path.join(sdir, "extract.lock"), encoding="utf-8") as fh:
@@ -299,7 +299,7 @@ def _dream(root: str, transcripts_dir: str | None, now: float, min_hours: float,
 def _snapshots(root: str, sdir: str) -> list[dict]:
     if not os.path.isdir(os.path.join(sdir, "snapshots")):
         return []  # list_snapshots would create the state dir
-    from mem.core import snapshot
+    from mem.core.memdir import snapshot
 
     return [s.as_dict() for s in snapshot.list_snapshots(root)]
 
@@ -337,15 +337,15 @@ def _session_notes(project_root: str, now: float, recent_days: float, env) -> di
 
 
 def _last_event(root: str, env) -> dict | None:
-    from mem.core import events
+    from mem.core.memdir import events
 
     got = events.read_events(root, limit=1, env=env)
     return got[-1] if got else None
 
 
 def _problems(root: str, raw_index: str | None, headers) -> list[Problem]:
-    from mem.core import index as idx
-    from mem.core import manifest
+    from mem.core.memdir import index as idx
+    from mem.core.memdir import manifest
 
     problems: list[Problem] = []
     manifest.check(root, headers)
@@ -363,7 +363,7 @@ def _problems(root: str, raw_index: str | None, headers) -> list[Problem]:
 
 def _poisoned(headers) -> list[Problem]:
     """Memories ``mem lint`` flags as poisoned (permission grants, rule bypasses...), one problem each."""
-    from mem.core.poison import scan_text
+    from mem.core.guards.poison import scan_text
 
     out = []
     for h in sorted(headers, key=lambda h: h.relpath):

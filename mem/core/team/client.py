@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from mem.core.errors import ConfigError, MemError, RefusedError
-from mem.core.store import is_temp_name
+from mem.core.memdir.store import is_temp_name
 from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
 
@@ -137,7 +137,7 @@ class SyncState:
 
 
 def _state_path(memory_dir: str) -> str:
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     return os.path.join(state_dir(memory_dir), STATE_NAME)
 
@@ -161,7 +161,7 @@ def load_state(cfg: Config) -> SyncState:
 
 
 def save_state(cfg: Config, state: SyncState) -> None:
-    from mem.core.store import atomic_write
+    from mem.core.memdir.store import atomic_write
 
     path = _state_path(cfg.memory_dir)
     atomic_write(path, (json.dumps(state.as_dict(), ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode("utf-8"))
@@ -169,15 +169,15 @@ def save_state(cfg: Config, state: SyncState) -> None:
 
 @contextlib.contextmanager
 def sync_lock(cfg: Config) -> Iterator[None]:
-    from mem.core.state import state_dir
-    from mem.core.store import file_lock
+    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.store import file_lock
 
     with file_lock(os.path.join(state_dir(cfg.memory_dir), LOCK_NAME), wait=True):
         yield
 
 
 def _now() -> str:
-    from mem.core.manifest import now_iso
+    from mem.core.memdir.manifest import now_iso
 
     return now_iso()
 
@@ -358,7 +358,7 @@ class LocalFiles:
 
 def read_local(team_dir: str, max_entries: int | None = None, *, scan_secrets: bool = True) -> LocalFiles:
     """What a push may send: every regular file in team/ that is small, UTF-8, validly named and clean."""
-    from mem.core.secrets import first_secret
+    from mem.core.guards.secrets import first_secret
 
     entries: dict[str, str] = {}
     skipped: list[Skipped] = []
@@ -483,7 +483,7 @@ def pull(cfg: Config, *, http: Http | None = None, state: SyncState | None = Non
 
 
 def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local: bool, retries: int, sleep) -> PullResult:
-    from mem.core.store import MemoryDir
+    from mem.core.memdir.store import MemoryDir
 
     started = time.monotonic()
     result = PullResult(cfg.repo, cfg.url, "unchanged")
@@ -550,7 +550,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
         plan.append((key, content, False))
 
     if result.overwritten_local:
-        from mem.core import snapshot
+        from mem.core.memdir import snapshot
 
         result.snapshot = snapshot.take(cfg.memory_dir, "team pull").id
     for key, content, created in plan:
@@ -570,7 +570,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
             (result.created if created else result.updated).append(key)
     result.overwritten_local = [k for k in result.overwritten_local if k in result.updated]
     if result.created or result.updated:
-        from mem.core import events
+        from mem.core.memdir import events
 
         result.status = "updated"
         events.record(

@@ -88,7 +88,7 @@ def wrap_team_content(text: str) -> str:
 
 def check_team_write(content: str):
     """None if ``content`` may go to team/, else (finding, message) with the refusal to show."""
-    from mem.core.secrets import scan
+    from mem.core.guards.secrets import scan
 
     found = scan(content)
     if not found:
@@ -101,7 +101,7 @@ def check_team_write(content: str):
 
 def team_memories(memory_dir: str, memory_type: str | None = None) -> list:
     """MemoryHeaders of the topic files in team/ (relpaths start with team/), optionally of one type."""
-    from mem.core import manifest
+    from mem.core.memdir import manifest
 
     if not team_enabled(memory_dir):
         return []

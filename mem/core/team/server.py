@@ -438,7 +438,7 @@ class TeamRequestHandler(BaseHTTPRequestHandler):
                 raise HttpError(413, "request_too_large", f"entry {key!r} is {size} bytes; the limit is {limits.max_entry_bytes}",
                                 {"error_code": "team_memory_entry_too_large", "key": key,
                                  "max_bytes": limits.max_entry_bytes, "received_bytes": size})
-        from mem.core.secrets import first_secret
+        from mem.core.guards.secrets import first_secret
 
         found = []
         for key in sorted(entries):

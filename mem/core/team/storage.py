@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from mem.core.errors import ConfigError, MemError, NotFoundError, UsageError
-from mem.core.manifest import now_iso
+from mem.core.memdir.manifest import now_iso
 from mem.core.team.keys import check_repo, hash_content, repo_checksum
 
 SCHEMA_VERSION = 1

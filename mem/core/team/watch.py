@@ -60,7 +60,7 @@ class Watcher:
         self._reported_skips: set = set()
 
     def _event(self, event: str, **fields) -> None:
-        from mem.core.manifest import now_iso
+        from mem.core.memdir.manifest import now_iso
 
         self.emit({"time": now_iso(), "event": event, **fields})
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from mem.core.paths import JS_WHITESPACE as JS_WS  # JavaScript's \s, as a character-class body
-from mem.core.paths import js_trim  # noqa: F401 - part of this module's interface
+from mem.core.jscompat import JS_WHITESPACE as JS_WS  # JavaScript's \s, as a character-class body
+from mem.core.jscompat import js_trim  # noqa: F401 - part of this module's interface
 
 FRONTMATTER_RE = re.compile(rf"^---[{JS_WS}]*\n([\s\S]*?)---[{JS_WS}]*\n?")
 

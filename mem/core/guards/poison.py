@@ -568,7 +568,7 @@ def _quote(text: str) -> str:
     if len(text) > QUOTE_CHARS:
         text = text[: QUOTE_CHARS - 1] + "\u2026"
     # A memory that carries a secret must not leak it through our report.
-    from mem.core.secrets import redact
+    from mem.core.guards.secrets import redact
 
     return redact(text)
 

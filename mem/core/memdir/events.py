@@ -14,14 +14,14 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mem.core.manifest import now_iso
+from mem.core.memdir.manifest import now_iso
 
 EVENTS_NAME = "events.jsonl"
 MAX_BYTES = 8 * 1024 * 1024
 
 
 def events_path(env: Mapping[str, str] | None = None) -> str:
-    from mem.core.state import state_root
+    from mem.core.memdir.state import state_root
 
     return os.path.join(state_root(env), EVENTS_NAME)
 

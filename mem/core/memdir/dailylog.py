@@ -44,8 +44,8 @@ def format_entry(text: str, now: float | None = None) -> str:
 
 
 def append(memory_dir: str, text: str, *, now: float | None = None) -> LogEntry:
-    from mem.core.state import state_dir
-    from mem.core.store import MemoryDir, file_lock
+    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.store import MemoryDir, file_lock
 
     now = time.time() if now is None else now
     rel = log_relpath(now)
@@ -63,7 +63,7 @@ def append(memory_dir: str, text: str, *, now: float | None = None) -> LogEntry:
             base += "\n"
         # Only the new entry is judged for secrets; what is already there stays as it was.
         from mem.core.errors import SecretError
-        from mem.core.secrets import first_secret
+        from mem.core.guards.secrets import first_secret
 
         found = first_secret(entry)
         if found is not None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
-from mem.core.manifest import INDEX_NAME
+from mem.core.memdir.manifest import INDEX_NAME
 
 #: The write path's temp files: ``.<name>.<8 random characters>.tmp`` (never *.md, so scans skip them).
 TEMP_FILE = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
@@ -96,7 +96,7 @@ class MemoryDir:
         data = content.encode("utf-8") if isinstance(content, str) else content
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
         if scan:
-            from mem.core.secrets import first_secret
+            from mem.core.guards.secrets import first_secret
 
             text = content if isinstance(content, str) else data.decode("utf-8", "replace")
             found = first_secret(text)
@@ -148,7 +148,7 @@ class MemoryDir:
 
     @contextlib.contextmanager
     def index_lock(self) -> Iterator[None]:
-        from mem.core.state import state_dir
+        from mem.core.memdir.state import state_dir
 
         with file_lock(os.path.join(state_dir(self.root), "index.lock")):
             yield

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mem.core.errors import NotFoundError
-from mem.core.store import is_temp_name
+from mem.core.memdir.store import is_temp_name
 
 EXCLUDE = frozenset({".consolidate-lock"})
 
@@ -52,7 +52,7 @@ class Changes:
 
 
 def snapshots_dir(memory_dir: str) -> str:
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     return os.path.join(state_dir(memory_dir, create=False), "snapshots")
 
@@ -84,7 +84,7 @@ def scratch_copy(root: str, prefix: str) -> Iterator[str]:
     """
     import tempfile
 
-    from mem.core.state import state_dir
+    from mem.core.memdir.state import state_dir
 
     scratch = tempfile.mkdtemp(prefix=prefix)
     work = os.path.join(scratch, "memory")
@@ -226,7 +226,7 @@ def _lines(path: str | None) -> list[str] | None:
 
 def restore(memory_dir: str, snapshot: Snapshot) -> Changes:
     """Make the memory directory identical to ``snapshot``; return what changed."""
-    from mem.core.store import MemoryDir
+    from mem.core.memdir.store import MemoryDir
 
     tree = os.path.join(snapshot.path, "tree")
     store = MemoryDir(memory_dir)

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from mem.core.frontmatter import FRONTMATTER_RE, js_trim, strip_frontmatter
-from mem.core.manifest import INDEX_NAME, MemoryHeader, Problem
-from mem.core.paths import cut16, len16  # noqa: F401 - cut16 is part of this module's interface too
+from mem.core.memdir.frontmatter import FRONTMATTER_RE, js_trim, strip_frontmatter
+from mem.core.memdir.manifest import INDEX_NAME, MemoryHeader, Problem
+from mem.core.jscompat import cut16, len16
 
 MAX_ENTRYPOINT_LINES = 200
 MAX_ENTRYPOINT_BYTES = 25_000  # compared against UTF-16 length, despite the name

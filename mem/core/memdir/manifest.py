@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from mem.core.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
+from mem.core.memdir.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
 
 MAX_MEMORY_FILES = 200
 FRONTMATTER_MAX_LINES = 30
@@ -245,7 +245,7 @@ class HeaderCache:
         import zlib
 
         from mem import __version__
-        from mem.core import frontmatter
+        from mem.core.memdir import frontmatter
 
         code = 0
         try:
@@ -286,7 +286,7 @@ class HeaderCache:
             return
         import marshal
 
-        from mem.core.store import atomic_write, sweep_temp_files
+        from mem.core.memdir.store import atomic_write, sweep_temp_files
 
         try:
             atomic_write(self.path, marshal.dumps({"version": self.version, "entries": self.fresh}))
@@ -302,8 +302,8 @@ def format_manifest(headers: list[MemoryHeader]) -> str:
 
 def check(root: str, headers: list[MemoryHeader]) -> None:
     """Add the costlier problems to each header: not in its index, carries a secret."""
-    from mem.core.index import parse_pointers
-    from mem.core.secrets import scan as scan_secrets
+    from mem.core.memdir.index import parse_pointers
+    from mem.core.guards.secrets import scan as scan_secrets
 
     listed: dict[str, set[str] | None] = {}
 

@@ -31,7 +31,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from mem.core.paths import JS_WHITESPACE as _JS_SPACE  # JS ``\s``, as a character-class body
+from mem.core.jscompat import JS_WHITESPACE as _JS_SPACE  # JS ``\s``, as a character-class body
 
 __all__ = [
     "RULES",

@@ -1,0 +1,46 @@
+"""JavaScript string semantics that Claude Code's behaviour depends on: UTF-16 lengths and cuts, trim.
+
+Example: len16("😀x") == 3; cut16("😀x", 1) == ""; js_trim("\ufeff a ") == "a"
+"""
+
+from __future__ import annotations
+
+#: JavaScript's ``\s``, which String.prototype.trim strips: ECMAScript WhiteSpace + LineTerminator,
+#: BOM included. It differs from Python's: it has U+FEFF and lacks the \x1c-\x1f separators.
+#: No character in it is special inside a regex character class.
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def len16(s: str) -> int:
+    """Length in UTF-16 code units, i.e. JavaScript's `.length`.
+
+    Example: len16("😀x") == 3
+    """
+    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
+
+
+def cut16(s: str, units: int) -> str:
+    """``s.slice(0, units)`` in UTF-16 units (a split surrogate pair is dropped)."""
+    if len16(s) <= units:
+        return s
+    out = s.encode("utf-16-le")[: units * 2]
+    return out.decode("utf-16-le", "ignore")
+
+
+def code_units(s: str):
+    for c in s:
+        o = ord(c)
+        if o > 0xFFFF:
+            o -= 0x10000
+            yield 0xD800 + (o >> 10)
+            yield 0xDC00 + (o & 0x3FF)
+        else:
+            yield o  # lone surrogates (from surrogateescape) are one unit each, as in JS
+
+
+def js_trim(s: str) -> str:
+    """String.prototype.trim."""
+    return s.strip(JS_WHITESPACE)
