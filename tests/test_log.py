@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from mem.core.memdir import dailylog
+from mem.core.memdir import dailylog, layout
 from mem.core.errors import SecretError, UsageError
 
 
 def test_path_uses_local_date():
     t = time.mktime((2026, 3, 9, 23, 59, 0, 0, 0, -1))
-    assert dailylog.log_relpath(t) == "logs/2026/03/2026-03-09.md"
+    assert layout.daily_log(t) == "logs/2026/03/2026-03-09.md"
 
 
 def test_entries_append_and_never_rewrite(memdir):

@@ -8,7 +8,8 @@ from conftest import write_memory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mem.core.memdir.manifest import check, format_manifest, iso_utc_ms, read_head, scan
+from mem.core.memdir.index import check_headers as check
+from mem.core.memdir.manifest import format_manifest, iso_utc_ms, read_head, scan
 
 
 def test_iso_timestamp_matches_js_toisostring():

@@ -172,7 +172,7 @@ def test_kill_mid_write_never_leaves_a_partial_file(tmp_path):
     assert (root / "a.md").read_text() in ("old\n", big)
     assert [p.name for p in root.iterdir() if p.name != "a.md" and not p.name.endswith(".tmp")] == []
     # What a killed writer leaves is named so the sweep knows it, and readable by the owner only.
-    from mem.core.memdir.store import TEMP_FILE
+    from mem.core.memdir.layout import TEMP_FILE
 
     left = [p for p in root.iterdir() if p.name.endswith(".tmp")]
     assert all(TEMP_FILE.match(p.name) and p.name.startswith(".a.md.") and p.stat().st_mode & 0o777 == 0o600 for p in left)

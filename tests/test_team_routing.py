@@ -9,6 +9,7 @@ import sys
 from conftest import write_memory
 from test_team_support import FAKE_PAT
 
+from mem.core.memdir import layout
 from mem.core.team import routing
 
 
@@ -33,7 +34,7 @@ def test_default_scopes():
     assert routing.target_relpath("a.md", routing.TEAM) == "team/a.md"
     assert routing.target_relpath("team/a.md", routing.TEAM) == "team/a.md"
     assert routing.target_relpath("team/a.md", routing.PRIVATE) == "a.md"
-    assert routing.is_team_relpath("team/x/y.md") and not routing.is_team_relpath("teammate.md")
+    assert layout.is_team("team/x/y.md") and not layout.is_team("teammate.md")
 
 
 def test_wrapper_is_claude_codes_and_cannot_be_closed_from_inside():

@@ -41,7 +41,7 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
       mem index --check --team
     """
     from mem.core.memdir import index as idx
-    from mem.core.memdir import manifest
+    from mem.core.memdir import layout, manifest
 
     mode = mode or "print"
     if dry_run and mode != "rebuild":
@@ -49,9 +49,9 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
     if file and mode == "rebuild":
         raise UsageError("--rebuild works on the memory directory's own MEMORY.md, not FILE")
     memory_root = resolve_dir(where).memory_dir
-    root = os.path.join(memory_root, "team") if team else memory_root
-    name = idx.TEAM_INDEX_NAME if team else idx.INDEX_NAME
-    index_path = os.path.join(root, idx.INDEX_NAME)
+    root = layout.team_dir(memory_root) if team else memory_root
+    name = layout.TEAM_INDEX if team else layout.INDEX_NAME
+    index_path = os.path.join(root, layout.INDEX_NAME)
     raw = _read_index(file, index_path)
 
     if mode == "print":
@@ -88,12 +88,12 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
         return
 
     result = _rebuild(memory_root, team, raw, headers, dry_run, fmt)
-    if not team and os.path.isdir(os.path.join(memory_root, "team")):
+    if not team and os.path.isdir(layout.team_dir(memory_root)):
         from mem.core.team.routing import team_enabled
 
         if team_enabled(memory_root):
-            team_root = os.path.join(memory_root, "team")
-            team_raw = _read_index(None, os.path.join(team_root, idx.INDEX_NAME))
+            team_root = layout.team_dir(memory_root)
+            team_raw = _read_index(None, os.path.join(team_root, layout.INDEX_NAME))
             result["team"] = _rebuild(memory_root, True, team_raw, manifest.scan(team_root, limit=None), dry_run, fmt)
     if fmt != "text":
         render.out_record(result, fmt)
@@ -102,12 +102,12 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
 def _rebuild(memory_root: str, team: bool, raw: str | None, headers: list, dry_run: bool, fmt: str) -> dict:
     """Rebuild (or diff) MEMORY.md, or team/MEMORY.md with ``team``; report on stderr; return the result."""
     from mem.core.memdir import index as idx
-    from mem.core.memdir import manifest
+    from mem.core.memdir import layout, manifest
 
-    root = os.path.join(memory_root, "team") if team else memory_root
-    name = idx.TEAM_INDEX_NAME if team else idx.INDEX_NAME
+    root = layout.team_dir(memory_root) if team else memory_root
+    name = layout.TEAM_INDEX if team else layout.INDEX_NAME
     rebuild = idx.rebuild_team if team else idx.rebuild
-    index_path = os.path.join(root, idx.INDEX_NAME)
+    index_path = os.path.join(root, layout.INDEX_NAME)
     new = rebuild(raw, root, headers)
     before = {p.relpath for p in idx.parse_pointers(raw or "") if p.relpath}
     after = {p.relpath for p in idx.parse_pointers(new) if p.relpath}

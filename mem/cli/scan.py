@@ -46,7 +46,9 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
 
         headers = manifest.scan(root, limit=None if all_ else manifest.MAX_MEMORY_FILES, cache_dir=cache_dir(root))
     if check:
-        manifest.check(root, headers)
+        from mem.core.memdir.index import check_headers
+
+        check_headers(root, headers)
     if fmt != "text":
         render.out_rows((h.as_dict() for h in headers), fmt, None)
     elif check:

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mem.core.errors import MemError, SecretError
-from mem.core.memdir.store import INDEX_NAME, MemoryDir, _within, is_temp_name
+from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, is_temp_name
+from mem.core.memdir.store import MemoryDir, _within
 
 #: What a single tool result may carry back to the model.
 MAX_RESULT_CHARS = 60_000
@@ -130,7 +131,7 @@ class WritePolicy:
     """
 
     only: tuple[str, ...] | None = None  # the only relpaths that may be changed
-    exclude: tuple[str, ...] = ("logs/", "team/")
+    exclude: tuple[str, ...] = UNINDEXED_DIRS
     suffixes: tuple[str, ...] = (".md",)
     require_frontmatter: bool = True
     allow_delete: bool = False

@@ -14,9 +14,10 @@ import re
 import time
 from dataclasses import dataclass
 
+from mem.core.memdir.layout import DREAM_LOCK
 from mem.core.memdir.store import pid_running
 
-LOCK_NAME = ".consolidate-lock"
+LOCK_NAME = DREAM_LOCK
 HOLDER_STALE_S = 60 * 60
 DEFAULT_MIN_HOURS = 24.0
 DEFAULT_MIN_SESSIONS = 5

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from mem.core.memdir.frontmatter import FRONTMATTER_RE, JS_WS, js_trim, strip_frontmatter
 from mem.core.jscompat import cut16, len16
+from mem.core.memdir.layout import INDEX_NAME
 
 KINDS = ("managed", "user", "project", "local", "automem", "teammem")
 #: The CLAUDE.md family: instructions, as opposed to the memory indexes.
@@ -328,13 +329,14 @@ def load_context(
         ctx.files += loader.file(os.path.join(d, "CLAUDE.local.md"), "local")
 
     if memory_dir and auto_memory:
-        entry = loader.index(os.path.join(memory_dir, "MEMORY.md"), "automem")
+        entry = loader.index(os.path.join(memory_dir, INDEX_NAME), "automem")
         if entry is not None:
             ctx.files.append(entry)
-        from mem.core.team.routing import team_dir, team_enabled
+        from mem.core.memdir.layout import team_dir
+        from mem.core.team.routing import team_enabled
 
         if team_enabled(memory_dir):  # a linked team/ is not team memory
-            entry = loader.index(os.path.join(team_dir(memory_dir), "MEMORY.md"), "teammem")
+            entry = loader.index(os.path.join(team_dir(memory_dir), INDEX_NAME), "teammem")
             if entry is not None:
                 ctx.files.append(entry)
     ctx.skipped = loader.skipped

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from mem.core import consolidation
 from mem.core.memdir import snapshot
 from mem.core.errors import LockedError, MemError, RefusedError
+from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, UNINDEXED_DIRS
 
-SKIP_DIRS = ("logs/", "team/")
+SKIP_DIRS = UNINDEXED_DIRS
 
 
 class ValidationError(RefusedError):
@@ -283,7 +284,7 @@ def validate(root: str, before_root: str, changes: snapshot.Changes | None = Non
     problems = []
     changes = snapshot.compare(before_root, root) if changes is None else changes
     for rel in changes.updated + changes.deleted:
-        if rel.startswith("logs/"):
+        if rel.startswith(LOGS_PREFIX):
             if rel in changes.deleted:
                 problems.append(f"{rel}: a daily log was deleted (logs are append-only)")
             else:
@@ -321,7 +322,7 @@ def validate(root: str, before_root: str, changes: snapshot.Changes | None = Non
             if p.relpath and not os.path.isfile(os.path.join(root, p.relpath)):
                 problems.append(f"MEMORY.md:{p.lineno}: points at {p.target}, which does not exist")
     elif any(not h.relpath.startswith(SKIP_DIRS) for h in manifest.scan(root, limit=None)) and os.path.exists(os.path.join(before_root, idx.INDEX_NAME)):
-        problems.append("MEMORY.md: the index was deleted")
+        problems.append(f"{INDEX_NAME}: the index was deleted")
     return problems
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from mem.core import memory_guidance as guidance
 from mem.core.errors import LockedError, MemError, NotFoundError
+from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX
 
 MAX_TURNS = 5
 #: Wall-clock budget of one run's model work, in seconds.
@@ -113,13 +114,13 @@ class ExtractResult:
     @property
     def saved(self) -> list[str]:
         """Topic files created or updated (MEMORY.md is bookkeeping, not a memory)."""
-        return [p for p in (*self.created, *self.updated) if p.rsplit("/", 1)[-1] != "MEMORY.md"]
+        return [p for p in (*self.created, *self.updated) if p.rsplit("/", 1)[-1] != INDEX_NAME]
 
     @property
     def written(self) -> list[str]:
         out = [*self.created, *self.updated]
-        if self.indexed and "MEMORY.md" not in out:
-            out.append("MEMORY.md")
+        if self.indexed and INDEX_NAME not in out:
+            out.append(INDEX_NAME)
         return out
 
     @property
@@ -514,12 +515,12 @@ def extract_policy(team: bool = False):
     """Markdown files with complete frontmatter, not under logs/ (nor team/ without team memory), no deletes."""
     from mem.core.agent import WritePolicy
 
-    return WritePolicy(exclude=("logs/",)) if team else WritePolicy()
+    return WritePolicy(exclude=(LOGS_PREFIX,)) if team else WritePolicy()
 
 
 def team_sections(memory_dir: str) -> list[tuple[str, str]]:
     """The routing rules and the team index, when the memory dir shares a team/ directory."""
-    from mem.core.memdir.index import TEAM_INDEX_NAME
+    from mem.core.memdir.layout import TEAM_INDEX as TEAM_INDEX_NAME
     from mem.core.team.routing import ROUTING_GUIDANCE
 
     guidance_text = ROUTING_GUIDANCE.split("\n", 1)[1].strip("\n")  # without its own heading
@@ -586,7 +587,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     prompt = build_prompt(memory_dir, new, max_turns=request.max_turns, sections=sections, team=team)
     toolbox = ToolBox(MemoryDir(memory_dir), policy=extract_policy(team), log=log)
     if prompt.index_shown_whole:
-        toolbox.note_seen("MEMORY.md")
+        toolbox.note_seen(INDEX_NAME)
     run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
                     max_turns=request.max_turns, deadline_s=request.timeout, retries=RETRIES, log=log)
     result.created, result.updated = run.created, run.updated
@@ -606,7 +607,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     advance()
     result.duration_s = time.monotonic() - started
     events.record(memory_dir, "extract", created=run.created,
-                  updated=[*run.updated, *(["MEMORY.md"] if result.indexed and "MEMORY.md" not in run.files_written else [])],
+                  updated=[*run.updated, *([INDEX_NAME] if result.indexed and INDEX_NAME not in run.files_written else [])],
                   strategy="model", tokens=result.usage, duration=result.duration_s,
                   detail={**detail, "indexed": result.indexed})
     return result
@@ -615,15 +616,16 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
 def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
     """Add a MEMORY.md pointer for each topic file in ``relpaths`` that has none; the ones added."""
     from mem.core.memdir import manifest
-    from mem.core.memdir.index import UNINDEXED_DIRS, parse_pointers, pointer_line
+    from mem.core.memdir.index import parse_pointers, pointer_line
+    from mem.core.memdir.layout import UNINDEXED_DIRS
 
     from mem.core.remember import index_pointer
-    from mem.core.team.routing import is_team_relpath
+    from mem.core.memdir.layout import is_team as is_team_relpath
 
     topics = []
     added: list[str] = []
     for rel in relpaths:
-        if rel.rsplit("/", 1)[-1] == "MEMORY.md":
+        if rel.rsplit("/", 1)[-1] == INDEX_NAME:
             continue
         if is_team_relpath(rel):  # team memory has its own index
             try:

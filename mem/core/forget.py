@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 
 from mem.core.errors import MemError, NotFoundError, RefusedError
 from mem.core.memdir.index import FENCE
+from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, TEAM_PREFIX, UNINDEXED_DIRS
 
 #: At most this many candidates are offered.
 DEFAULT_LIMIT = 10
 #: A hit must score at least this share of the best one.
 RELATIVE = 0.4
 #: Subtrees forget leaves alone: daily logs are append-only, team memory is synced.
-OFF_LIMITS = ("logs/", "team/")
+OFF_LIMITS = UNINDEXED_DIRS
 #: How much of the multi-memory files' entries the model is shown.
 ENTRIES_BUDGET = 30_000
 ENTRY_LINE_CHARS = 160
@@ -332,13 +333,13 @@ def named_file(memory_dir: str, query: str) -> Search | None:
 
 
 def _refuse_off_limits(rel: str) -> None:
-    from mem.core.memdir.store import INDEX_NAME
+    from mem.core.memdir.layout import INDEX_NAME
 
     if rel.rsplit("/", 1)[-1] == INDEX_NAME:
         raise RefusedError(f"refused {rel}: it is a memory index, not a memory (mem index --rebuild tidies it)")
-    if rel.startswith("logs/"):
+    if rel.startswith(LOGS_PREFIX):
         raise RefusedError(f"refused {rel}: daily logs are append-only")
-    if rel.startswith("team/"):
+    if rel.startswith(TEAM_PREFIX):
         raise RefusedError(f"refused {rel}: team memory is shared; change it through the team, not forget")
 
 
@@ -586,7 +587,7 @@ def _apply(memory, changes: list[Change]) -> tuple[list[str], list[str]]:
         gone = set(deleted)
         changed = memory.update_index(lambda old: drop_pointers(old, gone)) is not None
         if changed:
-            updated.append("MEMORY.md")
+            updated.append(INDEX_NAME)
     return deleted, updated
 
 

@@ -445,7 +445,7 @@ def walk(root: str, suffix: str) -> Iterator[tuple[str, str]]:
     Symlinked directories are not descended into (so link loops cannot
     recurse); symlinked files are read.
     """
-    from mem.core.memdir.manifest import walk_entries
+    from mem.core.memdir.layout import walk_entries
 
     found = [(entry.path, rel) for rel, entry, is_dir in walk_entries(root) if not is_dir and entry.name.endswith(suffix)]
     found.sort(key=lambda item: item[1])

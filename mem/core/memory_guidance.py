@@ -13,6 +13,8 @@ builds from them.
 
 from __future__ import annotations
 
+from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX
+
 import os
 from dataclasses import dataclass
 
@@ -110,10 +112,10 @@ def existing_memories(memory_dir: str, *, index_budget: int = INDEX_BUDGET) -> E
     from mem.core.memdir import manifest
     from mem.core.memdir.index import render_as_injected
 
-    headers = [h for h in manifest.scan(memory_dir) if not h.relpath.startswith("logs/")] if os.path.isdir(memory_dir) else []
+    headers = [h for h in manifest.scan(memory_dir) if not h.relpath.startswith(LOGS_PREFIX)] if os.path.isdir(memory_dir) else []
     listing = manifest.format_manifest(headers) if headers else "(none yet)"
     try:
-        with open(os.path.join(memory_dir, "MEMORY.md"), encoding="utf-8", errors="replace", newline="") as fh:
+        with open(os.path.join(memory_dir, INDEX_NAME), encoding="utf-8", errors="replace", newline="") as fh:
             raw_index = fh.read()
     except OSError:
         raw_index = None

@@ -21,9 +21,10 @@ import os
 from dataclasses import dataclass
 
 from mem.core.jscompat import len16
-from mem.core.memdir.index import INDEX_NAME, render_as_injected
+from mem.core.memdir.index import render_as_injected
+from mem.core.memdir.layout import INDEX_NAME, TEAM_DIR
 
-TEAM_DIR = "team"
+
 AGENTS_MD_BEGIN = "<!-- mem:begin -->"
 AGENTS_MD_END = "<!-- mem:end -->"
 MODES = ("full", "supplement", "agents-md")

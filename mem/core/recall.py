@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from mem.core.errors import MemError
 from mem.core.jscompat import cut16, len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
+from mem.core.memdir.layout import TEAM_PREFIX
 
 MAX_SURFACED = 5
 MAX_MEMORY_LINES = 200
@@ -189,7 +190,7 @@ class Surfaced:
     @property
     def shared(self) -> bool:
         """A team memory (under team/), synced from teammates."""
-        return self.relpath.startswith("team/")
+        return self.relpath.startswith(TEAM_PREFIX)
 
     @property
     def block(self) -> str:

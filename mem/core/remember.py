@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from mem.core import memory_guidance as guidance
 from mem.core.errors import ExitCode, MemError, RefusedError, SecretError, UsageError
+from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, UNINDEXED_DIRS
 
 MAX_TURNS = 4
 #: Wall-clock budget of the agent's work, in seconds.
@@ -170,13 +171,13 @@ def _scope_of(memory_dir: str, request: RememberRequest) -> str | None:
 def _policy(memory_dir: str, force: bool):
     from mem.core.agent import WritePolicy
 
-    exclude = ("logs/",) if _team(memory_dir) else ("logs/", "team/")
+    exclude = (LOGS_PREFIX,) if _team(memory_dir) else UNINDEXED_DIRS
     return WritePolicy(exclude=exclude, refuse_poison=not force)
 
 
 def pinned_target(memory, request: RememberRequest, policy, scope: str | None) -> str | None:
     """The relpath the request names (``file``, else the slug of ``name``), checked; None if it names none."""
-    from mem.core.memdir.store import INDEX_NAME
+    from mem.core.memdir.layout import INDEX_NAME
 
     if request.file:
         rel = request.file
@@ -242,12 +243,13 @@ def index_pointer(memory, rel: str, previous_line: str | None = None):
     is the user's and stays. Returns (index relpath, WriteResult or None).
     """
     from mem.core.memdir import manifest
-    from mem.core.memdir.index import TEAM_INDEX_NAME, parse_pointers, pointer_line
-    from mem.core.memdir.store import INDEX_NAME
-    from mem.core.team.routing import TEAM_DIR_NAME, is_team_relpath
+    from mem.core.memdir.index import parse_pointers, pointer_line
+    from mem.core.memdir.layout import TEAM_INDEX as TEAM_INDEX_NAME
+    from mem.core.memdir.layout import INDEX_NAME
+    from mem.core.memdir.layout import TEAM_PREFIX, is_team as is_team_relpath
 
     if is_team_relpath(rel):
-        index_name, target = TEAM_INDEX_NAME, rel[len(TEAM_DIR_NAME) + 1:]
+        index_name, target = TEAM_INDEX_NAME, rel[len(TEAM_PREFIX):]
     else:
         index_name, target = INDEX_NAME, rel
     path = os.path.join(memory.root, rel)
@@ -275,10 +277,10 @@ def _pointer_for(memory, rel: str) -> str | None:
     """The pointer line we would write for ``rel`` as it is now, or None when it does not exist."""
     from mem.core.memdir import manifest
     from mem.core.memdir.index import pointer_line
-    from mem.core.team.routing import TEAM_DIR_NAME, is_team_relpath
+    from mem.core.memdir.layout import TEAM_PREFIX, is_team as is_team_relpath
 
     path = os.path.join(memory.root, rel)
-    target = rel[len(TEAM_DIR_NAME) + 1:] if is_team_relpath(rel) else rel
+    target = rel[len(TEAM_PREFIX):] if is_team_relpath(rel) else rel
     try:
         return pointer_line(manifest.header_of(path, target, os.stat(path)))
     except (OSError, ValueError):
@@ -362,7 +364,7 @@ def _offline(request: RememberRequest, result: RememberResult, memory, policy, s
     written = memory.write(rel, content)
     result.saved.append(rel)
     if _team(request.memory_dir):
-        from mem.core.team.routing import is_team_relpath
+        from mem.core.memdir.layout import is_team as is_team_relpath
 
         result.scope = "team" if is_team_relpath(rel) else "private"
     if written.changed:
@@ -454,7 +456,7 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
     from mem.core import llm
     from mem.core.agent import ToolBox, run_agent
     from mem.core.extract import ensure_indexed
-    from mem.core.team.routing import is_team_relpath
+    from mem.core.memdir.layout import is_team as is_team_relpath
 
     team = _team(request.memory_dir)
     pinned = pinned_target(memory, request, policy, scope) if (request.file or request.name) else None
@@ -470,7 +472,7 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
     prompt = build_prompt(request, pinned=pinned, scope=scope, team=team)
     toolbox = ToolBox(memory, policy=policy, tools=("read", "grep", "glob", "ls", "write", "edit"), log=log)
     if prompt.index_shown_whole:
-        toolbox.note_seen("MEMORY.md")
+        toolbox.note_seen(INDEX_NAME)
     index_existed = os.path.exists(memory.index_path)
     run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
                     max_turns=request.max_turns, deadline_s=request.timeout, retries=RETRIES, log=log)
@@ -484,7 +486,7 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
                       tokens=result.tokens, duration=time.monotonic() - started, outcome="error",
                       detail={"error": run.error, "model": config.model, "turns": run.turns})
         raise llm.ModelError(f"remember failed: {run.error}{run.written_note}", run.error_kind or "error")
-    topics = [rel for rel in run.files_written if rel.rsplit("/", 1)[-1] != "MEMORY.md"]
+    topics = [rel for rel in run.files_written if rel.rsplit("/", 1)[-1] != INDEX_NAME]
     result.saved = topics
     if not topics:
         why = f": {result.summary}" if result.summary else ""
@@ -493,7 +495,7 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
     added = ensure_indexed(memory, [rel for rel in topics if not is_team_relpath(rel)])
     if added:
         result.indexed += added
-        _note_change(result, "MEMORY.md", created=not index_existed)
+        _note_change(result, INDEX_NAME, created=not index_existed)
     for rel in topics:
         if is_team_relpath(rel):
             index_name, pointer = index_pointer(memory, rel)

@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from mem.core.memdir.frontmatter import MEMORY_TYPES
+from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, TEAM_PREFIX
 
 RECENT_DAYS = 7
 NOTES_LIMIT = 5
@@ -32,7 +33,7 @@ class Problem:
         return asdict(self)
 
     def text(self) -> str:
-        where = self.path or "MEMORY.md"
+        where = self.path or INDEX_NAME
         if self.line:
             where += f":{self.line}"
         return f"{where}: {self.code}: {self.message}"
@@ -82,7 +83,7 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
     exists = os.path.isdir(root)
     sdir = state_dir(root, env, create=False)
     headers = _headers(root) if exists else []
-    raw_index = _read(os.path.join(root, "MEMORY.md")) if exists else None
+    raw_index = _read(os.path.join(root, INDEX_NAME)) if exists else None
     status = Status(
         memory_dir=root,
         rule=res.rule,
@@ -125,8 +126,8 @@ def _headers(root: str):
 
 
 def _memories(headers) -> dict:
-    topics = [h for h in headers if not h.relpath.startswith("logs/")]
-    logs = sorted(h.relpath for h in headers if h.relpath.startswith("logs/"))
+    topics = [h for h in headers if not h.relpath.startswith(LOGS_PREFIX)]
+    logs = sorted(h.relpath for h in headers if h.relpath.startswith(LOGS_PREFIX))
     by_type = {t: 0 for t in MEMORY_TYPES}
     by_type["untyped"] = 0
     for h in topics:
@@ -136,7 +137,7 @@ def _memories(headers) -> dict:
     return {
         "total": len(topics),
         "by_type": by_type,
-        "team": sum(1 for h in topics if h.relpath.startswith("team/")),
+        "team": sum(1 for h in topics if h.relpath.startswith(TEAM_PREFIX)),
         "daily_logs": len(logs),
         "latest_log": latest_log,
         "newest": iso(newest / 1000) if newest else None,
@@ -345,14 +346,13 @@ def _last_event(root: str, env) -> dict | None:
 
 def _problems(root: str, raw_index: str | None, headers) -> list[Problem]:
     from mem.core.memdir import index as idx
-    from mem.core.memdir import manifest
 
     problems: list[Problem] = []
-    manifest.check(root, headers)
+    idx.check_headers(root, headers)
     for h in sorted(headers, key=lambda h: h.relpath):
         for w in h.warnings:
             # The index lint below reports the top-level index's missing pointers once.
-            if w.code == "not-indexed" and not h.relpath.startswith("team/"):
+            if w.code == "not-indexed" and not h.relpath.startswith(TEAM_PREFIX):
                 continue
             problems.append(Problem("scan", w.code, w.message, h.relpath))
     for p in idx.lint(raw_index, root, headers):

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from mem.core.errors import UsageError
+from mem.core.memdir.layout import daily_log
 
 
 @dataclass(frozen=True)
@@ -24,11 +25,6 @@ class LogEntry:
 
     def as_dict(self) -> dict:
         return {"path": self.path, "relpath": self.relpath, "entry": self.entry, "created": self.created}
-
-
-def log_relpath(now: float | None = None) -> str:
-    t = time.localtime(now)
-    return f"logs/{t.tm_year:04d}/{t.tm_mon:02d}/{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}.md"
 
 
 def format_entry(text: str, now: float | None = None) -> str:
@@ -48,7 +44,7 @@ def append(memory_dir: str, text: str, *, now: float | None = None) -> LogEntry:
     from mem.core.memdir.store import MemoryDir, file_lock
 
     now = time.time() if now is None else now
-    rel = log_relpath(now)
+    rel = daily_log(now)
     entry = format_entry(text, now)
     store = MemoryDir(memory_dir)
     with file_lock(os.path.join(state_dir(memory_dir), "log.lock")):

@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from mem.core.memdir.frontmatter import FRONTMATTER_RE, js_trim, strip_frontmatter
-from mem.core.memdir.manifest import INDEX_NAME, MemoryHeader, Problem
+from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, index_of
+from mem.core.memdir.manifest import MemoryHeader, Problem
 from mem.core.jscompat import cut16, len16
 
 MAX_ENTRYPOINT_LINES = 200
 MAX_ENTRYPOINT_BYTES = 25_000  # compared against UTF-16 length, despite the name
 MAX_LINE_CHARS = 150  # the guidance given to agents: one line under ~150 characters
 POINTER_SEPARATOR = " — "
-# Subtrees with an index of their own (team/) or no pointers at all (logs/).
-UNINDEXED_DIRS = ("team/", "logs/")
 
 
 def format_file_size(n: int) -> str:
@@ -311,7 +310,6 @@ def rebuild(raw: str | None, root: str, headers: list[MemoryHeader]) -> str:
 
 # --- team/MEMORY.md --------------------------------------------------------
 
-TEAM_INDEX_NAME = "team/MEMORY.md"  # relative to the memory directory; its pointers are relative to team/
 
 
 def sort_pointer_runs(text: str) -> str:
@@ -344,3 +342,40 @@ def rebuild_team(raw: str | None, team_root: str, headers: list[MemoryHeader]) -
     machines does not turn into a sync conflict.
     """
     return sort_pointer_runs(rebuild(raw, team_root, headers))
+
+
+def check_headers(root: str, headers: list[MemoryHeader]) -> None:
+    """Add the costlier problems to each header: not in its index, carries a secret."""
+    from mem.core.guards.secrets import scan as scan_secrets
+
+    listed: dict[str, set[str] | None] = {}
+
+    def pointers_of(where: str) -> set[str] | None:
+        if where not in listed:
+            try:
+                with open(os.path.join(root, where), encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+                listed[where] = {p.relpath for p in parse_pointers(text) if p.relpath}
+            except OSError:
+                listed[where] = None
+        return listed[where]
+
+    for h in headers:
+        owner = index_of(h.relpath)
+        if owner is not None:
+            where, rel = owner
+            pointers = pointers_of(where)
+            if pointers is None:
+                h.warnings.append(Problem("not-indexed", f"no pointer to it: {where} does not exist"))
+            elif rel not in pointers:
+                h.warnings.append(Problem("not-indexed", f"no pointer to it in {where}"))
+        try:
+            with open(h.path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError as exc:
+            h.warnings.append(Problem("unreadable", exc.strerror or str(exc)))
+            continue
+        for finding in scan_secrets(text):
+            h.warnings.append(
+                Problem("secret", f"line {finding.line} looks like a secret ({finding.label}, rule {finding.rule_id})")
+            )

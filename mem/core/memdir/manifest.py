@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from mem.core.memdir.layout import is_log, walk_topic_files
 from mem.core.memdir.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
 
 MAX_MEMORY_FILES = 200
 FRONTMATTER_MAX_LINES = 30
-INDEX_NAME = "MEMORY.md"
 
 
 class Problem(NamedTuple):
@@ -76,42 +75,6 @@ def now_iso() -> str:
     return iso_utc_ms(time.time_ns() // 1_000_000)
 
 
-def walk_entries(root: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
-    """(relpath, entry, is_dir) for everything under root, breadth first, in directory order.
-
-    Like Node's recursive readdir, symlinked directories are not descended
-    into (which also makes link loops harmless); symlinked files are kept.
-    """
-    queue = [("", root)]
-    while queue:
-        prefix, directory = queue.pop(0)
-        try:
-            with os.scandir(directory) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            rel = prefix + entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir:
-                queue.append((rel + "/", entry.path))
-            yield rel, entry, is_dir
-
-
-def walk_topic_files(root: str) -> Iterator[tuple[str, os.DirEntry]]:
-    """(relpath, entry) for every ``*.md`` under root except ``MEMORY.md``.
-
-    A directory named ``*.md`` is yielded too, as Claude's readdir lists it;
-    reading it fails later and drops it, as in Claude.
-    """
-    for rel, entry, _is_dir in walk_entries(root):
-        if entry.name.endswith(".md") and entry.name != INDEX_NAME:
-            yield rel, entry
-
-
 def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:
     """The first ``max_lines`` lines, BOM and CRs stripped, joined by newlines."""
     chunks = []
@@ -150,7 +113,7 @@ def header_of(path: str, relpath: str, st: os.stat_result) -> MemoryHeader:
         warnings=[],
     )
     w = header.warnings
-    if relpath.startswith("logs/"):
+    if is_log(relpath):
         return header  # daily logs are append-only bullets, not topic files
     if not parsed.present:
         if head.startswith("---"):
@@ -298,43 +261,3 @@ class HeaderCache:
 
 def format_manifest(headers: list[MemoryHeader]) -> str:
     return "\n".join(h.manifest_line() for h in headers)
-
-
-def check(root: str, headers: list[MemoryHeader]) -> None:
-    """Add the costlier problems to each header: not in its index, carries a secret."""
-    from mem.core.memdir.index import parse_pointers
-    from mem.core.guards.secrets import scan as scan_secrets
-
-    listed: dict[str, set[str] | None] = {}
-
-    def pointers_of(index_dir: str) -> set[str] | None:
-        if index_dir not in listed:
-            try:
-                with open(os.path.join(root, index_dir, INDEX_NAME), encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-                listed[index_dir] = {p.relpath for p in parse_pointers(text) if p.relpath}
-            except OSError:
-                listed[index_dir] = None
-        return listed[index_dir]
-
-    for h in headers:
-        top = h.relpath.split("/", 1)[0] if "/" in h.relpath else ""
-        if top != "logs":
-            index_dir = "team" if top == "team" else ""
-            rel = h.relpath[len("team/"):] if index_dir else h.relpath
-            pointers = pointers_of(index_dir)
-            where = f"{index_dir}/{INDEX_NAME}" if index_dir else INDEX_NAME
-            if pointers is None:
-                h.warnings.append(Problem("not-indexed", f"no pointer to it: {where} does not exist"))
-            elif rel not in pointers:
-                h.warnings.append(Problem("not-indexed", f"no pointer to it in {where}"))
-        try:
-            with open(h.path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        except OSError as exc:
-            h.warnings.append(Problem("unreadable", exc.strerror or str(exc)))
-            continue
-        for finding in scan_secrets(text):
-            h.warnings.append(
-                Problem("secret", f"line {finding.line} looks like a secret ({finding.label}, rule {finding.rule_id})")
-            )

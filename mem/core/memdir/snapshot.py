@@ -21,10 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mem.core.errors import NotFoundError
-from mem.core.memdir.store import is_temp_name
-
-EXCLUDE = frozenset({".consolidate-lock"})
-
+from mem.core.memdir.layout import tree_files
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -55,25 +52,6 @@ def snapshots_dir(memory_dir: str) -> str:
     from mem.core.memdir.state import state_dir
 
     return os.path.join(state_dir(memory_dir, create=False), "snapshots")
-
-
-def tree_files(root: str) -> dict[str, str]:
-    """relpath -> absolute path of every file or link under root (links not followed)."""
-    out: dict[str, str] = {}
-    if not os.path.isdir(root):
-        return out
-    for dirpath, dirnames, filenames in os.walk(root):
-        for d in list(dirnames):
-            if os.path.islink(os.path.join(dirpath, d)):
-                dirnames.remove(d)
-                filenames.append(d)  # a link to a directory is kept as a link
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, root).replace(os.sep, "/")
-            if rel in EXCLUDE or is_temp_name(name):
-                continue
-            out[rel] = full
-    return out
 
 
 @contextlib.contextmanager

@@ -14,21 +14,13 @@ import contextlib
 import errno
 import fcntl
 import os
-import re
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
-from mem.core.memdir.manifest import INDEX_NAME
+from mem.core.memdir.layout import INDEX_NAME, TEMP_FILE
 
-#: The write path's temp files: ``.<name>.<8 random characters>.tmp`` (never *.md, so scans skip them).
-TEMP_FILE = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
 STALE_TEMP_AFTER = 600
-
-
-def is_temp_name(name: str) -> bool:
-    """A file the write path is writing, or one a killed writer left (walks leave these out)."""
-    return name.startswith(".") and name.endswith(".tmp")
 
 
 class WriteResult(NamedTuple):

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from mem.core.errors import ConfigError, MemError, RefusedError
-from mem.core.memdir.store import is_temp_name
+from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, team_dir
 from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
 
@@ -79,7 +79,7 @@ class Config:
 
     @property
     def team_dir(self) -> str:
-        return os.path.join(self.memory_dir, "team")
+        return team_dir(self.memory_dir)
 
     @property
     def endpoint(self) -> str:
@@ -555,7 +555,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
         result.snapshot = snapshot.take(cfg.memory_dir, "team pull").id
     for key, content, created in plan:
         try:
-            written = store.write(f"team/{key}", content, scan=True)
+            written = store.write(TEAM_PREFIX + key, content, scan=True)
         except keys.InvalidKeyError as exc:
             result.skipped.append(Skipped(key, "invalid-key", exc.reason))
             continue
@@ -574,10 +574,10 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
 
         result.status = "updated"
         events.record(
-            cfg.memory_dir, "team pull", created=[f"team/{k}" for k in result.created],
-            updated=[f"team/{k}" for k in result.updated], duration=time.monotonic() - started,
+            cfg.memory_dir, "team pull", created=[TEAM_PREFIX + k for k in result.created],
+            updated=[TEAM_PREFIX + k for k in result.updated], duration=time.monotonic() - started,
             detail={"repo": cfg.repo, "version": result.version, "snapshot": result.snapshot,
-                    "overwritten_local": [f"team/{k}" for k in result.overwritten_local]},
+                    "overwritten_local": [TEAM_PREFIX + k for k in result.overwritten_local]},
         )
     return result
 

@@ -14,6 +14,7 @@ import re
 import unicodedata
 
 from mem.core.errors import PathEscapeError, UsageError
+from mem.core.memdir.layout import TEAM_PREFIX, team_dir
 
 #: Per file: larger files are skipped on push and on pull, and refused by the server.
 MAX_FILE_SIZE_BYTES = 250_000
@@ -116,10 +117,10 @@ def key_path(store, key: str) -> str:
     """
     check_key(key)
     try:
-        real = store.resolve(f"team/{key}")
+        real = store.resolve(TEAM_PREFIX + key)
     except PathEscapeError as exc:
         raise InvalidKeyError(key, str(exc)) from None
-    team_real = os.path.realpath(os.path.join(store.root, "team"))
+    team_real = os.path.realpath(team_dir(store.root))
     if not real.startswith(team_real.rstrip(os.sep) + os.sep):
         raise InvalidKeyError(key, "resolves outside the team directory")
     return real

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 
-TEAM_DIR_NAME = "team"
+from mem.core.memdir.layout import TEAM_PREFIX, is_team, team_dir
+
 TEAM_WRAPPER_OPEN = '<team-memory-content source="shared">'
 TEAM_WRAPPER_CLOSE = "</team-memory-content>"
 
@@ -34,19 +35,10 @@ DEFAULT_SCOPES = {
 }
 
 
-def team_dir(memory_dir: str) -> str:
-    return os.path.join(memory_dir, TEAM_DIR_NAME)
-
-
 def team_enabled(memory_dir: str) -> bool:
     """True when ``<memory dir>/team/`` is a directory (a symlink does not count)."""
     path = team_dir(memory_dir)
     return os.path.isdir(path) and not os.path.islink(path)
-
-
-def is_team_relpath(relpath: str) -> bool:
-    """A memory-dir-relative path ('/' separators) inside team/."""
-    return relpath.replace(os.sep, "/").startswith(TEAM_DIR_NAME + "/")
 
 
 def default_scope(memory_type: str | None, *, convention: bool = False) -> str:
@@ -67,11 +59,11 @@ def default_scope(memory_type: str | None, *, convention: bool = False) -> str:
 def target_relpath(relpath: str, scope: str) -> str:
     """``relpath`` moved into team/ (or out of it) for ``scope``."""
     rel = relpath.replace(os.sep, "/")
-    inside = is_team_relpath(rel)
+    inside = is_team(rel)
     if scope == TEAM and not inside:
-        return f"{TEAM_DIR_NAME}/{rel}"
+        return TEAM_PREFIX + rel
     if scope == PRIVATE and inside:
-        return rel[len(TEAM_DIR_NAME) + 1:]
+        return rel[len(TEAM_PREFIX):]
     return rel
 
 
@@ -106,7 +98,7 @@ def team_memories(memory_dir: str, memory_type: str | None = None) -> list:
     if not team_enabled(memory_dir):
         return []
     headers = manifest.scan(team_dir(memory_dir), limit=None)
-    return [h._replace(relpath=f"{TEAM_DIR_NAME}/{h.relpath}") for h in headers
+    return [h._replace(relpath=TEAM_PREFIX + h.relpath) for h in headers
             if memory_type is None or h.type == memory_type]
 
 

@@ -1,0 +1,127 @@
+"""The memory directory's layout: every name in it, what is a memory and what is not, one walker.
+
+Example: is_memory("feedback_tests.md") is True; is_memory("logs/2026/11/2026-11-25.md") is False;
+index_of("team/deploy.md") == ("team/MEMORY.md", "deploy.md")
+
+Claude Code's layout: ``MEMORY.md`` (the index, one pointer a line) and topic files (``*.md``, any
+depth) at the top; ``logs/YYYY/MM/YYYY-MM-DD.md`` (append-only daily logs, no pointers);
+``team/`` (synced with teammates, with an index of its own whose pointers are relative to
+``team/``); ``.consolidate-lock`` (the dream lock). Every other module asks this one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+
+#: The index file, at the top of the memory directory and of team/.
+INDEX_NAME = "MEMORY.md"
+#: Daily logs: append-only, never pointed at.
+LOGS_DIR = "logs"
+LOGS_PREFIX = LOGS_DIR + "/"
+#: Team memory: synced with teammates, its own index.
+TEAM_DIR = "team"
+TEAM_PREFIX = TEAM_DIR + "/"
+TEAM_INDEX = TEAM_PREFIX + INDEX_NAME
+#: Subtrees whose files have no pointer in the top index.
+UNINDEXED_DIRS = (TEAM_PREFIX, LOGS_PREFIX)
+#: The dream lock: its body is the holder's PID, its mtime the time of the last consolidation.
+DREAM_LOCK = ".consolidate-lock"
+TOPIC_SUFFIX = ".md"
+
+#: The write path's temp files: ``.<name>.<8 random characters>.tmp`` (never *.md, so scans skip them).
+TEMP_FILE = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+
+
+def is_temp_name(name: str) -> bool:
+    """A file the write path is writing, or one a killed writer left (walks leave these out)."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def is_index(relpath: str) -> bool:
+    """MEMORY.md at any depth (Claude Code's scan leaves every one out)."""
+    return relpath.rsplit("/", 1)[-1] == INDEX_NAME
+
+
+def is_log(relpath: str) -> bool:
+    return relpath.startswith(LOGS_PREFIX)
+
+
+def is_team(relpath: str) -> bool:
+    return relpath.replace(os.sep, "/").startswith(TEAM_PREFIX)
+
+
+def is_memory(relpath: str) -> bool:
+    """A topic file: ``*.md``, not an index, not a daily log."""
+    return relpath.endswith(TOPIC_SUFFIX) and not is_index(relpath) and not is_log(relpath)
+
+
+def is_content(relpath: str) -> bool:
+    """What the memory directory's history records: everything but the dream lock and temp files."""
+    return relpath != DREAM_LOCK and not is_temp_name(relpath.rsplit("/", 1)[-1])
+
+
+def index_of(relpath: str) -> tuple[str, str] | None:
+    """(the index that points at ``relpath``, the pointer's target), or None for a log or an index."""
+    if is_log(relpath) or is_index(relpath):
+        return None
+    if is_team(relpath):
+        return TEAM_INDEX, relpath[len(TEAM_PREFIX):]
+    return INDEX_NAME, relpath
+
+
+def daily_log(now: float | None = None) -> str:
+    """Today's daily log (local date, as Claude Code's assistant mode names it)."""
+    t = time.localtime(now)
+    return f"{LOGS_PREFIX}{t.tm_year:04d}/{t.tm_mon:02d}/{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}.md"
+
+
+def team_dir(root: str) -> str:
+    return os.path.join(root, TEAM_DIR)
+
+
+def walk_entries(root: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
+    """(relpath, entry, is_dir) for everything under root, breadth first, in directory order.
+
+    Like Node's recursive readdir, symlinked directories are not descended
+    into (which also makes link loops harmless); symlinked files are kept.
+    """
+    queue = [("", root)]
+    while queue:
+        prefix, directory = queue.pop(0)
+        try:
+            with os.scandir(directory) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                queue.append((rel + "/", entry.path))
+            yield rel, entry, is_dir
+
+
+def walk_topic_files(root: str) -> Iterator[tuple[str, os.DirEntry]]:
+    """(relpath, entry) for every ``*.md`` under root except ``MEMORY.md``.
+
+    A directory named ``*.md`` is yielded too, as Claude's readdir lists it;
+    reading it fails later and drops it, as in Claude.
+    """
+    for rel, entry, _is_dir in walk_entries(root):
+        if entry.name.endswith(TOPIC_SUFFIX) and entry.name != INDEX_NAME:
+            yield rel, entry
+
+
+def tree_files(root: str) -> dict[str, str]:
+    """relpath -> absolute path of every file or link under root (links not followed), content only."""
+    out: dict[str, str] = {}
+    for rel, entry, is_dir in walk_entries(root):
+        if not is_dir and is_content(rel):
+            out[rel] = entry.path
+    return out
