@@ -64,7 +64,8 @@ def test_saves_and_reports(fake_api, memdir, transcript, run_mem):
     data = json.loads(r.stdout)
     assert data["saved"] == ["user-prefers-tabs.md"] and data["written"] == ["user-prefers-tabs.md", "MEMORY.md"]
     assert data["skipped"] is None and data["queued"] is False and data["turns"] == 2
-    assert data["usage"]["calls"] == 2 and data["usage"]["input_tokens"] == 200
+    assert data["usage"]["calls"] == 2
+    assert data["usage"]["input_tokens"] == sum(r["input_tokens"] for r in fake_api.requests) > 0  # what the server counted
     assert data["cursor"] == {"before": None, "after": "a1", "reset": False}
     assert isinstance(data["duration_s"], float) and data["trailing"] == []
     assert r.stderr.splitlines() == ["mem: Saved 1 memory: user-prefers-tabs.md", "mem: added 1 pointer to MEMORY.md"]
