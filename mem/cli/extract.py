@@ -177,17 +177,17 @@ def _newest_transcript(transcripts_dir: str | None) -> str:
 
 
 def _spool_dir(memory_dir: str) -> str:
-    from mem.core.extract import extract_state_dir
+    from mem.core.memdir.state import StateDir
 
-    path = os.path.join(extract_state_dir(memory_dir), "spool")
+    path = StateDir(memory_dir).extract_spool
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 
 def _is_spool(memory_dir: str, path: str) -> bool:
-    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.state import StateDir
 
-    return os.path.dirname(path) == os.path.join(state_dir(memory_dir, create=False), "extract", "spool")
+    return os.path.dirname(path) == StateDir(memory_dir).extract_spool
 
 
 def _take_spool(path: str) -> bytes:
@@ -213,7 +213,7 @@ def _spawn_background(memory_dir: str, transcript: str | None, data: bytes | Non
     import time
 
     import mem
-    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.state import StateDir
     from mem.core.memdir.store import atomic_write
 
     if data is not None:
@@ -236,7 +236,7 @@ def _spawn_background(memory_dir: str, transcript: str | None, data: bytes | Non
         args.append("--all")
     if debug:
         args.insert(0, "--debug")
-    logs = os.path.join(state_dir(memory_dir), "logs")
+    logs = StateDir(memory_dir).job_logs
     os.makedirs(logs, mode=0o700, exist_ok=True)
     log_path = os.path.join(logs, "extract.log")
     try:

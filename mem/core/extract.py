@@ -167,9 +167,9 @@ def _session_key(session: str) -> str:
 
 
 def extract_state_dir(memory_dir: str) -> str:
-    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.state import StateDir
 
-    path = os.path.join(state_dir(memory_dir), "extract")
+    path = StateDir(memory_dir).extract_dir
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
@@ -233,10 +233,12 @@ class RunLock:
     """
 
     def __init__(self, memory_dir: str):
-        from mem.core.memdir.state import state_dir
+        from mem.core.memdir.state import StateDir
 
         self.memory_dir = memory_dir
-        self.path = os.path.join(state_dir(memory_dir), "extract.lock")
+        state = StateDir(memory_dir)
+        state.ensure()
+        self.path = state.extract_lock
         self._fd: int | None = None
 
     @property
@@ -303,7 +305,9 @@ class RunLock:
 
 
 def _queue_dir(memory_dir: str) -> str:
-    path = os.path.join(extract_state_dir(memory_dir), "pending")
+    from mem.core.memdir.state import StateDir
+
+    path = StateDir(memory_dir).extract_pending
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
@@ -311,7 +315,9 @@ def _queue_dir(memory_dir: str) -> str:
 def _queue_lock(memory_dir: str):
     from mem.core.memdir.store import file_lock
 
-    return file_lock(os.path.join(extract_state_dir(memory_dir), "queue.lock"))
+    from mem.core.memdir.state import StateDir
+
+    return file_lock(StateDir(memory_dir).extract_queue_lock)
 
 
 def enqueue(request: ExtractRequest) -> str:

@@ -494,7 +494,7 @@ _SAFE_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
 
 
 def session_file(memory_dir: str, session_id: str) -> str:
-    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.state import StateDir
 
     if re.fullmatch(_SAFE_ID, session_id):
         name = session_id
@@ -504,7 +504,7 @@ def session_file(memory_dir: str, session_id: str) -> str:
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", session_id).strip("-.")[:60]
         digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         name = f"{slug}-{digest}" if slug else digest
-    return os.path.join(state_dir(memory_dir), "recall-sessions", f"{name}.json")
+    return StateDir(memory_dir).recall_session(name)
 
 
 class SessionState:

@@ -282,9 +282,9 @@ class SessionStatus:
 
 
 def state_path(session_id: str, env=None) -> str:
-    from mem.core.memdir.state import state_root
+    from mem.core.memdir.state import session_state
 
-    return os.path.join(state_root(env), "sessions", check_session_id(session_id) + ".json")
+    return session_state(check_session_id(session_id), env)
 
 
 def load_state(session_id: str, env=None) -> dict:

@@ -40,14 +40,14 @@ def format_entry(text: str, now: float | None = None) -> str:
 
 
 def append(memory_dir: str, text: str, *, now: float | None = None) -> LogEntry:
-    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.state import StateDir
     from mem.core.memdir.store import MemoryDir, file_lock
 
     now = time.time() if now is None else now
     rel = daily_log(now)
     entry = format_entry(text, now)
     store = MemoryDir(memory_dir)
-    with file_lock(os.path.join(state_dir(memory_dir), "log.lock")):
+    with file_lock(StateDir(memory_dir).log_lock):
         path = os.path.join(memory_dir, rel)
         try:
             with open(path, "rb") as fh:

@@ -16,14 +16,13 @@ from typing import Any
 
 from mem.core.memdir.manifest import now_iso
 
-EVENTS_NAME = "events.jsonl"
 MAX_BYTES = 8 * 1024 * 1024
 
 
 def events_path(env: Mapping[str, str] | None = None) -> str:
-    from mem.core.memdir.state import state_root
+    from mem.core.memdir.state import events_log
 
-    return os.path.join(state_root(env), EVENTS_NAME)
+    return events_log(env)
 
 
 def record(

@@ -60,3 +60,86 @@ def cache_dir(memory_dir: str) -> str | None:
         return state_dir(memory_dir)
     except OSError:
         return None
+
+
+class StateDir:
+    """Every path ``mem`` keeps for one memory directory, outside it; nothing is created until asked.
+
+    Example: StateDir("/m").index_lock == state_root() + "/dirs/<key of /m>/index.lock"
+    """
+
+    def __init__(self, memory_dir: str, env: Mapping[str, str] | None = None):
+        self.memory_dir = memory_dir
+        self.path = state_dir(memory_dir, env, create=False)
+
+    def __repr__(self) -> str:
+        return f"StateDir({self.path!r})"
+
+    def ensure(self) -> str:
+        """The directory itself, created 0700 when missing."""
+        os.makedirs(self.path, mode=0o700, exist_ok=True)
+        return self.path
+
+    def _at(self, *parts: str) -> str:
+        return os.path.join(self.path, *parts)
+
+    # locks
+    @property
+    def index_lock(self) -> str:
+        return self._at("index.lock")
+
+    @property
+    def log_lock(self) -> str:
+        return self._at("log.lock")
+
+    @property
+    def extract_lock(self) -> str:
+        return self._at("extract.lock")
+
+    @property
+    def team_lock(self) -> str:
+        return self._at("team-sync.lock")
+
+    # extraction: cursors, the queue, background logs
+    @property
+    def extract_dir(self) -> str:
+        return self._at("extract")
+
+    @property
+    def extract_spool(self) -> str:
+        return self._at("extract", "spool")
+
+    @property
+    def extract_pending(self) -> str:
+        return self._at("extract", "pending")
+
+    @property
+    def extract_queue_lock(self) -> str:
+        return self._at("extract", "queue.lock")
+
+    @property
+    def job_logs(self) -> str:
+        return self._at("logs")
+
+    # recall and scan caches
+    def recall_session(self, name: str) -> str:
+        return self._at("recall-sessions", f"{name}.json")
+
+    # team sync state
+    @property
+    def team_state(self) -> str:
+        return self._at("team-sync.json")
+
+    # history
+    @property
+    def history(self) -> str:
+        return self.path
+
+
+def events_log(env: Mapping[str, str] | None = None) -> str:
+    """The audit trail of every memory directory (one file under the state root)."""
+    return os.path.join(state_root(env), "events.jsonl")
+
+
+def session_state(session_id: str, env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(state_root(env), "sessions", session_id + ".json")

@@ -42,6 +42,16 @@ class MemoryDir:
             raise PathEscapeError("memory directory path contains a NUL byte")
         self.root = os.path.abspath(root)
         self.real_root = os.path.realpath(self.root)
+        self._state = None
+
+    @property
+    def state(self):
+        """This directory's StateDir: cursors, locks, caches and history, kept outside it."""
+        if self._state is None:
+            from mem.core.memdir.state import StateDir
+
+            self._state = StateDir(self.root)
+        return self._state
 
     def __repr__(self) -> str:
         return f"MemoryDir({self.root!r})"
@@ -140,9 +150,7 @@ class MemoryDir:
 
     @contextlib.contextmanager
     def index_lock(self) -> Iterator[None]:
-        from mem.core.memdir.state import state_dir
-
-        with file_lock(os.path.join(state_dir(self.root), "index.lock")):
+        with file_lock(self.state.index_lock):
             yield
 
     def update_index(self, change: Callable[[str | None], str | None], *, name: str = INDEX_NAME) -> WriteResult | None:

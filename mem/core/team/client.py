@@ -29,8 +29,6 @@ from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, team_dir
 from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
 
-STATE_NAME = "team-sync.json"
-LOCK_NAME = "team-sync.lock"
 USER_AGENT = "mem-team"
 
 
@@ -137,9 +135,9 @@ class SyncState:
 
 
 def _state_path(memory_dir: str) -> str:
-    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.state import StateDir
 
-    return os.path.join(state_dir(memory_dir), STATE_NAME)
+    return StateDir(memory_dir).team_state
 
 
 def load_state(cfg: Config) -> SyncState:
@@ -169,10 +167,10 @@ def save_state(cfg: Config, state: SyncState) -> None:
 
 @contextlib.contextmanager
 def sync_lock(cfg: Config) -> Iterator[None]:
-    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.state import StateDir
     from mem.core.memdir.store import file_lock
 
-    with file_lock(os.path.join(state_dir(cfg.memory_dir), LOCK_NAME), wait=True):
+    with file_lock(StateDir(cfg.memory_dir).team_lock, wait=True):
         yield
 
 
