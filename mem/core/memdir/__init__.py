@@ -1,0 +1,1 @@
+"""The memory directory as an object: layout, write path, state, history."""
