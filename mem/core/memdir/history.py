@@ -146,7 +146,8 @@ def _git_binary() -> str | None:
 
 def _run(argv: list[str], *, input: bytes | None, env: dict, cwd: str, pass_fds: tuple[int, ...]) -> bytes:
     """Spawn git once and return its stdout: the only place this module starts a process."""
-    proc = subprocess.run(argv, input=input, env=env, cwd=cwd, pass_fds=pass_fds,
+    # an empty stdin rather than ours: git never waits on the user
+    proc = subprocess.run(argv, input=input or b"", env=env, cwd=cwd, pass_fds=pass_fds,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if proc.returncode:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
@@ -351,11 +352,9 @@ class History:
 
     def _stage(self, states: dict[str, tuple[str | None, int | None]]) -> None:
         """Set the recorded state of each path to (oid, mode); (None, None) removes it."""
-        # removals first, so a file replaced by a directory of the same name (or back) never collides
-        ordered = sorted(states.items(), key=lambda item: item[1][0] is not None)
         self._git("update-index", "-z", "--index-info", input=b"".join(
             os.fsencode(f"0 {_NULL_OID}\t{path}" if oid is None else f"{mode:o} {oid}\t{path}") + b"\0"
-            for path, (oid, mode) in ordered))
+            for path, (oid, mode) in states.items()))
 
     def _cat(self, oids: Sequence[str]) -> dict[str, bytes]:
         """The content of each blob (one spawn)."""
@@ -445,10 +444,9 @@ class History:
 
     def _sync(self, live: list[_JournalFile]) -> Operation | None:
         have_tree = os.path.isdir(self.work_tree)
-        if have_tree:
-            # entries staged with --index-info carry no stat data; refreshing it keeps the listing below cheap
-            self._git("update-index", "-q", "--refresh")
         # One listing gives the index (H), modified (C), deleted (R) and new, not excluded, files (?).
+        # Entries staged with --index-info carry no stat data, so git compares their content: an edit
+        # that keeps size and mtime is still seen.
         out = self._git("ls-files", "-z", "-t", "-s",
                         *(["--modified", "--deleted", "--others", "--exclude-standard"] if have_tree else []))
         index: dict[str, tuple[str, int]] = {}
@@ -590,7 +588,8 @@ class History:
                 # --prune=now repacks with -a, so unreachable objects in packs go too, not only loose ones
                 self._git("gc", "--prune=now", "--quiet")
             else:
-                self._git("-c", "gc.auto=6700", "gc", "--auto", "--quiet")
+                # in the foreground: a detached gc would hold the lock it inherited long after we return
+                self._git("-c", "gc.auto=6700", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
         finally:
             if pins:
                 self._git("update-ref", "-d", _PIN_REF)
@@ -619,7 +618,11 @@ class Journal:
 
     def write(self, path: str, old: bytes | None, new: bytes | None, *, old_mode: int | None,
               new_mode: int | None, apply: Callable[[], None]) -> None:
-        """Record and perform one change of ``path`` from ``old`` to ``new``; ``apply`` performs it."""
+        """Record and perform one change of ``path`` from ``old`` to ``new``.
+
+        ``apply`` performs it (the caller's atomic rename or unlink); it runs
+        under the history lock, so it must not call back into the history.
+        """
         h = self._history
         old_mode = None if old is None else old_mode or REGULAR
         new_mode = None if new is None else new_mode or REGULAR
@@ -700,22 +703,22 @@ def _net_changes(entries: list[dict]) -> tuple[list[Change], list[Change]]:
     outside change runs from the first recorded state, and mem's own change
     from the editor's version. Each path's changes then chain across the two.
     """
-    spans: dict[str, list] = {}  # path -> [outside (before, after) | None, own (before, after) | None]
+    spans: dict[str, tuple] = {}  # path -> (outside (before, after) or None, own (before, after) or None)
     for e in entries:
-        state_before = (e["before"], e["before_mode"])
-        state_after = (e["after"], e["after_mode"])
-        span = spans.setdefault(e["path"], [None, None])
+        path = e["path"]
+        before, after = (e["before"], e["before_mode"]), (e["after"], e["after_mode"])
+        outside, own = spans.get(path, (None, None))
         if e.get("kind") == OUTSIDE:
-            start = (span[0] or span[1] or (state_before,))[0]
-            span[0], span[1] = (start, state_after), None
+            start = outside[0] if outside else own[0] if own else before
+            spans[path] = ((start, after), None)
         else:
-            span[1] = ((span[1] or (state_before,))[0], state_after)
+            spans[path] = (outside, (own[0] if own else before, after))
     result: tuple[list[Change], list[Change]] = ([], [])
     for path in sorted(spans):
-        for kind, span in enumerate(spans[path]):
+        for changes, span in zip(result, spans[path]):
             if span is not None and span[0] != span[1]:
                 (before, before_mode), (after, after_mode) = span
-                result[kind].append(Change(path, before, after, before_mode, after_mode))
+                changes.append(Change(path, before, after, before_mode, after_mode))
     return result
 
 
