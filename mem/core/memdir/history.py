@@ -1,0 +1,918 @@
+"""The history of a memory directory: every change recorded, so any one can be taken back.
+
+The store is a bare git repository in mem's state directory (never inside the
+memory directory), driven through the ``git`` binary with plumbing commands
+only. Git gives content-addressed, deduplicated, compressed storage with
+integrity checks and garbage collection, and adds no Python dependency.
+
+Layout of ``<state_dir>``::
+
+    history.git/          bare repository; its index is the recorded state of the memory directory
+    history.git/index     path -> (blob, mode) as last recorded
+    history/journal/*.jsonl   one file per mem operation in progress
+    history/maintained    stamp of the last daily maintenance
+    history.lock          flock held around every change to the store
+
+An operation is a parentless commit under ``refs/ops/<time_ns>-<id>``. Its
+message is the operation as one JSON object; its tree names every blob the
+operation needs (``<n>.before`` / ``<n>.after``) so garbage collection keeps
+exactly those. Dropping an operation is deleting its ref.
+
+Every change is attributed to exactly one operation. A mem process records
+its own writes through a ``Journal``: the change is journaled (and fsynced)
+before it is applied and staged in the index after, so a process killed at
+any point leaves a journal from which the next process recovers what really
+happened. Changes made by anything else (an editor, the agent's own tools,
+git pull) are found by comparing the work tree with the index and recorded as
+``outside`` operations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
+
+from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
+
+ZERO = None  # an absent file's oid (and mode)
+
+REGULAR = 0o100644
+EXECUTABLE = 0o100755
+SYMLINK = 0o120000
+
+#: What an operation lists instead of an oid whose content was never stored or was removed.
+WITHHELD = "withheld"
+REDACTED = "redacted"
+
+OUTSIDE = "outside"
+MAX_AGE_DAYS = 90
+MAX_BYTES = 200 * 2**20
+
+_DAY = 86400
+_NULL_OID = "0" * 40
+_PIN_REF = "refs/pins/journals"
+
+# Every git call runs with these, whatever the user's configuration says: no
+# line-ending or path mangling, real symlinks and executable bits, no automatic
+# gc in the middle of an operation, no hooks, no reflogs (a reflog would keep a
+# redacted or pruned version reachable).
+_GIT_CONFIG = (
+    "-c", "core.autocrlf=false",
+    "-c", "core.safecrlf=false",
+    "-c", "core.quotepath=false",
+    "-c", "core.symlinks=true",
+    "-c", "core.fileMode=true",
+    "-c", "core.logAllRefUpdates=false",
+    "-c", f"core.excludesFile={os.devnull}",
+    "-c", "gc.auto=0",
+    "-c", f"core.hooksPath={os.devnull}",
+    "-c", "advice.detachedHead=false",
+)
+
+
+def blob_oid(data: bytes) -> str:
+    """Git's blob id of ``data``, computed here so comparisons cost no spawn."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class HistoryUnavailable(MemError):
+    """The git binary is missing."""
+
+    def __init__(self, message: str = "history needs git on PATH"):
+        super().__init__(message)
+
+
+class Change(NamedTuple):
+    path: str  # '/'-separated, relative to the memory directory
+    before: str | None  # blob oid, None = the file did not exist, or WITHHELD / REDACTED
+    after: str | None  # blob oid, None = the file was deleted, or WITHHELD / REDACTED
+    before_mode: int | None
+    after_mode: int | None
+
+
+class Operation(NamedTuple):
+    id: str  # the commit sha
+    time: str  # ISO 8601 UTC with milliseconds, when the operation was recorded
+    command: str  # "remember", "forget", ..., or "outside" for changes mem did not make
+    args: list[str]
+    changes: list[Change]
+    interrupted: bool  # recovered from the journal of a process that died
+    undoes: str | None  # for an undo: the id of the operation it took back
+    meta: dict  # the caller's metadata (``undoes`` comes from here; sync adds ``withheld``)
+
+    def as_dict(self) -> dict:
+        """The operation for --json output."""
+        return {
+            "id": self.id,
+            "time": self.time,
+            "command": self.command,
+            "args": list(self.args),
+            "changes": [
+                {"path": c.path, "action": _action(c), "before": c.before, "after": c.after}
+                for c in self.changes
+            ],
+            "interrupted": self.interrupted,
+            "undoes": self.undoes,
+        }
+
+
+def _action(change: Change) -> str:
+    if change.before is None:
+        return "created"
+    return "deleted" if change.after is None else "updated"
+
+
+class _JournalFile(NamedTuple):
+    path: str
+    id: str
+    header: dict | None  # None when the process died before the header was complete
+    entries: list[dict]  # without the voided ones
+
+
+@functools.cache
+def _git_binary() -> str | None:
+    return shutil.which("git")
+
+
+def _run(argv: list[str], *, input: bytes | None, env: dict, cwd: str, pass_fds: tuple[int, ...]) -> bytes:
+    """Spawn git once and return its stdout: the only place this module starts a process."""
+    # an empty stdin rather than ours: git never waits on the user
+    proc = subprocess.run(argv, input=input or b"", env=env, cwd=cwd, pass_fds=pass_fds,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if proc.returncode:
+        detail = proc.stderr.decode(errors="replace").strip().splitlines()
+        raise MemError(f"history: git: {detail[0] if detail else f'exit status {proc.returncode}'}")
+    return proc.stdout
+
+
+class History:
+    """The recorded history of one memory directory."""
+
+    def __init__(self, state_dir: str, work_tree: str, *, exclude: Sequence[str] = (),
+                 refuse: Callable[[str, bytes], str | None] | None = None):
+        self.state_dir = os.path.abspath(state_dir)
+        self.work_tree = os.path.abspath(work_tree)
+        self.git_dir = os.path.join(self.state_dir, "history.git")
+        self._index_file = os.path.join(self.git_dir, "index")
+        self._exclude_file = os.path.join(self.git_dir, "info", "exclude")
+        self._journal_dir = os.path.join(self.state_dir, "history", "journal")
+        self._stamp = os.path.join(self.state_dir, "history", "maintained")
+        self._lock_path = os.path.join(self.state_dir, "history.lock")
+        # .git always: a memory directory that is itself a repository must not record its own .git
+        self._exclude = "".join(f"{pattern}\n" for pattern in (*exclude, ".git"))
+        self._refuse = refuse
+        self._lock_fd: int | None = None
+
+    def __repr__(self) -> str:
+        return f"History({self.state_dir!r}, {self.work_tree!r})"
+
+    # -- public API --
+
+    def available(self) -> bool:
+        """Whether git is there to keep a history at all."""
+        return _git_binary() is not None
+
+    def begin(self, command: str, args: Sequence[str] = (), *, meta: dict | None = None) -> Journal:
+        """Start recording one mem operation (nothing is spawned or written until its first write)."""
+        return Journal(self, command, args, meta or {})
+
+    def sync(self) -> Operation | None:
+        """Record what changed in the memory directory without mem, as one "outside" operation."""
+        with self._locked():
+            return self._sync(self._recover())
+
+    def operations(self, path: str | None = None, limit: int | None = None) -> list[Operation]:
+        """Recorded operations, newest first; with ``path``, only those that changed it."""
+        ops = [op for _, op in self._records()]
+        if path is not None:
+            ops = [op for op in ops if any(c.path == path for c in op.changes)]
+        return ops if limit is None else ops[:limit]
+
+    def find(self, ref: str) -> Operation:
+        """The operation whose id starts with ``ref`` (at least 4 hex digits, unique)."""
+        return _pick(self._records(), ref)[1]
+
+    def read_blob(self, oid: str) -> bytes:
+        """The stored content of one version."""
+        if oid in (None, WITHHELD, REDACTED):
+            raise NotFoundError(f"that version has no content in the history ({oid or 'absent'})")
+        return self._cat([oid])[oid]
+
+    def diff(self, op: Operation) -> str:
+        """The operation as a unified diff with git-style headers."""
+        blobs = self._cat([o for c in op.changes for o in (c.before, c.after) if _stored(o)])
+        return "".join(_file_diff(c, blobs) for c in op.changes)
+
+    def current_oid(self, relpath: str) -> tuple[str | None, int | None]:
+        """What the recorded state says ``relpath`` holds: (oid, mode), or (None, None)."""
+        if not os.path.exists(self._exclude_file):
+            return None, None
+        return self._index([relpath]).get(relpath, (None, None))
+
+    def prune(self, *, max_age_days: float = MAX_AGE_DAYS, max_bytes: int = MAX_BYTES,
+              now: float | None = None) -> list[str]:
+        """Drop operations older than ``max_age_days``, then the oldest while the store exceeds ``max_bytes``.
+
+        Never by count: a busy day must not push out last week. Returns the
+        dropped ids, oldest first; their versions are gone from disk after.
+        """
+        with self._locked():
+            return self._prune(max_age_days, max_bytes, time.time() if now is None else now, self._recover())
+
+    def redact(self, op_id: str, path: str) -> list[str]:
+        """Remove every stored copy of the version of ``path`` that ``op_id`` wrote; returns the rewritten ids."""
+        with self._locked():
+            live = self._recover()
+            records = self._records()
+            op = _pick(records, op_id)[1]
+            change = next((c for c in op.changes if c.path == path), None)
+            if change is None:
+                raise NotFoundError(f"operation {op.id[:12]} did not change {path}")
+            oid = change.after
+            if not _stored(oid):
+                raise UsageError(f"operation {op.id[:12]} left no stored version of {path} to redact")
+            if any(held == oid for held, _ in self._index().values()):
+                raise RefusedError(f"refused to redact {path} as of {op.id[:12]}: the file still holds that version "
+                                   "(change or delete it first)")
+            if any(oid in (e["before"], e["after"]) for j in live for e in j.entries):
+                raise RefusedError(f"refused to redact {path} as of {op.id[:12]}: a running mem operation "
+                                   "holds that version; try again when it has ended")
+
+            def scrub(value: str | None) -> str | None:
+                return REDACTED if value == oid else value
+
+            rewritten = [
+                (ref, old._replace(changes=[c._replace(before=scrub(c.before), after=scrub(c.after))
+                                            for c in old.changes]))
+                for ref, old in records
+                if any(oid in (c.before, c.after) for c in old.changes)
+            ]
+            new_ids = self._write_ops(rewritten)
+            self._gc(live, prune_now=True)
+            if self._git("cat-file", "--batch-check", input=f"{oid}\n".encode()).split()[1] != b"missing":
+                raise MemError(f"history: {oid[:12]} is still in the object store after redaction")
+            return new_ids
+
+    def maintain(self) -> None:
+        """Once a day: prune with the default limits and let git pack what accumulated."""
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - os.stat(self._stamp).st_mtime < _DAY:
+                return
+        with self._locked():
+            # Stamped first: a maintenance that fails is retried tomorrow, not on every command.
+            _touch(self._stamp)
+            live = self._recover()
+            self._prune(MAX_AGE_DAYS, MAX_BYTES, time.time(), live)
+            self._gc(live, prune_now=False)
+
+    # -- git --
+
+    def _git(self, *args: str, input: bytes | None = None, env: dict[str, str | None] | None = None) -> bytes:
+        """Run git on the store; ``env`` adds variables (None removes one)."""
+        git = _git_binary()
+        if git is None:
+            raise HistoryUnavailable()
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        full_env.update(
+            GIT_DIR=self.git_dir,
+            GIT_WORK_TREE=self.work_tree,
+            GIT_INDEX_FILE=self._index_file,
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_CONFIG_GLOBAL=os.devnull,
+            GIT_AUTHOR_NAME="mem",
+            GIT_AUTHOR_EMAIL="mem@localhost",
+            GIT_COMMITTER_NAME="mem",
+            GIT_COMMITTER_EMAIL="mem@localhost",
+            # a path with * or [ in it is a name, never a pattern
+            GIT_LITERAL_PATHSPECS="1",
+            LC_ALL="C",
+        )
+        for key, value in (env or {}).items():
+            if value is None:
+                full_env.pop(key)
+            else:
+                full_env[key] = value
+        # From the top of the work tree git prints paths relative to it; without one it needs none.
+        cwd = self.work_tree if os.path.isdir(self.work_tree) else self.state_dir
+        # The lock's descriptor goes to the child: a git that outlives a killed mem keeps the lock until it exits.
+        fds = () if self._lock_fd is None else (self._lock_fd,)
+        return _run([git, *_GIT_CONFIG, *args], input=input, env=full_env, cwd=cwd, pass_fds=fds)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the history lock; the store exists inside."""
+        os.makedirs(self._journal_dir, exist_ok=True)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock_fd = fd
+            self._ensure_store()
+            # Every git that writes the index runs under this lock, so an index.lock seen now was left by a killed git.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._index_file + ".lock")
+            yield
+        finally:
+            self._lock_fd = None
+            os.close(fd)
+
+    def _ensure_store(self) -> None:
+        try:
+            with open(self._exclude_file) as f:
+                if f.read() == self._exclude:
+                    return
+        except FileNotFoundError:
+            # The exclude file is written last, so a store without one is new or was cut short (init is idempotent).
+            self._git("init", "--bare", "--quiet", "--template=", self.git_dir, env={"GIT_WORK_TREE": None})
+            _touch(self._stamp)
+        os.makedirs(os.path.dirname(self._exclude_file), exist_ok=True)
+        _replace(self._exclude_file, self._exclude.encode())
+
+    def _index(self, paths: Sequence[str] | None = None) -> dict[str, tuple[str, int]]:
+        """Recorded (oid, mode) by path: all of them, or just ``paths``."""
+        out = self._git("ls-files", "-z", "-s", *(["--", *paths] if paths else []))
+        entries = dict(_parse_staged(rec) for rec in out.split(b"\0") if rec)
+        # a directory as pathspec matches what is under it
+        return entries if paths is None else {p: entries[p] for p in paths if p in entries}
+
+    def _store(self, blobs: dict[str, bytes]) -> None:
+        """Write blobs with exactly these bytes (one spawn for any number of them)."""
+        if blobs:
+            self._git("fast-import", "--quiet",
+                      input=b"".join(b"blob\ndata %d\n%s\n" % (len(data), data) for data in blobs.values()))
+
+    def _stage(self, states: dict[str, tuple[str | None, int | None]]) -> None:
+        """Set the recorded state of each path to (oid, mode); (None, None) removes it."""
+        self._git("update-index", "-z", "--index-info", input=b"".join(
+            os.fsencode(f"0 {_NULL_OID}\t{path}" if oid is None else f"{mode:o} {oid}\t{path}") + b"\0"
+            for path, (oid, mode) in states.items()))
+
+    def _cat(self, oids: Sequence[str]) -> dict[str, bytes]:
+        """The content of each blob (one spawn)."""
+        wanted = list(dict.fromkeys(oids))
+        if not wanted:
+            return {}
+        out = self._git("cat-file", "--batch", input="".join(f"{oid}\n" for oid in wanted).encode())
+        blobs, pos = {}, 0
+        for oid in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split()
+            if header[1] == b"missing":
+                raise NotFoundError(f"version {oid[:12]} is not in the history")
+            size = int(header[2])
+            blobs[oid] = out[end + 1:end + 1 + size]
+            pos = end + 1 + size + 1
+        return blobs
+
+    def _mktrees(self, trees: list[list[tuple[str, str]]]) -> list[str]:
+        """One tree per list of (name, blob oid), in one spawn."""
+        out = self._git("mktree", "--batch", input="".join(
+            "".join(f"100644 blob {oid}\t{name}\n" for name, oid in tree) + "\n" for tree in trees).encode())
+        return out.decode().split()
+
+    def _records(self) -> list[tuple[str, Operation]]:
+        """(ref, operation) for every recorded operation, newest first (one spawn)."""
+        if not os.path.exists(self._exclude_file):
+            return []
+        out = self._git("for-each-ref", "--sort=-refname", "--format=%(refname) %(objectname) %(contents)",
+                        "refs/ops/")
+        records = []
+        # The message is JSON with ASCII escapes, so one record is one line (git adds a blank one after each).
+        for line in out.decode().splitlines():
+            if line:
+                ref, oid, message = line.split(" ", 2)
+                records.append((ref, _parse_message(oid, message)))
+        return records
+
+    # -- recording --
+
+    def _record_entries(self, header: dict, entries: list[dict], journal_id: str, *,
+                        interrupted: bool) -> tuple[Operation | None, Operation | None]:
+        """Commit a journal's entries: the outside changes it found, then its own; returns (outside, own)."""
+        outside, own = _net_changes(entries)
+        specs = []
+        if outside:
+            specs.append((OUTSIDE, [], {}, outside))
+        if own:
+            specs.append((header["command"], header["args"], header["meta"], own))
+        ops = self._commit(specs, journal_id, interrupted=interrupted)
+        return (ops[0] if outside else None), (ops[-1] if own else None)
+
+    def _commit(self, specs: list[tuple[str, list[str], dict, list[Change]]], suffix: str, *,
+                interrupted: bool) -> list[Operation]:
+        """Record operations (command, args, meta, changes) in this order, all or none."""
+        now = time.time_ns()
+        records = [
+            (f"refs/ops/{now + n:020d}-{suffix}",
+             Operation("", _iso(now + n), command, list(args), changes, interrupted, meta.get("undoes"), meta))
+            for n, (command, args, meta, changes) in enumerate(specs)
+        ]
+        ids = self._write_ops(records)
+        return [op._replace(id=oid) for (_, op), oid in zip(records, ids)]
+
+    def _write_ops(self, records: list[tuple[str, Operation]]) -> list[str]:
+        """Commit each operation and point its ref at it, the refs moving in one transaction."""
+        if not records:
+            return []
+        trees = self._mktrees([
+            [(f"{n}.{side}", oid)
+             for n, c in enumerate(op.changes)
+             for side, oid in (("before", c.before), ("after", c.after)) if _stored(oid)]
+            for _, op in records
+        ])
+        ids = []
+        for (ref, op), tree in zip(records, trees):
+            # dated by the ref, so rewriting an operation (redact) keeps its date
+            date = f"{_ref_ns(ref) // 10**9} +0000"
+            message = json.dumps(_message(op), separators=(",", ":")) + "\n"
+            ids.append(self._git("commit-tree", tree, input=message.encode(),
+                                 env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}).decode().strip())
+        self._git("update-ref", "--stdin",
+                  input="".join(f"update {ref} {oid}\n" for (ref, _), oid in zip(records, ids)).encode())
+        return ids
+
+    # -- outside changes --
+
+    def _sync(self, live: list[_JournalFile]) -> Operation | None:
+        have_tree = os.path.isdir(self.work_tree)
+        # One listing gives the index (H), modified (C), deleted (R) and new, not excluded, files (?).
+        # Entries staged with --index-info carry no stat data, so git compares their content: an edit
+        # that keeps size and mtime is still seen.
+        out = self._git("ls-files", "-z", "-t", "-s",
+                        *(["--modified", "--deleted", "--others", "--exclude-standard"] if have_tree else []))
+        index: dict[str, tuple[str, int]] = {}
+        changed: set[str] = set()
+        for rec in out.split(b"\0"):
+            if not rec:
+                continue
+            tag, rest = rec[:1], rec[2:]
+            if tag == b"?":
+                changed.update(self._untracked(os.fsdecode(rest)))
+                continue
+            path, state = _parse_staged(rest)
+            if tag == b"H":
+                index[path] = state
+            else:
+                changed.add(path)
+        if not have_tree:
+            changed = set(index)
+        # a running mem process records its own writes
+        changed -= {e["path"] for j in live for e in j.entries}
+
+        changes, blobs, withheld = [], {}, []
+        for path in sorted(changed):
+            data, mode = _read(self.work_tree, path)
+            after = None if data is None else blob_oid(data)
+            before, before_mode = index.get(path, (None, None))
+            if (after, mode) == (before, before_mode):
+                continue  # touched, not changed
+            if data is not None and self._refused(path, data):
+                withheld.append(path)
+                continue
+            if data is not None:
+                blobs[after] = data
+            changes.append(Change(path, before, after, before_mode, mode))
+        if not changes:
+            return None
+        self._store(blobs)
+        self._stage({c.path: (c.after, c.after_mode) for c in changes})
+        meta = {"withheld": withheld} if withheld else {}
+        return self._commit([(OUTSIDE, [], meta, changes)], os.urandom(4).hex(), interrupted=False)[0]
+
+    def _untracked(self, path: str) -> list[str]:
+        """The files git reports as untracked at ``path``."""
+        if not path.endswith("/"):
+            return [path]
+        # A nested git repository: git lists only its directory, so walk it (skipping its .git).
+        found = []
+        for root, dirs, files in os.walk(os.path.join(self.work_tree, path)):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            found += [os.path.relpath(os.path.join(root, f), self.work_tree).replace(os.sep, "/") for f in files]
+        return found
+
+    def _refused(self, path: str, data: bytes) -> bool:
+        return self._refuse is not None and self._refuse(path, data) is not None
+
+    # -- journals --
+
+    def _recover(self) -> list[_JournalFile]:
+        """Commit what the journals of dead processes did, and return the journals still live."""
+        journals = [_read_journal(os.path.join(self._journal_dir, name))
+                    for name in sorted(os.listdir(self._journal_dir)) if name.endswith(".jsonl")]
+        live = [j for j in journals if j.header is not None and _alive(j.header["pid"])]
+        dead = [j for j in journals if j not in live]
+        pending = [j for j in dead if j.entries]
+        if pending:
+            # A process killed after its refs were written but before it removed its journal: already recorded.
+            out = self._git("for-each-ref", "--format=%(refname)", *(f"refs/ops/*-{j.id}" for j in pending))
+            done = {ref.rsplit("-", 1)[1] for ref in out.decode().split()}
+            pending = sorted((j for j in pending if j.id not in done), key=lambda j: j.header["started"])
+        if pending:
+            paths = sorted({e["path"] for j in pending for e in j.entries})
+            index = self._index(paths)
+            disk = {}
+            for path in paths:
+                data, mode = _read(self.work_tree, path)
+                disk[path] = (None if data is None else blob_oid(data), mode)
+            for j in pending:
+                happened, stage = _happened(j.entries, disk, index)
+                if stage:
+                    self._stage(stage)
+                    index.update(stage)
+                self._record_entries(j.header, happened, j.id, interrupted=True)
+        for j in dead:
+            os.unlink(j.path)
+        return live
+
+    # -- dropping --
+
+    def _prune(self, max_age_days: float, max_bytes: int, now: float, live: list[_JournalFile]) -> list[str]:
+        records = self._records()[::-1]  # oldest first
+        if not records:
+            return []
+        cutoff = int((now - max_age_days * _DAY) * 10**9)
+        dropped = [r for r in records if _ref_ns(r[0]) < cutoff]
+        kept = records[len(dropped):]
+        # The store's size: every version it keeps (current and past), uncompressed.
+        index = self._index()
+        holders: dict[str, int] = {}
+        for oid, _ in index.values():
+            holders[oid] = holders.get(oid, 0) + 1
+        for _, op in kept:
+            for oid in _op_blobs(op):
+                holders[oid] = holders.get(oid, 0) + 1
+        sizes = self._sizes(list(holders))
+        total = sum(sizes.values())
+        # what the current files take cannot be freed by dropping history
+        floor = sum(sizes[oid] for oid in {oid for oid, _ in index.values()})
+        while kept and total > max(max_bytes, floor):
+            record = kept.pop(0)
+            dropped.append(record)
+            for oid in _op_blobs(record[1]):
+                holders[oid] -= 1
+                if not holders[oid]:
+                    total -= sizes[oid]
+        if dropped:
+            self._git("update-ref", "--stdin",
+                      input="".join(f"delete {ref} {op.id}\n" for ref, op in dropped).encode())
+            self._gc(live, prune_now=True)
+        return [op.id for _, op in dropped]
+
+    def _sizes(self, oids: list[str]) -> dict[str, int]:
+        if not oids:
+            return {}
+        out = self._git("cat-file", "--batch-check", input="".join(f"{oid}\n" for oid in oids).encode())
+        sizes = {}
+        for line in out.decode().splitlines():
+            oid, kind, *size = line.split()
+            sizes[oid] = int(size[0]) if kind == "blob" else 0
+        return sizes
+
+    def _gc(self, live: list[_JournalFile], *, prune_now: bool) -> None:
+        """Let git collect garbage, keeping what running mem processes have journaled but not yet committed."""
+        pins = sorted({oid for j in live for e in j.entries for oid in (e["before"], e["after"]) if _stored(oid)})
+        if pins:
+            tree = self._mktrees([[(str(n), oid) for n, oid in enumerate(pins)]])[0]
+            self._git("update-ref", _PIN_REF, tree)
+        try:
+            if prune_now:
+                # --prune=now repacks with -a, so unreachable objects in packs go too, not only loose ones
+                self._git("gc", "--prune=now", "--quiet")
+            else:
+                # in the foreground: a detached gc would hold the lock it inherited long after we return
+                self._git("-c", "gc.auto=6700", "-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
+        finally:
+            if pins:
+                self._git("update-ref", "-d", _PIN_REF)
+
+
+class Journal:
+    """One mem operation in progress: its writes, journaled before they happen."""
+
+    def __init__(self, history: History, command: str, args: Sequence[str], meta: dict):
+        self._history = history
+        self._header = {"pid": os.getpid(), "command": command, "args": list(args), "meta": dict(meta)}
+        self._reset()
+
+    def _reset(self) -> None:
+        self._id = os.urandom(4).hex()
+        self._path: str | None = None
+        self._count = 0  # entries in the file, voided ones included (void lines refer to them by number)
+        self._entries: list[dict] = []
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        # on an exception too: what was written was written
+        self.commit()
+
+    def write(self, path: str, old: bytes | None, new: bytes | None, *, old_mode: int | None,
+              new_mode: int | None, apply: Callable[[], None]) -> None:
+        """Record and perform one change of ``path`` from ``old`` to ``new``.
+
+        ``apply`` performs it (the caller's atomic rename or unlink); it runs
+        under the history lock, so it must not call back into the history.
+        """
+        h = self._history
+        old_mode = None if old is None else old_mode or REGULAR
+        new_mode = None if new is None else new_mode or REGULAR
+        old_oid = None if old is None else blob_oid(old)
+        new_oid = None if new is None else blob_oid(new)
+        with h._locked():
+            h._recover()
+            lines, blobs = [], {}
+            recorded = h._index([path]).get(path, (None, None))
+            if recorded != (old_oid, old_mode):
+                # Changed by something else since it was recorded: that change is history too, and not ours.
+                withheld = old is not None and h._refused(path, old)
+                if old is not None and not withheld:
+                    blobs[old_oid] = old
+                old_oid = WITHHELD if withheld else old_oid
+                lines.append({"kind": OUTSIDE, "path": path, "before": recorded[0], "after": old_oid,
+                              "before_mode": recorded[1], "after_mode": old_mode})
+            if new is not None:
+                blobs[new_oid] = new
+            lines.append({"path": path, "before": old_oid, "after": new_oid,
+                          "before_mode": old_mode, "after_mode": new_mode})
+            h._store(blobs)
+            first = self._count
+            self._append(lines)
+            try:
+                apply()
+            except BaseException:
+                # Not applied: the journal forgets it, and a sync records whatever the file holds.
+                self._append([{"void": n} for n in range(first, first + len(lines))])
+                del self._entries[-len(lines):]
+                raise
+            h._stage({path: (new_oid, new_mode)})
+
+    def commit(self) -> Operation | None:
+        """Record the operation (None when it changed nothing) and end the journal."""
+        if self._path is None:
+            return None
+        h = self._history
+        with h._locked():
+            h._recover()
+            own = None
+            if self._entries:
+                _, own = h._record_entries(self._header, self._entries, self._id, interrupted=False)
+            os.unlink(self._path)
+        self._reset()
+        h.maintain()
+        return own
+
+    def abort(self) -> None:
+        """End a journal whose job failed: nothing to record if nothing was written, else what was written."""
+        self.commit()
+
+    def _append(self, lines: list[dict]) -> None:
+        """Add lines to the journal file and make them durable before anything they describe happens."""
+        creating = self._path is None
+        if creating:
+            self._path = os.path.join(self._history._journal_dir, f"{self._id}.jsonl")
+            lines = [{**self._header, "started": _iso(time.time_ns())}, *lines]
+        with open(self._path, "xb" if creating else "ab") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        if creating:
+            _fsync_dir(os.path.dirname(self._path))
+        entries = [line for line in lines if "path" in line]
+        self._entries += entries
+        self._count += len(entries)
+
+
+# -- helpers --
+
+
+def _net_changes(entries: list[dict]) -> tuple[list[Change], list[Change]]:
+    """A journal's entries as (outside changes, own changes), one per path, no-ops dropped.
+
+    Per path, everything up to the last outside entry is the outside change:
+    the editor's version replaced whatever mem had written before it, so the
+    outside change runs from the first recorded state, and mem's own change
+    from the editor's version. Each path's changes then chain across the two.
+    """
+    spans: dict[str, tuple] = {}  # path -> (outside (before, after) or None, own (before, after) or None)
+    for e in entries:
+        path = e["path"]
+        before, after = (e["before"], e["before_mode"]), (e["after"], e["after_mode"])
+        outside, own = spans.get(path, (None, None))
+        if e.get("kind") == OUTSIDE:
+            start = outside[0] if outside else own[0] if own else before
+            spans[path] = ((start, after), None)
+        else:
+            spans[path] = (outside, (own[0] if own else before, after))
+    result: tuple[list[Change], list[Change]] = ([], [])
+    for path in sorted(spans):
+        for changes, span in zip(result, spans[path]):
+            if span is not None and span[0] != span[1]:
+                (before, before_mode), (after, after_mode) = span
+                changes.append(Change(path, before, after, before_mode, after_mode))
+    return result
+
+
+def _happened(entries: list[dict], disk: dict[str, tuple], index: dict[str, tuple]) -> tuple[list[dict], dict]:
+    """The entries of a dead process's journal that took effect, and what to stage for them.
+
+    A change was applied before it was staged, so per path the last entry whose
+    result the file holds happened (the index may not know yet); failing that,
+    the last one the index holds (the file changed since: a sync records it).
+    Entries after that did not happen.
+    """
+    last: dict[str, int] = {}
+    stage = {}
+    for path in {e["path"] for e in entries}:
+        recorded = index.get(path, (None, None))
+        for target in (disk[path], recorded):
+            hits = [n for n, e in enumerate(entries) if e["path"] == path and (e["after"], e["after_mode"]) == target]
+            if hits:
+                last[path] = hits[-1]
+                if target == disk[path] and target != recorded:
+                    stage[path] = target
+                break
+    return [e for n, e in enumerate(entries) if n <= last.get(e["path"], -1)], stage
+
+
+def _read_journal(path: str) -> _JournalFile:
+    with open(path, "rb") as f:
+        lines = f.read().splitlines()
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            break  # the last line of a process killed mid-write
+    header = records[0] if records and "pid" in records[0] else None
+    entries = [r for r in records[1:] if "path" in r]
+    void = {r["void"] for r in records[1:] if "void" in r}
+    return _JournalFile(path, os.path.basename(path)[:-len(".jsonl")], header,
+                        [e for n, e in enumerate(entries) if n not in void])
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # somebody else's process
+    return True
+
+
+def _read(root: str, relpath: str) -> tuple[bytes | None, int | None]:
+    """A file's content and mode as git would record them; (None, None) when there is no file."""
+    full = os.path.join(root, relpath)
+    try:
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            return os.fsencode(os.readlink(full)), SYMLINK
+        if not stat.S_ISREG(st.st_mode):
+            return None, None
+        with open(full, "rb") as f:
+            data = f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    return data, EXECUTABLE if st.st_mode & stat.S_IXUSR else REGULAR
+
+
+def _parse_staged(rec: bytes) -> tuple[str, tuple[str, int]]:
+    """``<mode> <oid> <stage>\\t<path>`` from ls-files -s."""
+    meta, path = rec.split(b"\t", 1)
+    mode, oid, _ = meta.split()
+    return os.fsdecode(path), (oid.decode(), int(mode, 8))
+
+
+def _parse_message(oid: str, message: str) -> Operation:
+    d = json.loads(message)
+    return Operation(oid, d["time"], d["command"], d["args"], [Change(**c) for c in d["changes"]],
+                     d["interrupted"], d["meta"].get("undoes"), d["meta"])
+
+
+def _message(op: Operation) -> dict:
+    return {"time": op.time, "command": op.command, "args": op.args, "meta": op.meta,
+            "changes": [c._asdict() for c in op.changes], "interrupted": op.interrupted}
+
+
+def _pick(records: list[tuple[str, Operation]], ref: str) -> tuple[str, Operation]:
+    prefix = ref.lower()
+    if len(prefix) < 4 or any(ch not in "0123456789abcdef" for ch in prefix):
+        raise UsageError(f"not an operation id: {ref!r} (give at least 4 hex digits)")
+    hits = [r for r in records if r[1].id.startswith(prefix)]
+    if not hits:
+        raise NotFoundError(f"no operation {ref} in the history")
+    if len(hits) > 1:
+        raise UsageError(f"operation id {ref} is ambiguous: " + ", ".join(op.id[:12] for _, op in hits))
+    return hits[0]
+
+
+def _stored(oid: str | None) -> bool:
+    """Whether an oid in an operation names content the store keeps."""
+    return oid is not None and oid not in (WITHHELD, REDACTED)
+
+
+def _op_blobs(op: Operation) -> set[str]:
+    return {oid for c in op.changes for oid in (c.before, c.after) if _stored(oid)}
+
+
+def _ref_ns(ref: str) -> int:
+    return int(ref.rsplit("/", 1)[1].split("-", 1)[0])
+
+
+def _iso(ns: int) -> str:
+    seconds, rest = divmod(ns, 10**9)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 10**6:03d}Z"
+
+
+def _touch(path: str) -> None:
+    with open(path, "ab"):
+        pass
+    os.utime(path)
+
+
+def _replace(path: str, data: bytes) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- diff --
+
+
+def _file_diff(c: Change, blobs: dict[str, bytes]) -> str:
+    a, b = _quoted("a/" + c.path), _quoted("b/" + c.path)
+    out = [f"diff --git {a} {b}\n"]
+    if c.before is None:
+        out.append(f"new file mode {c.after_mode:o}\n")
+    elif c.after is None:
+        out.append(f"deleted file mode {c.before_mode:o}\n")
+    elif c.before_mode != c.after_mode:
+        out += [f"old mode {c.before_mode:o}\n", f"new mode {c.after_mode:o}\n"]
+    if c.before == c.after:
+        return "".join(out)  # the mode alone changed
+    old_label = "/dev/null" if c.before is None else a
+    new_label = "/dev/null" if c.after is None else b
+    missing = [oid for oid in (c.before, c.after) if oid in (WITHHELD, REDACTED)]
+    if missing:
+        out.append(f"Files {old_label} and {new_label} differ (content {missing[0]})\n")
+        return "".join(out)
+    old_text = _text(blobs[c.before]) if c.before else ""
+    new_text = _text(blobs[c.after]) if c.after else ""
+    if old_text is None or new_text is None:
+        out.append(f"Binary files {old_label} and {new_label} differ\n")
+        return "".join(out)
+    import difflib  # only diff needs it
+
+    for line in difflib.unified_diff(_lines(old_text), _lines(new_text), old_label, new_label):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _text(data: bytes) -> str | None:
+    """The content as text, or None when git would call it binary."""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split at \\n only (str.splitlines also splits at \\r, \\f, U+2028...)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r",
+              '"': '\\"', "\\": "\\\\"}
+
+
+def _quoted(name: str) -> str:
+    """A path as git prints it in a diff header: C-quoted when it holds a quote, backslash or control character."""
+    if not any(ch in _C_ESCAPES or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in name):
+        return name
+    return '"' + "".join(
+        _C_ESCAPES.get(ch) or (f"\\{ord(ch):03o}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch) for ch in name
+    ) + '"'
