@@ -17,7 +17,14 @@ import pytest
 
 from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
 from mem.core.memdir import history as history_mod
-from mem.core.memdir.history import REDACTED, WITHHELD, History, HistoryUnavailable, Operation, blob_oid
+from mem.core.memdir.history import (
+    REDACTED,
+    WITHHELD,
+    History,
+    HistoryUnavailable,
+    Operation,
+    blob_oid,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 REGULAR, EXECUTABLE, SYMLINK = 0o100644, 0o100755, 0o120000
@@ -46,7 +53,7 @@ def git(h: History, *args: str, input: bytes | None = None) -> subprocess.Comple
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_DIR=h.git_dir, GIT_INDEX_FILE=os.path.join(h.git_dir, "index"),
                GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
-    return subprocess.run(["git", *args], env=env, input=input, capture_output=True)
+    return subprocess.run(["git", *args], env=env, input=input, capture_output=True, check=False)
 
 
 def in_store(h: History, oid: str) -> bool:
@@ -209,10 +216,9 @@ def test_abort_without_writes_leaves_nothing_and_with_writes_records_them(hist, 
 
 
 def test_context_manager_records_what_was_written_before_an_exception(hist, root):
-    with pytest.raises(RuntimeError):
-        with hist.begin("dream") as j:
-            put(j, root, "a.md", b"a\n")
-            raise RuntimeError("model went away")
+    with pytest.raises(RuntimeError), hist.begin("dream") as j:
+        put(j, root, "a.md", b"a\n")
+        raise RuntimeError("model went away")
     assert [c.path for c in hist.operations()[0].changes] == ["a.md"]
 
 

@@ -148,7 +148,7 @@ def _run(argv: list[str], *, input: bytes | None, env: dict, cwd: str, pass_fds:
     """Spawn git once and return its stdout: the only place this module starts a process."""
     # an empty stdin rather than ours: git never waits on the user
     proc = subprocess.run(argv, input=input or b"", env=env, cwd=cwd, pass_fds=pass_fds,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                          capture_output=True, check=False)
     if proc.returncode:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         raise MemError(f"history: git: {detail[0] if detail else f'exit status {proc.returncode}'}")
