@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint clean
+.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history clean
 
 all: test
 
@@ -61,6 +61,7 @@ bench: $(STAMP) zipapp
 	$(BIN)/python bench/grep.py || status=1; \
 	$(BIN)/python bench/lint.py || status=1; \
 	$(BIN)/python bench/run.py || status=1; \
+	$(BIN)/python bench/history.py || status=1; \
 	exit $$status
 
 ## bench-recall: recall quality on the labelled set and recall latency, into bench/RESULTS.md
@@ -74,6 +75,10 @@ bench-team: $(STAMP)
 ## bench-grep: mem grep --transcripts against grep -rn on a generated 1 GB corpus (~2 min, 1 GB of /tmp), into bench/RESULTS.md
 bench-grep: $(STAMP)
 	$(BIN)/python bench/grep.py
+
+## bench-history: what recording every change costs a write, on 200 and 10,000 memories, into bench/RESULTS.md
+bench-history: $(STAMP)
+	$(BIN)/python bench/history.py
 
 ## bench-lint: mem lint precision and recall on the labelled memories, into bench/RESULTS.md
 bench-lint: $(STAMP)

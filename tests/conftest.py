@@ -47,6 +47,17 @@ def memdir(tmp_path, monkeypatch) -> Path:
     return d
 
 
+def tree_bytes(root) -> dict:
+    """relpath -> (bytes or link target, mtime_ns, mode) of every file under root."""
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            st = os.lstat(p)
+            out[os.path.relpath(p, root)] = (os.readlink(p) if os.path.islink(p) else open(p, "rb").read(), st.st_mtime_ns, st.st_mode)
+    return out
+
+
 def write_memory(root: Path, rel: str, *, name: str, description: str, type: str = "user",
                  body: str = "Body.\n", mtime: float | None = None) -> Path:
     path = root / rel

@@ -199,7 +199,8 @@ def test_rebuild_appends_an_event(run_mem, populated):
     assert run_mem("index", "--rebuild").returncode == 0
     (event,) = read_events(str(populated))
     assert event["command"] == "index --rebuild" and event["updated"] == ["MEMORY.md"]
-    assert event["detail"] == {"added": ["feedback_tests.md"], "removed": []} and event["outcome"] == "ok"
+    assert event["detail"]["added"] == ["feedback_tests.md"] and event["detail"]["removed"] == [] and event["outcome"] == "ok"
+    assert event["detail"]["operation"] == json.loads(run_mem("history", "--json").stdout)[0]["id"]
     assert run_mem("index", "--rebuild").returncode == 0  # nothing to do: no new event
     assert len(read_events(str(populated))) == 1
 

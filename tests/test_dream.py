@@ -10,11 +10,10 @@ import time
 import uuid
 
 import pytest
-from conftest import write_memory
-from test_snapshot_undo import tree_bytes
+from conftest import tree_bytes, write_memory
 
 from mem.core import consolidation, dream
-from mem.core.memdir import snapshot
+from mem.core.memdir.store import MemoryDir
 from mem.core.errors import LockedError
 
 
@@ -101,7 +100,7 @@ def test_mechanical_merges_exact_reports_near_rebuilds_index(dupes):
     index = (dupes / "MEMORY.md").read_text()
     assert "](a_copy.md)" in index and "](b2.md)" in index and "](a.md)" not in index
     assert (dupes / "logs/2026/01/2026-01-01.md").exists()  # logs are never merged
-    assert snapshot.list_snapshots(str(dupes))[0].id == r.snapshot_id
+    assert MemoryDir(str(dupes)).history.operations()[0].id == r.snapshot_id
 
 
 def test_dry_run_leaves_the_directory_byte_identical(dupes):
@@ -110,7 +109,7 @@ def test_dry_run_leaves_the_directory_byte_identical(dupes):
     assert r.ran and r.changes.deleted == ["a.md"]
     assert "--- a/a.md" in r.diff and "+++ /dev/null" in r.diff
     assert tree_bytes(dupes) == before
-    assert snapshot.list_snapshots(str(dupes)) == []
+    assert not os.path.isdir(MemoryDir(str(dupes)).history.git_dir)  # nothing recorded, no history started
     state = os.path.join(os.environ["MEM_STATE_DIR"], "dirs")
     assert not os.path.isdir(state) or all("mem-dream-" not in d for d in os.listdir(state))
 

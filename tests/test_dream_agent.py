@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import write_memory
-from test_snapshot_undo import tree_bytes
+from conftest import tree_bytes, write_memory
 
 A = "---\nname: deploy-day\ndescription: deploys happen on fridays\ntype: project\n---\n\nDeploys happen on Fridays.\n"
 B = "---\nname: deploy-day-2\ndescription: deploy on friday afternoons\ntype: project\n---\n\nWe deploy Friday afternoons.\n"

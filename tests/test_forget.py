@@ -98,7 +98,7 @@ def test_dry_run_shows_the_diff_and_changes_nothing(run_mem, seeded):
     dirs = Path(os.environ["MEM_STATE_DIR"]) / "dirs"
     assert not dirs.exists() or len(list(dirs.iterdir())) <= 1
     assert events(run_mem) == []
-    assert run_mem("undo", "--list", "--json").stdout.strip() == "[]"
+    assert [op["command"] for op in json.loads(run_mem("history", "--json").stdout)] == ["outside"]  # the seeded files only
 
 
 def test_yes_deletes_the_file_and_its_pointer_and_undo_restores_every_byte(run_mem, seeded):
@@ -117,7 +117,7 @@ def test_yes_deletes_the_file_and_its_pointer_and_undo_restores_every_byte(run_m
     assert "mem undo" in r.stderr
     [event] = events(run_mem)
     assert event["command"] == "forget" and event["deleted"] == ["feedback-testing.md"]
-    assert event["updated"] == ["MEMORY.md"] and event["detail"]["snapshot"] == data["snapshot"]
+    assert event["updated"] == ["MEMORY.md"] and event["detail"]["operation"] == data["snapshot"]
     assert run_mem("undo").returncode == 0
     assert tree(seeded) == before
     assert os.stat(seeded / "feedback-testing.md").st_mtime_ns == mtime

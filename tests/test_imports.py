@@ -67,3 +67,19 @@ def test_recall_on_every_prompt_loads_no_sdk_and_builds_no_dataclass(memdir):
     assert "deploy.md" in out and loaded == []
     out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=heavy, input=payload)
     assert "deploy.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"] and loaded == []
+
+
+def test_recall_on_every_prompt_pays_nothing_for_the_history(memdir):
+    # The history (git, subprocess) belongs to the commands that write memory; the recall hook
+    # only reads, and must not start a git process or even import the module.
+    from conftest import write_memory
+
+    write_memory(memdir, "deploy.md", name="deploy", description="how we deploy to staging", type="project")
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=("mem", "subprocess"), input=payload)
+    assert "deploy.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "mem.core.memdir.store" in loaded  # the probe sees mem's own modules, so the next line means something
+    assert "mem.core.memdir.history" not in loaded and "subprocess" not in loaded
+    state = os.environ["MEM_STATE_DIR"]
+    assert not any("history.git" in dirs for _, dirs, _ in os.walk(state))

@@ -197,15 +197,17 @@ def test_dream_due_and_running(memdir, project, run_mem):
     assert "dream         last " in text and "not due: last consolidation was 0.0 h ago (gate: 24 h)" in text
 
 
-def test_snapshots(memdir, project, run_mem):
+def test_last_operations(memdir, project, run_mem):
     write_memory(memdir, "a.md", name="a", description="A")
-    assert _status(run_mem, project)["snapshots"] == []
+    assert _status(run_mem, project)["operations"] == []
     r = run_mem("dream", "--offline", "--force", cwd=str(project))
     assert r.returncode == 0, r.stderr
-    snaps = _status(run_mem, project)["snapshots"]
-    assert len(snaps) == 1 and snaps[0]["command"] == "dream"
-    assert set(snaps[0]) == {"id", "path", "command", "created", "files"}
-    assert f"snapshots     1, newest {snaps[0]['id']} (dream); `mem undo` restores it" in run_mem("status", cwd=str(project)).stdout
+    data = _status(run_mem, project)
+    ops, snaps = data["operations"], data["snapshots"]
+    assert [op["command"] for op in ops] == ["dream", "outside"]  # a.md was written by hand before
+    assert set(snaps[0]) == {"id", "command", "created", "files"} and snaps[0]["id"] == ops[0]["id"]
+    text = run_mem("status", cwd=str(project)).stdout
+    assert "history       last 2 operations" in text and f"{ops[0]['id'][:12]}  " in text
 
 
 def test_session_notes(memdir, project, run_mem):
@@ -281,7 +283,7 @@ def test_every_json_field_is_documented(memdir, project, run_mem):
     _transcript(project)
     data = _status(run_mem, project)
     listed = ("problems.source", "problems.code", "problems.message", "problems.path", "problems.line",
-              "snapshots.id", "snapshots.path", "snapshots.command", "snapshots.created", "snapshots.files",
+              "snapshots.id", "snapshots.command", "snapshots.created", "snapshots.files",
               "extraction.sessions.session_id", "extraction.sessions.last_uuid", "extraction.sessions.updated_at",
               "extraction.sessions.transcript", "extraction.sessions.behind", "extraction.pending.session_id",
               "extraction.pending.modified", "extraction.pending.cursor", "session_notes.sessions.session_id",

@@ -37,7 +37,6 @@ def _duplicates(memdir: Path, run_mem) -> None:
 def _snapshot_then_change(memdir: Path, run_mem) -> None:
     _duplicates(memdir, run_mem)
     assert run_mem("dream", "--offline", "--force").returncode == 0
-    (memdir / "c.md").write_text("---\nname: c\ndescription: C\ntype: user\n---\n")
 
 
 def _tabs_memory(memdir: Path, run_mem) -> None:

@@ -20,9 +20,9 @@ from mem.core.errors import ExitCode
 @click.option("--min-hours", type=float, default=24.0, show_default=True, metavar="H", help="Time gate: hours since the last consolidation.")
 @click.option("--min-sessions", type=int, default=5, show_default=True, metavar="N", help="Session gate: sessions touched since the last consolidation.")
 @click.option("--session", metavar="ID", help="The current session, left out of the session count.")
-@click.option("--keep", type=click.IntRange(min=1), default=20, show_default=True, metavar="N", help="Snapshots to keep for undo.")
+@click.option("--keep", type=click.IntRange(min=1), default=20, hidden=True, help="Ignored: the history keeps every change (see mem history).")
 @click.option("--wait", is_flag=True, help="Wait for a running dream instead of exiting 5.")
-@click.option("--undo", is_flag=True, help="Restore the snapshot taken before the last change (same as mem undo).")
+@click.option("--undo", is_flag=True, help="Take back the newest operation (same as mem undo).")
 @click.option("--all-projects", is_flag=True, help="Dream every project memory directory under the config home (for cron).")
 @click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr when a gate is closed.")
 @click.option("-v", "--verbose", is_flag=True, help="With --all-projects, report directories where nothing ran too.")
@@ -36,8 +36,9 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
 
     Gated like Claude Code's auto-dream: it runs when the last consolidation
     is at least --min-hours old and --min-sessions sessions have touched the
-    project since. A closed gate exits 0 with the reason on stderr. The
-    directory is snapshotted first and validated after; a failure restores it.
+    project since. A closed gate exits 0 with the reason on stderr. What it
+    changes is one operation of the history (`mem undo` takes it back), and is
+    validated after; a failure takes back its own changes, and only those.
 
     \b
     Example:
@@ -48,9 +49,11 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
     from mem.core import llm
 
     if undo:
-        from mem.cli.undo import restore_snapshot
+        from mem.cli.undo import report as report_undo
+        from mem.core.memdir import revert
+        from mem.core.memdir.store import MemoryDir
 
-        restore_snapshot(resolve_dir(where).memory_dir, None, dry_run, fmt)
+        report_undo(revert.undo(MemoryDir(resolve_dir(where).memory_dir), dry_run=dry_run), "undo", dry_run, fmt)
         return
     if model and not offline and not llm.has_credentials():
         llm.model_config(model)  # raises the ConfigError naming ANTHROPIC_API_KEY (exit 3)
@@ -62,7 +65,7 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
         the_model = llm.Model(llm.model_config(model, timeout=300.0, max_retries=0), debug=llm.debug_enabled())
     targets = _targets(where, all_projects)
     opts = dict(mode=mode, model=the_model, dry_run=dry_run, force=force, min_hours=min_hours,
-                min_sessions=min_sessions, session=session, keep=keep, wait=wait, progress=_progress())
+                min_sessions=min_sessions, session=session, wait=wait, progress=_progress())
     results, worst = [], 0
     for memory_dir, transcripts_dir in targets:
         try:

@@ -21,8 +21,8 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
               help="Offer at most N candidates.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True, metavar="SECONDS",
               help="Time limit for the model call.")
-@click.option("--keep", type=click.IntRange(min=1), default=20, show_default=True, metavar="N",
-              help="Snapshots to keep for undo.")
+@click.option("--keep", type=click.IntRange(min=1), default=20, hidden=True,
+              help="Ignored: the history keeps every change (see mem history).")
 @memory_dir_options
 @format_options
 def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, model: str | None, limit: int,
@@ -70,13 +70,13 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
         render.info("nothing forgotten")
         _output(forget.ForgetResult(root, search, []), fmt)
         return
-    result = forget.apply(root, search, chosen, dry_run=dry_run, keep=keep)
+    result = forget.apply(root, search, chosen, dry_run=dry_run)
     _output(result, fmt)
     if dry_run:
         return
     n = len(chosen)
     render.info(f"forgot {n} {'memory' if n == 1 else 'memories'}; `mem undo` brings "
-                f"{'it' if n == 1 else 'them'} back (snapshot {result.snapshot})")
+                f"{'it' if n == 1 else 'them'} back (operation {(result.snapshot or '')[:12]})")
 
 
 def _output(result, fmt: str) -> None:

@@ -128,13 +128,17 @@ def _rebuild(memory_root: str, team: bool, raw: str | None, headers: list, dry_r
 
         started = time.monotonic()
         store = MemoryDir(memory_root)
-        written = store.update_index(lambda current: rebuild(current, root, manifest.scan(root, limit=None)), name=name)
+        with store.operation("index", ["--rebuild"] + (["--team"] if team else [])):
+            written = store.update_index(lambda current: rebuild(current, root, manifest.scan(root, limit=None)),
+                                         name=name)
         if written is not None:
             events.record(
                 memory_root, "index --rebuild",
                 created=[written.relpath] if written.created else [],
                 updated=[] if written.created else [written.relpath],
-                duration=time.monotonic() - started, detail={"added": added, "removed": removed},
+                duration=time.monotonic() - started,
+                detail={"added": added, "removed": removed,
+                        "operation": store.last_operation.id if store.last_operation else None},
             )
     result = {"path": index_path, "changed": changed, "written": changed and not dry_run, "added": added, "removed": removed}
     if not changed:

@@ -152,11 +152,14 @@ def text_lines(s) -> list[str]:
     row("dream", text)
     if d["running"]:
         row("", f"running now (pid {d['holder_pid']})")
-    if s.snapshots:
-        newest = s.snapshots[0]
-        row("snapshots", f"{len(s.snapshots)}, newest {newest['id']} ({newest['command']}); `mem undo` restores it")
+    if s.operations:
+        from mem.cli.history import line
+
+        row("history", f"last {len(s.operations)} operations (`mem history`, `mem undo ID`):")
+        for op in s.operations:
+            row("", line(op))
     else:
-        row("snapshots", "none")
+        row("history", "none")
     sn = s.session_notes
     if sn["sessions"]:
         shown = ", ".join(f"{x['session_id']} ({_when(x['modified'])})" for x in sn["sessions"])

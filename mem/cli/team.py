@@ -104,7 +104,7 @@ def _say_pull(result) -> None:
     _warn_skipped(result.skipped)
     for key in result.overwritten_local:
         render.warn(f"team/{key}: your unpushed edit was replaced by the server's copy; "
-                    f"`mem undo {result.snapshot}` brings it back")
+                    f"`mem undo {result.snapshot[:12]}` brings it back")
     for key in result.kept_local:
         render.info(f"team/{key}: kept your unpushed edit (the server's copy had not changed)")
     if result.status == "not_modified":
@@ -145,7 +145,7 @@ def pull_cmd(ctx: click.Context, no_cache: bool, make_config, fmt: str) -> None:
     """Write the server's team memory into team/ (the server's copy wins).
 
     Files that already match are not touched. A file you had edited and not
-    pushed is replaced too, after a snapshot (`mem undo` restores it). Files
+    pushed is replaced too, as one operation of the history (`mem undo ID` brings it back). Files
     deleted here come back: deletions do not propagate.
 
     \b
@@ -202,7 +202,7 @@ def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
 
     The pull keeps your unpushed edits of files the server did not change
     since the last sync, and the push sends them; where both sides changed a
-    file, the server's copy wins (after a snapshot, as with pull).
+    file, the server's copy wins (undoable, as with pull).
 
     \b
     Example:

@@ -1,8 +1,6 @@
-"""mem undo: put the memory directory back as it was before a destructive job."""
+"""mem undo: take back one recorded operation, touching nothing else."""
 
 from __future__ import annotations
-
-import os
 
 import click
 
@@ -11,57 +9,47 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 
 
 @click.command("undo")
-@click.argument("snapshot_id", required=False, metavar="[SNAPSHOT]")
-@click.option("--list", "list_", is_flag=True, help="List the snapshots available, newest first.")
+@click.argument("operation", required=False, metavar="[ID]")
+@click.option("--force", is_flag=True, help="Put the earlier versions back even over files that changed since.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff of what undo would change; change nothing.")
 @memory_dir_options
 @format_options
-def undo_cmd(snapshot_id: str | None, list_: bool, dry_run: bool, where: dict, fmt: str) -> None:
-    """Restore the last snapshot (taken by dream, forget and undo itself).
+def undo_cmd(operation: str | None, force: bool, dry_run: bool, where: dict, fmt: str) -> None:
+    """Take back the newest operation mem made, or the one named by ID.
 
-    The memory directory becomes byte-identical to the snapshot; the state
-    before the undo is snapshotted first, so an undo can be undone.
+    Only the files that operation changed are put back, each to what it held
+    before. If one of them has changed since, undo refuses and names it (exit
+    4) unless --force. Changes made outside mem (an editor, the agent's own
+    Write tool) are never undone; `mem restore` takes one file back by hand.
+    The undo is an operation of its own, so `mem undo` again redoes it.
 
     \b
     Example:
-      mem undo --list
+      mem history -n 5
       mem undo --dry-run | less
-      mem undo
+      mem undo 3f2a9c1e07b4
     """
-    root = resolve_dir(where).memory_dir
-    if list_:
-        from mem.core.memdir import snapshot
+    from mem.core.memdir import revert
+    from mem.core.memdir.store import MemoryDir
 
-        snaps = snapshot.list_snapshots(root)
-        render.out_rows((s.as_dict() for s in snaps), fmt, lambda d: f"{d['id']}  {d['created']}  {d['command']}  {d['files']} files")
-        if not snaps and fmt == "text":
-            render.info(f"no snapshots of {root}")
-        return
-    restore_snapshot(root, snapshot_id, dry_run, fmt)
+    memory = MemoryDir(resolve_dir(where).memory_dir)
+    result = revert.undo(memory, operation, force=force, dry_run=dry_run)
+    report(result, "undo", dry_run, fmt)
 
 
-def restore_snapshot(root: str, snapshot_id: str | None, dry_run: bool, fmt: str) -> None:
-    """Restore (or with dry_run, diff) a snapshot of ``root`` and report it."""
-    import time
-
-    from mem.core.memdir import events, snapshot
-
-    snap = snapshot.find(root, snapshot_id)
-    tree = os.path.join(snap.path, "tree")
-    if dry_run:
-        if fmt == "text":
-            render.out(snapshot.unified_diff(root, tree), nl=False)
-        else:
-            data = {"snapshot": snap.as_dict(), **snapshot.compare(root, tree).as_dict(), "written": False}
-            render.out_record(data, fmt)
-        return
-    started = time.monotonic()
-    before = snapshot.take(root, "undo")
-    changes = snapshot.restore(root, snap)
-    events.record(root, "undo", created=changes.created, updated=changes.updated, deleted=changes.deleted,
-                  duration=time.monotonic() - started, detail={"snapshot": snap.id, "undo_snapshot": before.id})
-    data = {"snapshot": snap.as_dict(), **changes.as_dict(), "written": bool(changes), "undo_snapshot": before.id}
+def report(result, verb: str, dry_run: bool, fmt: str) -> None:
     if fmt != "text":
-        render.out_record(data, fmt)
-    n = len(changes.created) + len(changes.updated) + len(changes.deleted)
-    render.info(f"restored {snap.id} ({snap.command}): {n} file{'s' * (n != 1)} changed; `mem undo` again reverts this")
+        render.out_record(result.as_dict(), fmt)
+    elif dry_run:
+        render.out(result.diff, nl=False)
+    for conflict in result.conflicts:
+        render.warn(f"overwrote {conflict}")
+    if dry_run:
+        return
+    op = result.operation
+    what = f"{result.taken_back.id[:12]} ({result.taken_back.command})" if result.taken_back else ""
+    if op is None:
+        render.info(f"{verb}: nothing to change" + (f" for {what}" if what else ""))
+    else:
+        files = ", ".join(c.path for c in op.changes)
+        render.info(f"{verb} {what + ': ' if what else ''}{files} (operation {op.id[:12]}; `mem undo` takes it back)")

@@ -9,15 +9,17 @@ The job runs in one of two modes:
 * mechanical (``--offline``, or no key): no model; exact duplicate topic files
   are merged, near duplicates reported, the index rebuilt and linted.
 
-Either way the directory is snapshotted first, the result is validated after
+Either way the change is one operation of the history, validated after
 (every changed topic file parses with a valid type, the index is within its
 limits and points at files that exist, no secret, daily logs only appended),
-and a failed validation or a failed run restores the snapshot byte for byte.
+and a failed validation or a failed run takes back its own changes (only those:
+a memory saved meanwhile stays).
 ``dry_run`` runs the whole job on a scratch copy and returns the diff.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -25,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mem.core import consolidation
-from mem.core.memdir import snapshot
+from mem.core.memdir import scratch
 from mem.core.errors import LockedError, MemError, RefusedError
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, UNINDEXED_DIRS
 
@@ -33,7 +35,7 @@ SKIP_DIRS = UNINDEXED_DIRS
 
 
 class ValidationError(RefusedError):
-    """The consolidated directory broke a rule; the snapshot was restored."""
+    """The consolidated directory broke a rule; the dream's own changes were taken back."""
 
 
 @dataclass
@@ -43,7 +45,7 @@ class DreamResult:
     gate: consolidation.Gate | None
     ran: bool = False
     dry_run: bool = False
-    changes: snapshot.Changes = field(default_factory=lambda: snapshot.Changes([], [], []))
+    changes: scratch.Changes = field(default_factory=lambda: scratch.Changes([], [], []))
     snapshot_id: str | None = None
     diff: str | None = None
     summary: str = ""
@@ -93,11 +95,10 @@ def run(
     min_hours: float = consolidation.DEFAULT_MIN_HOURS,
     min_sessions: int = consolidation.DEFAULT_MIN_SESSIONS,
     session: str | None = None,
-    keep: int = 20,
     wait: bool = False,
     progress: Progress = _quiet,
 ) -> DreamResult:
-    """Gate, lock, snapshot, consolidate, validate. Raises LockedError / ValidationError / MemError."""
+    """Gate, lock, consolidate as one operation, validate. Raises LockedError / ValidationError / MemError."""
     started = time.monotonic()
     gate = consolidation.check_gate(memory_dir, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
                                     exclude_session=session, force=force)
@@ -107,28 +108,34 @@ def run(
     if not os.path.isdir(memory_dir):
         raise MemError(f"no memory directory at {memory_dir}")
     if dry_run:
-        with snapshot.scratch_copy(memory_dir, "mem-dream-") as work:
+        with scratch.scratch_copy(memory_dir, "mem-dream-") as work:
             _job(result, work, transcripts_dir, model, gate, progress)
-            result.changes = snapshot.compare(memory_dir, work)
+            result.changes = scratch.compare(memory_dir, work)
             _validate_or_raise(work, memory_dir, result.changes)
-            result.diff = snapshot.unified_diff(memory_dir, work)
+            result.diff = scratch.unified_diff(memory_dir, work)
         result.ran = True
         result.duration_s = time.monotonic() - started
         return result
 
     prior = _acquire(memory_dir, wait)
+    from mem.core.memdir.revert import take_back
     from mem.core.memdir.store import MemoryDir
 
-    MemoryDir(memory_dir).sweep_temp_files()
-    snap = snapshot.take(memory_dir, "dream", keep=keep)
-    result.snapshot_id = snap.id
-    tree = os.path.join(snap.path, "tree")
+    memory = MemoryDir(memory_dir)
+    memory.sweep_temp_files()
     try:
-        _job(result, memory_dir, transcripts_dir, model, gate, progress)
-        result.changes = snapshot.compare(tree, memory_dir)
-        _validate_or_raise(memory_dir, tree, result.changes)
+        with memory.operation("dream", [mode]):
+            _job(result, memory_dir, transcripts_dir, model, gate, progress)
+        op = memory.last_operation
+        if op is not None:
+            result.snapshot_id = op.id
+            result.changes = scratch.Changes(*(sorted(c.path for c in op.changes if _action(c) == a)
+                                                for a in ("created", "updated", "deleted")))
+            with _before(memory, op) as before:
+                _validate_or_raise(memory_dir, before, result.changes)
     except BaseException:
-        snapshot.restore(memory_dir, snap)
+        if memory.last_operation is not None:
+            take_back(memory, memory.last_operation)  # only what this dream wrote: saves made meanwhile stay
         consolidation.rollback(memory_dir, prior)
         raise
     result.ran = True
@@ -137,8 +144,31 @@ def run(
 
     events.record(memory_dir, "dream", created=result.changes.created, updated=result.changes.updated,
                   deleted=result.changes.deleted, strategy=mode, tokens=result.tokens,
-                  duration=result.duration_s, detail={"snapshot": snap.id, "gate": gate.reason})
+                  duration=result.duration_s, detail={"operation": result.snapshot_id, "gate": gate.reason})
     return result
+
+
+def _action(change) -> str:
+    return "created" if change.before is None else "deleted" if change.after is None else "updated"
+
+
+@contextlib.contextmanager
+def _before(memory, op):
+    """A temporary directory holding what each file ``op`` changed held before it (for validation)."""
+    import shutil
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="mem-dream-before-")
+    try:
+        for c in op.changes:
+            if c.before is not None:
+                path = os.path.join(base, c.path)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as fh:
+                    fh.write(memory.history.read_blob(c.before))
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _acquire(memory_dir: str, wait: bool) -> int:
@@ -271,10 +301,10 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, n
 # --- validation -------------------------------------------------------------
 
 
-def validate(root: str, before_root: str, changes: snapshot.Changes | None = None) -> list[str]:
+def validate(root: str, before_root: str, changes: scratch.Changes | None = None) -> list[str]:
     """Rules a consolidated directory must keep; each problem as one line.
 
-    ``changes`` is ``snapshot.compare(before_root, root)`` when the caller has it already.
+    ``changes`` is ``scratch.compare(before_root, root)`` when the caller has it already.
     """
     from mem.core.memdir import index as idx
     from mem.core.memdir import manifest
@@ -282,7 +312,7 @@ def validate(root: str, before_root: str, changes: snapshot.Changes | None = Non
     from mem.core.guards.secrets import first_secret
 
     problems = []
-    changes = snapshot.compare(before_root, root) if changes is None else changes
+    changes = scratch.compare(before_root, root) if changes is None else changes
     for rel in changes.updated + changes.deleted:
         if rel.startswith(LOGS_PREFIX):
             if rel in changes.deleted:
@@ -326,7 +356,7 @@ def validate(root: str, before_root: str, changes: snapshot.Changes | None = Non
     return problems
 
 
-def _validate_or_raise(root: str, before_root: str, changes: snapshot.Changes) -> None:
+def _validate_or_raise(root: str, before_root: str, changes: scratch.Changes) -> None:
     problems = validate(root, before_root, changes)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")

@@ -591,16 +591,21 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     team = team_enabled(memory_dir)
     sections = instruction_sections(request.project) + (team_sections(memory_dir) if team else [])
     prompt = build_prompt(memory_dir, new, max_turns=request.max_turns, sections=sections, team=team)
-    toolbox = ToolBox(MemoryDir(memory_dir), policy=extract_policy(team), log=log)
+    memory = MemoryDir(memory_dir)
+    toolbox = ToolBox(memory, policy=extract_policy(team), log=log)
     if prompt.index_shown_whole:
         toolbox.note_seen(INDEX_NAME)
-    run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
-                    max_turns=request.max_turns, deadline_s=request.timeout, retries=RETRIES, log=log)
+    with memory.operation("extract", [session] if session else []):
+        run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
+                        max_turns=request.max_turns, deadline_s=request.timeout, retries=RETRIES, log=log)
+        if not run.error:
+            result.indexed = ensure_indexed(memory, run.files_written)
+    operation = memory.last_operation.id if memory.last_operation else None
     result.created, result.updated = run.created, run.updated
     result.turns, result.stop_reason = run.turns, run.stop_reason
     result.tool_calls, result.usage = run.tool_calls, run.usage.as_dict()
     detail = {"session": session, "transcript": request.label, "messages": len(new), "turns": run.turns,
-              "stop_reason": run.stop_reason, "refused": run.refused, "model": config.model}
+              "stop_reason": run.stop_reason, "refused": run.refused, "model": config.model, "operation": operation}
     run.timeout_if_unanswered(request.timeout)
     if run.error:
         result.duration_s = time.monotonic() - started
@@ -609,7 +614,6 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
                       detail={**detail, "error": run.error})
         raise llm.ModelError(f"extraction failed: {run.error}; the cursor stays where it was{run.written_note}",
                              run.error_kind or "error")
-    result.indexed = ensure_indexed(MemoryDir(memory_dir), run.files_written)
     advance()
     result.duration_s = time.monotonic() - started
     events.record(memory_dir, "extract", created=run.created,

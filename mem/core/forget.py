@@ -1,7 +1,7 @@
 """mem forget: find the memories a request is about, and remove them with undo.
 
     search = find(memory_dir, "tabs over spaces", strategy="offline")
-    result = apply(memory_dir, search, search.candidates)   # snapshot, delete, re-index, event
+    result = apply(memory_dir, search, search.candidates)   # one recorded operation: delete, re-index, event
 
 Candidates come from the offline ranker (``mem.core.ranker``, the one recall
 uses) or from one structured model call that sees the manifest and the
@@ -13,8 +13,8 @@ A multi-memory file is one topic file holding several separate memories: two or
 more ``## `` sections, or two or more top-level list items. Such a file loses
 only the chosen entries (the file goes when all of them are chosen).
 
-Removal is undoable: the memory directory is snapshotted first (``mem undo``
-restores it byte for byte), files are deleted and edited through the one write
+Removal is undoable: it is one operation of the history (``mem undo`` puts
+those files back byte for byte and touches nothing else), files are deleted and edited through the one write
 path, and the pointers of deleted files are dropped from MEMORY.md under the
 index lock. MEMORY.md itself, daily logs (logs/), team memory (team/) and
 anything outside the memory directory are never touched. ``dry_run`` does the
@@ -623,10 +623,10 @@ class ForgetResult:
         }
 
 
-def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: bool = False,
-          keep: int = 20) -> ForgetResult:
-    """Remove ``chosen`` (after a snapshot), or with ``dry_run`` show the diff of doing so."""
-    from mem.core.memdir import events, snapshot
+def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: bool = False) -> ForgetResult:
+    """Remove ``chosen`` as one operation of the history, or with ``dry_run`` show the diff of doing so."""
+    from mem.core.memdir import events
+    from mem.core.memdir import scratch
     from mem.core.memdir.store import MemoryDir
 
     started = time.monotonic()
@@ -635,9 +635,9 @@ def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: 
         return result
     changes = plan(memory_dir, chosen)
     if dry_run:
-        with snapshot.scratch_copy(memory_dir, "mem-forget-") as work:
+        with scratch.scratch_copy(memory_dir, "mem-forget-") as work:
             result.deleted, result.updated = _apply(MemoryDir(work), changes)
-            result.diff = snapshot.unified_diff(memory_dir, work)
+            result.diff = scratch.unified_diff(memory_dir, work)
         result.duration_s = time.monotonic() - started
         return result
     memory = MemoryDir(memory_dir)
@@ -645,16 +645,12 @@ def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: 
         with open(os.path.join(memory.real_root, c.relpath), "rb") as fh:
             if fh.read() != c.before:
                 raise MemError(f"{c.relpath} changed since it was searched; run mem forget again")
-    snap = snapshot.take(memory_dir, "forget", keep=keep)
-    result.snapshot = snap.id
-    try:
+    with memory.operation("forget", [search.query], all_or_nothing=True):
         result.deleted, result.updated = _apply(memory, changes)
-    except BaseException:
-        snapshot.restore(memory_dir, snap)
-        raise
+    result.snapshot = memory.last_operation.id if memory.last_operation else None
     result.duration_s = time.monotonic() - started
     events.record(memory_dir, "forget", deleted=result.deleted, updated=result.updated, strategy=search.strategy,
                   tokens=search.tokens, duration=result.duration_s,
-                  detail={"query": search.query, "snapshot": snap.id, "model": search.model,
+                  detail={"query": search.query, "operation": result.snapshot, "model": search.model,
                           "entries": [f"{c.relpath}#{c.entry.index}" for c in chosen if c.entry]})
     return result

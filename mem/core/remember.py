@@ -91,6 +91,7 @@ class RememberResult:
     tokens: dict | None = None
     model: str | None = None
     duration_s: float = 0.0
+    operation: str | None = None  # the history's id for what was written (`mem undo ID`)
 
     @property
     def paths(self) -> list[str]:
@@ -115,6 +116,7 @@ class RememberResult:
             "tokens": self.tokens,
             "model": self.model,
             "duration_s": round(self.duration_s, 3),
+            "operation": self.operation,
         }
 
 
@@ -520,13 +522,16 @@ def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = 
     scope = _scope_of(request.memory_dir, request)
     policy = _policy(request.memory_dir, request.force)
     result = RememberResult(request.memory_dir, strategy, scope=scope)
-    if strategy == "offline":
-        _offline(request, result, memory, policy, scope)
-    else:
-        _agent(request, result, memory, policy, scope, log, debug, started)
+    with memory.operation("remember", [request.name] if request.name else []):
+        if strategy == "offline":
+            _offline(request, result, memory, policy, scope)
+        else:
+            _agent(request, result, memory, policy, scope, log, debug, started)
     result.duration_s = time.monotonic() - started
+    result.operation = memory.last_operation.id if memory.last_operation else None
     events.record(request.memory_dir, "remember", created=result.created, updated=result.updated,
                   strategy=strategy, tokens=result.tokens, duration=result.duration_s,
                   detail={"saved": result.saved, "indexed": result.indexed, "scope": result.scope,
-                          "model": result.model, "turns": result.turns, "forced": bool(result.warnings)})
+                          "model": result.model, "turns": result.turns, "forced": bool(result.warnings),
+                          "operation": result.operation})
     return result

@@ -53,7 +53,8 @@ class Status:
     index: dict
     extraction: dict
     dream: dict
-    snapshots: list[dict]
+    operations: list[dict]  # the newest operations of the history
+    snapshots: list[dict]  # the same, in the shape `mem undo` snapshots had: id, command, created, files
     session_notes: dict
     last_event: dict | None
     problems: list[Problem] = field(default_factory=list)
@@ -99,7 +100,9 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
         dream=_dream(root, res.transcripts_dir, now,
                      consolidation.DEFAULT_MIN_HOURS if min_hours is None else min_hours,
                      consolidation.DEFAULT_MIN_SESSIONS if min_sessions is None else min_sessions),
-        snapshots=_snapshots(root, sdir),
+        operations=(ops := _operations(root, sdir)),
+        snapshots=[{"id": op["id"], "command": op["command"], "created": op["time"], "files": len(op["changes"])}
+                   for op in ops],
         session_notes=_session_notes(res.project_root, now, recent_days, env),
         last_event=_last_event(root, env),
     )
@@ -297,12 +300,14 @@ def _dream(root: str, transcripts_dir: str | None, now: float, min_hours: float,
     }
 
 
-def _snapshots(root: str, sdir: str) -> list[dict]:
-    if not os.path.isdir(os.path.join(sdir, "snapshots")):
-        return []  # list_snapshots would create the state dir
-    from mem.core.memdir import snapshot
+def _operations(root: str, sdir: str, limit: int = 5) -> list[dict]:
+    """The newest operations recorded (none without a history; status never starts one)."""
+    from mem.core.memdir.history import History
 
-    return [s.as_dict() for s in snapshot.list_snapshots(root)]
+    history = History(sdir, root)
+    if not os.path.isdir(history.git_dir) or not history.available():
+        return []
+    return [op.as_dict() for op in history.operations(limit=limit)]
 
 
 def _session_notes(project_root: str, now: float, recent_days: float, env) -> dict:

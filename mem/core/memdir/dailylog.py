@@ -64,5 +64,6 @@ def append(memory_dir: str, text: str, *, now: float | None = None) -> LogEntry:
         found = first_secret(entry)
         if found is not None:
             raise SecretError(rel, found.rule_id, found.label)
-        result = store.write(rel, base + entry, scan=False)
+        with store.operation("log"):
+            result = store.write(rel, base + entry, scan=False)
     return LogEntry(result.path, rel, entry, created=old is None)

@@ -656,6 +656,10 @@ class Journal:
                 raise
             h._stage({path: (new_oid, new_mode)})
 
+    def note_mtime(self, path: str, mtime_ns: int) -> None:
+        """Keep the modification time ``path`` had before this operation first changed it (undo puts it back)."""
+        self._header["meta"].setdefault("mtimes", {}).setdefault(path, mtime_ns)
+
     def commit(self) -> Operation | None:
         """Record the operation (None when it changed nothing) and end the journal."""
         if self._path is None:

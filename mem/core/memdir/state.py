@@ -1,6 +1,6 @@
 """Our own bookkeeping, kept outside the memory directory.
 
-Cursors, per-session recall state, snapshots and locks live in the platform
+Cursors, per-session recall state, the history and locks live in the platform
 state directory (``$XDG_STATE_HOME/mem`` on Linux), or ``MEM_STATE_DIR``, in
 one subdirectory per memory directory. The memory directory itself holds only
 what Claude Code would hold.

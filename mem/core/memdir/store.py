@@ -14,7 +14,7 @@ import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
@@ -43,6 +43,8 @@ class MemoryDir:
         self.root = os.path.abspath(root)
         self.real_root = os.path.realpath(self.root)
         self._state = None
+        self._history = None
+        self.last_operation = None  # the Operation the last ``operation`` block recorded, or None
 
     @property
     def state(self):
@@ -114,27 +116,103 @@ class MemoryDir:
             return WriteResult(real, rel, created=False, changed=False)
         parent = os.path.dirname(real)
         self._makedirs(parent)
-        atomic_write(real, data)
+        self._record(rel, real, old, data, lambda: atomic_write(real, data))
         return WriteResult(real, rel, created=created, changed=True)
 
-    def delete(self, target: str) -> str:
-        """Remove a file; a symbolic link is removed itself, never the file it points at."""
+    def delete(self, target: str, *, allow_index: bool = False) -> str:
+        """Remove a file; a symbolic link is removed itself, never the file it points at.
+
+        An index is never deleted, except by an undo of the operation that created it (``allow_index``).
+        """
         lexical = os.path.normpath(target if os.path.isabs(target) else os.path.join(self.root, target))
         if "\0" not in target and os.path.islink(lexical):
             parent = os.path.realpath(os.path.dirname(lexical))
             if not _within(parent, self.real_root):
                 raise PathEscapeError(f"refused path {target}: it is outside the memory directory")
-            if os.path.basename(lexical) == INDEX_NAME:
+            if os.path.basename(lexical) == INDEX_NAME and not allow_index:
                 raise PathEscapeError(f"refused to delete {target}: it is a memory index")
-            os.unlink(lexical)
-            _fsync_dir(parent)
+            rel = os.path.relpath(os.path.join(parent, os.path.basename(lexical)), self.real_root).replace(os.sep, "/")
+            self._record(rel, lexical, os.fsencode(os.readlink(lexical)), None, lambda: _unlink(lexical), link=True)
             return lexical
         real = self.resolve(target)
-        if os.path.basename(real) == INDEX_NAME:
+        if os.path.basename(real) == INDEX_NAME and not allow_index:
             raise PathEscapeError(f"refused to delete {target}: it is a memory index")
-        os.unlink(real)
-        _fsync_dir(os.path.dirname(real))
+        with open(real, "rb") as fh:
+            old = fh.read()
+        rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
+        self._record(rel, real, old, None, lambda: _unlink(real))
         return real
+
+    # -- history --
+
+    @property
+    def history(self):
+        """This directory's History (mem.core.memdir.history), kept in its state directory."""
+        if self._history is None:
+            from mem.core.errors import RefusedError
+            from mem.core.memdir.history import History
+            from mem.core.memdir.layout import DREAM_LOCK
+
+            state = os.path.realpath(self.state.path)
+            if _within(state, self.real_root):
+                raise RefusedError(f"the state directory {self.state.path} is inside the memory directory "
+                                   f"{self.root}; point MEM_STATE_DIR elsewhere")
+            self._history = History(self.state.history, self.real_root, exclude=("/" + DREAM_LOCK, ".*.tmp"),
+                                    refuse=_secret_in)
+        return self._history
+
+    @contextlib.contextmanager
+    def operation(self, command: str, args: Sequence[str] = (), *, meta: dict | None = None,
+                  all_or_nothing: bool = False) -> Iterator[None]:
+        """Record every write inside the block as one operation of the history (``last_operation`` after).
+
+        Nested blocks on the same directory join the outer operation. Without git on PATH
+        the writes still happen, unrecorded; ``mem history`` says why. With ``all_or_nothing``,
+        a block that raises has its own changes taken back (and only those: a file somebody
+        else changed meanwhile is left as it is).
+        """
+        if self.real_root in _OPEN:
+            yield
+            return
+        history = self.history
+        if not history.available():
+            yield
+            return
+        history.sync()  # what changed outside mem since it last looked comes first, as its own operation
+        journal = history.begin(command, list(args), meta=meta)
+        _OPEN[self.real_root] = journal
+        try:
+            yield
+        except BaseException:
+            del _OPEN[self.real_root]
+            self.last_operation = journal.commit()
+            if all_or_nothing and self.last_operation is not None:
+                from mem.core.memdir.revert import take_back
+
+                take_back(self, self.last_operation)
+            raise
+        del _OPEN[self.real_root]
+        self.last_operation = journal.commit()
+
+    def _record(self, rel: str, path: str, old: bytes | None, new: bytes | None, apply: Callable[[], None],
+                *, link: bool = False) -> None:
+        """Carry out one change with ``apply``, as part of the operation in progress, if there is one."""
+        journal = _OPEN.get(self.real_root)
+        if journal is None:
+            apply()
+            return
+        from mem.core.memdir.history import SYMLINK
+
+        old_mode = None
+        if old is not None:
+            try:
+                st = os.lstat(path) if link else os.stat(path)
+                old_mode = SYMLINK if link else _git_mode(st.st_mode)
+                journal.note_mtime(rel, st.st_mtime_ns)
+            except OSError:
+                pass
+        new_mode = None if new is None else (old_mode if old_mode is not None else _git_mode(0o666 & ~current_umask()))
+        journal.write(rel, old, new, old_mode=old_mode, new_mode=new_mode, apply=apply)
 
     def _makedirs(self, parent: str) -> None:
         # Containment was checked on the resolved path; create what is missing.
@@ -170,6 +248,27 @@ class MemoryDir:
             if new is None or new == old:
                 return None
             return self.write(name, new)
+
+
+#: The operation in progress on each memory directory (by real path) in this process.
+_OPEN: dict = {}
+
+
+def _git_mode(st_mode: int) -> int:
+    return 0o100755 if st_mode & 0o100 else 0o100644
+
+
+def _secret_in(relpath: str, data: bytes) -> str | None:
+    """Why content must never enter the history, or None."""
+    from mem.core.guards.secrets import first_secret
+
+    found = first_secret(data.decode("utf-8", "replace"))
+    return None if found is None else f"{found.label} (rule {found.rule_id})"
+
+
+def _unlink(path: str) -> None:
+    os.unlink(path)
+    _fsync_dir(os.path.dirname(path))
 
 
 def current_umask() -> int:

@@ -461,7 +461,7 @@ def pull(cfg: Config, *, http: Http | None = None, state: SyncState | None = Non
     """Fetch the repo's team memory and write what differs into team/ (the server wins per key).
 
     A local file that differs from the server and had not been pushed is
-    overwritten all the same, after a snapshot of the memory directory
+    overwritten all the same, as one operation of the history
     (``mem undo`` brings it back); it is listed in ``overwritten_local``. With
     ``keep_local_edits`` (what sync and watch use), a key edited here whose
     server content has not changed since the last sync is left alone for the
@@ -547,25 +547,24 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
             result.overwritten_local.append(key)
         plan.append((key, content, False))
 
-    if result.overwritten_local:
-        from mem.core.memdir import snapshot
-
-        result.snapshot = snapshot.take(cfg.memory_dir, "team pull").id
-    for key, content, created in plan:
-        try:
-            written = store.write(TEAM_PREFIX + key, content, scan=True)
-        except keys.InvalidKeyError as exc:
-            result.skipped.append(Skipped(key, "invalid-key", exc.reason))
-            continue
-        except RefusedError as exc:
-            rule = getattr(exc, "rule_id", None)
-            if rule:
-                result.skipped.append(Skipped(key, "secret", "contains a secret", rule, getattr(exc, "label", None)))
-            else:
-                result.skipped.append(Skipped(key, "invalid-key", str(exc)))
-            continue
-        if written.changed:
-            (result.created if created else result.updated).append(key)
+    with store.operation("team pull", [cfg.repo]):
+        for key, content, created in plan:
+            try:
+                written = store.write(TEAM_PREFIX + key, content, scan=True)
+            except keys.InvalidKeyError as exc:
+                result.skipped.append(Skipped(key, "invalid-key", exc.reason))
+                continue
+            except RefusedError as exc:
+                rule = getattr(exc, "rule_id", None)
+                if rule:
+                    result.skipped.append(Skipped(key, "secret", "contains a secret", rule, getattr(exc, "label", None)))
+                else:
+                    result.skipped.append(Skipped(key, "invalid-key", str(exc)))
+                continue
+            if written.changed:
+                (result.created if created else result.updated).append(key)
+    if result.overwritten_local and store.last_operation is not None:
+        result.snapshot = store.last_operation.id  # `mem undo ID` brings the local edits back
     result.overwritten_local = [k for k in result.overwritten_local if k in result.updated]
     if result.created or result.updated:
         from mem.core.memdir import events

@@ -1,0 +1,200 @@
+"""The memory directory's history through the real mem: every change recorded, any one undone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import write_memory
+
+
+def tree(root) -> dict[str, bytes]:
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            out[os.path.relpath(p, root)] = open(p, "rb").read()
+    return out
+
+
+def history(run_mem, *args) -> list[dict]:
+    r = run_mem("history", "--json", *args)
+    assert r.returncode in (0, 1), r.stderr
+    return json.loads(r.stdout)
+
+
+def remember(run_mem, name: str, text: str):
+    r = run_mem("remember", "--type", "feedback", "--name", name, "--description", f"about {name}", text)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_forget_outside_remember_then_undo_takes_back_only_the_remember(run_mem, memdir):
+    """The issue's scenario: forget, the agent writes on its own, remember, undo."""
+    remember(run_mem, "Tabs", "Use tabs, not spaces.")
+    remember(run_mem, "Deploy", "Deploys go out on Tuesdays.")
+    r = run_mem("forget", "--yes", "--offline", "tabs")
+    assert r.returncode == 0, r.stderr
+    assert not (memdir / "tabs.md").exists()
+    # The agent's own Write tool: mem did not make this change.
+    write_memory(memdir, "agent-note.md", name="agent", description="written by the agent", body="Agent fact.\n")
+    remember(run_mem, "Reviews", "Two approvals before merge.")
+    assert (memdir / "reviews.md").exists()
+
+    ops = history(run_mem)
+    commands = [op["command"] for op in ops]
+    assert commands[:3] == ["remember", "outside", "forget"], commands
+    outside = ops[1]
+    assert [c["path"] for c in outside["changes"]] == ["agent-note.md"]
+
+    before_undo = tree(memdir)
+    r = run_mem("undo")
+    assert r.returncode == 0, r.stderr
+    after = tree(memdir)
+    assert "reviews.md" not in after
+    assert after["agent-note.md"] == before_undo["agent-note.md"]  # the outside write is untouched
+    assert "tabs.md" not in after  # the forget is not undone
+    assert b"reviews.md" not in after["MEMORY.md"] and b"deploy.md" in after["MEMORY.md"]
+
+    forget_id = next(op["id"] for op in history(run_mem) if op["command"] == "forget")
+    r = run_mem("undo", forget_id[:12])
+    assert r.returncode == 0, r.stderr
+    final = tree(memdir)
+    assert b"Use tabs, not spaces." in final["tabs.md"]
+    assert b"tabs.md" in final["MEMORY.md"]
+    assert final["agent-note.md"] == before_undo["agent-note.md"]
+    assert "reviews.md" not in final  # the first undo stands
+    assert set(final) == {"tabs.md", "deploy.md", "agent-note.md", "MEMORY.md"}
+
+
+def test_undo_refuses_a_file_changed_since_and_force_overrides(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    (memdir / "tabs.md").write_text((memdir / "tabs.md").read_text() + "Edited by hand.\n")
+    r = run_mem("undo")
+    assert r.returncode == 4
+    assert "tabs.md" in r.stderr and "changed since" in r.stderr
+    assert (memdir / "tabs.md").exists()
+    r = run_mem("undo", "--dry-run")
+    assert r.returncode == 4  # a dry run refuses the same way
+    r = run_mem("undo", "--force")
+    assert r.returncode == 0, r.stderr
+    assert not (memdir / "tabs.md").exists()
+    # Nothing was lost: the hand edit is an outside operation, and can be restored by name.
+    outside = next(op for op in history(run_mem) if op["command"] == "outside")
+    r = run_mem("restore", "tabs.md", "--at", outside["id"][:12])
+    assert r.returncode == 0, r.stderr
+    assert "Edited by hand." in (memdir / "tabs.md").read_text()
+
+
+def test_outside_operations_are_never_undone(run_mem, memdir):
+    write_memory(memdir, "a.md", name="a", description="A")
+    ops = history(run_mem)
+    assert ops and ops[0]["command"] == "outside"
+    r = run_mem("undo", ops[0]["id"][:12])
+    assert r.returncode == 4 and "outside mem" in r.stderr
+    assert (memdir / "a.md").exists()
+    r = run_mem("undo")
+    assert r.returncode == 1 and "nothing to undo" in r.stderr
+
+
+def test_undo_of_undo_redoes(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    saved = tree(memdir)
+    assert run_mem("undo").returncode == 0
+    assert "tabs.md" not in tree(memdir)
+    assert run_mem("undo").returncode == 0
+    assert tree(memdir) == saved
+    undo_ops = [op for op in history(run_mem) if op["command"] == "undo"]
+    assert len(undo_ops) == 2 and undo_ops[1]["undoes"] != undo_ops[0]["undoes"]
+
+
+def test_rebuilding_the_index_twice_records_at_most_one_operation(run_mem, memdir):
+    write_memory(memdir, "a.md", name="a", description="A")
+    write_memory(memdir, "b.md", name="b", description="B")
+    before = len(history(run_mem))
+    assert run_mem("index", "--rebuild").returncode == 0
+    assert run_mem("index", "--rebuild").returncode == 0
+    ops = history(run_mem)
+    assert len(ops) - before == 1 and ops[0]["command"] == "index"
+
+
+def test_a_dream_with_nothing_to_do_records_nothing(run_mem, memdir):
+    write_memory(memdir, "a.md", name="a", description="A")
+    assert run_mem("index", "--rebuild").returncode == 0
+    before = history(run_mem)
+    r = run_mem("dream", "--offline", "--force")
+    assert r.returncode == 0, r.stderr
+    assert history(run_mem) == before
+
+
+def test_history_of_one_file_diff_and_restore_at_a_time(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    r = run_mem("remember", "--update", "--type", "feedback", "--name", "Tabs", "--description", "about Tabs",
+                "Use tabs, width 4.")
+    assert r.returncode == 0, r.stderr
+    versions = history(run_mem, "tabs.md")
+    assert [op["command"] for op in versions] == ["remember", "remember"]
+    r = run_mem("history", "--diff", versions[0]["id"][:12])
+    assert r.returncode == 0 and "+Use tabs, width 4." in r.stdout and "-Use tabs." in r.stdout
+    assert "--- a/tabs.md" in r.stdout
+    text = run_mem("history").stdout.splitlines()
+    assert text[0].split()[2] == "remember" and "~tabs.md" in text[0]
+    r = run_mem("restore", "tabs.md", "--at", versions[1]["id"][:12])
+    assert r.returncode == 0, r.stderr
+    assert "Use tabs.\n" in (memdir / "tabs.md").read_text()
+    r = run_mem("restore", "tabs.md", "--at", "2001-01-01")
+    assert r.returncode == 1 and "no recorded version" in r.stderr
+
+
+def test_a_state_directory_inside_the_memory_directory_is_refused(run_mem, memdir):
+    r = run_mem("remember", "--type", "user", "--name", "x", "--description", "x", "text",
+                env={"MEM_STATE_DIR": str(memdir / "state")})
+    assert r.returncode == 4 and "inside the memory directory" in r.stderr
+    assert not (memdir / "x.md").exists()
+
+
+def test_secrets_written_outside_never_enter_the_history(run_mem, memdir):
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    (memdir / "leak.md").write_text(f"aws {key}\n")
+    write_memory(memdir, "ok.md", name="ok", description="ok")
+    ops = history(run_mem)
+    paths = [c["path"] for op in ops for c in op["changes"]]
+    assert "ok.md" in paths and "leak.md" not in paths
+    state = os.environ["MEM_STATE_DIR"]
+    found = subprocess.run(["grep", "-rl", key, state], capture_output=True, text=True)
+    assert found.stdout == ""  # loose objects are compressed, so check the object store through git too
+    git_dir = next(os.path.join(d, "history.git") for d, dirs, _ in os.walk(state) if "history.git" in dirs)
+    from mem.core.memdir.history import blob_oid
+
+    missing = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", blob_oid(f"aws {key}\n".encode())])
+    assert missing.returncode != 0
+
+
+def test_status_shows_the_last_operations(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    r = run_mem("status", "--json")
+    data = json.loads(r.stdout)
+    assert data["operations"][0]["command"] == "remember"
+    assert data["snapshots"][0]["id"] == data["operations"][0]["id"]
+    assert "remember" in run_mem("status").stdout
+
+
+def test_events_and_history_agree(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    op = history(run_mem)[0]
+    r = run_mem("status", "--events", "--json")
+    event = [e for e in json.loads(r.stdout) if e["command"] == "remember"][-1]
+    assert event["detail"]["operation"] == op["id"]
+
+
+def test_history_without_git_says_so(run_mem, memdir, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(sys.executable, bin_dir / "python3")
+    r = run_mem("history", env={"PATH": str(bin_dir)})
+    assert r.returncode != 0 and "git" in r.stderr
+    # Writes still work without git, unrecorded.
+    r = run_mem("log", "a note", env={"PATH": str(bin_dir)})
+    assert r.returncode == 0, r.stderr
