@@ -9,8 +9,8 @@ import pytest
 
 from conftest import write_memory
 from fakeapi import message, tool_use_block
-from mem.core import llm
-from mem.core.agent import ToolBox, run_agent
+from mem.core.jobs import llm
+from mem.core.jobs.agent import ToolBox, run_agent
 
 GOOD = "---\nname: user-role\ndescription: the user is a data engineer\ntype: user\n---\n\nData engineer.\n"
 

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from conftest import tree_bytes, write_memory
 
-from mem.core import consolidation, dream
+from mem.core.jobs import consolidation, dream
 from mem.core.memdir.store import MemoryDir
 from mem.core.errors import LockedError
 

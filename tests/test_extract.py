@@ -11,9 +11,9 @@ import pytest
 
 from conftest import write_memory
 from mem.core.memdir import events
-from mem.core import extract as ex
+from mem.core.jobs import extract as ex
 from mem.core.errors import ConfigError, ExitCode, LockedError
-from mem.core.llm import ModelError
+from mem.core.jobs.llm import ModelError
 
 FIX = Path(__file__).parent / "fixtures" / "transcripts"
 CC_MEMORY = "/home/dev/cc-run/home/.claude/projects/-home-dev-cc-run-repo/memory"

@@ -44,7 +44,7 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
 
 
 def lock_held_by_other(memdir: Path) -> bool:
-    from mem.core.extract import RunLock
+    from mem.core.jobs.extract import RunLock
 
     lock = RunLock(str(memdir))
     if lock.acquire():
@@ -153,7 +153,7 @@ def test_model_failure_exits_70_and_keeps_the_cursor(fake_api, memdir, transcrip
     assert r.returncode == 70
     [message] = r.stderr.splitlines()
     assert message.startswith("mem: error: extraction failed: model server answered 400") and "cursor stays" in message
-    from mem.core.extract import read_cursor
+    from mem.core.jobs.extract import read_cursor
 
     assert read_cursor(str(memdir), "sess-1") is None
 
@@ -190,7 +190,7 @@ def test_hook_resolves_the_memory_dir_from_the_payload(fake_api, run_mem, transc
     memory = Path(resolve(project=str(project)).memory_dir)
     assert (memory / "user-prefers-tabs.md").read_text() == GOOD
     # the session comes from the payload
-    from mem.core.extract import read_cursor
+    from mem.core.jobs.extract import read_cursor
 
     assert read_cursor(str(memory), "63ec8da7-3d1c-4d82-927e-992a0039be2f")["last_uuid"] == "a1"
 

@@ -419,7 +419,7 @@ def test_a_file_whose_every_entry_is_chosen_is_deleted(run_mem, seeded, fake_api
 
 
 def test_entries_ignore_fenced_code_and_single_memories():
-    from mem.core.forget import entries
+    from mem.core.jobs.forget import entries
 
     head = "---\nname: n\ndescription: d\ntype: user\n---\n\n"
     assert entries(head + "One fact.\n\n**Why:** because.\n") == []
@@ -441,7 +441,7 @@ if given is not None:
     @settings(max_examples=200, deadline=None)
     @given(items=st.lists(_item, min_size=2, max_size=8), loose=st.booleans(), data=st.data())
     def test_removing_entries_keeps_the_others_in_order(items, loose, data):
-        from mem.core.forget import entries, remove_entries
+        from mem.core.jobs.forget import entries, remove_entries
 
         head = "---\nname: n\ndescription: d\ntype: user\n---\n\n"
         sep = "\n" if loose else ""

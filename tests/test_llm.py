@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mem.core import llm
+from mem.core.jobs import llm
 from mem.core.errors import ConfigError, ExitCode
 
 

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from conftest import write_memory
-from mem.core import llm, recall
+from mem.core.jobs import llm
+from mem.core import recall
 from mem.core.memdir import manifest
 
 

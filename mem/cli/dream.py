@@ -46,7 +46,7 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
       mem dream --offline            # no key: merge exact duplicates, rebuild the index
       0 4 * * * mem dream --all-projects -q
     """
-    from mem.core import llm
+    from mem.core.jobs import llm
 
     if undo:
         from mem.cli.undo import report as report_undo
@@ -110,7 +110,7 @@ def _targets(where: dict, all_projects: bool) -> list[tuple[str, str | None]]:
 
 
 def _run_one(memory_dir: str, transcripts_dir: str | None, opts: dict):
-    from mem.core import dream
+    from mem.core.jobs import dream
 
     return dream.run(memory_dir, transcripts_dir, **opts)
 

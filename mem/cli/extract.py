@@ -53,8 +53,8 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
       # ~/.claude/settings.json, hooks.Stop: mem extract --hook --background
     """
     from mem.cli import debug_enabled
-    from mem.core import llm
-    from mem.core.extract import ExtractRequest, ExtractResult, extract
+    from mem.core.jobs import llm
+    from mem.core.jobs.extract import ExtractRequest, ExtractResult, extract
 
     if wait and no_queue:
         raise UsageError("--wait and --no-queue are mutually exclusive")

@@ -40,7 +40,7 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
       mem forget --yes feedback-testing.md && mem undo
     """
     from mem.cli import debug_enabled
-    from mem.core import forget, llm
+    from mem.core.jobs import forget, llm
     from mem.core.errors import NotFoundError, UsageError
 
     text = sys.stdin.read().strip() if query == ("-",) else " ".join(query)

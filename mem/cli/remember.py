@@ -48,7 +48,7 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
       pbpaste | mem remember --type reference --name Runbooks --description "where runbooks live" -
     """
     from mem.cli import debug_enabled
-    from mem.core.remember import RememberRequest, remember
+    from mem.core.jobs.remember import RememberRequest, remember
 
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
     root = resolve_dir(where).memory_dir

@@ -167,7 +167,7 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
     Example:
       mem session update --if-due --transcript "$T"
     """
-    from mem.core import session_update
+    from mem.core.jobs import session_update
 
     if hook:
         from mem.core.hooks import read_payload

@@ -453,7 +453,7 @@ def select_with_model(
     """Ask the model; ModelError (with .kind) when its answer cannot be used."""
     import json
 
-    from mem.core import llm
+    from mem.core.jobs import llm
     from mem.core.memdir.manifest import format_manifest
 
     config = llm.model_config(model, purpose="recall", timeout=timeout, max_retries=0)
@@ -790,7 +790,7 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
 
     chosen: list[tuple[str, float | None]] | None = None
     if not offline:
-        from mem.core import llm
+        from mem.core.jobs import llm
 
         if not llm.has_credentials():
             result.fallback_reason = "no_credentials"

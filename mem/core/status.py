@@ -76,7 +76,7 @@ def iso(seconds: float | None) -> str | None:
 def collect(res, *, now: float | None = None, min_hours: float | None = None, min_sessions: int | None = None,
             recent_days: float = RECENT_DAYS, env=None) -> Status:
     """Everything ``mem status`` shows for a Resolution (``mem.core.paths.resolve``)."""
-    from mem.core import consolidation
+    from mem.core.jobs import consolidation
     from mem.core.memdir.state import state_dir
 
     now = time.time() if now is None else now
@@ -277,13 +277,13 @@ def _mtime(path: str) -> float | None:
 
 def _recent_transcripts(transcripts_dir: str | None, since: float) -> list[tuple[str, float]]:
     """(session id, mtime) of the session transcripts modified since ``since``, newest first."""
-    from mem.core.consolidation import session_transcripts
+    from mem.core.jobs.consolidation import session_transcripts
 
     return [(sid, ms / 1000) for sid, ms in session_transcripts(transcripts_dir) if ms / 1000 >= since]
 
 
 def _dream(root: str, transcripts_dir: str | None, now: float, min_hours: float, min_sessions: int) -> dict:
-    from mem.core import consolidation
+    from mem.core.jobs import consolidation
 
     gate = consolidation.check_gate(root, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions, now=now)
     pid, _ = consolidation.holder(root)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mem.core import memory_guidance as guidance
+from mem.core.jobs import guidance
 from mem.core.errors import LockedError, MemError, NotFoundError
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX
 
@@ -519,7 +519,7 @@ _SUBSTANTIVE = ("message", "tool_result")
 
 def extract_policy(team: bool = False):
     """Markdown files with complete frontmatter, not under logs/ (nor team/ without team memory), no deletes."""
-    from mem.core.agent import WritePolicy
+    from mem.core.jobs.agent import WritePolicy
 
     return WritePolicy(exclude=(LOGS_PREFIX,)) if team else WritePolicy()
 
@@ -542,8 +542,8 @@ def team_sections(memory_dir: str) -> list[tuple[str, str]]:
 def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = False) -> ExtractResult:
     """One extraction for ``request``; the caller holds the run lock."""
     from mem.core.memdir import events
-    from mem.core import llm
-    from mem.core.agent import ToolBox, run_agent
+    from mem.core.jobs import llm
+    from mem.core.jobs.agent import ToolBox, run_agent
     from mem.core.memdir.store import MemoryDir
     from mem.core.transcripts import memory_writes
 
@@ -629,7 +629,7 @@ def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
     from mem.core.memdir.index import parse_pointers, pointer_line
     from mem.core.memdir.layout import UNINDEXED_DIRS
 
-    from mem.core.remember import index_pointer
+    from mem.core.jobs.remember import index_pointer
     from mem.core.memdir.layout import is_team as is_team_relpath
 
     topics = []
@@ -681,7 +681,7 @@ def extract(request: ExtractRequest, *, wait: bool = False, queue: bool = True, 
     the queue is drained: requests that arrived during the run get their
     trailing run here, listed in ``result.trailing``.
     """
-    from mem.core import llm
+    from mem.core.jobs import llm
 
     llm.model_config(request.model)  # no key: ConfigError before anything is touched
     lock = RunLock(request.memory_dir)

@@ -66,8 +66,8 @@ def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str 
 
 
 def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False) -> UpdateResult:
-    from mem.core import llm
-    from mem.core.agent import ToolBox, WritePolicy, run_agent
+    from mem.core.jobs import llm
+    from mem.core.jobs.agent import ToolBox, WritePolicy, run_agent
     from mem.core.transcripts import render_for_model
 
     started = time.monotonic()

@@ -915,7 +915,7 @@ def run_agent(
     Give such a run a model with ``max_retries=0``, so the SDK's own retries
     cannot overrun the wall-clock budget.
     """
-    from mem.core.llm import ModelError, Usage
+    from mem.core.jobs.llm import ModelError, Usage
 
     started = time.monotonic()
     usage = Usage()

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mem.core import consolidation
+from mem.core.jobs import consolidation
 from mem.core.memdir import scratch
 from mem.core.errors import LockedError, MemError, RefusedError
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, UNINDEXED_DIRS
@@ -184,7 +184,7 @@ def _acquire(memory_dir: str, wait: bool) -> int:
 
 def _job(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress) -> None:
     if result.mode == "agent":
-        from mem.core.dream_agent import consolidate
+        from mem.core.jobs.dream_agent import consolidate
 
         consolidate(result, root, transcripts_dir, model, gate, progress)
     else:

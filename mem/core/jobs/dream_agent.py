@@ -87,7 +87,7 @@ def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_t
 
 def consolidate(result, root: str, transcripts_dir: str | None, model, gate, progress) -> None:
     """Run the consolidation agent on ``root`` and fill ``result`` (a DreamResult)."""
-    from mem.core.agent import ToolBox, WritePolicy, run_agent
+    from mem.core.jobs.agent import ToolBox, WritePolicy, run_agent
 
     if model is None:
         raise MemError("agent mode needs a model")
@@ -102,7 +102,7 @@ def consolidate(result, root: str, transcripts_dir: str | None, model, gate, pro
     result.model = getattr(getattr(model, "config", None), "model", None)
     result.summary = (outcome.text or "").strip()
     if outcome.error:
-        from mem.core.llm import ModelError
+        from mem.core.jobs.llm import ModelError
 
         raise ModelError(f"the consolidation agent failed after {outcome.turns} turn(s): {outcome.error}",
                          outcome.error_kind or "error")

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mem.core import memory_guidance as guidance
+from mem.core.jobs import guidance
 from mem.core.errors import ExitCode, MemError, RefusedError, SecretError, UsageError
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, UNINDEXED_DIRS
 
@@ -137,7 +137,7 @@ def slug(name: str) -> str:
 
 def strategy_for(request: RememberRequest) -> str:
     """``offline`` or ``model``; UsageError naming what the offline strategy lacks without a model."""
-    from mem.core import llm
+    from mem.core.jobs import llm
 
     missing = request.missing
     if not missing:
@@ -171,7 +171,7 @@ def _scope_of(memory_dir: str, request: RememberRequest) -> str | None:
 
 
 def _policy(memory_dir: str, force: bool):
-    from mem.core.agent import WritePolicy
+    from mem.core.jobs.agent import WritePolicy
 
     exclude = (LOGS_PREFIX,) if _team(memory_dir) else UNINDEXED_DIRS
     return WritePolicy(exclude=exclude, refuse_poison=not force)
@@ -220,7 +220,7 @@ def check_text(text: str, *, force: bool, what: str = "the memory", old: str | N
 
     Returns the guard's findings as warnings when ``force`` let them through.
     """
-    from mem.core.agent import poison_problem
+    from mem.core.jobs.agent import poison_problem
     from mem.core.guards.secrets import first_secret
 
     found = first_secret(text)
@@ -319,7 +319,7 @@ def _set_type(doc, memory_type: str) -> None:
 
 
 def _offline(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None) -> None:
-    from mem.core.agent import frontmatter_problem
+    from mem.core.jobs.agent import frontmatter_problem
     from mem.core.memdir.frontmatter import Document, render_new
 
     for opt, value in (("--name", request.name), ("--description", request.description)):
@@ -455,9 +455,9 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
 def _agent(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None,
            log: Log | None, debug: bool, started: float) -> None:
     from mem.core.memdir import events
-    from mem.core import llm
-    from mem.core.agent import ToolBox, run_agent
-    from mem.core.extract import ensure_indexed
+    from mem.core.jobs import llm
+    from mem.core.jobs.agent import ToolBox, run_agent
+    from mem.core.jobs.extract import ensure_indexed
     from mem.core.memdir.layout import is_team as is_team_relpath
 
     team = _team(request.memory_dir)

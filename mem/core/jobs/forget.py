@@ -419,7 +419,7 @@ def _json_object(text: str):
 def find_with_model(memory_dir: str, query: str, *, model: str | None = None, limit: int = DEFAULT_LIMIT,
                     timeout: float = MODEL_TIMEOUT, debug: bool = False) -> Search:
     """Candidates chosen by one structured model call, checked against what it was shown."""
-    from mem.core import llm
+    from mem.core.jobs import llm
 
     headers = _topic_headers(memory_dir)
     config = llm.model_config(model, timeout=timeout, max_retries=1)
