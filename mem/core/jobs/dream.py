@@ -290,7 +290,7 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, n
             score = len(sa & sb) / len(sa | sb)
             if score >= near_threshold:
                 result.near_duplicates.append({"a": a.relpath, "b": b.relpath, "similarity": round(score, 3)})
-    result.lint = [f"MEMORY.md{':' + str(p.line) if p.line else ''}: {p.code}: {p.message}"
+    result.lint = [f"{INDEX_NAME}{':' + str(p.line) if p.line else ''}: {p.code}: {p.message}"
                    for p in idx.lint(rebuilt[0], root, remaining)]
     result.lint += [f"{h.relpath}: {w.code}: {w.message}" for h in remaining for w in h.warnings]
     n = len(result.duplicates)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from mem.core.jobs import guidance
 from mem.core.errors import LockedError, MemError, NotFoundError
+from mem.core.memdir.index import ensure_indexed
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX
 
 MAX_TURNS = 5
@@ -621,53 +622,6 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
                   strategy="model", tokens=result.usage, duration=result.duration_s,
                   detail={**detail, "indexed": result.indexed})
     return result
-
-
-def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
-    """Add a MEMORY.md pointer for each topic file in ``relpaths`` that has none; the ones added."""
-    from mem.core.memdir import manifest
-    from mem.core.memdir.index import parse_pointers, pointer_line
-    from mem.core.memdir.layout import UNINDEXED_DIRS
-
-    from mem.core.jobs.remember import index_pointer
-    from mem.core.memdir.layout import is_team as is_team_relpath
-
-    topics = []
-    added: list[str] = []
-    for rel in relpaths:
-        if rel.rsplit("/", 1)[-1] == INDEX_NAME:
-            continue
-        if is_team_relpath(rel):  # team memory has its own index
-            try:
-                if index_pointer(memory, rel)[1] is not None:
-                    added.append(rel)
-            except (OSError, ValueError):
-                pass
-            continue
-        if rel.startswith(UNINDEXED_DIRS):
-            continue
-        path = os.path.join(memory.root, rel)
-        try:
-            topics.append(manifest.header_of(path, rel, os.stat(path)))
-        except (OSError, ValueError):
-            continue
-    if not topics:
-        return added
-    team_added = list(added)
-
-    def change(old: str | None) -> str | None:
-        present = {p.relpath for p in parse_pointers(old or "")}
-        missing = [h for h in topics if h.relpath not in present]
-        added[:] = team_added + [h.relpath for h in missing]
-        if not missing:
-            return None
-        text = old or ""
-        if text and not text.endswith("\n"):
-            text += "\n"
-        return text + "".join(pointer_line(h) + "\n" for h in missing)
-
-    memory.update_index(change)
-    return added
 
 
 # --- the whole request: lock, queue, trailing runs -----------------------------------------------

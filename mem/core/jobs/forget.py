@@ -645,8 +645,15 @@ def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: 
         with open(os.path.join(memory.real_root, c.relpath), "rb") as fh:
             if fh.read() != c.before:
                 raise MemError(f"{c.relpath} changed since it was searched; run mem forget again")
-    with memory.operation("forget", [search.query], all_or_nothing=True):
-        result.deleted, result.updated = _apply(memory, changes)
+    try:
+        with memory.operation("forget", [search.query]):
+            result.deleted, result.updated = _apply(memory, changes)
+    except BaseException:
+        if memory.last_operation is not None:
+            from mem.core.memdir.revert import take_back
+
+            take_back(memory, memory.last_operation)  # all or nothing: only what this forget removed comes back
+        raise
     result.snapshot = memory.last_operation.id if memory.last_operation else None
     result.duration_s = time.monotonic() - started
     events.record(memory_dir, "forget", deleted=result.deleted, updated=result.updated, strategy=search.strategy,

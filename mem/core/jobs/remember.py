@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from mem.core.jobs import guidance
 from mem.core.errors import ExitCode, MemError, RefusedError, SecretError, UsageError
+from mem.core.memdir.index import ensure_pointer, pointer_for
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, UNINDEXED_DIRS
 
 MAX_TURNS = 4
@@ -237,58 +238,6 @@ def check_text(text: str, *, force: bool, what: str = "the memory", old: str | N
 # --- the index -----------------------------------------------------------------------------------
 
 
-def index_pointer(memory, rel: str, previous_line: str | None = None):
-    """Make sure ``rel`` has a pointer in its index (team/MEMORY.md for team/ files).
-
-    A pointer that is exactly ``previous_line`` (the line we would have written
-    for the file before it changed) is refreshed; any other existing pointer
-    is the user's and stays. Returns (index relpath, WriteResult or None).
-    """
-    from mem.core.memdir import manifest
-    from mem.core.memdir.index import parse_pointers, pointer_line
-    from mem.core.memdir.layout import TEAM_INDEX as TEAM_INDEX_NAME
-    from mem.core.memdir.layout import INDEX_NAME
-    from mem.core.memdir.layout import TEAM_PREFIX, is_team as is_team_relpath
-
-    if is_team_relpath(rel):
-        index_name, target = TEAM_INDEX_NAME, rel[len(TEAM_PREFIX):]
-    else:
-        index_name, target = INDEX_NAME, rel
-    path = os.path.join(memory.root, rel)
-    line = pointer_line(manifest.header_of(path, target, os.stat(path)))
-
-    def change(old: str | None) -> str | None:
-        text = old or ""
-        mine = [p for p in parse_pointers(text) if p.relpath == target]
-        if mine:
-            p = mine[0]
-            if previous_line is None or p.line.rstrip("\r") != previous_line or line == previous_line:
-                return None
-            lines = text.split("\n")
-            lines[p.lineno - 1] = line + ("\r" if p.line.endswith("\r") else "")
-            return "\n".join(lines)
-        newline = "\r\n" if "\r\n" in text else "\n"
-        if text and not text.endswith("\n"):
-            text += newline
-        return text + line + newline
-
-    return index_name, memory.update_index(change, name=index_name)
-
-
-def _pointer_for(memory, rel: str) -> str | None:
-    """The pointer line we would write for ``rel`` as it is now, or None when it does not exist."""
-    from mem.core.memdir import manifest
-    from mem.core.memdir.index import pointer_line
-    from mem.core.memdir.layout import TEAM_PREFIX, is_team as is_team_relpath
-
-    path = os.path.join(memory.root, rel)
-    target = rel[len(TEAM_PREFIX):] if is_team_relpath(rel) else rel
-    try:
-        return pointer_line(manifest.header_of(path, target, os.stat(path)))
-    except (OSError, ValueError):
-        return None
-
-
 def _note_change(result: RememberResult, rel: str, *, created: bool) -> None:
     if rel not in result.created and rel not in result.updated:
         (result.created if created else result.updated).append(rel)
@@ -358,7 +307,7 @@ def _offline(request: RememberRequest, result: RememberResult, memory, policy, s
         problem = frontmatter_problem(content)
         if problem:
             raise UsageError(f"{rel}: {problem}; give the missing values with --type, --name, --description")
-        previous = _pointer_for(memory, rel)
+        previous = pointer_for(memory, rel)
     result.warnings += check_text(content, force=request.force, what=rel, old=old)
     reason = policy.check_content(rel, content, old)
     if reason:
@@ -371,7 +320,7 @@ def _offline(request: RememberRequest, result: RememberResult, memory, policy, s
         result.scope = "team" if is_team_relpath(rel) else "private"
     if written.changed:
         _note_change(result, rel, created=written.created)
-    index_name, pointer = index_pointer(memory, rel, previous)
+    index_name, pointer = ensure_pointer(memory, rel, previous)
     _note_index(result, rel, index_name, pointer)
 
 
@@ -457,7 +406,7 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
     from mem.core.memdir import events
     from mem.core.jobs import llm
     from mem.core.jobs.agent import ToolBox, run_agent
-    from mem.core.jobs.extract import ensure_indexed
+    from mem.core.memdir.index import ensure_indexed
     from mem.core.memdir.layout import is_team as is_team_relpath
 
     team = _team(request.memory_dir)
@@ -500,7 +449,7 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
         _note_change(result, INDEX_NAME, created=not index_existed)
     for rel in topics:
         if is_team_relpath(rel):
-            index_name, pointer = index_pointer(memory, rel)
+            index_name, pointer = ensure_pointer(memory, rel)
             _note_index(result, rel, index_name, pointer)
     if team:
         result.scope = "team" if all(is_team_relpath(r) for r in topics) else "private"

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from mem.core.memdir.frontmatter import FRONTMATTER_RE, js_trim, strip_frontmatter
-from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, index_of
+from mem.core.memdir import manifest
+from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, index_of, is_index, is_team
 from mem.core.memdir.manifest import MemoryHeader, Problem
 from mem.core.jscompat import cut16, len16
 
@@ -379,3 +380,85 @@ def check_headers(root: str, headers: list[MemoryHeader]) -> None:
             h.warnings.append(
                 Problem("secret", f"line {finding.line} looks like a secret ({finding.label}, rule {finding.rule_id})")
             )
+
+
+# --- pointers kept up to date as memories are written ----------------------------------------------
+
+
+def ensure_pointer(memory, rel: str, previous_line: str | None = None):
+    """Make sure ``rel`` has a pointer in its index (team/MEMORY.md for team/ files).
+
+    A pointer that is exactly ``previous_line`` (the line we would have written
+    for the file before it changed) is refreshed; any other existing pointer
+    is the user's and stays. Returns (index relpath, WriteResult or None).
+    """
+    index_name, target = index_of(rel) or (INDEX_NAME, rel)
+    path = os.path.join(memory.root, rel)
+    line = pointer_line(manifest.header_of(path, target, os.stat(path)))
+
+    def change(old: str | None) -> str | None:
+        text = old or ""
+        mine = [p for p in parse_pointers(text) if p.relpath == target]
+        if mine:
+            p = mine[0]
+            if previous_line is None or p.line.rstrip("\r") != previous_line or line == previous_line:
+                return None
+            lines = text.split("\n")
+            lines[p.lineno - 1] = line + ("\r" if p.line.endswith("\r") else "")
+            return "\n".join(lines)
+        newline = "\r\n" if "\r\n" in text else "\n"
+        if text and not text.endswith("\n"):
+            text += newline
+        return text + line + newline
+
+    return index_name, memory.update_index(change, name=index_name)
+
+
+def pointer_for(memory, rel: str) -> str | None:
+    """The pointer line we would write for ``rel`` as it is now, or None when it does not exist."""
+    path = os.path.join(memory.root, rel)
+    target = (index_of(rel) or (INDEX_NAME, rel))[1]
+    try:
+        return pointer_line(manifest.header_of(path, target, os.stat(path)))
+    except (OSError, ValueError):
+        return None
+
+
+def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
+    """Add a MEMORY.md pointer for each topic file in ``relpaths`` that has none; the ones added."""
+    topics = []
+    added: list[str] = []
+    for rel in relpaths:
+        if is_index(rel):
+            continue
+        if is_team(rel):  # team memory has its own index
+            try:
+                if ensure_pointer(memory, rel)[1] is not None:
+                    added.append(rel)
+            except (OSError, ValueError):
+                pass
+            continue
+        if rel.startswith(UNINDEXED_DIRS):
+            continue
+        path = os.path.join(memory.root, rel)
+        try:
+            topics.append(manifest.header_of(path, rel, os.stat(path)))
+        except (OSError, ValueError):
+            continue
+    if not topics:
+        return added
+    team_added = list(added)
+
+    def change(old: str | None) -> str | None:
+        present = {p.relpath for p in parse_pointers(old or "")}
+        missing = [h for h in topics if h.relpath not in present]
+        added[:] = team_added + [h.relpath for h in missing]
+        if not missing:
+            return None
+        text = old or ""
+        if text and not text.endswith("\n"):
+            text += "\n"
+        return text + "".join(pointer_line(h) + "\n" for h in missing)
+
+    memory.update_index(change)
+    return added

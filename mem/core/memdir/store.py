@@ -162,14 +162,12 @@ class MemoryDir:
         return self._history
 
     @contextlib.contextmanager
-    def operation(self, command: str, args: Sequence[str] = (), *, meta: dict | None = None,
-                  all_or_nothing: bool = False) -> Iterator[None]:
+    def operation(self, command: str, args: Sequence[str] = (), *, meta: dict | None = None) -> Iterator[None]:
         """Record every write inside the block as one operation of the history (``last_operation`` after).
 
         Nested blocks on the same directory join the outer operation. Without git on PATH
-        the writes still happen, unrecorded; ``mem history`` says why. With ``all_or_nothing``,
-        a block that raises has its own changes taken back (and only those: a file somebody
-        else changed meanwhile is left as it is).
+        the writes still happen, unrecorded; ``mem history`` says why. A block that raises
+        still records what it wrote (``revert.take_back`` undoes it where the job wants).
         """
         if self.real_root in _OPEN:
             yield
@@ -183,16 +181,9 @@ class MemoryDir:
         _OPEN[self.real_root] = journal
         try:
             yield
-        except BaseException:
+        finally:
             del _OPEN[self.real_root]
             self.last_operation = journal.commit()
-            if all_or_nothing and self.last_operation is not None:
-                from mem.core.memdir.revert import take_back
-
-                take_back(self, self.last_operation)
-            raise
-        del _OPEN[self.real_root]
-        self.last_operation = journal.commit()
 
     def _record(self, rel: str, path: str, old: bytes | None, new: bytes | None, apply: Callable[[], None],
                 *, link: bool = False) -> None:
