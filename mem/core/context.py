@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from mem.core.memdir.frontmatter import FRONTMATTER_RE, JS_WS, js_trim, strip_frontmatter
-from mem.core.jscompat import cut16, len16
+from mem.core.jscompat import cut16, glob_to_regex, len16
 from mem.core.memdir.layout import INDEX_NAME
 
 KINDS = ("managed", "user", "project", "local", "automem", "teammem")
@@ -650,51 +650,6 @@ def _exclude_patterns(cwd: str, env: Mapping[str, str], home: str) -> list[re.Pa
         except re.error:
             continue
     return out
-
-
-def glob_to_regex(pattern: str) -> str:
-    """A picomatch-style glob (``**``, ``*``, ``?``, ``[...]``, ``{a,b}``; dotfiles match) as a regex."""
-    out, i, n = [], 0, len(pattern)
-    depth = 0
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                j = i + 2
-                at_start = i == 0 or pattern[i - 1] == "/"
-                if at_start and j < n and pattern[j] == "/":
-                    out.append("(?:.*/)?")
-                    i = j + 1
-                    continue
-                out.append(".*")
-                i = j
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1:end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        elif c == "{":
-            depth += 1
-            out.append("(?:")
-        elif c == "}" and depth:
-            depth -= 1
-            out.append(")")
-        elif c == "," and depth:
-            out.append("|")
-        else:
-            out.append(re.escape(c))
-        i += 1
-    out.extend(")" * depth)
-    return "".join(out)
 
 
 # --- @include extraction --------------------------------------------------------------------------

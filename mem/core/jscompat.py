@@ -5,6 +5,8 @@ Example: len16("😀x") == 3; cut16("😀x", 1) == ""; js_trim("\ufeff a ") == "
 
 from __future__ import annotations
 
+import re
+
 #: JavaScript's ``\s``, which String.prototype.trim strips: ECMAScript WhiteSpace + LineTerminator,
 #: BOM included. It differs from Python's: it has U+FEFF and lacks the \x1c-\x1f separators.
 #: No character in it is special inside a regex character class.
@@ -44,3 +46,48 @@ def code_units(s: str):
 def js_trim(s: str) -> str:
     """String.prototype.trim."""
     return s.strip(JS_WHITESPACE)
+
+
+def glob_to_regex(pattern: str) -> str:
+    """A picomatch-style glob (``**``, ``*``, ``?``, ``[...]``, ``{a,b}``; dotfiles match) as a regex."""
+    out, i, n = [], 0, len(pattern)
+    depth = 0
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                j = i + 2
+                at_start = i == 0 or pattern[i - 1] == "/"
+                if at_start and j < n and pattern[j] == "/":
+                    out.append("(?:.*/)?")
+                    i = j + 1
+                    continue
+                out.append(".*")
+                i = j
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = pattern.find("]", i + 2)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1:end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif c == "{":
+            depth += 1
+            out.append("(?:")
+        elif c == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif c == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    out.extend(")" * depth)
+    return "".join(out)

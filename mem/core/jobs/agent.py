@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mem.core.errors import MemError, SecretError
+from mem.core.jscompat import glob_to_regex
 from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, is_temp_name
 from mem.core.memdir.store import MemoryDir, _within
 
@@ -742,46 +743,7 @@ class ToolBox:
 
 def _glob_regex(pattern: str) -> re.Pattern:
     """A glob as a regex over '/'-paths: * and ? stay in one segment, **/ spans any number."""
-    out = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = pattern.find("]", i + 2 if pattern[i + 1:i + 2] in ("!", "]") else i + 1)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1:j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\").replace("/", "") + "]")
-                i = j + 1
-                continue
-        elif c == "{":
-            j = pattern.find("}", i)
-            if j == -1:
-                out.append(re.escape(c))
-            else:
-                alternatives = pattern[i + 1:j].split(",")
-                out.append("(?:" + "|".join(_glob_regex(a).pattern[:-2] for a in alternatives) + ")")
-                i = j + 1
-                continue
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out) + r"\Z")
+    return re.compile(glob_to_regex(pattern) + r"\Z")
 
 
 def _short_json(value: Any, limit: int = 300) -> str:
