@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from mem.core.errors import ConfigError, MemError, RefusedError
-from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, team_dir
+from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, team_dir, walk_entries
 from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
 
@@ -337,14 +337,8 @@ class Skipped:
 
 def walk_team(team_dir: str) -> Iterator[tuple[str, str]]:
     """(key, path) of every regular file under team/, sorted; symlinks are not followed."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(team_dir):
-        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
-        for name in filenames:
-            path = os.path.join(dirpath, name)
-            if is_temp_name(name) or os.path.islink(path) or not os.path.isfile(path):
-                continue
-            found.append((os.path.relpath(path, team_dir).replace(os.sep, "/"), path))
+    found = [(rel, entry.path) for rel, entry, is_dir in walk_entries(team_dir)
+             if not is_dir and not is_temp_name(entry.name) and entry.is_file(follow_symlinks=False)]
     return iter(sorted(found))
 
 
