@@ -751,3 +751,13 @@ def test_git_failures_are_one_line_errors(hist):
     with pytest.raises(MemError) as info:
         hist._git("cat-file", "-t", "not-an-object")
     assert "\n" not in str(info.value) and "git" in str(info.value)
+
+
+def test_a_gitignore_in_the_memory_directory_hides_nothing(tmp_path):
+    work = tmp_path / "memory"
+    work.mkdir()
+    (work / ".gitignore").write_text("*.md\n")
+    (work / "note.md").write_text("kept\n")
+    h = History(str(tmp_path / "state"), str(work))
+    op = h.sync()
+    assert op is not None and sorted(c.path for c in op.changes) == [".gitignore", "note.md"]

@@ -447,8 +447,10 @@ class History:
         # One listing gives the index (H), modified (C), deleted (R) and new, not excluded, files (?).
         # Entries staged with --index-info carry no stat data, so git compares their content: an edit
         # that keeps size and mtime is still seen.
+        # Only our own exclude file: a .gitignore a user keeps in the memory directory hides nothing.
         out = self._git("ls-files", "-z", "-t", "-s",
-                        *(["--modified", "--deleted", "--others", "--exclude-standard"] if have_tree else []))
+                        *(["--modified", "--deleted", "--others", f"--exclude-from={self._exclude_file}"]
+                          if have_tree else []))
         index: dict[str, tuple[str, int]] = {}
         changed: set[str] = set()
         for rec in out.split(b"\0"):
@@ -672,7 +674,8 @@ class Journal:
                 _, own = h._record_entries(self._header, self._entries, self._id, interrupted=False)
             os.unlink(self._path)
         self._reset()
-        h.maintain()
+        with contextlib.suppress(MemError, OSError):
+            h.maintain()  # the operation is recorded: a failed clean-up must not say otherwise (retried tomorrow)
         return own
 
     def abort(self) -> None:
