@@ -198,3 +198,25 @@ def test_history_without_git_says_so(run_mem, memdir, tmp_path):
     # Writes still work without git, unrecorded.
     r = run_mem("log", "a note", env={"PATH": str(bin_dir)})
     assert r.returncode == 0, r.stderr
+
+
+def test_an_undo_that_fails_half_way_takes_itself_back_so_a_retry_goes_the_same_way(run_mem, memdir):
+    remember(run_mem, "Tabs alpha", "Use tabs in Go code.")
+    remember(run_mem, "Tabs beta", "Use tabs in Makefiles.")
+    r = run_mem("forget", "--yes", "--offline", "tabs")
+    assert r.returncode == 0, r.stderr
+    forget_op = history(run_mem)[0]
+    assert sorted(c["path"] for c in forget_op["changes"]) == ["MEMORY.md", "tabs-alpha.md", "tabs-beta.md"]
+    index_before = (memdir / "MEMORY.md").read_bytes()
+    # tabs-beta.md is now a directory: putting it back fails after MEMORY.md and tabs-alpha.md were done.
+    (memdir / "tabs-beta.md").mkdir()
+    r = run_mem("undo", "--force", forget_op["id"][:12])
+    assert r.returncode != 0 and "tabs-beta.md" in r.stderr
+    assert (memdir / "MEMORY.md").read_bytes() == index_before  # the half-done undo was taken back
+    assert not (memdir / "tabs-alpha.md").exists()
+    newest = [op for op in history(run_mem) if op["command"] != "outside"][0]
+    assert newest["command"] == "undo" and newest["undoes"] != forget_op["id"]  # the take-back, not a redo
+    (memdir / "tabs-beta.md").rmdir()
+    r = run_mem("undo", "--force", forget_op["id"][:12])
+    assert r.returncode == 0, r.stderr
+    assert (memdir / "tabs-alpha.md").exists() and (memdir / "tabs-beta.md").is_file()

@@ -127,10 +127,23 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
     if dry_run:
         return RevertResult(op, steps, conflicts, diff, None)
     started = time.monotonic()
-    with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id}):
-        _apply(memory, steps)
+    _all_or_nothing(memory, "undo", [op.id[:12]], {"undoes": op.id}, steps)
     _event(memory, "undo", started, {"undoes": op.id, "forced": bool(conflicts)})
     return RevertResult(op, steps, conflicts, diff, memory.last_operation)
+
+
+def _all_or_nothing(memory, command: str, args: list[str], meta: dict, steps: list[Step]) -> None:
+    """Apply ``steps`` as one operation; if one fails (a full disk), take back those already applied.
+
+    Otherwise a retried ``mem undo`` would find the half-done undo newest, and go the other way.
+    """
+    try:
+        with memory.operation(command, args, meta=meta):
+            _apply(memory, steps)
+    except BaseException:
+        if memory.last_operation is not None:
+            take_back(memory, memory.last_operation)
+        raise
 
 
 def _event(memory, command: str, started: float, detail: dict) -> None:
@@ -215,8 +228,7 @@ def restore(memory, relpath: str, at: str, *, dry_run: bool = False) -> RevertRe
     if dry_run or now == oid:
         return RevertResult(None, steps, [], diff, None)
     started = time.monotonic()
-    with memory.operation("restore", [relpath, at]):
-        _apply(memory, steps)
+    _all_or_nothing(memory, "restore", [relpath, at], {}, steps)
     _event(memory, "restore", started, {"file": relpath, "at": at})
     return RevertResult(None, steps, [], diff, memory.last_operation)
 

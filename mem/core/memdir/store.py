@@ -172,6 +172,7 @@ class MemoryDir:
         if self.real_root in _OPEN:
             yield
             return
+        self.last_operation = None
         history = self.history
         if not history.available():
             yield
