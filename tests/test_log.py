@@ -9,6 +9,7 @@ import time
 import pytest
 
 from mem.core.memdir import dailylog, layout
+from mem.core.memdir.store import MemoryDir
 from mem.core.errors import SecretError, UsageError
 
 
@@ -19,8 +20,8 @@ def test_path_uses_local_date():
 
 def test_entries_append_and_never_rewrite(memdir):
     t = time.mktime((2026, 3, 9, 8, 5, 0, 0, 0, -1))
-    e1 = dailylog.append(str(memdir), "first thing", now=t)
-    e2 = dailylog.append(str(memdir), "second\nwith detail\n\nand more", now=t + 60)
+    e1 = dailylog.append(MemoryDir(str(memdir)), "first thing", now=t)
+    e2 = dailylog.append(MemoryDir(str(memdir)), "second\nwith detail\n\nand more", now=t + 60)
     assert e1.created and not e2.created
     text = (memdir / "logs/2026/03/2026-03-09.md").read_text()
     assert text == "- 08:05 first thing\n- 08:06 second\n  with detail\n\n  and more\n"
@@ -28,9 +29,9 @@ def test_entries_append_and_never_rewrite(memdir):
 
 def test_empty_and_secret_refused(memdir):
     with pytest.raises(UsageError):
-        dailylog.append(str(memdir), "  \n ")
+        dailylog.append(MemoryDir(str(memdir)), "  \n ")
     with pytest.raises(SecretError):
-        dailylog.append(str(memdir), "token " + "glpat-" + "a" * 20)
+        dailylog.append(MemoryDir(str(memdir)), "token " + "glpat-" + "a" * 20)
     assert not (memdir / "logs").exists()
 
 

@@ -52,6 +52,13 @@ def resolve_dir(where: dict):
     return resolve(**where)
 
 
+def memory_of(where: dict):
+    """The MemoryDir the options collected by ``memory_dir_options`` name."""
+    from mem.core.memdir.store import MemoryDir
+
+    return MemoryDir(resolve_dir(where).memory_dir)
+
+
 def hook_where(where: dict, payload) -> dict:
     """The options of a hook call completed from its payload: the project is the payload's cwd
     (unless --project says otherwise), and a qwen-code payload means the qwen layout."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 from mem.core.errors import ExitCode
 
 
@@ -34,9 +34,7 @@ def history_cmd(file: str | None, limit: int | None, diff_id: str | None, prune:
       mem history --json | jq -r '.[] | select(.command=="dream") | .id'
       mem history --redact 3f2a9c1e07b4 notes.md
     """
-    from mem.core.memdir.store import MemoryDir
-
-    memory = MemoryDir(resolve_dir(where).memory_dir)
+    memory = memory_of(where)
     history = memory.history
     if not history.available():
         from mem.core.memdir.history import HistoryUnavailable

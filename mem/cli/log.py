@@ -30,11 +30,14 @@ def log_cmd(text: tuple[str, ...], where: dict, fmt: str) -> None:
     from mem.core.memdir import dailylog, events
 
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
+    from mem.core.memdir.store import MemoryDir
+
     root = resolve_dir(where).memory_dir
     started = time.monotonic()
-    entry = dailylog.append(root, body)
+    entry = dailylog.append(MemoryDir(root), body)
     events.record(root, "log", created=[entry.relpath] if entry.created else [],
-                  updated=[] if entry.created else [entry.relpath], duration=time.monotonic() - started)
+                  updated=[] if entry.created else [entry.relpath], duration=time.monotonic() - started,
+                  detail={"operation": entry.operation})
     if fmt != "text":
         render.out_record(entry.as_dict(), fmt)
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 
 
 @click.command("restore")
@@ -28,8 +28,6 @@ def restore_cmd(file: str, at: str, dry_run: bool, where: dict, fmt: str) -> Non
     """
     from mem.cli.undo import report
     from mem.core.memdir import revert
-    from mem.core.memdir.store import MemoryDir
-
-    memory = MemoryDir(resolve_dir(where).memory_dir)
+    memory = memory_of(where)
     result = revert.restore(memory, file, at, dry_run=dry_run)
     report(result, "restore", dry_run, fmt)

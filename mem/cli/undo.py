@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 
 
 @click.command("undo")
@@ -30,9 +30,7 @@ def undo_cmd(operation: str | None, force: bool, dry_run: bool, where: dict, fmt
       mem undo 3f2a9c1e07b4
     """
     from mem.core.memdir import revert
-    from mem.core.memdir.store import MemoryDir
-
-    memory = MemoryDir(resolve_dir(where).memory_dir)
+    memory = memory_of(where)
     result = revert.undo(memory, operation, force=force, dry_run=dry_run)
     report(result, "undo", dry_run, fmt)
 

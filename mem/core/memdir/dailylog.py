@@ -22,9 +22,11 @@ class LogEntry:
     relpath: str
     entry: str
     created: bool
+    operation: str | None = None  # the history's id for the append
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "relpath": self.relpath, "entry": self.entry, "created": self.created}
+        return {"path": self.path, "relpath": self.relpath, "entry": self.entry, "created": self.created,
+                "operation": self.operation}
 
 
 def format_entry(text: str, now: float | None = None) -> str:
@@ -39,16 +41,15 @@ def format_entry(text: str, now: float | None = None) -> str:
     return "\n".join([head, *rest]) + "\n"
 
 
-def append(memory_dir: str, text: str, *, now: float | None = None) -> LogEntry:
-    from mem.core.memdir.state import StateDir
-    from mem.core.memdir.store import MemoryDir, file_lock
+def append(store, text: str, *, now: float | None = None) -> LogEntry:
+    """Append one entry to today's log of ``store`` (a MemoryDir) as one operation of its history."""
+    from mem.core.memdir.store import file_lock
 
     now = time.time() if now is None else now
     rel = daily_log(now)
     entry = format_entry(text, now)
-    store = MemoryDir(memory_dir)
-    with file_lock(StateDir(memory_dir).log_lock):
-        path = os.path.join(memory_dir, rel)
+    with file_lock(store.state.log_lock):
+        path = os.path.join(store.root, rel)
         try:
             with open(path, "rb") as fh:
                 old = fh.read().decode("utf-8", "replace")
@@ -66,4 +67,5 @@ def append(memory_dir: str, text: str, *, now: float | None = None) -> LogEntry:
             raise SecretError(rel, found.rule_id, found.label)
         with store.operation("log"):
             result = store.write(rel, base + entry, scan=False)
-    return LogEntry(result.path, rel, entry, created=old is None)
+    op = store.last_operation
+    return LogEntry(result.path, rel, entry, created=old is None, operation=op.id if op else None)
