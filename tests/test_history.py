@@ -220,3 +220,10 @@ def test_an_undo_that_fails_half_way_takes_itself_back_so_a_retry_goes_the_same_
     r = run_mem("undo", "--force", forget_op["id"][:12])
     assert r.returncode == 0, r.stderr
     assert (memdir / "tabs-alpha.md").exists() and (memdir / "tabs-beta.md").is_file()
+
+
+def test_the_history_is_private_to_its_user(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    state = os.environ["MEM_STATE_DIR"]
+    holder = next(d for d, dirs, _ in os.walk(state) if "history.git" in dirs)
+    assert os.stat(holder).st_mode & 0o077 == 0  # copies of every memory live below it

@@ -157,6 +157,7 @@ class MemoryDir:
             if _within(state, self.real_root):
                 raise RefusedError(f"the state directory {self.state.path} is inside the memory directory "
                                    f"{self.root}; point MEM_STATE_DIR elsewhere")
+            self.state.ensure()  # 0700: the history holds copies of every memory
             self._history = History(self.state.history, self.real_root, exclude=("/" + DREAM_LOCK, ".*.tmp"),
                                     refuse=_secret_in)
         return self._history
