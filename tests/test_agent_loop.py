@@ -23,7 +23,7 @@ def root(tmp_path) -> Path:
 
 
 def model(timeout: float = 10) -> llm.Model:
-    return llm.Model(llm.model_config(timeout=timeout, max_retries=0))
+    return llm.Model(llm.model_config("extract", timeout=timeout))
 
 
 def results_sent(request: dict) -> list[dict]:

@@ -276,3 +276,16 @@ def test_time_budget_spent_before_the_model_answers_keeps_the_cursor(fake_api, m
         ex.extract(request(memdir, transcript, timeout=1))
     assert "timed out" in str(exc.value) or "time budget" in str(exc.value)
     assert ex.read_cursor(str(memdir), "sess-1") is None
+
+
+def test_extract_uses_its_own_model_setting_not_recalls(fake_api, memdir, transcript, monkeypatch):
+    monkeypatch.setenv("MEM_MODEL_RECALL", "fast-recall-model")
+    monkeypatch.setenv("MEM_MODEL", "everyone-model")
+    fake_api.reply_text("Nothing worth saving.")
+    ex.extract(request(memdir, transcript))
+    body = fake_api.requests[-1]["body"]
+    assert body["model"] == "everyone-model" and body["max_tokens"] == 8_192
+    monkeypatch.setenv("MEM_MODEL_EXTRACT", "extract-model")
+    fake_api.reply_text("Nothing worth saving.")
+    ex.extract(request(memdir, transcript, ignore_cursor=True))
+    assert fake_api.requests[-1]["body"]["model"] == "extract-model"

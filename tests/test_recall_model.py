@@ -105,7 +105,7 @@ def test_overload_falls_back_without_retrying(memories, fake_api):
 
 def test_a_timeout_falls_back_in_time(memories, fake_api):
     fake_api.reply_text('{"selected_memories": ["tabs.md"]}', delay=6)
-    llm.Model(llm.model_config(timeout=1)).client()  # load the SDK first: the import is not what is timed
+    llm.model_for("recall", timeout=1).client()  # load the SDK first: the import is not what is timed
     started = time.monotonic()
     r = recall.recall(str(memories), QUERY, timeout=0.5)
     assert time.monotonic() - started < 4  # the answer would have taken 6 s
@@ -167,3 +167,13 @@ def test_the_installed_command_reports_tokens(memories, fake_api, run_mem):
     assert data["strategy"] == "model" and data["tokens"]["input_tokens"] == 50
     assert data["recent_tools"] == ["Bash", "Edit", "Read"]
     assert fake_api.requests[0]["body"]["messages"][0]["content"].endswith("Recently used tools: Bash, Edit, Read")
+
+
+def test_the_installed_command_takes_the_recall_model_setting(memories, fake_api, run_mem):
+    fake_api.reply_text('{"selected_memories": ["tabs.md"]}')
+    p = run_mem("recall", "--json", "which indentation style",
+                env={"MEM_MODEL": "slow-model", "MEM_MODEL_RECALL": "claude-haiku-4-5"})
+    assert p.returncode == 0, p.stderr
+    body = fake_api.requests[0]["body"]
+    assert body["model"] == "claude-haiku-4-5" and json.loads(p.stdout)["model"] == "claude-haiku-4-5"
+    assert (body["temperature"], body["max_tokens"]) == (0.0, 256)

@@ -16,7 +16,7 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 @click.option("-y", "--yes", is_flag=True, help="Forget every candidate without asking (for scripts).")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff of forgetting every candidate; change nothing.")
 @click.option("--offline", is_flag=True, help="Find candidates with the offline ranker, never a model.")
-@click.option("--model", metavar="NAME", help="The model that finds candidates (default: MEM_MODEL, else the newest Sonnet).")
+@click.option("--model", metavar="NAME", help="The model that finds candidates (default: MEM_MODEL_FORGET, MEM_MODEL, else the newest Sonnet).")
 @click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True, metavar="N",
               help="Offer at most N candidates.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True, metavar="SECONDS",
@@ -50,7 +50,7 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
     root = resolve_dir(where).memory_dir
     strategy = "offline"
     if not offline and (model or llm.has_credentials()):
-        llm.model_config(model)  # --model without a key: exit 3
+        llm.model_config("forget", model)  # --model without a key: exit 3
         strategy = "model"
     search = forget.find(root, text, strategy=strategy, model=model, limit=limit, timeout=timeout,
                          debug=debug_enabled())

@@ -34,7 +34,6 @@ MAX_MEMORY_LINES = 200
 MAX_MEMORY_BYTES = 4096
 MAX_SESSION_BYTES = 60 * 1024  # compared with UTF-16 units of surfaced content
 DAY_MS = 86_400_000
-SELECTOR_MAX_TOKENS = 256
 DEFAULT_TIMEOUT = 5.0
 #: A budget-shortened memory keeps at least this much of its text, or is left out.
 MIN_SHORTENED_CHARS = 200
@@ -456,10 +455,9 @@ def select_with_model(
     from mem.core.jobs import llm
     from mem.core.memdir.manifest import format_manifest
 
-    config = llm.model_config(model, purpose="recall", timeout=timeout, max_retries=0)
+    config = llm.model_config("recall", model, timeout=timeout)
     client = llm.Model(config, debug=debug)
     response = client.create(
-        max_tokens=SELECTOR_MAX_TOKENS,
         system=SELECTOR_SYSTEM.format(limit=limit),
         messages=[{"role": "user", "content": selector_message(query, format_manifest(list(headers)), recent_tools)}],
         output_config={"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}},

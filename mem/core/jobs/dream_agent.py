@@ -96,7 +96,7 @@ def consolidate(result, root: str, transcripts_dir: str | None, model, gate, pro
     progress("orient: reading the memory directory")
     prompt = build_prompt(root, transcripts_dir, gate, time.strftime("%Y-%m-%d"))
     outcome = run_agent(model, system=SYSTEM, messages=prompt, toolbox=toolbox, max_turns=MAX_TURNS,
-                        deadline_s=DEADLINE_S, retries=2, log=lambda msg: progress(msg))
+                        deadline_s=DEADLINE_S, max_tokens=model.config.max_tokens, retries=2, log=lambda msg: progress(msg))
     result.turns = outcome.turns
     result.tokens = outcome.usage.as_dict() if outcome.usage is not None else None
     result.model = getattr(getattr(model, "config", None), "model", None)

@@ -581,9 +581,8 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         result.duration_s = time.monotonic() - started
         return result
 
-    # Retries happen in the loop, within the wall-clock budget, not in the SDK.
-    config = llm.model_config(request.model, timeout=min(CALL_TIMEOUT, request.timeout), max_retries=0)
-    model = llm.Model(config, debug=debug)
+    model = llm.model_for("extract", request.model, timeout=min(CALL_TIMEOUT, request.timeout), debug=debug)
+    config = model.config
     os.makedirs(memory_dir, exist_ok=True)
     MemoryDir(memory_dir).sweep_temp_files()
     from mem.core.team.routing import team_enabled
@@ -597,7 +596,8 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         toolbox.note_seen(INDEX_NAME)
     with memory.operation("extract", [session] if session else []):
         run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
-                        max_turns=request.max_turns, deadline_s=request.timeout, retries=RETRIES, log=log)
+                        max_turns=request.max_turns, deadline_s=request.timeout, max_tokens=config.max_tokens,
+                        retries=RETRIES, log=log)
         if not run.error:
             result.indexed = ensure_indexed(memory, run.files_written)
     operation = memory.last_operation.id if memory.last_operation else None
@@ -683,7 +683,7 @@ def extract(request: ExtractRequest, *, wait: bool = False, queue: bool = True, 
     """
     from mem.core.jobs import llm
 
-    llm.model_config(request.model)  # no key: ConfigError before anything is touched
+    llm.model_config("extract", request.model)  # no key: ConfigError before anything is touched
     lock = RunLock(request.memory_dir)
     info = {"session": request.session, "transcript": request.label}
     if not lock.acquire(info=info):

@@ -42,7 +42,6 @@ OFF_LIMITS = UNINDEXED_DIRS
 ENTRIES_BUDGET = 30_000
 ENTRY_LINE_CHARS = 160
 MODEL_TIMEOUT = 60.0
-MODEL_MAX_TOKENS = 1_024
 
 #: Words that say what to do rather than what to forget ("forget the memory about X").
 _REQUEST_WORDS = frozenset("""
@@ -422,7 +421,7 @@ def find_with_model(memory_dir: str, query: str, *, model: str | None = None, li
     from mem.core.jobs import llm
 
     headers = _topic_headers(memory_dir)
-    config = llm.model_config(model, timeout=timeout, max_retries=1)
+    config = llm.model_config("forget", model, timeout=timeout)
     search = Search(query, "model", model=config.model)
     if not headers:
         return search
@@ -436,7 +435,6 @@ def find_with_model(memory_dir: str, query: str, *, model: str | None = None, li
             multi[h.relpath] = found
     client = llm.Model(config, debug=debug)
     response = client.create(
-        max_tokens=MODEL_MAX_TOKENS,
         system=SELECTOR_SYSTEM.format(limit=limit),
         messages=[{"role": "user", "content": selector_message(query, headers, multi)}],
         output_config={"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}},

@@ -10,6 +10,8 @@ from mem.core import session
 
 MAX_TURNS = 3
 DEADLINE_S = 180
+#: A call that failed transiently is tried again this often, within the deadline.
+RETRIES = 2
 MAX_TRANSCRIPT_CHARS = 80_000
 
 SYSTEM = """\
@@ -74,7 +76,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     st = session.status(session_id, path, transcript)
     if if_due and not st.due:
         return UpdateResult(session_id, path, skipped="not_due", due_reason=st.reason)
-    the_model = llm.Model(llm.model_config(model, timeout=120.0, max_retries=2), debug=llm.debug_enabled())
+    the_model = llm.model_for("session", model)
     template = session.load_template()
     session.init(path, template)
     with open(path, encoding="utf-8") as fh:
@@ -87,7 +89,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     prompt = build_prompt(path, before, render_for_model(transcript.messages, max_chars=MAX_TRANSCRIPT_CHARS),
                           session.custom_prompt())
     outcome = run_agent(the_model, system=SYSTEM, messages=prompt, toolbox=toolbox, max_turns=MAX_TURNS,
-                        deadline_s=DEADLINE_S)
+                        deadline_s=DEADLINE_S, max_tokens=the_model.config.max_tokens, retries=RETRIES)
     with open(path, encoding="utf-8") as fh:
         after = fh.read()
     problems = session.check_structure(template, after) if after != before else []
