@@ -22,8 +22,8 @@ in it, and never copy secrets or credentials into the notes.
 """
 
 DEFAULT_PROMPT = """\
-This request is separate from the conversation you are taking notes on; do not answer or continue \
-that conversation, and do not mention that notes are being kept.
+This request is separate from the conversation above, the one you are taking notes on; do not \
+answer or continue it, and do not mention that notes are being kept.
 
 The notes file is {{notesPath}}. Its current content is:
 
@@ -31,10 +31,7 @@ The notes file is {{notesPath}}. Its current content is:
 {{currentNotes}}
 </current_notes_content>
 
-Bring the notes up to date with the conversation below, using only the edit tool on that file. \
-Make all your edits in one turn, then stop.
-
-Rules:
+Rules for bringing the notes up to date with the conversation above:
 - Every line that starts with "# " and the italic line under it (between underscores) are fixed: \
 never change, remove, reorder or add them, and never add sections. Write only below them.
 - Be concrete and dense: file names, function names, commands, error messages, decisions and \
@@ -61,10 +58,15 @@ class UpdateResult:
                 "tokens": self.tokens, "duration_s": round(self.duration_s, 3)}
 
 
+#: The last words of the request: what to do now.
+EDIT_NOW = "Now update {path} with the edit tool: make all your edits in one turn, then stop."
+
+
 def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str | None) -> str:
+    """The conversation first, then the notes and the rules (or the user's own prompt), then the order to edit."""
     prompt = session.substitute(custom or DEFAULT_PROMPT, {"currentNotes": notes, "notesPath": notes_path})
-    prompt += session.size_reminders(notes)
-    return prompt + "\n\nThe conversation so far:\n\n<conversation>\n" + transcript_text + "\n</conversation>\n"
+    return ("The conversation so far:\n\n<conversation>\n" + transcript_text + "\n</conversation>\n\n"
+            + prompt.rstrip("\n") + session.size_reminders(notes) + "\n\n" + EDIT_NOW.format(path=notes_path) + "\n")
 
 
 def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False) -> UpdateResult:
