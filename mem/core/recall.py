@@ -424,9 +424,12 @@ SELECTION_SCHEMA = {
 }
 
 
-def selector_message(query: str, manifest: str, recent_tools: Sequence[str]) -> str:
+def selector_message(query: str, manifest: str, recent_tools: Sequence[str]) -> list[dict]:
+    """The manifest first, marked for the prompt cache (it changes only when a memory does or is
+    surfaced), then the query and the tools, which change with every prompt."""
     tools = f"\n\nRecently used tools: {', '.join(recent_tools)}" if recent_tools else ""
-    return f"Query: {query}\n\nAvailable memories:\n{manifest}{tools}"
+    return [{"type": "text", "text": f"Available memories:\n{manifest}", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": f"Query: {query}{tools}"}]
 
 
 class ModelSelection:
