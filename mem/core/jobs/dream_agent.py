@@ -50,8 +50,9 @@ update the surviving file and delete the others.
    - Add a memory only for something a future session could not learn from the code or git \
 history: who the user is and how they like to work (user), corrections and confirmed approaches \
 (feedback), goals, decisions, deadlines and constraints of the project (project), and where \
-outside information lives (reference). For feedback and project memories give the rule or fact, \
-then a **Why:** line and a **How to apply:** line.
+outside information lives (reference). Give the rule or fact first, then a **Why:** line and a \
+**How to apply:** line when a reason is known; leave both out rather than invent one. Name a new \
+file after its subject in lower-case kebab case (feedback-testing.md).
    - Never store credentials or secrets; never copy code, file listings or fix recipes.
    - Keep every topic file's frontmatter complete (name, description, type) and keep whatever \
 other keys a file already has. Files under logs/ and team/ are not yours to change.

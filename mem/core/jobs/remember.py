@@ -423,7 +423,7 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
 
     today = today or datetime.date.today().isoformat()
     existing = guidance.existing_memories(request.memory_dir)
-    parts = [
+    stable = [
         f"Today is {today}.",
         f"Memory directory: {request.memory_dir.rstrip(os.sep)}/ (give paths relative to it)",
         *existing.parts,
@@ -431,9 +431,9 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
     if team:
         from mem.core.team.routing import ROUTING_GUIDANCE
 
-        parts.append(ROUTING_GUIDANCE.rstrip("\n") + "\n\nFiles under team/ have their own index, team/MEMORY.md, "
+        stable.append(ROUTING_GUIDANCE.rstrip("\n") + "\n\nFiles under team/ have their own index, team/MEMORY.md, "
                      "whose pointers are relative to team/.")
-    chosen = []
+    parts, chosen = [], []
     if request.type:
         chosen.append(f"- type: {request.type}")
     if request.name:
@@ -449,7 +449,8 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
         parts.append("## What the user chose\n\n" + "\n".join(chosen))
     parts.append(f"## The text to remember\n\n<remember>\n{request.text.strip()}\n</remember>")
     parts.append("Save this as one memory.")
-    return guidance.Prompt(build_system_prompt(request.max_turns, team=team), "\n\n".join(parts), existing.index_shown_whole)
+    return guidance.Prompt(build_system_prompt(request.max_turns, team=team), "\n\n".join(stable), "\n\n".join(parts),
+                           existing.index_shown_whole)
 
 
 def _agent(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None,
@@ -475,7 +476,7 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
     if prompt.index_shown_whole:
         toolbox.note_seen(INDEX_NAME)
     index_existed = os.path.exists(memory.index_path)
-    run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
+    run = run_agent(model, system=prompt.system, messages=prompt.messages(), toolbox=toolbox,
                     max_turns=request.max_turns, deadline_s=request.timeout, max_tokens=model.config.max_tokens,
                     retries=RETRIES, log=log)
     result.turns, result.tool_calls = run.turns, run.tool_calls
