@@ -53,7 +53,7 @@ JOBS: dict[str, Budget] = {
     "extract": Budget(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
     # One memory file and its index line.
     "remember": Budget(max_tokens=4_096, temperature=None, timeout=120.0, max_retries=0),
-    # Edits across the session notes, whose ten sections may hold ~2,000 tokens each.
+    # Edits across the session notes, each of whose sections may hold ~2,000 tokens.
     "session": Budget(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
     # Merges rewrite whole files; a turn may hold several of them.
     "dream": Budget(max_tokens=8_192, temperature=None, timeout=300.0, max_retries=0),
