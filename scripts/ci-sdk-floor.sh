@@ -6,7 +6,7 @@
 #
 # Builds a throwaway venv under build/ with that SDK and mem (editable, so the
 # subprocess tests run this checkout), then runs the tests that call a model
-# through the local fake Messages-API server. About a minute on 2 cores.
+# through the local fake Messages-API server: about 3 minutes on 2 cores, the venv build included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
