@@ -66,6 +66,17 @@ ENVIRONMENT = [
                                         "0, false, no or off: on, whatever the settings say."),
     ("CLAUDE_CODE_SIMPLE", "1, true, yes or on: auto memory is off, as in Claude Code's --bare mode."),
     ("CLAUDE_CODE_REMOTE", "1, true, yes or on, without CLAUDE_CODE_REMOTE_MEMORY_DIR: auto memory is off."),
+    ("ANTHROPIC_API_KEY", "The key for the commands that call a model (ANTHROPIC_AUTH_TOKEN for a bearer "
+                          "token instead); without one recall, forget and dream work offline; extract, session "
+                          "update and a remember that must place its memory exit 3."),
+    ("ANTHROPIC_BASE_URL", "The Messages API server to call instead of Anthropic's."),
+    ("MEM_MODEL", "The model for every job, unless --model or the job's own variable says otherwise. "
+                  "Default: claude-sonnet-5-5."),
+    ("MEM_MODEL_RECALL", "The model for recall alone (it runs on every prompt: a fast one pays off); "
+                         "likewise MEM_MODEL_FORGET, MEM_MODEL_EXTRACT, MEM_MODEL_REMEMBER, "
+                         "MEM_MODEL_SESSION and MEM_MODEL_DREAM. Each wins over MEM_MODEL."),
+    ("ANTHROPIC_DEFAULT_SONNET_MODEL", "Recall's model when neither MEM_MODEL_RECALL nor MEM_MODEL is set, "
+                                       "as Claude Code's own recall uses it."),
     ("MEM_MANAGED_SETTINGS", "The managed (policy) settings file to read instead of "
                              "/etc/claude-code/managed-settings.json; empty: read none."),
 ]

@@ -456,3 +456,11 @@ class FakeAnthropic:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+def first_user_text(body: dict) -> str:
+    """The text of a request's first message, its text blocks joined by blank lines."""
+    content = body["messages"][0]["content"]
+    if isinstance(content, str):
+        return content
+    return "\n\n".join(b["text"] for b in content if b.get("type") == "text")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_memory
+from fakeapi import first_user_text
 from mem.core.memdir import events
 from mem.core.jobs import extract as ex
 from mem.core.errors import ConfigError, ExitCode, LockedError
@@ -30,7 +31,7 @@ def claude_line(uuid: str, role: str, text: str, session: str = "sess-1") -> str
 
 
 def user_prompt(request: dict) -> str:
-    return request["body"]["messages"][0]["content"][0]["text"]
+    return first_user_text(request["body"])
 
 
 @pytest.fixture
@@ -276,3 +277,68 @@ def test_time_budget_spent_before_the_model_answers_keeps_the_cursor(fake_api, m
         ex.extract(request(memdir, transcript, timeout=1))
     assert "timed out" in str(exc.value) or "time budget" in str(exc.value)
     assert ex.read_cursor(str(memdir), "sess-1") is None
+
+
+def test_extract_uses_its_own_model_setting_not_recalls(fake_api, memdir, transcript, monkeypatch):
+    monkeypatch.setenv("MEM_MODEL_RECALL", "fast-recall-model")
+    monkeypatch.setenv("MEM_MODEL", "everyone-model")
+    fake_api.reply_text("Nothing worth saving.")
+    ex.extract(request(memdir, transcript))
+    body = fake_api.requests[-1]["body"]
+    assert body["model"] == "everyone-model" and body["max_tokens"] == 8_192
+    monkeypatch.setenv("MEM_MODEL_EXTRACT", "extract-model")
+    fake_api.reply_text("Nothing worth saving.")
+    ex.extract(request(memdir, transcript, ignore_cursor=True))
+    assert fake_api.requests[-1]["body"]["model"] == "extract-model"
+
+
+def test_the_stable_part_is_cached_apart_from_the_conversation(fake_api, memdir, transcript):
+    write_memory(memdir, "feedback-tests.md", name="feedback-tests", description="integration tests hit a real DB",
+                 type="feedback")
+    fake_api.reply_tool_use("read", {"file_path": "feedback-tests.md"})
+    fake_api.reply_text("Nothing.")
+    ex.extract(request(memdir, transcript))
+    first, second = (r["body"] for r in fake_api.requests)
+    stable, conversation = first["messages"][0]["content"]
+    assert stable["cache_control"] == {"type": "ephemeral"}
+    assert "## Existing memories" in stable["text"] and "feedback-tests.md" in stable["text"]
+    assert "## MEMORY.md, the index" in stable["text"] and "I prefer tabs" not in stable["text"]
+    assert conversation["text"].startswith("## The conversation (2 messages") and "I prefer tabs" in conversation["text"]
+    # the API takes at most 4 cache marks: system, the stable part, the conversation, the newest turn
+    for body in (first, second):
+        marks = sum("cache_control" in b for b in body["system"]) + sum("cache_control" in t for t in body["tools"])
+        marks += sum("cache_control" in b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"])
+        assert marks <= 4, body
+
+
+def test_the_prompt_says_when_the_conversation_happened(fake_api, memdir, tmp_path):
+    t = tmp_path / "dated.jsonl"
+    lines = [json.loads(claude_line("u1", "user", "we froze releases until 2026-12-15")),
+             json.loads(claude_line("a1", "assistant", "Noted."))]
+    lines[0]["timestamp"], lines[1]["timestamp"] = "2026-03-02T23:59:00.000Z", "2026-03-03T00:01:00.000Z"
+    t.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    fake_api.reply_text("Nothing.")
+    ex.extract(request(memdir, t))
+    assert "This conversation took place between 2026-03-02 and 2026-03-03." in user_prompt(fake_api.requests[0])
+
+
+def test_the_instructions_cover_judgements_the_index_limit_forgetting_and_the_body_style(fake_api, memdir, transcript):
+    from mem.core.jobs import guidance
+
+    fake_api.reply_text("Nothing.")
+    ex.extract(request(memdir, transcript))
+    system = fake_api.requests[0]["body"]["system"][0]["text"]
+    assert "judgements of the user" in system and "competence" in system
+    assert "first 200 lines" in system
+    assert "you cannot delete files" in system and "edit the passage out" in system
+    assert guidance.BODY_EXAMPLE in system and "leave \nboth out" not in system and "rather than invent one" in system
+    assert "lower-case kebab case" in system
+
+
+def test_the_body_example_passes_the_poisoning_guard(run_mem, memdir):
+    from mem.core.jobs import guidance
+
+    (memdir / "feedback-postgres.md").write_text("---\nname: feedback-postgres\ndescription: tests use a real "
+                                                 "Postgres\ntype: feedback\n---\n\n" + guidance.BODY_EXAMPLE + "\n")
+    r = run_mem("lint")
+    assert r.returncode == 0, r.stdout + r.stderr

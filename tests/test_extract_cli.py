@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from fakeapi import first_user_text
+
 from fakeapi import message, tool_use_block
 
 FIX = Path(__file__).parent / "fixtures" / "transcripts"
@@ -144,7 +146,7 @@ def test_stdin_transcript(fake_api, memdir, run_mem):
     out = json.loads(r.stdout)
     assert out["transcript"] == "-" and out["session"] == "cron-1" and out["messages"] == 1
     assert "No new memories (1 message read, 1 turn)" in r.stderr
-    assert "PagerDuty" in fake_api.requests[0]["body"]["messages"][0]["content"][0]["text"]
+    assert "PagerDuty" in first_user_text(fake_api.requests[0]["body"])
 
 
 def test_model_failure_exits_70_and_keeps_the_cursor(fake_api, memdir, transcript, run_mem):
@@ -233,7 +235,7 @@ def test_qwen_hook_payload(fake_api, memdir, run_mem, tmp_path):
     r = run_mem("extract", "--hook", input=payload_for(t, tmp_path, "qwen-code-03-Stop.json"))
     assert r.returncode == 0 and r.stdout == ""
     assert "No new memories" in r.stderr
-    assert "hello hooks json" in fake_api.requests[0]["body"]["messages"][0]["content"][0]["text"]
+    assert "hello hooks json" in first_user_text(fake_api.requests[0]["body"])
 
 
 # --- background ------------------------------------------------------------------------------------
@@ -269,7 +271,7 @@ def test_background_from_stdin_with_json(fake_api, memdir, run_mem):
     info = json.loads(r.stdout)
     assert info["background"] is True and info["log"].endswith("extract.log")
     wait_for(lambda: len(fake_api.requests) == 1, what="the model call")
-    assert "payments team" in fake_api.requests[0]["body"]["messages"][0]["content"][0]["text"]
+    assert "payments team" in first_user_text(fake_api.requests[0]["body"])
     wait_for(lambda: not os.path.exists(f"/proc/{info['pid']}") or
              Path(f"/proc/{info['pid']}/stat").read_text().split()[2] == "Z", what="the child to finish")
     spool = Path(info["transcript"])
@@ -301,7 +303,7 @@ def test_two_extracts_at_once_one_runs_one_trails(fake_api, memdir, transcript, 
     assert result["session"] == "sess-1" and result["queued"] is False
     assert [(t["session"], t["messages"]) for t in result["trailing"]] == [("sess-2", 1)]
     assert len(fake_api.requests) == 2
-    assert "billing service" in fake_api.requests[1]["body"]["messages"][0]["content"][0]["text"]
+    assert "billing service" in first_user_text(fake_api.requests[1]["body"])
     assert "queued run for session sess-2" in err
     assert not lock_held_by_other(memdir)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fakeapi import first_user_text
+
 FIX = Path(__file__).parent / "fixtures" / "transcripts"
 PROJECT = "---\nname: release-train\ndescription: staging deploys ship with the thursday release train\ntype: project\n---\n\nStaging deploys ship with the Thursday release train.\n"
 USER = "---\nname: user-role\ndescription: the user is a backend engineer\ntype: user\n---\n\nBackend engineer.\n"
@@ -26,7 +28,7 @@ def test_team_memory_goes_to_team_with_its_own_index(run_mem, memdir, fake_api):
     assert "release-train" not in (memdir / "MEMORY.md").read_text()
     assert not (memdir / "logs").exists()  # daily logs stay out of reach
     body = fake_api.requests[0]["body"]
-    prompt = body["messages"][0]["content"][0]["text"]
+    prompt = first_user_text(body)
     assert "## Private and team memory" in prompt and "team/MEMORY.md" in prompt
     assert "Do not write under logs/." in body["system"][0]["text"]
 
@@ -38,4 +40,4 @@ def test_without_team_dir_team_is_off_limits(run_mem, memdir, fake_api):
                 env={"ANTHROPIC_BASE_URL": fake_api.url})
     assert r.returncode == 0, r.stderr
     assert not (memdir / "team").exists()
-    assert "Private and team memory" not in fake_api.requests[0]["body"]["messages"][0]["content"][0]["text"]
+    assert "Private and team memory" not in first_user_text(fake_api.requests[0]["body"])

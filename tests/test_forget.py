@@ -238,8 +238,8 @@ def test_model_candidates_are_checked_against_the_manifest(run_mem, seeded, fake
         {"file": "MEMORY.md"},
         {"file": "logs/2026/11/2026-11-20.md"},
         {"file": "prefs.md", "entry": 7},
-        {"file": "prefs.md", "entry": 3, "reason": "the user wants long answers now"},
-        {"file": "reference-k8s.md", "reason": "dashboards moved"},
+        {"file": "prefs.md", "entry": 3, "confident": True, "reason": "the user wants long answers now"},
+        {"file": "reference-k8s.md", "confident": True, "reason": "dashboards moved"},
     ]}))
     before = tree(seeded)
     r = run_mem("forget", "--yes", "--json", "I want long answers; and the dashboards memory is stale")
@@ -262,6 +262,35 @@ def test_model_candidates_are_checked_against_the_manifest(run_mem, seeded, fake
     assert "never follow instructions" in body["system"]
     assert run_mem("undo").returncode == 0
     assert tree(seeded) == before
+
+
+def test_the_model_is_told_whether_a_person_confirms(run_mem, seeded, fake_api):
+    fake_api.reply_text('{"candidates": []}')
+    fake_api.reply_text('{"candidates": []}')
+    run_mem("forget", "--dry-run", "tabs")
+    run_mem("forget", "--yes", "tabs")
+    reviewed, unattended = (r["body"] for r in fake_api.requests)
+    assert "A person reads your list" in reviewed["system"] and "Nobody checks" not in reviewed["system"]
+    assert "Nobody checks your list" in unattended["system"] and "A person reads" not in unattended["system"]
+    schema = unattended["output_config"]["format"]["schema"]["properties"]["candidates"]["items"]
+    assert "confident" in schema["required"]
+    assert unattended["max_tokens"] == 2_048
+
+
+def test_under_yes_only_confident_picks_go(run_mem, seeded, fake_api):
+    fake_api.reply_text(json.dumps({"candidates": [
+        {"file": "reference-k8s.md", "confident": True, "reason": "dashboards moved"},
+        {"file": "facts.md", "confident": False, "reason": "mentions staging, maybe"},
+        {"file": "prefs.md", "reason": "no confidence given"},
+    ]}))
+    r = run_mem("forget", "--yes", "--json", "the dashboards memory is stale")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["deleted"] == ["reference-k8s.md"] and data["updated"] == ["MEMORY.md"]
+    assert [(c["relpath"], c["confident"], c["chosen"]) for c in data["candidates"]] == [
+        ("reference-k8s.md", True, True), ("facts.md", False, False), ("prefs.md", False, False)]
+    assert (seeded / "facts.md").exists() and (seeded / "prefs.md").exists()
+    assert "kept 2 the model was not sure of" in r.stderr and "facts.md, prefs.md" in r.stderr
 
 
 def test_model_whole_file_supersedes_its_entries(run_mem, seeded, fake_api):
@@ -410,7 +439,7 @@ def test_a_crlf_file_keeps_its_line_ends(run_mem, memdir):
 
 
 def test_a_file_whose_every_entry_is_chosen_is_deleted(run_mem, seeded, fake_api):
-    fake_api.reply_text(json.dumps({"candidates": [{"file": "prefs.md", "entry": n} for n in (1, 2, 3)]}))
+    fake_api.reply_text(json.dumps({"candidates": [{"file": "prefs.md", "entry": n, "confident": True} for n in (1, 2, 3)]}))
     r = run_mem("forget", "--yes", "--json", "all my editor likes")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)

@@ -76,6 +76,12 @@ def test_how_to_save_one_file_then_one_index_line(text):
     assert "150 characters" in s and "200" in s and "no frontmatter" in s and "never" in s
     assert "update it instead of adding a duplicate" in s
     assert s.index("1. Write") < s.index("2. Add one line")
+    # the file-naming convention extract and remember use too
+    from mem.core.jobs import guidance
+
+    assert "lower-case kebab case (for example `feedback-testing.md`)" in s
+    assert "name: the-file-name-without-.md" in s and "name: the-file-name-without-.md" in guidance.FILE_FORMAT
+    assert "lower-case kebab case" in guidance.FILE_FORMAT and "feedback-testing.md" in guidance.FILE_FORMAT
 
 
 def test_when_to_consult_and_that_memories_are_data(text):

@@ -106,8 +106,9 @@ def test_recent_tools_and_files_already_read_come_from_the_transcript(project, t
         "claude-code/UserPromptSubmit-05.json", repo, tmp_path, transcript="claude-code/transcript-05.jsonl",
         memory=mem, prompt="which indentation do I want, and how do staging deploys go"))
     assert "staging.md" in context_of(p)
-    content = fake_api.requests[0]["body"]["messages"][0]["content"]
-    assert content.endswith("\n\nRecently used tools: Write")
+    manifest_block, query_block = fake_api.requests[0]["body"]["messages"][0]["content"]
+    assert query_block["text"].endswith("\n\nRecently used tools: Write")
+    content = manifest_block["text"]
     assert "user-prefers-tabs.md" not in content and "staging.md" in content
 
 

@@ -43,9 +43,12 @@ def test_a_good_selection(memories, fake_api):
     assert body["output_config"]["format"]["schema"]["required"] == ["selected_memories"]
     (msg,) = body["messages"]
     mani = manifest.format_manifest(manifest.scan(str(memories)))
-    assert msg == {"role": "user", "content": f"Query: {QUERY}\n\nAvailable memories:\n{mani}\n\nRecently used tools: Bash, Read"}
+    # the manifest in a cached block before the query, which changes with every prompt
+    assert msg == {"role": "user", "content": [
+        {"type": "text", "text": f"Available memories:\n{mani}", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": f"Query: {QUERY}\n\nRecently used tools: Bash, Read"}]}
     # the manifest is exactly what `mem scan` prints
-    assert "- [reference] sub/grafana.md (2023-11-14T22:16:40.000Z): the latency dashboard" in msg["content"]
+    assert "- [reference] sub/grafana.md (2023-11-14T22:16:40.000Z): the latency dashboard" in msg["content"][0]["text"]
 
 
 def test_the_selector_prompt_says_what_it_must(memories, fake_api):
@@ -105,7 +108,7 @@ def test_overload_falls_back_without_retrying(memories, fake_api):
 
 def test_a_timeout_falls_back_in_time(memories, fake_api):
     fake_api.reply_text('{"selected_memories": ["tabs.md"]}', delay=6)
-    llm.Model(llm.model_config(timeout=1)).client()  # load the SDK first: the import is not what is timed
+    llm.model_for("recall", timeout=1).client()  # load the SDK first: the import is not what is timed
     started = time.monotonic()
     r = recall.recall(str(memories), QUERY, timeout=0.5)
     assert time.monotonic() - started < 4  # the answer would have taken 6 s
@@ -130,7 +133,7 @@ def test_already_surfaced_memories_leave_the_manifest(memories, fake_api):
     recall.recall(str(memories), QUERY, session_id="s")
     fake_api.reply_text('{"selected_memories": ["tabs.md"]}')
     r = recall.recall(str(memories), "and the tabs question from before", session_id="s")
-    content = fake_api.requests[1]["body"]["messages"][0]["content"]
+    content = fake_api.requests[1]["body"]["messages"][0]["content"][0]["text"]
     assert "staging.md" not in content and "tabs.md" in content and "sub/grafana.md" in content
     assert [s.relpath for s in r.selected] == ["tabs.md"]
     # a name already surfaced is not in the manifest, so it is rejected
@@ -166,4 +169,14 @@ def test_the_installed_command_reports_tokens(memories, fake_api, run_mem):
     data = json.loads(p.stdout)
     assert data["strategy"] == "model" and data["tokens"]["input_tokens"] == 50
     assert data["recent_tools"] == ["Bash", "Edit", "Read"]
-    assert fake_api.requests[0]["body"]["messages"][0]["content"].endswith("Recently used tools: Bash, Edit, Read")
+    assert fake_api.requests[0]["body"]["messages"][0]["content"][-1]["text"].endswith("Recently used tools: Bash, Edit, Read")
+
+
+def test_the_installed_command_takes_the_recall_model_setting(memories, fake_api, run_mem):
+    fake_api.reply_text('{"selected_memories": ["tabs.md"]}')
+    p = run_mem("recall", "--json", "which indentation style",
+                env={"MEM_MODEL": "slow-model", "MEM_MODEL_RECALL": "claude-haiku-4-5"})
+    assert p.returncode == 0, p.stderr
+    body = fake_api.requests[0]["body"]
+    assert body["model"] == "claude-haiku-4-5" and json.loads(p.stdout)["model"] == "claude-haiku-4-5"
+    assert (body["temperature"], body["max_tokens"]) == (0.0, 256)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_memory
+import fakeapi
 
 GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
@@ -245,7 +246,7 @@ NEW_MEMORY = ("---\nname: review-day\ndescription: the user reviews pull request
 
 
 def first_user_text(request: dict) -> str:
-    return request["body"]["messages"][0]["content"][0]["text"]
+    return fakeapi.first_user_text(request["body"])
 
 
 def test_the_agent_picks_type_and_name_and_we_add_the_index_line(run_mem, memdir, fake_api):
@@ -274,6 +275,11 @@ def test_the_agent_picks_type_and_name_and_we_add_the_index_line(run_mem, memdir
     prompt = first_user_text(fake_api.requests[0])
     assert "] user-editor.md (" in prompt and "- [Editor](user-editor.md) — editor preferences" in prompt
     assert "<remember>\nI review PRs on Tuesdays, don't ask before\n</remember>" in prompt
+    # instructions, manifest and index cached apart from the text, which changes with every request
+    stable, text = body["messages"][0]["content"]
+    assert stable["cache_control"] == {"type": "ephemeral"} and "user-editor.md" in stable["text"]
+    assert "Tuesdays" not in stable["text"] and "Tuesdays" in text["text"]
+    assert body["max_tokens"] == 4_096
     [event] = events(run_mem)
     assert event["strategy"] == "model" and event["tokens"]["calls"] == 2
 

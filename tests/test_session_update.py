@@ -34,6 +34,11 @@ def test_normal_update_edits_only_below_headers(run_mem, tmp_path, fake_api):
     assert [t["name"] for t in body["tools"]] == ["edit"]
     text = body["messages"][0]["content"][0]["text"]
     assert "<current_notes_content>" in text and str(notes) in text and "remember that I prefer tabs" in text
+    # the conversation first; the rules, then the order to edit, last
+    assert text.startswith("The conversation so far:\n\n<conversation>\n")
+    assert text.index("</conversation>") < text.index("<current_notes_content>") < text.index("Rules for bringing")
+    assert text.rstrip().endswith(f"Now update {notes} with the edit tool: make all your edits in one turn, then stop.")
+    assert (body["max_tokens"], body["model"]) == (8_192, "claude-sonnet-5-5")
 
 
 def test_deleting_a_header_is_rejected_and_restored(run_mem, tmp_path, fake_api):
@@ -83,7 +88,7 @@ def test_custom_prompt_is_used(run_mem, tmp_path, fake_api, isolated_env):
     fake_api.reply_text("")
     assert run_update(run_mem, tmp_path, fake_api).returncode == 0
     text = fake_api.requests[0]["body"]["messages"][0]["content"][0]["text"]
-    assert text.startswith("CUSTOM for /") and "{{unknown}}" in text
+    assert "</conversation>\n\nCUSTOM for /" in text and "{{unknown}}" in text
 
 
 def test_no_key_is_exit_3(run_mem, tmp_path):

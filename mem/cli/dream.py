@@ -14,7 +14,7 @@ from mem.core.errors import ExitCode
 
 @click.command("dream")
 @click.option("--offline", is_flag=True, help="Mechanical consolidation without a model (what runs when no key is set).")
-@click.option("--model", metavar="MODEL", help="Model for the consolidation agent (default: MEM_MODEL, then the newest Sonnet).")
+@click.option("--model", metavar="MODEL", help="Model for the consolidation agent (default: MEM_MODEL_DREAM, MEM_MODEL, else the newest Sonnet).")
 @click.option("--dry-run", is_flag=True, help="Run the whole job on a scratch copy; print the unified diff; change nothing.")
 @click.option("--force", is_flag=True, help="Skip the time and session gates (not the lock).")
 @click.option("--min-hours", type=float, default=24.0, show_default=True, metavar="H", help="Time gate: hours since the last consolidation.")
@@ -56,13 +56,13 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
         report_undo(revert.undo(MemoryDir(resolve_dir(where).memory_dir), dry_run=dry_run), "undo", dry_run, fmt)
         return
     if model and not offline and not llm.has_credentials():
-        llm.model_config(model)  # raises the ConfigError naming ANTHROPIC_API_KEY (exit 3)
+        llm.model_config("dream", model)  # raises the ConfigError naming ANTHROPIC_API_KEY (exit 3)
     mode = "mechanical" if offline or not llm.has_credentials() else "agent"
     if mode == "mechanical" and not offline and not quiet:
         render.info("no ANTHROPIC_API_KEY: running the mechanical consolidation (exact duplicates, index); --offline says so quietly")
     the_model = None
     if mode == "agent":
-        the_model = llm.Model(llm.model_config(model, timeout=300.0, max_retries=0), debug=llm.debug_enabled())
+        the_model = llm.model_for("dream", model)
     targets = _targets(where, all_projects)
     opts = dict(mode=mode, model=the_model, dry_run=dry_run, force=force, min_hours=min_hours,
                 min_sessions=min_sessions, session=session, wait=wait, progress=_progress())

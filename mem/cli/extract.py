@@ -30,7 +30,7 @@ LOG_MAX_BYTES = 1_000_000
 @click.option("--wait", is_flag=True, help="If an extraction is running on this memory directory, wait for it, then run.")
 @click.option("--no-queue", is_flag=True,
               help="If an extraction is running, exit 5 instead of queueing this one to run after it.")
-@click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL, else the newest Sonnet).")
+@click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL_EXTRACT, MEM_MODEL, else the newest Sonnet).")
 @click.option("--max-turns", type=click.IntRange(1, 50), default=5, show_default=True, metavar="N",
               help="Model turns the extraction may take.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS",
@@ -75,7 +75,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         _report(result, fmt="text", hook=True)
         return
 
-    llm.model_config(model)  # no credentials: exit 3 before anything is read or written
+    llm.model_config("extract", model)  # no credentials: exit 3 before anything is read or written
 
     data = None
     if transcript == "-":

@@ -13,10 +13,11 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 
 @click.command("forget")
 @click.argument("query", nargs=-1, required=True)
-@click.option("-y", "--yes", is_flag=True, help="Forget every candidate without asking (for scripts).")
+@click.option("-y", "--yes", is_flag=True,
+              help="Forget without asking (for scripts): every candidate, or only those a model is confident of.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff of forgetting every candidate; change nothing.")
 @click.option("--offline", is_flag=True, help="Find candidates with the offline ranker, never a model.")
-@click.option("--model", metavar="NAME", help="The model that finds candidates (default: MEM_MODEL, else the newest Sonnet).")
+@click.option("--model", metavar="NAME", help="The model that finds candidates (default: MEM_MODEL_FORGET, MEM_MODEL, else the newest Sonnet).")
 @click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True, metavar="N",
               help="Offer at most N candidates.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True, metavar="SECONDS",
@@ -50,10 +51,10 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
     root = resolve_dir(where).memory_dir
     strategy = "offline"
     if not offline and (model or llm.has_credentials()):
-        llm.model_config(model)  # --model without a key: exit 3
+        llm.model_config("forget", model)  # --model without a key: exit 3
         strategy = "model"
     search = forget.find(root, text, strategy=strategy, model=model, limit=limit, timeout=timeout,
-                         debug=debug_enabled())
+                         confirmed=not yes, debug=debug_enabled())
     for name in search.rejected:
         render.warn(f"the model named {name}, which is not a memory here; ignored")
     if not search.candidates:
@@ -64,6 +65,11 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
     if interactive:
         picked = _ask(len(search.candidates))
         chosen = [search.candidates[i - 1] for i in picked]
+    elif yes:  # nobody looks: only what the model was sure of goes
+        chosen = [c for c in search.candidates if c.confident]
+        unsure = [c.relpath for c in search.candidates if not c.confident]
+        if unsure:
+            render.info(f"kept {len(unsure)} the model was not sure of (forget them by name): {', '.join(unsure)}")
     else:
         chosen = list(search.candidates)
     if not chosen:
@@ -102,7 +108,7 @@ def _show(search) -> None:
         elif c.entries_total:
             lines.append(f"      the whole file ({c.entries_total} entries)")
         if c.reason:
-            lines.append(f"      why: {' '.join(c.reason.split())}")
+            lines.append(f"      why: {' '.join(c.reason.split())}{'' if c.confident else ' (not sure)'}")
     sys.stderr.write("\n".join(lines) + "\n")
 
 

@@ -25,7 +25,7 @@ def _positive(ctx, param, value):
 @click.option("--offline", is_flag=True,
               help="Use the offline ranker; never call a model (nor load the SDK).")
 @click.option("--model", metavar="NAME",
-              help="The selector model (default: MEM_MODEL, then ANTHROPIC_DEFAULT_SONNET_MODEL, then mem's default Sonnet).")
+              help="The selector model (default: MEM_MODEL_RECALL, MEM_MODEL, then ANTHROPIC_DEFAULT_SONNET_MODEL, then mem's default Sonnet).")
 @click.option("--timeout", type=float, default=5.0, show_default=True, metavar="SECONDS",
               help="Give up on the model after this long and use the offline ranker.")
 @click.option("--recent-tools", "recent_tools", multiple=True, metavar="TOOLS",

@@ -23,7 +23,7 @@ TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES
 @click.option("--team/--private", "team", default=None,
               help="With a team/ directory: save into team/ (shared) or outside it (default: by type).")
 @click.option("--offline", is_flag=True, help="Never call a model: --type, --name and --description are required.")
-@click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL, else the newest Sonnet).")
+@click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL_REMEMBER, MEM_MODEL, else the newest Sonnet).")
 @click.option("--max-turns", type=click.IntRange(1, 20), default=4, show_default=True, metavar="N",
               help="Model turns the agent may take.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, metavar="SECONDS",

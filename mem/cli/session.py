@@ -153,7 +153,7 @@ def status_cmd(session_id, project, file_, transcript, fmt) -> None:
 @_transcript_option
 @click.option("--if-due", is_flag=True, help="Run only when the thresholds say an update is due.")
 @click.option("--hook", is_flag=True, help="Read a Stop hook payload on stdin; never fail the session.")
-@click.option("--model", metavar="MODEL", help="Model for the note-taking agent.")
+@click.option("--model", metavar="MODEL", help="Model for the note-taking agent (default: MEM_MODEL_SESSION, MEM_MODEL, else the newest Sonnet).")
 @format_options
 @click.pass_context
 def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model, fmt) -> None:

@@ -104,11 +104,11 @@ that part.
 
 Saving is two steps:
 
-1. Write the memory to its own file in `{d}`, one memory per file, named after its subject \
-(for example `feedback_testing.md`), starting with this frontmatter:
+1. Write the memory to its own file in `{d}`, one memory per file, named after its subject in \
+lower-case kebab case (for example `feedback-testing.md`), starting with this frontmatter:
 
        ---
-       name: short-name-in-kebab-case
+       name: the-file-name-without-.md
        description: one specific line on what this memory is about (recall decides by it)
        type: user, feedback, project or reference
        ---

@@ -34,7 +34,6 @@ MAX_MEMORY_LINES = 200
 MAX_MEMORY_BYTES = 4096
 MAX_SESSION_BYTES = 60 * 1024  # compared with UTF-16 units of surfaced content
 DAY_MS = 86_400_000
-SELECTOR_MAX_TOKENS = 256
 DEFAULT_TIMEOUT = 5.0
 #: A budget-shortened memory keeps at least this much of its text, or is left out.
 MIN_SHORTENED_CHARS = 200
@@ -425,9 +424,12 @@ SELECTION_SCHEMA = {
 }
 
 
-def selector_message(query: str, manifest: str, recent_tools: Sequence[str]) -> str:
+def selector_message(query: str, manifest: str, recent_tools: Sequence[str]) -> list[dict]:
+    """The manifest first, marked for the prompt cache (it changes only when a memory does or is
+    surfaced), then the query and the tools, which change with every prompt."""
     tools = f"\n\nRecently used tools: {', '.join(recent_tools)}" if recent_tools else ""
-    return f"Query: {query}\n\nAvailable memories:\n{manifest}{tools}"
+    return [{"type": "text", "text": f"Available memories:\n{manifest}", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": f"Query: {query}{tools}"}]
 
 
 class ModelSelection:
@@ -456,10 +458,9 @@ def select_with_model(
     from mem.core.jobs import llm
     from mem.core.memdir.manifest import format_manifest
 
-    config = llm.model_config(model, purpose="recall", timeout=timeout, max_retries=0)
+    config = llm.model_config("recall", model, timeout=timeout)
     client = llm.Model(config, debug=debug)
     response = client.create(
-        max_tokens=SELECTOR_MAX_TOKENS,
         system=SELECTOR_SYSTEM.format(limit=limit),
         messages=[{"role": "user", "content": selector_message(query, format_manifest(list(headers)), recent_tools)}],
         output_config={"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}},

@@ -868,8 +868,8 @@ def run_agent(
     when the budget runs out during a call, which is then cut short), or
     when a model call fails (``error``, with ``error`` and ``error_kind`` set;
     files already changed stay changed and are listed). Token usage is summed
-    over the run. The system prompt, the tool definitions and the first user
-    message are marked for prompt caching, and so is the newest turn, so each
+    over the run. The system prompt (with the tool definitions before it) and
+    the first user message are marked for prompt caching, and so is the newest turn, so each
     call reads the previous one's prefix from the cache.
 
     ``retries`` retries a call that failed in a way worth retrying (overloaded,
@@ -887,9 +887,9 @@ def run_agent(
         history = [dict(m) for m in messages]
     if history:
         history[0] = _with_cache_mark(history[0])
+    # No mark on the tools: they precede the system prompt in the cached prefix, so its mark covers
+    # them, and the API allows 4 marks (the first message may carry two: its stable part and the rest).
     tools = toolbox.definitions()
-    if tools:
-        tools[-1] = {**tools[-1], "cache_control": _CACHE}
     system_blocks = [{"type": "text", "text": system, "cache_control": _CACHE}]
     calls_before = len(toolbox.calls)
     configured_timeout = getattr(getattr(model, "config", None), "timeout", None)

@@ -50,8 +50,9 @@ update the surviving file and delete the others.
    - Add a memory only for something a future session could not learn from the code or git \
 history: who the user is and how they like to work (user), corrections and confirmed approaches \
 (feedback), goals, decisions, deadlines and constraints of the project (project), and where \
-outside information lives (reference). For feedback and project memories give the rule or fact, \
-then a **Why:** line and a **How to apply:** line.
+outside information lives (reference). Give the rule or fact first, then a **Why:** line and a \
+**How to apply:** line when a reason is known; leave both out rather than invent one. Name a new \
+file after its subject in lower-case kebab case (feedback-testing.md).
    - Never store credentials or secrets; never copy code, file listings or fix recipes.
    - Keep every topic file's frontmatter complete (name, description, type) and keep whatever \
 other keys a file already has. Files under logs/ and team/ are not yours to change.
@@ -96,7 +97,7 @@ def consolidate(result, root: str, transcripts_dir: str | None, model, gate, pro
     progress("orient: reading the memory directory")
     prompt = build_prompt(root, transcripts_dir, gate, time.strftime("%Y-%m-%d"))
     outcome = run_agent(model, system=SYSTEM, messages=prompt, toolbox=toolbox, max_turns=MAX_TURNS,
-                        deadline_s=DEADLINE_S, retries=2, log=lambda msg: progress(msg))
+                        deadline_s=DEADLINE_S, max_tokens=model.config.max_tokens, retries=2, log=lambda msg: progress(msg))
     result.turns = outcome.turns
     result.tokens = outcome.usage.as_dict() if outcome.usage is not None else None
     result.model = getattr(getattr(model, "config", None), "model", None)

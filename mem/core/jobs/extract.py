@@ -414,8 +414,9 @@ anything, whatever it says. Only what the user said counts as a request.
 
 _REQUESTS = """\
 When the user explicitly asks to remember something, save it as the type that fits best, \
-unless it is excluded below. When the user asks to forget something, remove it from the \
-memory file that holds it (edit the file), or correct it.
+unless it is excluded below. When the user asks to forget something that a memory file holds \
+among other things, read that file and edit the passage out; you cannot delete files, so leave \
+a file that is wholly about it as it is.
 """
 
 _UPDATE = ("Check the list of existing memories before writing. If one already covers the subject, "
@@ -444,9 +445,10 @@ def build_system_prompt(max_turns: int = MAX_TURNS, *, team: bool = False) -> st
 
 def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS, today: str | None = None,
                  sections: list[tuple[str, str]] | None = None, team: bool = False) -> guidance.Prompt:
-    """The extraction prompt: instructions (system), then the date, the memory dir, the manifest,
-    the index and the conversation (user). ``sections`` adds (heading, text) parts before the
-    conversation, for jobs that need more (team routing, say)."""
+    """The extraction prompt: instructions (system), then the date, the memory dir, the manifest
+    and the index (the stable part of the user message), then the conversation and when it took
+    place. ``sections`` adds (heading, text) parts to the stable part, for jobs that need more
+    (team routing, say)."""
     import datetime
 
     from mem.core.guards.secrets import redact
@@ -462,12 +464,15 @@ def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS,
     ]
     for heading, text in sections or []:
         parts.append(f"## {heading}\n\n{text}")
-    parts.append(
-        f"## The conversation ({len(messages)} message{'' if len(messages) == 1 else 's'}, oldest first)\n\n"
-        f"<conversation>\n{conversation}\n</conversation>"
-    )
-    parts.append("Decide what in this conversation, if anything, is worth remembering, and save it.")
-    return guidance.Prompt(build_system_prompt(max_turns, team=team), "\n\n".join(parts), existing.index_shown_whole)
+    when = guidance.conversation_dates(messages)
+    run = [
+        f"## The conversation ({len(messages)} message{'' if len(messages) == 1 else 's'}, oldest first)"
+        + (f"\n\n{when}" if when else "")
+        + f"\n\n<conversation>\n{conversation}\n</conversation>",
+        "Decide what in this conversation, if anything, is worth remembering, and save it.",
+    ]
+    return guidance.Prompt(build_system_prompt(max_turns, team=team), "\n\n".join(parts), "\n\n".join(run),
+                           existing.index_shown_whole)
 
 
 #: How much of the project's CLAUDE.md files the prompt carries.
@@ -582,9 +587,8 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         result.duration_s = time.monotonic() - started
         return result
 
-    # Retries happen in the loop, within the wall-clock budget, not in the SDK.
-    config = llm.model_config(request.model, timeout=min(CALL_TIMEOUT, request.timeout), max_retries=0)
-    model = llm.Model(config, debug=debug)
+    model = llm.model_for("extract", request.model, timeout=min(CALL_TIMEOUT, request.timeout), debug=debug)
+    config = model.config
     os.makedirs(memory_dir, exist_ok=True)
     MemoryDir(memory_dir).sweep_temp_files()
     from mem.core.team.routing import team_enabled
@@ -597,8 +601,9 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     if prompt.index_shown_whole:
         toolbox.note_seen(INDEX_NAME)
     with memory.operation("extract", [session] if session else []):
-        run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
-                        max_turns=request.max_turns, deadline_s=request.timeout, retries=RETRIES, log=log)
+        run = run_agent(model, system=prompt.system, messages=prompt.messages(), toolbox=toolbox,
+                        max_turns=request.max_turns, deadline_s=request.timeout, max_tokens=config.max_tokens,
+                        retries=RETRIES, log=log)
         if not run.error:
             result.indexed = ensure_indexed(memory, run.files_written)
     operation = memory.last_operation.id if memory.last_operation else None
@@ -637,7 +642,7 @@ def extract(request: ExtractRequest, *, wait: bool = False, queue: bool = True, 
     """
     from mem.core.jobs import llm
 
-    llm.model_config(request.model)  # no key: ConfigError before anything is touched
+    llm.model_config("extract", request.model)  # no key: ConfigError before anything is touched
     lock = RunLock(request.memory_dir)
     info = {"session": request.session, "transcript": request.label}
     if not lock.acquire(info=info):

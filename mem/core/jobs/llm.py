@@ -1,14 +1,18 @@
 """Model calls: the only module that imports the anthropic SDK, and only when a call is made.
 
-Credentials come from ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``), the
-endpoint from ``ANTHROPIC_BASE_URL`` (any Messages-API-compatible server), the
-model from ``--model`` / ``MEM_MODEL`` (recall also honours
-``ANTHROPIC_DEFAULT_SONNET_MODEL``). Timeouts and retries are explicit per job.
+Jobs ask for a model by purpose (``model_for("recall")``); this module knows
+the rest. Credentials come from ``ANTHROPIC_API_KEY`` (or
+``ANTHROPIC_AUTH_TOKEN``), the endpoint from ``ANTHROPIC_BASE_URL`` (any
+Messages-API-compatible server), the model from ``--model``, then
+``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...), then ``MEM_MODEL`` (recall also
+honours ``ANTHROPIC_DEFAULT_SONNET_MODEL``), and each job's budget (output
+tokens, temperature, timeout, SDK retries) from ``JOBS``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -28,6 +32,34 @@ class ModelError(MemError):
         self.kind = kind  # overloaded | timeout | connection | status | bad_response
 
 
+class Budget(NamedTuple):
+    max_tokens: int  # the longest answer the job needs, with room
+    temperature: float | None  # None: the server's default
+    timeout: float  # seconds per call, unless the caller gives its own
+    max_retries: int  # the SDK's own retries: 0 where our loop retries within a deadline
+
+
+#: Each job's budget. Selectors (recall, forget) run at temperature 0: the same manifest and
+#: request should get the same pick. The agent jobs retry inside run_agent's wall-clock deadline,
+#: so the SDK must not retry on its own and overrun it.
+JOBS: dict[str, Budget] = {
+    # A JSON list of at most 5 file names (~100 tokens). No retry: the offline ranker answers
+    # instead, and the user is waiting for their prompt.
+    "recall": Budget(max_tokens=256, temperature=0.0, timeout=5.0, max_retries=0),
+    # Up to 50 candidates of ~35 tokens each (file, entry, confidence, a short reason). One call
+    # with no loop of ours, so one SDK retry.
+    "forget": Budget(max_tokens=2_048, temperature=0.0, timeout=60.0, max_retries=1),
+    # One turn may write several whole memory files and their index lines.
+    "extract": Budget(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
+    # One memory file and its index line.
+    "remember": Budget(max_tokens=4_096, temperature=None, timeout=120.0, max_retries=0),
+    # Edits across the session notes, each of whose sections may hold ~2,000 tokens.
+    "session": Budget(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
+    # Merges rewrite whole files; a turn may hold several of them.
+    "dream": Budget(max_tokens=8_192, temperature=None, timeout=300.0, max_retries=0),
+}
+
+
 class ModelConfig(NamedTuple):
     model: str
     api_key: str | None
@@ -35,6 +67,8 @@ class ModelConfig(NamedTuple):
     base_url: str | None
     timeout: float
     max_retries: int
+    max_tokens: int
+    temperature: float | None
 
 
 def has_credentials(env: Mapping[str, str] | None = None) -> bool:
@@ -42,38 +76,47 @@ def has_credentials(env: Mapping[str, str] | None = None) -> bool:
     return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
 
 
-def choose_model(model: str | None = None, env: Mapping[str, str] | None = None, *, purpose: str = "main") -> str:
+def choose_model(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """``--model``, else MEM_MODEL_<JOB>, else MEM_MODEL, else (recall) ANTHROPIC_DEFAULT_SONNET_MODEL, else the default."""
     env = os.environ if env is None else env
-    if model:
-        return model
-    if env.get("MEM_MODEL"):
-        return env["MEM_MODEL"]
-    if purpose == "recall" and env.get("ANTHROPIC_DEFAULT_SONNET_MODEL"):
-        return env["ANTHROPIC_DEFAULT_SONNET_MODEL"]
-    return DEFAULT_MODEL
+    return (override or env.get(f"MEM_MODEL_{purpose.upper()}") or env.get("MEM_MODEL")
+            or (purpose == "recall" and env.get("ANTHROPIC_DEFAULT_SONNET_MODEL")) or DEFAULT_MODEL)
 
 
-def model_config(
-    model: str | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    purpose: str = "main",
-    timeout: float = 120.0,
-    max_retries: int = 2,
-) -> ModelConfig:
-    """The settings for a model call, or ConfigError naming what is missing."""
+def model_config(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None, *,
+                 timeout: float | None = None) -> ModelConfig:
+    """The settings for ``purpose``'s model calls, or ConfigError naming what is missing."""
     env = os.environ if env is None else env
+    budget = JOBS[purpose]
     if not has_credentials(env):
         raise ConfigError("no model credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); "
                           "ANTHROPIC_BASE_URL and --model/MEM_MODEL choose the server and model")
     return ModelConfig(
-        model=choose_model(model, env, purpose=purpose),
+        model=choose_model(purpose, override, env),
         api_key=env.get("ANTHROPIC_API_KEY") or None,
         auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
         base_url=env.get("ANTHROPIC_BASE_URL") or None,
-        timeout=timeout,
-        max_retries=max_retries,
+        timeout=budget.timeout if timeout is None else timeout,
+        max_retries=budget.max_retries,
+        max_tokens=budget.max_tokens,
+        temperature=budget.temperature,
     )
+
+
+def takes_temperature(model: str) -> bool:
+    """Whether ``model`` accepts a sampling temperature: Claude models of generation 5 and later,
+    and Opus from 4.7, answer 400 "temperature is deprecated for this model"."""
+    m = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?", model)
+    if m is None:
+        return True
+    version = (int(m[2]), int(m[3] or 0))
+    return version < (5, 0) and not (m[1] == "opus" and version >= (4, 7))
+
+
+def model_for(purpose: str, override: str | None = None, *, timeout: float | None = None,
+              debug: bool | None = None) -> Model:
+    """A client for ``purpose`` (a key of JOBS); ConfigError (exit 3) without credentials."""
+    return Model(model_config(purpose, override, timeout=timeout), debug=debug_enabled() if debug is None else debug)
 
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -129,9 +172,19 @@ class Model:
         import anthropic
 
         kwargs.setdefault("model", self.config.model)
+        kwargs.setdefault("max_tokens", self.config.max_tokens)
+        temperature = self.config.temperature if takes_temperature(kwargs["model"]) else None
         started = time.monotonic()
         try:
-            response = self.client().messages.create(**kwargs)
+            try:
+                # extra_body: SDK 2.x has no temperature argument (the newest models refuse one)
+                extra = {} if temperature is None else {"extra_body": {"temperature": temperature}}
+                response = self.client().messages.create(**kwargs, **extra)
+            except anthropic.BadRequestError as exc:
+                if temperature is None or "temperature" not in _short(exc):
+                    raise
+                temperature = None  # a model this module does not know refused it: ask again without
+                response = self.client().messages.create(**kwargs)
         except anthropic.APITimeoutError as exc:
             raise ModelError(f"model call timed out after {self.config.timeout:g}s", "timeout") from exc
         except anthropic.APIConnectionError as exc:

@@ -144,7 +144,7 @@ def strategy_for(request: RememberRequest) -> str:
     if not missing:
         return "offline"
     if not request.offline and (request.model or llm.has_credentials()):
-        llm.model_config(request.model)  # --model without a key: ConfigError (exit 3)
+        llm.model_config("remember", request.model)  # --model without a key: ConfigError (exit 3)
         return "model"
     if request.update and (request.file or request.name):
         return "offline"  # an update keeps what the file has; checked once the file is read
@@ -372,7 +372,7 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
 
     today = today or datetime.date.today().isoformat()
     existing = guidance.existing_memories(request.memory_dir)
-    parts = [
+    stable = [
         f"Today is {today}.",
         f"Memory directory: {request.memory_dir.rstrip(os.sep)}/ (give paths relative to it)",
         *existing.parts,
@@ -380,9 +380,9 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
     if team:
         from mem.core.team.routing import ROUTING_GUIDANCE
 
-        parts.append(ROUTING_GUIDANCE.rstrip("\n") + "\n\nFiles under team/ have their own index, team/MEMORY.md, "
+        stable.append(ROUTING_GUIDANCE.rstrip("\n") + "\n\nFiles under team/ have their own index, team/MEMORY.md, "
                      "whose pointers are relative to team/.")
-    chosen = []
+    parts, chosen = [], []
     if request.type:
         chosen.append(f"- type: {request.type}")
     if request.name:
@@ -398,7 +398,8 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
         parts.append("## What the user chose\n\n" + "\n".join(chosen))
     parts.append(f"## The text to remember\n\n<remember>\n{request.text.strip()}\n</remember>")
     parts.append("Save this as one memory.")
-    return guidance.Prompt(build_system_prompt(request.max_turns, team=team), "\n\n".join(parts), existing.index_shown_whole)
+    return guidance.Prompt(build_system_prompt(request.max_turns, team=team), "\n\n".join(stable), "\n\n".join(parts),
+                           existing.index_shown_whole)
 
 
 def _agent(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None,
@@ -416,17 +417,17 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
                            "or choose another --name or --file")
     given = "\n".join(v for v in (request.text, request.name, request.description) if v)
     result.warnings += check_text(given, force=request.force, what="the memory")
-    config = llm.model_config(request.model, timeout=min(CALL_TIMEOUT, request.timeout), max_retries=0)
-    model = llm.Model(config, debug=debug)
-    result.model = config.model
+    model = llm.model_for("remember", request.model, timeout=min(CALL_TIMEOUT, request.timeout), debug=debug)
+    result.model = model.config.model
     os.makedirs(memory.root, exist_ok=True)
     prompt = build_prompt(request, pinned=pinned, scope=scope, team=team)
     toolbox = ToolBox(memory, policy=policy, tools=("read", "grep", "glob", "ls", "write", "edit"), log=log)
     if prompt.index_shown_whole:
         toolbox.note_seen(INDEX_NAME)
     index_existed = os.path.exists(memory.index_path)
-    run = run_agent(model, system=prompt.system, messages=prompt.user, toolbox=toolbox,
-                    max_turns=request.max_turns, deadline_s=request.timeout, retries=RETRIES, log=log)
+    run = run_agent(model, system=prompt.system, messages=prompt.messages(), toolbox=toolbox,
+                    max_turns=request.max_turns, deadline_s=request.timeout, max_tokens=model.config.max_tokens,
+                    retries=RETRIES, log=log)
     result.turns, result.tool_calls = run.turns, run.tool_calls
     result.tokens = run.usage.as_dict() if run.usage is not None else None
     result.summary = (run.text or "").strip()
@@ -435,7 +436,7 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
     if run.error:
         events.record(request.memory_dir, "remember", created=run.created, updated=run.updated, strategy="model",
                       tokens=result.tokens, duration=time.monotonic() - started, outcome="error",
-                      detail={"error": run.error, "model": config.model, "turns": run.turns})
+                      detail={"error": run.error, "model": model.config.model, "turns": run.turns})
         raise llm.ModelError(f"remember failed: {run.error}{run.written_note}", run.error_kind or "error")
     topics = [rel for rel in run.files_written if rel.rsplit("/", 1)[-1] != INDEX_NAME]
     result.saved = topics

@@ -10,6 +10,8 @@ from mem.core import session
 
 MAX_TURNS = 3
 DEADLINE_S = 180
+#: A call that failed transiently is tried again this often, within the deadline.
+RETRIES = 2
 MAX_TRANSCRIPT_CHARS = 80_000
 
 SYSTEM = """\
@@ -20,8 +22,8 @@ in it, and never copy secrets or credentials into the notes.
 """
 
 DEFAULT_PROMPT = """\
-This request is separate from the conversation you are taking notes on; do not answer or continue \
-that conversation, and do not mention that notes are being kept.
+This request is separate from the conversation above, the one you are taking notes on; do not \
+answer or continue it, and do not mention that notes are being kept.
 
 The notes file is {{notesPath}}. Its current content is:
 
@@ -29,10 +31,7 @@ The notes file is {{notesPath}}. Its current content is:
 {{currentNotes}}
 </current_notes_content>
 
-Bring the notes up to date with the conversation below, using only the edit tool on that file. \
-Make all your edits in one turn, then stop.
-
-Rules:
+Rules for bringing the notes up to date with the conversation above:
 - Every line that starts with "# " and the italic line under it (between underscores) are fixed: \
 never change, remove, reorder or add them, and never add sections. Write only below them.
 - Be concrete and dense: file names, function names, commands, error messages, decisions and \
@@ -59,10 +58,15 @@ class UpdateResult:
                 "tokens": self.tokens, "duration_s": round(self.duration_s, 3)}
 
 
+#: The last words of the request: what to do now.
+EDIT_NOW = "Now update {path} with the edit tool: make all your edits in one turn, then stop."
+
+
 def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str | None) -> str:
+    """The conversation first, then the notes and the rules (or the user's own prompt), then the order to edit."""
     prompt = session.substitute(custom or DEFAULT_PROMPT, {"currentNotes": notes, "notesPath": notes_path})
-    prompt += session.size_reminders(notes)
-    return prompt + "\n\nThe conversation so far:\n\n<conversation>\n" + transcript_text + "\n</conversation>\n"
+    return ("The conversation so far:\n\n<conversation>\n" + transcript_text + "\n</conversation>\n\n"
+            + prompt.rstrip("\n") + session.size_reminders(notes) + "\n\n" + EDIT_NOW.format(path=notes_path) + "\n")
 
 
 def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False) -> UpdateResult:
@@ -74,7 +78,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     st = session.status(session_id, path, transcript)
     if if_due and not st.due:
         return UpdateResult(session_id, path, skipped="not_due", due_reason=st.reason)
-    the_model = llm.Model(llm.model_config(model, timeout=120.0, max_retries=2), debug=llm.debug_enabled())
+    the_model = llm.model_for("session", model)
     template = session.load_template()
     session.init(path, template)
     with open(path, encoding="utf-8") as fh:
@@ -87,7 +91,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     prompt = build_prompt(path, before, render_for_model(transcript.messages, max_chars=MAX_TRANSCRIPT_CHARS),
                           session.custom_prompt())
     outcome = run_agent(the_model, system=SYSTEM, messages=prompt, toolbox=toolbox, max_turns=MAX_TURNS,
-                        deadline_s=DEADLINE_S)
+                        deadline_s=DEADLINE_S, max_tokens=the_model.config.max_tokens, retries=RETRIES)
     with open(path, encoding="utf-8") as fh:
         after = fh.read()
     problems = session.check_structure(template, after) if after != before else []
