@@ -88,10 +88,12 @@ def test_room_and_corrections():
     assert fresh.estimate(1_000) == 950 and fresh.max_output == 4_000
 
 
-def test_cut_to_tokens_keeps_head_and_tail():
+def test_cut_to_fit_keeps_head_and_tail():
     text = "".join(f"line {i}\n" for i in range(5_000))
-    cut = b.cut_to_tokens(text, 500, "; ask for less")
+    cut = b.cut_to_fit(text, 500, note="; ask for less")
     assert b.text_tokens(cut) <= 500
     assert cut.startswith("line 0\n") and cut.endswith("line 4999\n") and "characters cut; ask for less]" in cut
-    assert b.cut_to_tokens("short", 500) == "short"
-    assert b.text_tokens(b.cut_to_tokens("中文" * 10_000, 300)) <= 300
+    assert b.cut_to_fit("short", 500) == "short"
+    assert b.text_tokens(b.cut_to_fit("中文" * 10_000, 300)) <= 300
+    by_chars = b.cut_to_fit(text, 100_000, chars=2_000)
+    assert len(by_chars) <= 2_000 and by_chars.startswith("line 0\n")

@@ -160,20 +160,21 @@ def request_tokens(body: Mapping[str, Any]) -> int:
     return total
 
 
-def cut_to_tokens(text: str, tokens: int, note: str = "") -> str:
-    """``text`` itself when it fits in ``tokens``, else its head and tail around a marker that fits.
+def cut_to_fit(text: str, tokens: int, chars: int | None = None, note: str = "") -> str:
+    """``text`` itself when it fits in ``tokens`` (and ``chars``), else its head and tail around a
+    marker, the whole within both.
 
     The marker says how many characters were left out, then ``note``.
     """
-    if text_tokens(text) <= tokens:
+    if text_tokens(text) <= tokens and (chars is None or len(text) <= chars):
         return text
-    keep = len(text)
+    keep = len(text) if chars is None else max(0, min(len(text), chars - len(_cut(text, 0, note))))
     while True:
-        # scale by the ratio measured on what we keep, then step down until it fits
-        keep = max(0, min(keep - 1, int(keep * tokens / max(1, text_tokens(_cut(text, keep, note))))))
         cut = _cut(text, keep, note)
         if keep == 0 or text_tokens(cut) <= tokens:
             return cut
+        # scale by the ratio measured on what we keep, then step down until it fits
+        keep = max(0, min(keep - 1, int(keep * tokens / max(1, text_tokens(cut)))))
 
 
 def _cut(text: str, keep: int, note: str) -> str:
@@ -208,8 +209,10 @@ class Budget:
         factor = 1.0 if self.correction is None else self.correction
         return math.ceil(raw * factor)
 
-    def fits(self, body: Mapping[str, Any]) -> bool:
-        return self.estimate(request_tokens(body)) <= self.room
+    def over_by(self, raw: int) -> int:
+        """How many tokens (as ``request_tokens`` counts them) a request of ``raw`` must shed to fit."""
+        factor = 1.0 if self.correction is None else self.correction
+        return max(0, math.ceil(raw - self.room / factor))
 
     def observe(self, raw: int, usage: Any) -> None:
         """Learn from a reply: the input the server counted (cached parts included) against ``raw``.
