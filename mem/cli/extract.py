@@ -147,6 +147,8 @@ def _describe(result, *, max_turns: int, timeout: float) -> list[str]:
     else:
         lines.append(f"No new memories ({_plural(result.messages, 'message', 'messages')} read, "
                      f"{_plural(result.turns, 'turn', 'turns')})")
+    if result.windows > 1:
+        lines.append(f"the conversation did not fit one request: read in {result.windows} windows, in order")
     if result.indexed:
         lines.append(f"added {_plural(len(result.indexed), 'pointer', 'pointers')} to MEMORY.md")
     if result.refused:
@@ -155,6 +157,8 @@ def _describe(result, *, max_turns: int, timeout: float) -> list[str]:
         lines.append(f"the turn budget ({max_turns}) ran out before the model finished")
     elif result.stop_reason == "deadline":
         lines.append(f"the time budget ({timeout:g}s) ran out before the model finished")
+    elif result.stop_reason == "budget":
+        lines.append("the model's context window filled up before it finished; it was asked to wrap up")
     return lines
 
 

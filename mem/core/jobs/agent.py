@@ -36,6 +36,8 @@ from mem.core.errors import MemError, SecretError
 from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, is_temp_name
 from mem.core.memdir.store import MemoryDir, _within
 
+#: The output a turn may take (capped further by the model's own limit).
+MAX_OUTPUT = 8_192
 #: What a single tool result may carry back to the model.
 MAX_RESULT_CHARS = 60_000
 #: What the results of one turn may add to the conversation together (further capped by the room
@@ -987,7 +989,7 @@ def run_agent(
     toolbox: ToolBox,
     max_turns: int = 5,
     deadline_s: float | None = None,
-    max_tokens: int = 8_192,
+    max_tokens: int = MAX_OUTPUT,
     retries: int = 0,
     log: Log | None = None,
 ) -> AgentResult:

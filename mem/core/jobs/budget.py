@@ -168,16 +168,17 @@ def cut_to_fit(text: str, tokens: int, chars: int | None = None, note: str = "")
     """
     if text_tokens(text) <= tokens and (chars is None or len(text) <= chars):
         return text
-    keep = len(text) if chars is None else max(0, min(len(text), chars - len(_cut(text, 0, note))))
+    keep = len(text) if chars is None else max(0, min(len(text), chars - len(cut_middle(text, 0, note))))
     while True:
-        cut = _cut(text, keep, note)
+        cut = cut_middle(text, keep, note)
         if keep == 0 or text_tokens(cut) <= tokens:
             return cut
         # scale by the ratio measured on what we keep, then step down until it fits
         keep = max(0, min(keep - 1, int(keep * tokens / max(1, text_tokens(cut)))))
 
 
-def _cut(text: str, keep: int, note: str) -> str:
+def cut_middle(text: str, keep: int, note: str = "") -> str:
+    """The first two thirds and last third of ``keep`` characters of ``text``, a marker between."""
     head = keep * 2 // 3
     tail = keep - head
     marker = f"\n[… {len(text) - keep:,} characters cut{note}]\n"
