@@ -32,9 +32,9 @@ LOG_MAX_BYTES = 1_000_000
               help="If an extraction is running, exit 5 instead of queueing this one to run after it.")
 @click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL, else the newest Sonnet).")
 @click.option("--max-turns", type=click.IntRange(1, 50), default=5, show_default=True, metavar="N",
-              help="Model turns the extraction may take.")
+              help="Model turns each run may take (a long conversation takes one run per window).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS",
-              help="Wall-clock budget for the model's work.")
+              help="Wall-clock budget for the model's work in each run.")
 @memory_dir_options
 @format_options
 def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool, hook: bool, background: bool,

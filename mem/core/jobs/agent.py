@@ -1009,7 +1009,8 @@ def run_agent(
     Every request is kept inside the model's token budget (``budget.Budget``:
     the context window less the output reserved and a margin, corrected by each
     reply's usage). When the next request would not fit, results the model has
-    already answered are replaced by a one-line note, oldest first; one turn's
+    already answered (and long inputs it sent, such as the content of a file it
+    wrote) are replaced by a one-line note, oldest first; one turn's
     results together may add at most ``TURN_RESULT_CHARS`` and what the budget
     has room for (the rest is cut, with a note saying so). When even that does
     not fit, the run ends with one last request offering no tools and asking the

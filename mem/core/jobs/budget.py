@@ -2,7 +2,7 @@
 
     budget = Budget.for_model("claude-sonnet-5-5", max_output=8_192)
     raw = request_tokens({"system": ..., "messages": ..., "tools": ...})
-    if budget.estimate(raw) > budget.room: ...          # shrink the request first
+    if budget.over_by(raw): ...                          # shrink the request by that many tokens first
     budget.observe(raw, response.usage)                  # the server's count corrects later estimates
 
 The window and the largest output of a model come from ``MODEL_LIMITS`` (fnmatch
@@ -145,7 +145,12 @@ def _block_tokens(block: Any) -> int:
 
 
 def request_tokens(body: Mapping[str, Any]) -> int:
-    """The conservative input-token estimate of a Messages API request (system, messages, tools)."""
+    """The conservative input-token estimate of a Messages API request (system, messages, tools).
+
+    It walks the request as the API bills it, which is why it reads like tests/fakeapi.py's
+    counter: that one stands for the server and must stay independent of this estimate, so the
+    tests can hold one against the other.
+    """
     total = REQUEST_OVERHEAD
     system = body.get("system")
     if system:

@@ -5,7 +5,10 @@
 
 A cursor per (memory dir, session), kept in the state directory, remembers the
 last message processed; only messages after it are sent to the model, and all
-of them when that message is gone (a rewritten transcript). When the agent
+of them when that message is gone (a rewritten transcript). Messages too many
+for one request (``budget``: the model's context window) are sent in windows,
+in order, each its own run, and the cursor moves after each window past the
+messages it showed whole, no further. When the agent
 itself wrote into the memory dir after the cursor, the model is not called:
 the cursor moves on and the result says ``skipped: agent_wrote_memory``.
 
