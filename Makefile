@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history clean
+.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract clean
 
 all: test
 
@@ -62,6 +62,7 @@ bench: $(STAMP) zipapp
 	$(BIN)/python bench/lint.py || status=1; \
 	$(BIN)/python bench/run.py || status=1; \
 	$(BIN)/python bench/history.py || status=1; \
+	$(BIN)/python bench/extract_coverage.py || status=1; \
 	exit $$status
 
 ## bench-recall: recall quality on the labelled set and recall latency, into bench/RESULTS.md
@@ -79,6 +80,10 @@ bench-grep: $(STAMP)
 ## bench-history: what recording every change costs a write, on 200 and 10,000 memories, into bench/RESULTS.md
 bench-history: $(STAMP)
 	$(BIN)/python bench/history.py
+
+## bench-extract: share of planted facts reaching the model from 1, 5 and 20 MB sessions, tokens, requests (~30 s), into bench/RESULTS.md
+bench-extract: $(STAMP)
+	$(BIN)/python bench/extract_coverage.py
 
 ## bench-lint: mem lint precision and recall on the labelled memories, into bench/RESULTS.md
 bench-lint: $(STAMP)

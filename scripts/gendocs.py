@@ -79,6 +79,10 @@ ENVIRONMENT = [
                                        "as Claude Code's own recall uses it."),
     ("MEM_MANAGED_SETTINGS", "The managed (policy) settings file to read instead of "
                              "/etc/claude-code/managed-settings.json; empty: read none."),
+    ("MEM_CONTEXT_WINDOW", "The model's context window in tokens, for the jobs that call a model "
+                           "(default: 200,000 for Claude models and any model mem does not know); every "
+                           "request is kept inside it."),
+    ("MEM_MAX_OUTPUT_TOKENS", "The largest answer the model may give, in tokens (default: its known limit)."),
 ]
 
 #: One line per exit status. Every ExitCode value must be here (checked).

@@ -99,3 +99,29 @@ def test_model_escape_attempts_are_refused_in_dream(run_mem, memdir, fake_api, t
     assert not (tmp_path / "abs.md").exists() and not (memdir.parent.parent / "escape.md").exists()
     results = fake_api.requests[1]["body"]["messages"][-1]["content"]
     assert all(block["is_error"] for block in results if block["type"] == "tool_result")
+
+
+def test_a_dream_agent_that_never_stops_reading_keeps_its_night_within_the_window(run_mem, memdir, fake_api):
+    """The model keeps reading a 36 KB file, turn after turn: every request stays inside the window
+    (answered reads are elided), the run ends at its turn budget, and the merge it made is kept."""
+    from fakeapi import message, tool_use_block
+
+    seeded(memdir)
+    notes = "".join(f"{i:05d} the nightly ETL reads from the replica; the runbook says so in step {i % 13}.\n"
+                    for i in range(480))
+    write_memory(memdir, "notes.md", name="notes", description="long ETL notes", type="reference", body=notes)
+    assert (memdir / "notes.md").stat().st_size > 36_000
+    index = INDEX + "- [Notes](notes.md) — ETL\n"
+    fake_api.reply_tool_uses(("read", {"file_path": "MEMORY.md"}), ("read", {"file_path": "a.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}), ("delete", {"file_path": "b.md"}),
+                             ("write", {"file_path": "MEMORY.md", "content": index}))
+    fake_api.respond_with(lambda body: message([tool_use_block("read", {"file_path": "notes.md"}) for _ in range(2)],
+                                               stop_reason="tool_use"))
+    fake_api.context_window = 60_000
+    r = run_mem("dream", "--force", "--json", env={"ANTHROPIC_BASE_URL": fake_api.url, "MEM_CONTEXT_WINDOW": "60000"})
+    assert r.returncode == 0, r.stderr
+    assert {q["status"] for q in fake_api.requests} == {200} and fake_api.max_input_tokens + 8_192 <= 60_000
+    doc = json.loads(r.stdout)
+    assert doc["turns"] == len(fake_api.requests) >= 20
+    assert (memdir / "a.md").read_text() == MERGED and not (memdir / "b.md").exists()
+    assert (memdir / "MEMORY.md").read_text() == index

@@ -401,3 +401,22 @@ def test_prompt_carries_the_projects_claude_md(run_mem, tmp_path, fake_api, memd
     assert r.returncode == 0, r.stderr
     text = json.dumps(fake_api.requests[0]["body"]["messages"])
     assert "Always run the linter before committing." in text and "CLAUDE.md" in text
+
+
+def test_a_long_session_is_read_in_windows_and_says_so(fake_api, memdir, run_mem, tmp_path):
+    from sessions import write_session
+
+    path = tmp_path / "long.jsonl"
+    facts = write_session(str(path), target_bytes=600_000, fact_every=3)
+    fake_api.context_window = 30_000
+    fake_api.respond_with(lambda body: message([{"type": "text", "text": "Nothing worth saving."}]))
+    env = {"ANTHROPIC_BASE_URL": fake_api.url, "MEM_CONTEXT_WINDOW": "30000"}
+    r = run_mem("extract", "--transcript", str(path), env=env)
+    assert r.returncode == 0, r.stderr
+    windows = len(fake_api.requests)
+    assert windows > 1 and {q["status"] for q in fake_api.requests} == {200}
+    assert f"read in {windows} windows, in order" in r.stderr
+    sent = json.dumps([q["body"]["messages"] for q in fake_api.requests])
+    assert all(f in sent for f in facts)
+    r = run_mem("extract", "--transcript", str(path), "--json", env=env)  # nothing new after the last window
+    assert json.loads(r.stdout)["skipped"] == "no_new_messages" and len(fake_api.requests) == windows

@@ -32,9 +32,9 @@ LOG_MAX_BYTES = 1_000_000
               help="If an extraction is running, exit 5 instead of queueing this one to run after it.")
 @click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL_EXTRACT, MEM_MODEL, else the newest Sonnet).")
 @click.option("--max-turns", type=click.IntRange(1, 50), default=5, show_default=True, metavar="N",
-              help="Model turns the extraction may take.")
+              help="Model turns each run may take (a long conversation takes one run per window).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS",
-              help="Wall-clock budget for the model's work.")
+              help="Wall-clock budget for the model's work in each run.")
 @memory_dir_options
 @format_options
 def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool, hook: bool, background: bool,
@@ -147,6 +147,8 @@ def _describe(result, *, max_turns: int, timeout: float) -> list[str]:
     else:
         lines.append(f"No new memories ({_plural(result.messages, 'message', 'messages')} read, "
                      f"{_plural(result.turns, 'turn', 'turns')})")
+    if result.windows > 1:
+        lines.append(f"the conversation did not fit one request: read in {result.windows} windows, in order")
     if result.indexed:
         lines.append(f"added {_plural(len(result.indexed), 'pointer', 'pointers')} to MEMORY.md")
     if result.refused:
@@ -155,6 +157,8 @@ def _describe(result, *, max_turns: int, timeout: float) -> list[str]:
         lines.append(f"the turn budget ({max_turns}) ran out before the model finished")
     elif result.stop_reason == "deadline":
         lines.append(f"the time budget ({timeout:g}s) ran out before the model finished")
+    elif result.stop_reason == "budget":
+        lines.append("the model's context window filled up before it finished; it was asked to wrap up")
     return lines
 
 

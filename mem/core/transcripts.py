@@ -333,35 +333,62 @@ def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
     return found
 
 
-def render_for_model(messages: list[Message], *, max_result_chars: int = 2000, max_chars: int | None = None) -> str:
-    """A compact text rendering of a conversation, for a model to read."""
-    out: list[str] = []
+#: Keys of a tool call's input that name what it acts on, most telling first.
+_TARGET_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "command", "pattern", "url", "query",
+                "description", "prompt")
+
+
+def call_summary(block: Block, limit: int = 200) -> str:
+    """``Bash: pytest -q``: a tool call as one line, its name and what it acts on."""
+    target = next((block.input[k] for k in _TARGET_KEYS if isinstance(block.input.get(k), str) and block.input[k]), None)
+    if target is None:
+        target = json.dumps(block.input, ensure_ascii=False)
+    target = " ".join(target.split())
+    if len(target) > limit:
+        target = target[:limit] + "…"
+    return f"{block.name}: {target}"
+
+
+def render_messages(messages: list[Message], *, max_result_chars: int = 2000) -> list[str]:
+    """Each message as a model reads it ("" for one that carries nothing to read): people's and the
+    assistant's words whole, a tool call as one line, a tool result cut to its head and tail."""
+    from mem.core.jobs.budget import cut_middle
+
+    rendered = []
     for m in messages:
+        out: list[str] = []
         if m.kind == "compact_boundary":
             out.append("[earlier conversation was compacted]")
-            continue
-        if m.kind == "meta":
-            continue
-        if m.kind == "command":
+        elif m.kind == "command":
             command = command_text(m)
             if command:
                 out.append(f"User ran the command {command}")
-            continue
-        for b in m.blocks:
-            if b.type == "text" and b.text.strip():
-                who = "Summary of earlier conversation" if m.kind == "compact_summary" else m.role.capitalize()
-                out.append(f"{who}: {b.text.strip()}")
-            elif b.type == "tool_use":
-                args = json.dumps(b.input, ensure_ascii=False)
-                if len(args) > max_result_chars:
-                    args = args[:max_result_chars] + "…"
-                out.append(f"Assistant called {b.name}: {args}")
-            elif b.type == "tool_result":
-                text = b.text.strip()
-                if len(text) > max_result_chars:
-                    text = text[:max_result_chars] + f"… [{len(text) - max_result_chars} more characters]"
-                out.append(f"Tool result{' (error)' if b.is_error else ''}: {text}")
-    text = "\n\n".join(out)
+        elif m.kind != "meta":
+            for b in m.blocks:
+                if b.type == "text" and b.text.strip():
+                    who = "Summary of earlier conversation" if m.kind == "compact_summary" else m.role.capitalize()
+                    out.append(f"{who}: {b.text.strip()}")
+                elif b.type == "tool_use":
+                    out.append(f"Assistant called {call_summary(b)}")
+                elif b.type == "tool_result":
+                    text = b.text.strip()
+                    if len(text) > max_result_chars:
+                        text = cut_middle(text, max_result_chars)
+                    out.append(f"Tool result{' (error)' if b.is_error else ''}: {text}")
+        rendered.append("\n\n".join(out))
+    return rendered
+
+
+def render_for_model(messages: list[Message], *, max_result_chars: int = 2000, max_chars: int | None = None) -> str:
+    """A compact text rendering of a conversation, for a model to read (its newest ``max_chars``)."""
+    text = "\n\n".join(r for r in render_messages(messages, max_result_chars=max_result_chars) if r)
     if max_chars is not None and len(text) > max_chars:
         text = "[…earlier messages omitted]\n\n" + text[-max_chars:]
     return text
+
+
+def conversation_dates(messages: list[Message]) -> tuple[str, str] | None:
+    """The first and last day (UTC, ``YYYY-MM-DD``) of the messages' timestamps, or None without any."""
+    days = [m.timestamp[:10] for m in messages
+            if isinstance(m.timestamp, str) and len(m.timestamp) >= 10 and m.timestamp[4] == "-" and m.timestamp[7] == "-"]
+    return (min(days), max(days)) if days else None

@@ -37,8 +37,18 @@ from mem.core.jscompat import glob_to_regex
 from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, is_temp_name
 from mem.core.memdir.store import MemoryDir, _within
 
+#: The output a turn may take (capped further by the model's own limit).
+MAX_OUTPUT = 8_192
 #: What a single tool result may carry back to the model.
 MAX_RESULT_CHARS = 60_000
+#: What the results of one turn may add to the conversation together (further capped by the room
+#: the token budget has left): a model asking for forty files at once gets the first ones whole.
+TURN_RESULT_CHARS = 100_000
+#: A result shorter than this is never elided: the note replacing it would save nothing.
+ELIDE_MIN_CHARS = 400
+#: Kept free by every ordinary request, so the finishing one (the request before, plus our
+#: instruction to wrap up) always fits.
+FINISH_RESERVE = 300
 #: read: lines per call by default and at most, and the cut for one long line.
 READ_DEFAULT_LINES = 2_000
 READ_MAX_LINE_CHARS = 2_000
@@ -765,7 +775,7 @@ class AgentResult:
 
     text: str
     turns: int
-    stop_reason: str  # end_turn | max_turns | deadline | max_tokens | refusal | error | ...
+    stop_reason: str  # end_turn | max_turns | deadline | budget | max_tokens | refusal | error | ...
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
@@ -839,6 +849,92 @@ def _with_cache_mark(message: dict) -> dict:
     return {**message, "content": content}
 
 
+#: The last request of a run whose token budget is spent (no tools offered): our words.
+FINISH_NOW = ("This job's token budget is spent, so no more tools can be used. Do not ask for any. "
+              "Answer now, in one or two sentences, with what you saved or changed and what, if anything, "
+              "you had to leave undone.")
+
+
+def _call_label(name: str, value: Any) -> str:
+    """``read foo.md``: a tool call by its name and target, for the notes that replace its result."""
+    if isinstance(value, dict):
+        for key in ("file_path", "path", "pattern"):
+            if isinstance(value.get(key), str) and value[key]:
+                return f"{name} {value[key][:200]}"
+    return name
+
+
+def _answered(history: list[dict]) -> Iterator[tuple[dict, str, str]]:
+    """(holder, key, label) of each large text the model has already answered, oldest first: a
+    result it read, or a long input it sent (a file it wrote). The newest message is left out:
+    the model has not seen its results yet."""
+    for message in history[:-1]:
+        if not isinstance(message["content"], list):
+            continue
+        for block in message["content"]:
+            if block.get("type") == "tool_result" and isinstance(block.get("content"), str):
+                yield block, "content", "result"
+            elif block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                for key, value in block["input"].items():
+                    if isinstance(value, str):
+                        yield block["input"], key, "input"
+
+
+def _elide_answered(history: list[dict], labels: dict[str, str], excess: int, *, apply: bool = True) -> int:
+    """Replace answered results (and long inputs) with a short note, oldest first, until ``excess``
+    tokens are saved or none is left; the tokens saved, as ``budget.request_tokens`` counts them.
+    ``apply=False`` only counts what eliding could save."""
+    from mem.core.jobs.budget import text_tokens
+
+    saved = 0
+    for holder, key, kind in list(_answered(history)):
+        if saved >= excess:
+            break
+        value = holder[key]
+        if len(value) < ELIDE_MIN_CHARS:
+            continue
+        if kind == "result":
+            note = f"[result of {labels.get(holder.get('tool_use_id'), 'a tool call')} elided: {len(value):,} chars, already seen]"
+        else:
+            note = f"[{len(value):,} chars elided, already sent]"
+        saved += text_tokens(value) - text_tokens(note)
+        if apply:
+            holder[key] = note
+    return saved
+
+
+def _finish_request(history: list[dict], labels: dict[str, str], *, drop_last_turn: bool) -> list[dict]:
+    """The conversation for the last, tool-less turn, ending with our instruction to wrap up.
+
+    The newest results are reduced to a note; with ``drop_last_turn`` the newest exchange is left
+    out altogether (the request before it fitted, so this one does too) and only named.
+    """
+    finish = FINISH_NOW
+    if drop_last_turn:
+        ran = [labels.get(b.get("tool_use_id"), "a tool call") for b in history[-1]["content"]
+               if b.get("type") == "tool_result"]
+        history = history[:-2]
+        finish += f" (The tools you asked for last were run: {', '.join(ran)}.)"
+    last = history[-1]
+    content = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
+    blocks = []
+    for block in content:
+        if not drop_last_turn and block.get("type") == "tool_result":
+            label = labels.get(block.get("tool_use_id"), "a tool call")
+            block = {**block, "content": f"[result of {label} not shown: the token budget is spent]"}
+        blocks.append(block)
+    return [*history[:-1], {**last, "content": [*blocks, {"type": "text", "text": finish}]}]
+
+
+def _request(system: list[dict], history: list[dict], tools: list[dict], max_tokens: int) -> dict:
+    """The arguments of one model call; the newest turn carries a cache breakpoint."""
+    messages = history if len(history) < 2 else [*history[:-1], _with_cache_mark(history[-1])]
+    kwargs: dict[str, Any] = dict(system=system, messages=messages, max_tokens=max_tokens)
+    if tools:
+        kwargs["tools"] = tools
+    return kwargs
+
+
 def _retryable(exc: Any) -> bool:
     """Worth another try: overloaded, timed out, no connection, or a 5xx from the server."""
     if exc.kind in ("overloaded", "timeout", "connection"):
@@ -855,7 +951,7 @@ def run_agent(
     toolbox: ToolBox,
     max_turns: int = 5,
     deadline_s: float | None = None,
-    max_tokens: int = 8_192,
+    max_tokens: int = MAX_OUTPUT,
     retries: int = 0,
     log: Log | None = None,
 ) -> AgentResult:
@@ -872,15 +968,28 @@ def run_agent(
     the first user message are marked for prompt caching, and so is the newest turn, so each
     call reads the previous one's prefix from the cache.
 
+    Every request is kept inside the model's token budget (``budget.Budget``:
+    the context window less the output reserved and a margin, corrected by each
+    reply's usage). When the next request would not fit, results the model has
+    already answered (and long inputs it sent, such as the content of a file it
+    wrote) are replaced by a one-line note, oldest first; one turn's
+    results together may add at most ``TURN_RESULT_CHARS`` and what the budget
+    has room for (the rest is cut, with a note saying so). When even that does
+    not fit, the run ends with one last request offering no tools and asking the
+    model to finish (``budget``); what it wrote before stays written.
+
     ``retries`` retries a call that failed in a way worth retrying (overloaded,
     timed out, no connection, a 5xx) after a short pause, within the deadline.
     Give such a run a model with ``max_retries=0``, so the SDK's own retries
     cannot overrun the wall-clock budget.
     """
+    from mem.core.jobs.budget import Budget, cut_to_fit, request_tokens, text_tokens
     from mem.core.jobs.llm import ModelError, Usage
 
     started = time.monotonic()
     usage = Usage()
+    budget = Budget.for_model(getattr(getattr(model, "config", None), "model", None), max_tokens)
+    labels: dict[str, str] = {}  # tool_use id -> "read foo.md", for the notes that replace results
     if isinstance(messages, str):
         history: list[dict] = [{"role": "user", "content": messages}]
     else:
@@ -933,12 +1042,32 @@ def run_agent(
         if remaining is not None and remaining <= 0:
             stop_reason = "deadline"
             break
-        request = history if len(history) < 2 else [*history[:-1], _with_cache_mark(history[-1])]
-        kwargs: dict[str, Any] = dict(system=system_blocks, messages=request, max_tokens=max_tokens)
-        if tools:
-            kwargs["tools"] = tools
+        finishing = False
+        kwargs = _request(system_blocks, history, tools, budget.max_output)
+        raw = request_tokens(kwargs)
+        if budget.over_by(raw + FINISH_RESERVE):
+            saved = _elide_answered(history, labels, budget.over_by(raw + FINISH_RESERVE))
+            kwargs = _request(system_blocks, history, tools, budget.max_output)
+            raw = request_tokens(kwargs)
+            if log is not None and saved:
+                log(f"agent turn {turns + 1}: elided answered tool calls and results (~{saved:,} tokens)")
+        if budget.over_by(raw + FINISH_RESERVE):
+            finishing = True
+            for drop in (False, True) if len(history) > 2 else (False,):
+                kwargs = _request(system_blocks, _finish_request(history, labels, drop_last_turn=drop), tools,
+                                  budget.max_output)
+                kwargs["tool_choice"] = {"type": "none"}
+                raw = request_tokens(kwargs)
+                if not budget.over_by(raw):
+                    break
+            else:
+                if log is not None:
+                    log(f"agent turn {turns + 1}: the request does not fit the token budget")
+                stop_reason = "budget"
+                break
         if log is not None:
-            log(f"agent turn {turns + 1}/{max_turns}: {len(history)} messages")
+            log(f"agent turn {turns + 1}/{max_turns}: {len(history)} messages"
+                + (" (finish now: the token budget is spent)" if finishing else ""))
         response, failure, cut = call(turns + 1, kwargs)
         if failure is not None:
             if cut:
@@ -948,10 +1077,14 @@ def run_agent(
             break
         turns += 1
         usage.add(getattr(response, "usage", None))
+        budget.observe(raw, getattr(response, "usage", None))
         raw_blocks = getattr(response, "content", None) or []
         content = [b for b in (_block_param(x) for x in raw_blocks) if b is not None]
         text = "\n".join(b["text"] for b in content if b["type"] == "text")
         uses = [b for b in content if b["type"] == "tool_use"]
+        if finishing:
+            stop_reason = "budget"  # tools it asked for anyway are not run: it was told there are none
+            break
         # what the model actually sent as input, even when it is not an object (the history gets {})
         raw_inputs = {getattr(x, "id", None): getattr(x, "input", None)
                       for x in raw_blocks if getattr(x, "type", None) == "tool_use"}
@@ -959,10 +1092,23 @@ def run_agent(
             stop_reason = getattr(response, "stop_reason", None) or "end_turn"
             break
         history.append({"role": "assistant", "content": content})
+        # What this turn's results may add: the room left once every answered result is elided.
+        elidable = _elide_answered(history, labels, 1 << 62, apply=False)
+        tokens_left = budget.room - FINISH_RESERVE - budget.estimate(
+            request_tokens(_request(system_blocks, history, tools, budget.max_output)) - elidable) - 50 * len(uses)
+        chars_left = TURN_RESULT_CHARS
         results = []
         for use in uses:
+            labels[use["id"]] = _call_label(use["name"], raw_inputs.get(use["id"], use["input"]))
             result, is_error = toolbox.call(use["name"], raw_inputs.get(use["id"], use["input"]))
-            block = {"type": "tool_result", "tool_use_id": use["id"], "content": result}
+            fitted = cut_to_fit(result, max(0, tokens_left), max(0, chars_left),
+                                "; this turn's share of the token budget is used up: ask for less, "
+                                "e.g. with offset and limit")
+            if fitted is not result and log is not None:
+                log(f"agent turn {turns}: result of {labels[use['id']]} cut from {len(result):,} to {len(fitted):,} chars")
+            tokens_left -= text_tokens(fitted) + 10
+            chars_left -= len(fitted)
+            block = {"type": "tool_result", "tool_use_id": use["id"], "content": fitted}
             if is_error:
                 block["is_error"] = True
             results.append(block)

@@ -5,7 +5,10 @@
 
 A cursor per (memory dir, session), kept in the state directory, remembers the
 last message processed; only messages after it are sent to the model, and all
-of them when that message is gone (a rewritten transcript). When the agent
+of them when that message is gone (a rewritten transcript). Messages too many
+for one request (``budget``: the model's context window) are sent in windows,
+in order, each its own run, and the cursor moves after each window past the
+messages it showed whole, no further. When the agent
 itself wrote into the memory dir after the cursor, the model is not called:
 the cursor moves on and the result says ``skipped: agent_wrote_memory``.
 
@@ -43,10 +46,16 @@ DEFAULT_TIMEOUT = 300.0
 CALL_TIMEOUT = 120.0
 #: A call that failed transiently (overloaded, timed out, 5xx) is tried again this often.
 RETRIES = 2
-#: The transcript shown to the model is cut to its newest part beyond this.
-TRANSCRIPT_BUDGET = 60_000
-#: One tool result inside the rendered transcript.
+#: One tool result inside the rendered transcript: its head and tail, this many characters.
 RESULT_BUDGET = 1_500
+#: A conversation too long for one request is sent in windows, each its own run. A window's
+#: conversation takes at most this share of the room the prompt leaves in the model's window (the
+#: rest is for the run's own turns: reading memories, writing them) ...
+CONVERSATION_SHARE = 0.6
+#: ... and at most this many tokens: past it a window costs more than the prompt it repeats.
+WINDOW_TOKENS = 100_000
+#: Room kept for the list of existing memories, which grows as earlier windows save.
+MANIFEST_GROWTH = 2_000
 #: MEMORY.md is shown whole up to this size, else as an agent is given it.
 INDEX_BUDGET = guidance.INDEX_BUDGET
 #: A run holding the lock longer than this is reported as stale; --wait gives up after it.
@@ -104,6 +113,7 @@ class ExtractResult:
     cursor_after: str | None = None
     cursor_reset: bool = False  # the cursor's message was gone: everything was sent
     turns: int = 0
+    windows: int = 0  # runs the new messages took (a long conversation is sent in windows)
     stop_reason: str | None = None
     tool_calls: list = field(default_factory=list)  # agent.ToolCall
     usage: dict | None = None
@@ -144,6 +154,7 @@ class ExtractResult:
             "messages": self.messages,
             "cursor": {"before": self.cursor_before, "after": self.cursor_after, "reset": self.cursor_reset},
             "turns": self.turns,
+            "windows": self.windows,
             "stop_reason": self.stop_reason,
             "tool_calls": [c.as_dict() for c in self.tool_calls],
             "refused": self.refused,
@@ -443,20 +454,18 @@ def build_system_prompt(max_turns: int = MAX_TURNS, *, team: bool = False) -> st
     return text
 
 
-def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS, today: str | None = None,
+def build_prompt(memory_dir: str, conversation: str, *, count: int, dates: tuple[str, str] | None = None,
+                 part: tuple[int, int] | None = None, max_turns: int = MAX_TURNS, today: str | None = None,
                  sections: list[tuple[str, str]] | None = None, team: bool = False) -> guidance.Prompt:
     """The extraction prompt: instructions (system), then the date, the memory dir, the manifest
-    and the index (the stable part of the user message), then the conversation and when it took
-    place. ``sections`` adds (heading, text) parts to the stable part, for jobs that need more
-    (team routing, say)."""
+    and the index (the stable part of the user message), then the conversation, rendered and
+    redacted by the caller (``count`` messages, from ``dates``; ``part`` (k, n) when it is one
+    window of several). ``sections`` adds (heading, text) parts to the stable part, for jobs
+    that need more (team routing, say)."""
     import datetime
-
-    from mem.core.guards.secrets import redact
-    from mem.core.transcripts import render_for_model
 
     today = today or datetime.date.today().isoformat()
     existing = guidance.existing_memories(memory_dir, index_budget=INDEX_BUDGET)
-    conversation = redact(render_for_model(messages, max_result_chars=RESULT_BUDGET, max_chars=TRANSCRIPT_BUDGET))
     parts = [
         f"Today is {today}.",
         f"Memory directory: {memory_dir.rstrip(os.sep)}/ (give paths relative to it)",
@@ -464,15 +473,90 @@ def build_prompt(memory_dir: str, messages: list, *, max_turns: int = MAX_TURNS,
     ]
     for heading, text in sections or []:
         parts.append(f"## {heading}\n\n{text}")
-    when = guidance.conversation_dates(messages)
+    about = []
+    if dates:
+        day = f"on {dates[0]}" if dates[0] == dates[1] else f"between {dates[0]} and {dates[1]}"
+        about.append(f"This conversation took place {day}. Read relative dates (\"next Thursday\", "
+                     "\"tomorrow\") from that day, not from today.")
+    if part and part[1] > 1:
+        about.append(f"It is part {part[0]} of {part[1]} of the new messages, given in order, each in its own "
+                     "run; what earlier parts saved is in the list of existing memories.")
     run = [
-        f"## The conversation ({len(messages)} message{'' if len(messages) == 1 else 's'}, oldest first)"
-        + (f"\n\n{when}" if when else "")
-        + f"\n\n<conversation>\n{conversation}\n</conversation>",
+        f"## The conversation ({count} message{'' if count == 1 else 's'}, oldest first)\n\n"
+        + "".join(sentence + (" " if k < len(about) - 1 else "\n\n") for k, sentence in enumerate(about))
+        + f"<conversation>\n{conversation}\n</conversation>",
         "Decide what in this conversation, if anything, is worth remembering, and save it.",
     ]
     return guidance.Prompt(build_system_prompt(max_turns, team=team), "\n\n".join(parts), "\n\n".join(run),
                            existing.index_shown_whole)
+
+
+@dataclass
+class Window:
+    """The part of the new messages one run shows the model: ``new[start:end]`` (whole, or the
+    first or last piece of a message too long for any window), and the last message it shows whole."""
+
+    start: int
+    end: int
+    text: str
+    shown: int  # messages with something to read
+    complete_through: int | None  # index of the last message shown whole; None: only a middle piece
+
+
+def plan_windows(rendered: list[str], allowance: int) -> list[Window]:
+    """Pack rendered messages, in order, into windows of at most ``allowance`` tokens each.
+
+    A message larger than a window (a pasted log, say) is split across windows rather than cut:
+    no word a person wrote is dropped.
+    """
+    from mem.core.jobs.budget import text_tokens
+
+    units: list[tuple[int, str, bool]] = []  # (message index, text, last piece of the message)
+    for i, text in enumerate(rendered):
+        pieces = _split_to_fit(text, allowance) if text else [""]
+        units += [(i, piece, k == len(pieces) - 1) for k, piece in enumerate(pieces)]
+    windows: list[Window] = []
+    current: list[tuple[int, str, bool]] = []
+    used = 0
+    for unit in units:
+        cost = text_tokens(unit[1]) + 1 if unit[1] else 0
+        if current and used + cost > allowance:
+            windows.append(_window(current))
+            current, used = [], 0
+        current.append(unit)
+        used += cost
+    if current:
+        windows.append(_window(current))
+    return windows
+
+
+def _window(units: list[tuple[int, str, bool]]) -> Window:
+    complete = [i for i, _, last in units if last]
+    texts = [t for _, t, _ in units if t]
+    return Window(units[0][0], units[-1][0] + 1, "\n\n".join(texts), len({i for i, t, _ in units if t}),
+                  complete[-1] if complete else None)
+
+
+def _split_to_fit(text: str, allowance: int) -> list[str]:
+    """``text`` in consecutive pieces of at most ``allowance`` tokens (itself when it fits)."""
+    from mem.core.jobs.budget import text_tokens
+
+    tokens = text_tokens(text)
+    if tokens <= allowance:
+        return [text]
+    pieces = []
+    rest = text
+    size = max(1, int(len(text) * allowance / tokens * 0.9))
+    while rest:
+        take = min(size, len(rest))
+        while take > 1 and text_tokens(rest[:take]) + 20 > allowance:
+            take = int(take * 0.9)
+        pieces.append(rest[:take])
+        rest = rest[take:]
+    marks = len(pieces)
+    return [("[continued from the previous part] " if k else "") + piece
+            + (f" [continues in the next part ({k + 2} of {marks})]" if k < marks - 1 else "")
+            for k, piece in enumerate(pieces)]
 
 
 #: How much of the project's CLAUDE.md files the prompt carries.
@@ -547,11 +631,13 @@ def team_sections(memory_dir: str) -> list[tuple[str, str]]:
 
 def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = False) -> ExtractResult:
     """One extraction for ``request``; the caller holds the run lock."""
-    from mem.core.memdir import events
+    from mem.core.guards.secrets import redact
     from mem.core.jobs import llm
-    from mem.core.jobs.agent import ToolBox, run_agent
+    from mem.core.jobs.agent import FINISH_RESERVE, ToolBox, run_agent
+    from mem.core.jobs.budget import Budget, request_tokens
+    from mem.core.memdir import events
     from mem.core.memdir.store import MemoryDir
-    from mem.core.transcripts import memory_writes
+    from mem.core.transcripts import conversation_dates, memory_writes, render_messages
 
     started = time.monotonic()
     memory_dir = request.memory_dir
@@ -562,15 +648,16 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     cursor = None if request.ignore_cursor or not session else read_cursor(memory_dir, session)
     before = cursor.get("last_uuid") if cursor else None
     position = {uid: i for i, uid in enumerate(ids)}.get(before) if before else None
-    new = messages if position is None else messages[position + 1:]
+    offset = 0 if position is None else position + 1
+    new = messages[offset:]
     last = ids[-1] if ids else before
     result = ExtractResult(memory_dir, request.label, session, messages=len(new), cursor_before=before,
                            cursor_after=before, cursor_reset=before is not None and position is None)
 
-    def advance() -> None:
-        if session and last and last != before:
-            write_cursor(memory_dir, session, last, request.label)
-        result.cursor_after = last if session else None
+    def advance(to: str | None = last) -> None:
+        if session and to and to != (result.cursor_after or before):
+            write_cursor(memory_dir, session, to, request.label)
+        result.cursor_after = to if session else None
 
     substantive = [m for m in new if m.kind in _SUBSTANTIVE and m.role in ("user", "assistant")]
     if not substantive:
@@ -595,37 +682,70 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
 
     team = team_enabled(memory_dir)
     sections = instruction_sections(request.project) + (team_sections(memory_dir) if team else [])
-    prompt = build_prompt(memory_dir, new, max_turns=request.max_turns, sections=sections, team=team)
     memory = MemoryDir(memory_dir)
-    toolbox = ToolBox(memory, policy=extract_policy(team), log=log)
-    if prompt.index_shown_whole:
-        toolbox.note_seen(INDEX_NAME)
-    with memory.operation("extract", [session] if session else []):
-        run = run_agent(model, system=prompt.system, messages=prompt.messages(), toolbox=toolbox,
-                        max_turns=request.max_turns, deadline_s=request.timeout, max_tokens=config.max_tokens,
-                        retries=RETRIES, log=log)
-        if not run.error:
-            result.indexed = ensure_indexed(memory, run.files_written)
-    operation = memory.last_operation.id if memory.last_operation else None
-    result.created, result.updated = run.created, run.updated
-    result.turns, result.stop_reason = run.turns, run.stop_reason
-    result.tool_calls, result.usage = run.tool_calls, run.usage.as_dict()
-    detail = {"session": session, "transcript": request.label, "messages": len(new), "turns": run.turns,
-              "stop_reason": run.stop_reason, "refused": run.refused, "model": config.model, "operation": operation}
-    run.timeout_if_unanswered(request.timeout)
-    if run.error:
-        result.duration_s = time.monotonic() - started
-        events.record(memory_dir, "extract", created=run.created, updated=run.updated, strategy="model",
-                      tokens=result.usage, duration=result.duration_s, outcome="error",
-                      detail={**detail, "error": run.error})
-        raise llm.ModelError(f"extraction failed: {run.error}; the cursor stays where it was{run.written_note}",
-                             run.error_kind or "error")
-    advance()
+    policy = extract_policy(team)
+    rendered = render_messages(new, max_result_chars=RESULT_BUDGET)
+
+    def prompt_for(text: str, count: int, dates, part) -> guidance.Prompt:
+        return build_prompt(memory_dir, redact(text), count=count, dates=dates, part=part,
+                            max_turns=request.max_turns, sections=sections, team=team)
+
+    budget = Budget.for_model(config.model, config.max_tokens)
+    bare = prompt_for("", 0, ("0000-00-00", "0000-00-00"), (99, 99))
+    base = request_tokens({"system": [{"type": "text", "text": bare.system}],
+                           "messages": bare.messages(),
+                           "tools": ToolBox(memory, policy=policy).definitions()})
+    room = budget.room - FINISH_RESERVE - MANIFEST_GROWTH - base
+    windows = plan_windows(rendered, max(1_000, min(WINDOW_TOKENS, int(room * CONVERSATION_SHARE))))
+    result.windows = len(windows)
+    usage: dict[str, int] = {}
+    for n, window in enumerate(windows, start=1):
+        if log is not None and len(windows) > 1:
+            log(f"window {n}/{len(windows)}: messages {window.start + 1}-{window.end} of {len(new)}")
+        part = new[window.start:window.end]
+        prompt = prompt_for(window.text, window.shown, conversation_dates(part), (n, len(windows)))
+        toolbox = ToolBox(memory, policy=policy, log=log)
+        if prompt.index_shown_whole:
+            toolbox.note_seen(INDEX_NAME)
+        with memory.operation("extract", [session] if session else []):
+            run = run_agent(model, system=prompt.system, messages=prompt.messages(), toolbox=toolbox,
+                            max_turns=request.max_turns, deadline_s=request.timeout, max_tokens=config.max_tokens,
+                            retries=RETRIES, log=log)
+            if run.stop_reason == "budget" and run.turns == 0:  # planned to fit: a guard, not a path
+                run.error, run.error_kind = "the conversation did not fit the model's context window", "budget"
+            indexed = [] if run.error else ensure_indexed(memory, run.files_written)
+        operation = memory.last_operation.id if memory.last_operation else None
+        result.created += [p for p in run.created if p not in result.created]
+        result.updated += [p for p in run.updated if p not in result.updated and p not in result.created]
+        result.indexed += [p for p in indexed if p not in result.indexed]
+        result.turns += run.turns
+        result.stop_reason = run.stop_reason
+        result.tool_calls += run.tool_calls
+        for key, value in run.usage.as_dict().items():
+            usage[key] = usage.get(key, 0) + value
+        result.usage = usage
+        detail = {"session": session, "transcript": request.label, "messages": window.end - window.start,
+                  "window": n, "windows": len(windows), "turns": run.turns, "stop_reason": run.stop_reason,
+                  "refused": run.refused, "model": config.model, "operation": operation}
+        run.timeout_if_unanswered(request.timeout)
+        if run.error:
+            result.duration_s = time.monotonic() - started
+            events.record(memory_dir, "extract", created=run.created, updated=run.updated, strategy="model",
+                          tokens=run.usage.as_dict(), duration=result.duration_s, outcome="error",
+                          detail={**detail, "error": run.error})
+            where = "where it was" if n == 1 else f"after window {n - 1} of {len(windows)}"
+            raise llm.ModelError(f"extraction failed{f' in window {n} of {len(windows)}' if len(windows) > 1 else ''}: "
+                                 f"{run.error}; the cursor stays {where}{run.written_note}", run.error_kind or "error")
+        # The cursor moves past what this run showed the model, and no further.
+        if n == len(windows):
+            advance()
+        elif window.complete_through is not None:
+            advance(ids[offset + window.complete_through])
+        events.record(memory_dir, "extract", created=run.created,
+                      updated=[*run.updated, *([INDEX_NAME] if indexed and INDEX_NAME not in run.files_written else [])],
+                      strategy="model", tokens=run.usage.as_dict(), duration=time.monotonic() - started,
+                      detail={**detail, "indexed": indexed})
     result.duration_s = time.monotonic() - started
-    events.record(memory_dir, "extract", created=run.created,
-                  updated=[*run.updated, *([INDEX_NAME] if result.indexed and INDEX_NAME not in run.files_written else [])],
-                  strategy="model", tokens=result.usage, duration=result.duration_s,
-                  detail={**detail, "indexed": result.indexed})
     return result
 
 

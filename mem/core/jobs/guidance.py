@@ -95,19 +95,6 @@ INDEX_LINE = ('After creating a new memory file, add one line for it to MEMORY.m
               'to one line per memory file.')
 
 
-def conversation_dates(messages) -> str | None:
-    """'This conversation took place on DATE' (or between two dates), from the messages' ISO timestamps (UTC)."""
-    import re
-
-    days = sorted({m.timestamp[:10] for m in messages
-                   if isinstance(m.timestamp, str) and re.match(r"\d{4}-\d{2}-\d{2}", m.timestamp)})
-    if not days:
-        return None
-    if len(days) == 1:
-        return f"This conversation took place on {days[0]}."
-    return f"This conversation took place between {days[0]} and {days[-1]}."
-
-
 #: MEMORY.md is shown whole up to this size, else as an agent is given it.
 INDEX_BUDGET = 25_000
 

@@ -32,7 +32,7 @@ class ModelError(MemError):
         self.kind = kind  # overloaded | timeout | connection | status | bad_response
 
 
-class Budget(NamedTuple):
+class JobSettings(NamedTuple):
     max_tokens: int  # the longest answer the job needs, with room
     temperature: float | None  # None: the server's default
     timeout: float  # seconds per call, unless the caller gives its own
@@ -42,21 +42,21 @@ class Budget(NamedTuple):
 #: Each job's budget. Selectors (recall, forget) run at temperature 0: the same manifest and
 #: request should get the same pick. The agent jobs retry inside run_agent's wall-clock deadline,
 #: so the SDK must not retry on its own and overrun it.
-JOBS: dict[str, Budget] = {
+JOBS: dict[str, JobSettings] = {
     # A JSON list of at most 5 file names (~100 tokens). No retry: the offline ranker answers
     # instead, and the user is waiting for their prompt.
-    "recall": Budget(max_tokens=256, temperature=0.0, timeout=5.0, max_retries=0),
+    "recall": JobSettings(max_tokens=256, temperature=0.0, timeout=5.0, max_retries=0),
     # Up to 50 candidates of ~35 tokens each (file, entry, confidence, a short reason). One call
     # with no loop of ours, so one SDK retry.
-    "forget": Budget(max_tokens=2_048, temperature=0.0, timeout=60.0, max_retries=1),
+    "forget": JobSettings(max_tokens=2_048, temperature=0.0, timeout=60.0, max_retries=1),
     # One turn may write several whole memory files and their index lines.
-    "extract": Budget(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
+    "extract": JobSettings(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
     # One memory file and its index line.
-    "remember": Budget(max_tokens=4_096, temperature=None, timeout=120.0, max_retries=0),
+    "remember": JobSettings(max_tokens=4_096, temperature=None, timeout=120.0, max_retries=0),
     # Edits across the session notes, each of whose sections may hold ~2,000 tokens.
-    "session": Budget(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
+    "session": JobSettings(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
     # Merges rewrite whole files; a turn may hold several of them.
-    "dream": Budget(max_tokens=8_192, temperature=None, timeout=300.0, max_retries=0),
+    "dream": JobSettings(max_tokens=8_192, temperature=None, timeout=300.0, max_retries=0),
 }
 
 
