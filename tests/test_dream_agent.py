@@ -44,16 +44,85 @@ def test_scripted_dream_merges_two_files_and_deletes_a_contradicted_one(run_mem,
     assert first["system"][0]["cache_control"] == {"type": "ephemeral"}
 
 
-def test_result_failing_validation_is_rolled_back_byte_identically(run_mem, memdir, fake_api):
+def test_a_dangling_pointer_is_repaired_and_the_rest_kept(run_mem, memdir, fake_api):
     seeded(memdir)
+    fake_api.reply_tool_uses(("read", {"file_path": "MEMORY.md"}), ("read", {"file_path": "a.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}),
+                             ("delete", {"file_path": "b.md", "merged_into": "a.md"}))
+    # The index it leaves points at a file that does not exist, and still at the deleted b.md.
+    fake_api.reply_tool_uses(("write", {"file_path": "MEMORY.md", "content": "- [Ghost](ghost.md) — boo\n"
+                                        "- [Deploy day](a.md) — Friday afternoons\n- [Deploy 2](b.md) — friday\n"}))
+    fake_api.reply_text("Merged b.md into a.md.")
+    r = run_mem("dream", "--force", "--json", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["deleted"] == ["b.md"] and (memdir / "a.md").read_text() == MERGED
+    index = (memdir / "MEMORY.md").read_text()
+    assert "ghost.md" not in index and "](b.md)" not in index  # dangling pointers dropped
+    assert "- [Deploy day](a.md) — Friday afternoons\n" in index and "](c.md)" in index  # c.md lost its pointer: back
+    assert doc["turns"] == 4 and len(fake_api.requests) == 4  # no extra round was needed
+
+
+def test_a_merge_keeps_the_older_date(run_mem, memdir, fake_api):
+    import os
+
+    seeded(memdir)
+    os.utime(memdir / "a.md", (2_000_000_000, 2_000_000_000))
+    os.utime(memdir / "b.md", (1_000_000_000, 1_000_000_000))
+    fake_api.reply_tool_uses(("read", {"file_path": "a.md"}), ("read", {"file_path": "b.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}),
+                             ("delete", {"file_path": "b.md", "merged_into": "a.md"}))
+    fake_api.reply_text("Merged b.md into a.md.")
+    r = run_mem("dream", "--force", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    assert int((memdir / "a.md").stat().st_mtime) == 1_000_000_000
+    assert run_mem("undo").returncode == 0
+    assert int((memdir / "a.md").stat().st_mtime) == 2_000_000_000 and (memdir / "b.md").exists()
+
+
+STACK = "---\nname: stack\ndescription: what the app runs on\ntype: project\n---\n\nPython 3.12; the database is described in [DB](c.md).\n"
+FIXED = STACK.replace("described in [DB](c.md)", "Postgres")
+
+
+def with_a_link(memdir):
+    seeded(memdir)
+    (memdir / "stack.md").write_text(STACK)
+    with open(memdir / "MEMORY.md", "a") as fh:
+        fh.write("- [Stack](stack.md) — what the app runs on\n")
+    return memdir
+
+
+def test_a_failed_validation_gets_one_more_round_and_a_fix_is_kept(run_mem, memdir, fake_api):
+    with_a_link(memdir)
+    fake_api.reply_tool_uses(("read", {"file_path": "a.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}), ("delete", {"file_path": "c.md"}))
+    fake_api.reply_text("Updated a.md; deleted c.md (the app moved to Postgres).")
+    fake_api.reply_tool_uses(("read", {"file_path": "stack.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "stack.md", "content": FIXED}))
+    fake_api.reply_text("Dropped the link to c.md from stack.md.")
+    r = run_mem("dream", "--force", "--json", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["updated"] == ["MEMORY.md", "a.md", "stack.md"] and doc["deleted"] == ["c.md"] and doc["turns"] == 6
+    assert doc["summary"] == "Dropped the link to c.md from stack.md." and doc["tokens"]["calls"] == 6
+    assert (memdir / "stack.md").read_text() == FIXED and (memdir / "a.md").read_text() == MERGED
+    # The extra round continued the conversation, told what failed.
+    third = fake_api.requests[3]["body"]["messages"]
+    assert third[-2]["role"] == "assistant" and third[-2]["content"][0]["text"].startswith("Updated a.md")
+    assert "stack.md: links to c.md, which this dream deleted" in third[-1]["content"][-1]["text"]
+
+
+def test_a_result_still_failing_after_the_extra_round_is_rolled_back_byte_identically(run_mem, memdir, fake_api):
+    with_a_link(memdir)
     before = tree_bytes(memdir)
-    fake_api.reply_tool_uses(("read", {"file_path": "MEMORY.md"}))
-    # The index now points at a file that does not exist: validation must fail.
-    fake_api.reply_tool_uses(("write", {"file_path": "MEMORY.md", "content": "- [Ghost](ghost.md) — boo\n"}))
+    fake_api.reply_tool_uses(("read", {"file_path": "a.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}), ("delete", {"file_path": "c.md"}))
     fake_api.reply_text("done")
+    fake_api.reply_text("I see no problem.")
     r = run_mem("dream", "--force", env={"ANTHROPIC_BASE_URL": fake_api.url})
     assert r.returncode == 4, r.stderr
-    assert "failed validation" in r.stderr and "ghost.md" in r.stderr
+    assert "failed validation" in r.stderr and "stack.md: links to c.md" in r.stderr
+    assert len(fake_api.requests) == 4
     assert tree_bytes(memdir) == before  # and the lock was rolled back (removed: there was none)
 
 
