@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from conftest import tree_bytes, write_memory
 
@@ -168,3 +170,62 @@ def test_model_escape_attempts_are_refused_in_dream(run_mem, memdir, fake_api, t
     assert not (tmp_path / "abs.md").exists() and not (memdir.parent.parent / "escape.md").exists()
     results = fake_api.requests[1]["body"]["messages"][-1]["content"]
     assert all(block["is_error"] for block in results if block["type"] == "tool_result")
+
+
+SESSION = "0b6f1c2e-8d4a-4e9b-9f3a-2c1d5e7f8a90"
+
+
+def transcript_line(uuid: str, text: str, ts: str) -> str:
+    # Claude Code's records carry most of their bytes as metadata before the words people wrote.
+    meta = {"parentUuid": "p" * 36, "isSidechain": False, "userType": "external", "cwd": "/home/u/" + "project/" * 20,
+            "sessionId": SESSION, "version": "2.1.0", "gitBranch": "main", "type": "user", "uuid": uuid, "timestamp": ts}
+    return json.dumps({**meta, "message": {"role": "user", "content": text}})
+
+
+def test_search_transcripts_shows_the_matched_words_with_session_and_time(tmp_path, memdir):
+    from mem.core.jobs.agent import EXCERPT_CHARS, ToolBox
+
+    transcripts = tmp_path / "transcripts"
+    transcripts.mkdir()
+    words = "filler words " * 200
+    (transcripts / f"{SESSION}.jsonl").write_text(
+        transcript_line("u1", f"{words}we decided: the payments service moves to Postgres 16 {words}", "2026-11-20T09:30:00.000Z")
+        + "\n" + transcript_line("u2", "nothing here", "2026-11-20T09:31:00.000Z") + "\n")
+    box = ToolBox(str(memdir), transcripts=str(transcripts), policy=None)
+    text, is_error = box.call("search_transcripts", {"pattern": "postgres 16", "ignore_case": True})
+    assert not is_error
+    line = text.split("\n")[0]
+    assert line.startswith(f"[session {SESSION} 2026-11-20T09:30:00.000Z user] …")
+    assert "the payments service moves to Postgres 16" in line and len(line) < EXCERPT_CHARS + 80
+    assert len(text.split("\n")) == 1
+    assert box.call("search_transcripts", {"pattern": "absent"})[0] == "No matches."
+    assert box.call("search_transcripts", {"pattern": "("})[1] is True  # a bad pattern is the model's error
+
+
+def test_the_dream_agent_searches_transcripts_and_cannot_read_them_raw(run_mem, tmp_path, fake_api):
+    from mem.core.paths import resolve
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    res = resolve(project=str(project))
+    os.makedirs(res.memory_dir)
+    seeded(Path(res.memory_dir))
+    path = Path(res.transcripts_dir) / f"{SESSION}.jsonl"
+    path.write_text(transcript_line("u1", "the payments service moves to Postgres 16", "2026-11-20T09:30:00.000Z") + "\n")
+    fake_api.reply_tool_uses(("search_transcripts", {"pattern": "Postgres"}), ("read", {"file_path": str(path)}))
+    fake_api.reply_text("Nothing to change.")
+    r = run_mem("dream", "--force", "--project", str(project), env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    assert "search_transcripts" in {t["name"] for t in fake_api.requests[0]["body"]["tools"]}
+    found, refused = fake_api.requests[1]["body"]["messages"][-1]["content"]
+    assert "Postgres 16" in found["content"] and SESSION in found["content"] and not found.get("is_error")
+    assert refused["is_error"] and "outside" in refused["content"]
+
+
+def test_grep_cuts_a_long_line_around_the_match(memdir):
+    from mem.core.jobs.agent import GREP_MAX_LINE_CHARS, ToolBox
+
+    (memdir / "long.md").write_text("x" * 2000 + " the needle is here " + "y" * 2000 + "\n")
+    text, _ = ToolBox(str(memdir), policy=None).call("grep", {"pattern": "needle"})
+    assert text.startswith("long.md:1:…") and "the needle is here" in text and text.endswith("…")
+    assert len(text) <= len("long.md:1:") + GREP_MAX_LINE_CHARS + 2
