@@ -284,6 +284,8 @@ def test_a_messy_directory_gets_its_findings_and_no_false_merge(memdir):
 
     from helpers.messy import messy_dir
 
+    from mem.core.jobs.dream_checks import NEAR_DUPLICATE
+
     rels = messy_dir(memdir, "MEMORY.md")
     assert len(rels) == 30
     r = dream.run(str(memdir), None, mode="mechanical", force=True, today=date(2026, 11, 25))
@@ -301,7 +303,7 @@ def test_a_messy_directory_gets_its_findings_and_no_false_merge(memdir):
     port = next(f for f in contradictions if "pg_port.md" in f.files)
     assert any("5432" in e for e in port.evidence) and any("5433" in e for e in port.evidence)
     assert {(d["a"], d["b"]) for d in r.near_duplicates} == {f for k, f in found if k == "near-duplicate"}
-    assert all(d["similarity"] >= 0.38 for d in r.near_duplicates)
+    assert all(d["similarity"] >= NEAR_DUPLICATE for d in r.near_duplicates)
 
 
 def test_findings_in_json_from_the_cli(run_mem, memdir):

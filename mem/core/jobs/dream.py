@@ -7,13 +7,18 @@ The job runs in one of two modes:
   memory directory and the project's transcripts and write access to the
   memory directory only, through the one write path;
 * mechanical (``--offline``, or no key): no model; exact duplicate topic files
-  are merged, near duplicates reported, the index rebuilt and linted.
+  (same type, body, name and description) are merged into the oldest.
 
-Either way the change is one operation of the history, validated after
-(every changed topic file parses with a valid type, the index is within its
-limits and points at files that exist, no secret, daily logs only appended),
-and a failed validation or a failed run takes back its own changes (only those:
-a memory saved meanwhile stays).
+Either way the index is then repaired (``heal_index``: dangling pointers out,
+missing ones in, an over-limit index fitted with its prose moved to a topic
+file), the directory checked (``dream_checks``: near-duplicates, stale and
+relative dates, contradictions, reported as findings), and the change, one
+operation of the history, validated (every changed topic file parses with a
+valid type, the index is no further over its limits than before and points at
+files that exist, no secret, daily logs only appended, no link left to a
+deleted file). The agent gets one more round to fix a failed validation; a
+failure after that, or a failed run, takes back the dream's own changes (only
+those: a memory saved meanwhile stays).
 ``dry_run`` runs the whole job on a scratch copy and returns the diff.
 """
 
@@ -246,10 +251,6 @@ def _problems(root: str, before: Callable[[], contextlib.AbstractContextManager]
 # --- mechanical mode --------------------------------------------------------
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _memories(root: str) -> list:
     """The topic files the dream looks after (team/ and logs/ are not its to change), as the checks see them."""
     from mem.core.jobs.dream_checks import Memory
@@ -272,12 +273,14 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> N
     from mem.core.memdir import manifest
     from mem.core.memdir.store import MemoryDir
 
+    from mem.core.jobs.dream_checks import normalise
+
     store = MemoryDir(root)
     progress("orient: scanning topic files")
     groups: dict[tuple, list] = {}
     for m in _memories(root):
-        if _normalise(m.body):
-            key = (m.type, _normalise(m.body), _normalise(m.name), _normalise(m.description))
+        if normalise(m.body):
+            key = (m.type, normalise(m.body), normalise(m.name), normalise(m.description))
             groups.setdefault(key, []).append(m)
     replace: dict[str, str] = {}
     for members in groups.values():

@@ -26,9 +26,12 @@ from dataclasses import dataclass, field
 from datetime import date
 
 #: Both memories find each other with this share of their own score: a near-duplicate.
-#: Calibrated on the labelled pairs in tests/test_dream_checks.py (paraphrases score 0.42-0.83 at the
-#: weaker direction, distinct memories at most 0.23).
+#: Calibrated on the labelled pairs of tests/helpers/messy.py: paraphrases score 0.53-0.79, distinct
+#: memories at most 0.23 (the pairs planted as contradictions, about one subject, score 0.64-0.72 and are
+#: reported as both). The shingle Jaccard this replaces gave the paraphrases 0.00-0.15.
 NEAR_DUPLICATE = 0.38
+#: A memory is compared with others by this many of its rarest terms.
+QUERY_TERMS = 16
 #: Memories this similar are about the same subject; only those are compared for contradictions.
 SAME_SUBJECT = 0.2
 #: Evidence lines are cut to this many characters.
@@ -63,12 +66,13 @@ class Memory:
     mtime_ms: int = 0
 
 
-def _normalise(text: str) -> str:
+def normalise(text: str) -> str:
+    """Whitespace collapsed: how texts are compared for being the same."""
     return " ".join(text.split())
 
 
 def _clip(line: str) -> str:
-    line = _normalise(line)
+    line = normalise(line)
     return line if len(line) <= EVIDENCE_CHARS else line[:EVIDENCE_CHARS - 1] + "…"
 
 
@@ -76,17 +80,36 @@ def _clip(line: str) -> str:
 
 
 def similarities(memories: list[Memory]) -> dict[tuple[str, str], float]:
-    """(a, b) -> how alike the ranker finds two memories (0..1, symmetric), for pairs sharing any term."""
+    """(a, b) -> how alike the ranker finds two memories (0..1, symmetric), for pairs sharing a query term.
+
+    Each memory is asked as a query of its ``QUERY_TERMS`` rarest terms (what
+    sets it apart; a whole body as a query would make this quadratic in the
+    size of the directory) against the memories holding two of them or more.
+    """
     from mem.core import ranker
 
     docs = [ranker.make_doc(m.relpath, ranker.name_text(m.relpath, m.name), m.description, m.body) for m in memories]
     index = ranker.Index(docs)
+    index = ranker.Index(docs, df=index.all_df())
+    postings: dict[str, list] = {}
+    for d in docs:
+        for t in {t for counts in d.fields.values() for t in counts}:
+            postings.setdefault(t, []).append(d)
     scores: dict[str, dict[str, float]] = {}
-    for m in memories:
-        query = f"{ranker.name_text(m.relpath, m.name)} {m.description} {m.body[:ranker.BODY_CHARS]}"
-        hits = {h.key: h.score for h in index.scores(query)}
-        own = hits.get(m.relpath, 0.0)
-        scores[m.relpath] = {k: s / own for k, s in hits.items() if own and k != m.relpath}
+    for d in docs:
+        held = {t for counts in d.fields.values() for t in counts}
+        rare = sorted(held, key=lambda t: (index.df(t), t))[:QUERY_TERMS]
+        query = ranker.Query({t: 1.0 for t in rare}, [("latin", (t,)) for t in rare])
+        shared: dict[int, int] = {}
+        for t in rare:
+            for c in postings[t]:
+                shared[id(c)] = shared.get(id(c), 0) + 1
+        # One shared word does not make two memories alike; it would make this quadratic.
+        candidates = [c for c in {id(c): c for t in rare for c in postings[t]}.values()
+                      if c is d or shared[id(c)] >= 2]
+        hits = {h.key: h.score for h in index.scores(query, candidates)}
+        own = hits.get(d.key, 0.0)
+        scores[d.key] = {k: s / own for k, s in hits.items() if own and k != d.key}
     out = {}
     for a, row in scores.items():
         for b, s in row.items():
@@ -226,7 +249,7 @@ def findings(memories: list[Memory], today: date, similar: dict[tuple[str, str],
     by_path = {m.relpath: m for m in memories}
     out = [Finding("near-duplicate", [a, b], [f"ranker similarity {s:.2f}"], similarity=round(s, 3))
            for (a, b), s in sorted(similar.items(), key=lambda kv: -kv[1])
-           if s >= NEAR_DUPLICATE and _normalise(by_path[a].body) != _normalise(by_path[b].body)]
+           if s >= NEAR_DUPLICATE and normalise(by_path[a].body) != normalise(by_path[b].body)]
     for m in memories:
         out += [f for f in (stale_dates(m, today), relative_dates(m)) if f is not None]
     for (a, b), s in sorted(similar.items()):
