@@ -183,7 +183,7 @@ def transcript_line(uuid: str, text: str, ts: str) -> str:
 
 
 def test_search_transcripts_shows_the_matched_words_with_session_and_time(tmp_path, memdir):
-    from mem.core.jobs.agent import EXCERPT_CHARS, ToolBox
+    from mem.core.jobs.agent import EXCERPT_CHARS, TRANSCRIPT_MATCHES, ToolBox
 
     transcripts = tmp_path / "transcripts"
     transcripts.mkdir()
@@ -199,6 +199,10 @@ def test_search_transcripts_shows_the_matched_words_with_session_and_time(tmp_pa
     assert "the payments service moves to Postgres 16" in line and len(line) < EXCERPT_CHARS + 80
     assert len(text.split("\n")) == 1
     assert box.call("search_transcripts", {"pattern": "absent"})[0] == "No matches."
+    (transcripts / "other.jsonl").write_text("".join(transcript_line(f"m{i}", f"mention {i}", "2026-11-21T00:00:00.000Z") + "\n"
+                                                     for i in range(TRANSCRIPT_MATCHES + 5)))
+    many = box.call("search_transcripts", {"pattern": "mention"})[0].split("\n")
+    assert len(many) == TRANSCRIPT_MATCHES + 1 and many[-1].startswith("[… more matches not shown")
     assert box.call("search_transcripts", {"pattern": "("})[1] is True  # a bad pattern is the model's error
 
 

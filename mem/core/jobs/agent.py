@@ -612,25 +612,16 @@ class ToolBox:
             raise ToolError(str(exc)) from None
         targets = grep.dir_targets(self.transcripts, "transcript")
         targets.sort(key=lambda t: -_mtime(t.path))
-        searcher = grep.Searcher(matcher, grep.Options(max_count=TRANSCRIPT_MATCHES))
+        searcher = grep.Searcher(matcher, grep.Options(max_count=TRANSCRIPT_MATCHES + 1))  # one more tells there is more
         found: list[str] = []
-        extra = 0
         for result in grep.search_all(searcher, targets, workers=0):
-            for group in result.groups:
-                for line in group:
-                    if not line.selected:
-                        continue
-                    if len(found) >= TRANSCRIPT_MATCHES:
-                        extra += 1
-                        continue
-                    ref = line.message
-                    start, end = line.spans[0] if line.spans else (0, 0)
-                    text = excerpt(line.text, (start, end), EXCERPT_CHARS)
-                    found.append(f"[session {ref.session_id} {ref.timestamp or '(no time)'} {ref.role}] {text}")
+            found += [_transcript_excerpt(line) for group in result.groups for line in group if line.selected]
+            if len(found) > TRANSCRIPT_MATCHES:
+                break  # a transcript tree can hold gigabytes: stop once there is more than can be shown
         if not found:
             return "No matches."
-        more = f"\n[… {extra} more matches not shown; narrow the pattern]" if extra else ""
-        return "\n".join(found) + more
+        more = "\n[… more matches not shown; narrow the pattern]" if len(found) > TRANSCRIPT_MATCHES else ""
+        return "\n".join(found[:TRANSCRIPT_MATCHES]) + more
 
     def _glob(self, args: dict) -> str:
         pattern = args["pattern"]
@@ -800,6 +791,13 @@ def excerpt(text: str, match, width: int) -> str:
     left = max(0, min(start - (width - (end - start)) // 2, len(text) - width))
     cut = text[left:left + width]
     return ("…" if left else "") + cut + ("…" if left + width < len(text) else "")
+
+
+def _transcript_excerpt(line) -> str:
+    """A transcript match as search_transcripts shows it: where it was said, and the words around it."""
+    ref = line.message
+    text = excerpt(line.text, line.spans[0] if line.spans else None, EXCERPT_CHARS)
+    return f"[session {ref.session_id} {ref.timestamp or '(no time)'} {ref.role}] {text}"
 
 
 def _mtime(path: str) -> float:
