@@ -340,7 +340,7 @@ def heal_index(store, result: DreamResult, progress: Progress = _quiet) -> str |
     from mem.core.memdir import index as idx
     from mem.core.memdir import manifest
 
-    progress("prune and index: repairing MEMORY.md")
+    progress(f"prune and index: repairing {INDEX_NAME}")
     headers = manifest.scan(store.root, limit=None)
     notes_pointer = f"- [Index notes]({INDEX_NOTES}) — notes moved out of the index"
     final: list[str | None] = [None]
@@ -357,6 +357,7 @@ def heal_index(store, result: DreamResult, progress: Progress = _quiet) -> str |
             result.findings.append(Finding("prose-moved", [INDEX_NAME, INDEX_NOTES],
                                            [f"{len(fitted.prose)} hand-written line(s) moved out of the index",
                                             *fitted.prose[:2]], fixed=True))
+        result.findings = [f for f in result.findings if f.kind != "unreachable"]  # this repair says it anew
         if fitted.unreachable:
             result.findings.append(Finding("unreachable", fitted.unreachable,
                                            [f"{len(fitted.unreachable)} topic file(s) do not fit in what an agent "
