@@ -84,7 +84,12 @@ def test_lock_acquire_rollback_and_stale(memdir):
 @pytest.fixture
 def dupes(memdir):
     write_memory(memdir, "a.md", name="a", description="tabs", body="Use tabs.\n", mtime=1_000_000)
-    write_memory(memdir, "a_copy.md", name="a2", description="tabs again", body="Use   tabs.\n", mtime=2_000_000)
+    write_memory(memdir, "a_copy.md", name="a", description="tabs", body="Use   tabs.\n", mtime=2_000_000)
+    # the same body said of two different things: never merged
+    write_memory(memdir, "staging.md", name="staging rate limit", description="rate limit on staging",
+                 body="100 requests per minute per key.\n")
+    write_memory(memdir, "prod.md", name="prod rate limit", description="rate limit on prod",
+                 body="100 requests per minute per key.\n")
     write_memory(memdir, "b.md", name="b", description="B", body="The deploy runs from the release branch every friday after the freeze ends.\n")
     write_memory(memdir, "b2.md", name="b2", description="B", body="The deploy runs from the release branch every friday after the freeze ends, usually.\n")
     write_memory(memdir, "logs/2026/01/2026-01-01.md", name="l", description="l", body="Use tabs.\n")
@@ -94,11 +99,14 @@ def dupes(memdir):
 
 def test_mechanical_merges_exact_reports_near_rebuilds_index(dupes):
     r = dream.run(str(dupes), None, mode="mechanical", force=True)
-    assert r.ran and r.duplicates == [["a_copy.md", "a.md"]]  # the indexed one is kept
-    assert r.changes.deleted == ["a.md"] and "MEMORY.md" in r.changes.updated
+    assert r.ran and r.duplicates == [["a.md", "a_copy.md"]]  # the older one is kept: a merge keeps its date
+    assert r.changes.deleted == ["a_copy.md"] and "MEMORY.md" in r.changes.updated
+    assert (dupes / "a.md").stat().st_mtime == 1_000_000
+    assert (dupes / "staging.md").exists() and (dupes / "prod.md").exists()
+    assert not any(set(f.files) == {"staging.md", "prod.md"} for f in r.findings)
     assert [(d["a"], d["b"]) for d in r.near_duplicates] in ([("b.md", "b2.md")], [("b2.md", "b.md")])
     index = (dupes / "MEMORY.md").read_text()
-    assert "](a_copy.md)" in index and "](b2.md)" in index and "](a.md)" not in index
+    assert "- [Tabs](a.md) — tabs\n" in index and "](b2.md)" in index and "](a_copy.md)" not in index
     assert (dupes / "logs/2026/01/2026-01-01.md").exists()  # logs are never merged
     assert MemoryDir(str(dupes)).history.operations()[0].id == r.snapshot_id
 
@@ -106,8 +114,8 @@ def test_mechanical_merges_exact_reports_near_rebuilds_index(dupes):
 def test_dry_run_leaves_the_directory_byte_identical(dupes):
     before = tree_bytes(dupes)
     r = dream.run(str(dupes), None, mode="mechanical", force=True, dry_run=True)
-    assert r.ran and r.changes.deleted == ["a.md"]
-    assert "--- a/a.md" in r.diff and "+++ /dev/null" in r.diff
+    assert r.ran and r.changes.deleted == ["a_copy.md"]
+    assert "--- a/a_copy.md" in r.diff and "+++ /dev/null" in r.diff
     assert tree_bytes(dupes) == before
     assert not os.path.isdir(MemoryDir(str(dupes)).history.git_dir)  # nothing recorded, no history started
     state = os.path.join(os.environ["MEM_STATE_DIR"], "dirs")
@@ -127,7 +135,7 @@ def test_undo_restores_byte_identical(run_mem, dupes):
     before.pop(".consolidate-lock", None)
     r = run_mem("dream", "--offline", "--force")
     assert r.returncode == 0, r.stderr
-    assert "deleted a.md" in r.stdout
+    assert "deleted a_copy.md" in r.stdout
     r = run_mem("dream", "--undo")
     assert r.returncode == 0, r.stderr
     after = tree_bytes(dupes)
@@ -211,3 +219,101 @@ def test_validate_rules(tmp_path):
 def test_model_without_key_is_config_error(run_mem, dupes):
     r = run_mem("dream", "--force", "--model", "claude-sonnet-5-5")
     assert r.returncode == 3 and "ANTHROPIC_API_KEY" in r.stderr
+
+
+# --- healing ----------------------------------------------------------------
+
+
+def test_an_over_limit_index_of_prose_is_fitted_and_every_topic_file_reachable(run_mem, memdir):
+    from mem.core.memdir import index as idx
+    from mem.core.memdir.layout import INDEX_NAME, INDEX_NOTES
+
+    lines = ["# Project memory", ""]
+    for i in range(60):
+        write_memory(memdir, f"topic_{i:02d}.md", name=f"topic {i}", description=f"what topic {i} is about")
+        lines.append(f"- [Topic {i}](topic_{i:02d}.md) — topic {i}")
+        lines += [f"  Note {i}: written by hand, with the why and the how of topic {i}.", ""] if i % 2 else []
+    lines += ["## Long notes", *[f"Paragraph line {n} of notes kept by hand in the index." for n in range(93)]]
+    prose = [line for line in lines if line.strip() and not line.startswith(("- [", "#"))]
+    write_memory(memdir, "unlisted.md", name="unlisted", description="a topic file without a pointer")
+    (memdir / INDEX_NAME).write_text("\n".join(lines) + "\n")
+    assert len(lines) == 216 and idx.render_as_injected((memdir / INDEX_NAME).read_text()).truncated
+    r = run_mem("dream", "--offline", "--force", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    index = (memdir / INDEX_NAME).read_text()
+    seen = idx.render_as_injected(index)
+    assert not seen.truncated
+    shown = {p.relpath for p in idx.parse_pointers(seen.content)}
+    assert {p.name for p in memdir.glob("*.md")} - {INDEX_NAME} <= shown  # every topic file, the new ones too
+    assert seen.content.split("\n")[1] == f"- [Index notes]({INDEX_NOTES}) — notes moved out of the index"
+    notes = (memdir / INDEX_NOTES).read_text()
+    assert notes.startswith("---\nname: index notes\n") and "type: reference" in notes
+    assert notes.endswith("\n".join(prose) + "\n")  # verbatim, in order
+    assert INDEX_NOTES in doc["created"] and {"kind": "prose-moved", "files": [INDEX_NAME, INDEX_NOTES],
+                                             "fixed": True} == {k: v for k, v in doc["findings"][0].items() if k != "evidence"}
+
+
+def test_more_topic_files_than_fit_are_reported_not_failed(memdir):
+    from mem.core.memdir.layout import INDEX_NAME
+
+    for i in range(205):
+        write_memory(memdir, f"t{i:03d}.md", name=f"t{i}", description=f"topic {i}")
+    (memdir / INDEX_NAME).write_text("Hand notes.\n")
+    r = dream.run(str(memdir), None, mode="mechanical", force=True)
+    unreachable = [f for f in r.findings if f.kind == "unreachable"]
+    assert r.ran and len(unreachable) == 1 and len(unreachable[0].files) == 6  # 205 files + notes, 200 lines
+
+
+def test_validation_judges_the_index_against_what_it_was(tmp_path):
+    before, after = tmp_path / "before", tmp_path / "after"
+    for d in (before, after):
+        write_memory(d, "ok.md", name="ok", description="ok")
+    (before / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n" + "prose\n" * 250)
+    (after / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n" + "prose\n" * 240)  # still over, but better
+    assert dream.validate(str(after), str(before)) == []
+    (after / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n" + "prose\n" * 260)  # worse
+    assert any("worse than before" in p for p in dream.validate(str(after), str(before)))
+    (before / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n")  # a new problem
+    (after / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n" + "prose\n" * 240)
+    assert any("over its limits" in p for p in dream.validate(str(after), str(before)))
+
+
+def test_a_messy_directory_gets_its_findings_and_no_false_merge(memdir):
+    from datetime import date
+
+    from helpers.messy import messy_dir
+
+    from mem.core.jobs.dream_checks import NEAR_DUPLICATE
+
+    rels = messy_dir(memdir, "MEMORY.md")
+    assert len(rels) == 30
+    r = dream.run(str(memdir), None, mode="mechanical", force=True, today=date(2026, 11, 25))
+    assert r.ran and r.duplicates == [] and r.changes.deleted == []  # paraphrases are reported, never merged
+    found = {(f.kind, tuple(f.files)) for f in r.findings}
+    assert {("near-duplicate", ("deploy_friday.md", "deploy_schedule.md")), ("near-duplicate", ("indent_style.md", "user_tabs.md")),
+            ("near-duplicate", ("ci_flaky.md", "payments_flaky.md")), ("near-duplicate", ("dashboards.md", "grafana.md")),
+            ("stale-date", ("merge_freeze.md",)), ("stale-date", ("launch.md",)),
+            ("relative-date", ("oncall.md",)), ("relative-date", ("release_notes.md",)),
+            ("contradiction", ("npm.md", "pnpm.md")), ("contradiction", ("pg_port.md", "pg_port_new.md"))} <= found
+    assert ("near-duplicate", ("prod_rate_limit.md", "staging_rate_limit.md")) not in found
+    assert not any(k == "stale-date" and "roadmap.md" in f for k, f in found)  # 2099 has not passed
+    contradictions = [f for f in r.findings if f.kind == "contradiction"]
+    assert len(contradictions) == 2 and all(not f.fixed for f in r.findings)
+    port = next(f for f in contradictions if "pg_port.md" in f.files)
+    assert any("5432" in e for e in port.evidence) and any("5433" in e for e in port.evidence)
+    assert {(d["a"], d["b"]) for d in r.near_duplicates} == {f for k, f in found if k == "near-duplicate"}
+    assert all(d["similarity"] >= NEAR_DUPLICATE for d in r.near_duplicates)
+
+
+def test_findings_in_json_from_the_cli(run_mem, memdir):
+    from helpers.messy import messy_dir
+
+    messy_dir(memdir, "MEMORY.md")
+    r = run_mem("dream", "--offline", "--force", "--json")
+    assert r.returncode == 0, r.stderr
+    findings = json.loads(r.stdout)["findings"]
+    assert {"near-duplicate", "stale-date", "relative-date", "contradiction"} <= {f["kind"] for f in findings}
+    assert all(set(f) == {"kind", "files", "evidence", "fixed"} for f in findings)
+    r = run_mem("dream", "--offline", "--force")
+    assert "contradiction: npm.md, pnpm.md" in r.stderr

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from conftest import tree_bytes, write_memory
 
@@ -44,16 +46,85 @@ def test_scripted_dream_merges_two_files_and_deletes_a_contradicted_one(run_mem,
     assert first["system"][0]["cache_control"] == {"type": "ephemeral"}
 
 
-def test_result_failing_validation_is_rolled_back_byte_identically(run_mem, memdir, fake_api):
+def test_a_dangling_pointer_is_repaired_and_the_rest_kept(run_mem, memdir, fake_api):
     seeded(memdir)
+    fake_api.reply_tool_uses(("read", {"file_path": "MEMORY.md"}), ("read", {"file_path": "a.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}),
+                             ("delete", {"file_path": "b.md", "merged_into": "a.md"}))
+    # The index it leaves points at a file that does not exist, and still at the deleted b.md.
+    fake_api.reply_tool_uses(("write", {"file_path": "MEMORY.md", "content": "- [Ghost](ghost.md) — boo\n"
+                                        "- [Deploy day](a.md) — Friday afternoons\n- [Deploy 2](b.md) — friday\n"}))
+    fake_api.reply_text("Merged b.md into a.md.")
+    r = run_mem("dream", "--force", "--json", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["deleted"] == ["b.md"] and (memdir / "a.md").read_text() == MERGED
+    index = (memdir / "MEMORY.md").read_text()
+    assert "ghost.md" not in index and "](b.md)" not in index  # dangling pointers dropped
+    assert "- [Deploy day](a.md) — Friday afternoons\n" in index and "](c.md)" in index  # c.md lost its pointer: back
+    assert doc["turns"] == 4 and len(fake_api.requests) == 4  # no extra round was needed
+
+
+def test_a_merge_keeps_the_older_date(run_mem, memdir, fake_api):
+    import os
+
+    seeded(memdir)
+    os.utime(memdir / "a.md", (2_000_000_000, 2_000_000_000))
+    os.utime(memdir / "b.md", (1_000_000_000, 1_000_000_000))
+    fake_api.reply_tool_uses(("read", {"file_path": "a.md"}), ("read", {"file_path": "b.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}),
+                             ("delete", {"file_path": "b.md", "merged_into": "a.md"}))
+    fake_api.reply_text("Merged b.md into a.md.")
+    r = run_mem("dream", "--force", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    assert int((memdir / "a.md").stat().st_mtime) == 1_000_000_000
+    assert run_mem("undo").returncode == 0
+    assert int((memdir / "a.md").stat().st_mtime) == 2_000_000_000 and (memdir / "b.md").exists()
+
+
+STACK = "---\nname: stack\ndescription: what the app runs on\ntype: project\n---\n\nPython 3.12; the database is described in [DB](c.md).\n"
+FIXED = STACK.replace("described in [DB](c.md)", "Postgres")
+
+
+def with_a_link(memdir):
+    seeded(memdir)
+    (memdir / "stack.md").write_text(STACK)
+    with open(memdir / "MEMORY.md", "a") as fh:
+        fh.write("- [Stack](stack.md) — what the app runs on\n")
+    return memdir
+
+
+def test_a_failed_validation_gets_one_more_round_and_a_fix_is_kept(run_mem, memdir, fake_api):
+    with_a_link(memdir)
+    fake_api.reply_tool_uses(("read", {"file_path": "a.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}), ("delete", {"file_path": "c.md"}))
+    fake_api.reply_text("Updated a.md; deleted c.md (the app moved to Postgres).")
+    fake_api.reply_tool_uses(("read", {"file_path": "stack.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "stack.md", "content": FIXED}))
+    fake_api.reply_text("Dropped the link to c.md from stack.md.")
+    r = run_mem("dream", "--force", "--json", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["updated"] == ["MEMORY.md", "a.md", "stack.md"] and doc["deleted"] == ["c.md"] and doc["turns"] == 6
+    assert doc["summary"] == "Dropped the link to c.md from stack.md." and doc["tokens"]["calls"] == 6
+    assert (memdir / "stack.md").read_text() == FIXED and (memdir / "a.md").read_text() == MERGED
+    # The extra round continued the conversation, told what failed.
+    third = fake_api.requests[3]["body"]["messages"]
+    assert third[-2]["role"] == "assistant" and third[-2]["content"][0]["text"].startswith("Updated a.md")
+    assert "stack.md: links to c.md, which this dream deleted" in third[-1]["content"][-1]["text"]
+
+
+def test_a_result_still_failing_after_the_extra_round_is_rolled_back_byte_identically(run_mem, memdir, fake_api):
+    with_a_link(memdir)
     before = tree_bytes(memdir)
-    fake_api.reply_tool_uses(("read", {"file_path": "MEMORY.md"}))
-    # The index now points at a file that does not exist: validation must fail.
-    fake_api.reply_tool_uses(("write", {"file_path": "MEMORY.md", "content": "- [Ghost](ghost.md) — boo\n"}))
+    fake_api.reply_tool_uses(("read", {"file_path": "a.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}), ("delete", {"file_path": "c.md"}))
     fake_api.reply_text("done")
+    fake_api.reply_text("I see no problem.")
     r = run_mem("dream", "--force", env={"ANTHROPIC_BASE_URL": fake_api.url})
     assert r.returncode == 4, r.stderr
-    assert "failed validation" in r.stderr and "ghost.md" in r.stderr
+    assert "failed validation" in r.stderr and "stack.md: links to c.md" in r.stderr
+    assert len(fake_api.requests) == 4
     assert tree_bytes(memdir) == before  # and the lock was rolled back (removed: there was none)
 
 
@@ -125,3 +196,66 @@ def test_a_dream_agent_that_never_stops_reading_keeps_its_night_within_the_windo
     assert doc["turns"] == len(fake_api.requests) >= 20
     assert (memdir / "a.md").read_text() == MERGED and not (memdir / "b.md").exists()
     assert (memdir / "MEMORY.md").read_text() == index
+
+
+SESSION = "0b6f1c2e-8d4a-4e9b-9f3a-2c1d5e7f8a90"
+
+
+def transcript_line(uuid: str, text: str, ts: str) -> str:
+    # Claude Code's records carry most of their bytes as metadata before the words people wrote.
+    meta = {"parentUuid": "p" * 36, "isSidechain": False, "userType": "external", "cwd": "/home/u/" + "project/" * 20,
+            "sessionId": SESSION, "version": "2.1.0", "gitBranch": "main", "type": "user", "uuid": uuid, "timestamp": ts}
+    return json.dumps({**meta, "message": {"role": "user", "content": text}})
+
+
+def test_search_transcripts_shows_the_matched_words_with_session_and_time(tmp_path, memdir):
+    from mem.core.jobs.agent import EXCERPT_CHARS, TRANSCRIPT_MATCHES, ToolBox
+
+    transcripts = tmp_path / "transcripts"
+    transcripts.mkdir()
+    words = "filler words " * 200
+    (transcripts / f"{SESSION}.jsonl").write_text(
+        transcript_line("u1", f"{words}we decided: the payments service moves to Postgres 16 {words}", "2026-11-20T09:30:00.000Z")
+        + "\n" + transcript_line("u2", "nothing here", "2026-11-20T09:31:00.000Z") + "\n")
+    box = ToolBox(str(memdir), transcripts=str(transcripts), policy=None)
+    text, is_error = box.call("search_transcripts", {"pattern": "postgres 16", "ignore_case": True})
+    assert not is_error
+    line = text.split("\n")[0]
+    assert line.startswith(f"[session {SESSION} 2026-11-20T09:30:00.000Z user] …")
+    assert "the payments service moves to Postgres 16" in line and len(line) < EXCERPT_CHARS + 80
+    assert len(text.split("\n")) == 1
+    assert box.call("search_transcripts", {"pattern": "absent"})[0] == "No matches."
+    (transcripts / "other.jsonl").write_text("".join(transcript_line(f"m{i}", f"mention {i}", "2026-11-21T00:00:00.000Z") + "\n"
+                                                     for i in range(TRANSCRIPT_MATCHES + 5)))
+    many = box.call("search_transcripts", {"pattern": "mention"})[0].split("\n")
+    assert len(many) == TRANSCRIPT_MATCHES + 1 and many[-1].startswith("[… more matches not shown")
+    assert box.call("search_transcripts", {"pattern": "("})[1] is True  # a bad pattern is the model's error
+
+
+def test_the_dream_agent_searches_transcripts_and_cannot_read_them_raw(run_mem, tmp_path, fake_api):
+    from mem.core.paths import resolve
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    res = resolve(project=str(project))
+    os.makedirs(res.memory_dir)
+    seeded(Path(res.memory_dir))
+    path = Path(res.transcripts_dir) / f"{SESSION}.jsonl"
+    path.write_text(transcript_line("u1", "the payments service moves to Postgres 16", "2026-11-20T09:30:00.000Z") + "\n")
+    fake_api.reply_tool_uses(("search_transcripts", {"pattern": "Postgres"}), ("read", {"file_path": str(path)}))
+    fake_api.reply_text("Nothing to change.")
+    r = run_mem("dream", "--force", "--project", str(project), env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    assert "search_transcripts" in {t["name"] for t in fake_api.requests[0]["body"]["tools"]}
+    found, refused = fake_api.requests[1]["body"]["messages"][-1]["content"]
+    assert "Postgres 16" in found["content"] and SESSION in found["content"] and not found.get("is_error")
+    assert refused["is_error"] and "outside" in refused["content"]
+
+
+def test_grep_cuts_a_long_line_around_the_match(memdir):
+    from mem.core.jobs.agent import GREP_MAX_LINE_CHARS, ToolBox
+
+    (memdir / "long.md").write_text("x" * 2000 + " the needle is here " + "y" * 2000 + "\n")
+    text, _ = ToolBox(str(memdir), policy=None).call("grep", {"pattern": "needle"})
+    assert text.startswith("long.md:1:…") and "the needle is here" in text and text.endswith("…")
+    assert len(text) <= len("long.md:1:") + GREP_MAX_LINE_CHARS + 2

@@ -43,7 +43,7 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
     \b
     Example:
       mem dream --dry-run --force | less
-      mem dream --offline            # no key: merge exact duplicates, rebuild the index
+      mem dream --offline            # no key: merge exact duplicates, repair the index, report
       0 4 * * * mem dream --all-projects -q
     """
     from mem.core.jobs import llm
@@ -59,7 +59,7 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
         llm.model_config("dream", model)  # raises the ConfigError naming ANTHROPIC_API_KEY (exit 3)
     mode = "mechanical" if offline or not llm.has_credentials() else "agent"
     if mode == "mechanical" and not offline and not quiet:
-        render.info("no ANTHROPIC_API_KEY: running the mechanical consolidation (exact duplicates, index); --offline says so quietly")
+        render.info("no ANTHROPIC_API_KEY: running the mechanical consolidation (exact duplicates, index, findings); --offline says so quietly")
     the_model = None
     if mode == "agent":
         the_model = llm.model_for("dream", model)
@@ -137,6 +137,8 @@ def _report(result, fmt: str, quiet: bool, chatty: bool, many: bool) -> None:
                 render.out(f"{verb} {prefix}{p}")
     if result.summary and not quiet:
         render.info(f"{prefix}{result.summary}")
+    for finding in result.findings if chatty and not quiet else []:
+        render.warn(f"{prefix}{finding.line()}")
     for line in result.lint if chatty and not quiet else []:
         render.warn(f"{prefix}{line}")
     if not result.changes and not quiet and chatty:

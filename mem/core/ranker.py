@@ -480,8 +480,8 @@ class Index:
         df = self.df(term)
         return math.log(1 + (self.n - df + 0.5) / (df + 0.5)) / self.idf_max
 
-    def scores(self, query: str | Query) -> list[Hit]:
-        """Every memory that shares a term with the query, best first (no thresholds)."""
+    def scores(self, query: str | Query, docs: Iterable[Doc] | None = None) -> list[Hit]:
+        """Every memory (of ``docs``, default all) that shares a term with the query, best first (no thresholds)."""
         q = query if isinstance(query, Query) else query_terms(query)
         if not q.weights:
             return []
@@ -490,7 +490,7 @@ class Index:
         fields = [(f, weight, b, self.avg[f]) for f, (weight, b) in self.fields.items()]
         k1 = self.k1
         hits = []
-        for d in self.docs:
+        for d in self.docs if docs is None else docs:
             total = 0.0
             matched = []
             for t, qi in q_items:

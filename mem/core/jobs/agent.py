@@ -56,6 +56,9 @@ READ_MAX_LINE_CHARS = 2_000
 GREP_MAX_MATCHES = 200
 GREP_MAX_LINE_CHARS = 250
 GREP_MAX_FILES = 5_000
+#: search_transcripts: matches per call, and the excerpt shown around each.
+TRANSCRIPT_MATCHES = 40
+EXCERPT_CHARS = 300
 GLOB_MAX_RESULTS = 200
 LS_MAX_ENTRIES = 500
 #: How far a walk goes before it gives up (a tree this large is not a memory directory).
@@ -281,7 +284,8 @@ class ToolBox:
     """The confined tools over one memory directory; one instance per run (it keeps the run's record).
 
     ``read_roots`` are extra directories the read-only tools may see (never
-    written). ``policy=None`` gives a read-only tool set; ``tools`` narrows the
+    written); ``transcripts`` a directory of session transcripts that
+    ``search_transcripts`` searches. ``policy=None`` gives a read-only tool set; ``tools`` narrows the
     set to the names given (a job that only edits one file offers ``edit``). The box records every
     file it created, updated or deleted, and the content digest of every file
     the model has seen, so an existing file is only overwritten by a model
@@ -290,7 +294,7 @@ class ToolBox:
 
     def __init__(self, memory: MemoryDir | str, *, read_roots: Iterable[str] = (),
                  policy: WritePolicy | None = WritePolicy(), tools: Iterable[str] | None = None,
-                 log: Log | None = None):
+                 transcripts: str | None = None, log: Log | None = None):
         self.memory = memory if isinstance(memory, MemoryDir) else MemoryDir(memory)
         roots = [self.memory.root, *(os.path.abspath(r) for r in read_roots if r)]
         # (lexical, real) pairs: a path may be named either way.
@@ -300,6 +304,9 @@ class ToolBox:
         self.created: list[str] = []
         self.updated: list[str] = []
         self.deleted: list[str] = []
+        #: survivor relpath -> the oldest modification time (ns) of a file the model merged into it
+        self.merged: dict[str, int] = {}
+        self.transcripts = transcripts
         self.calls: list[ToolCall] = []
         self._seen: dict[str, str] = {}  # real path -> digest of the content the model saw
         offered = self._make_tools()
@@ -460,6 +467,17 @@ class ToolBox:
                  _schema([], path=("string", "The directory (default: the memory directory).")),
                  self._ls),
         ]
+        if self.transcripts is not None:
+            tools.append(Tool(
+                "search_transcripts",
+                "Search the session transcripts as the text people and tools wrote (not raw JSON) with a Python "
+                f"regular expression. Each match comes back as an excerpt of at most {EXCERPT_CHARS} characters "
+                f"centred on it, with the session id, time and role; at most {TRANSCRIPT_MATCHES} matches, newest "
+                "sessions first.",
+                _schema(["pattern"],
+                        pattern=("string", "The regular expression (Python syntax); keep it narrow."),
+                        ignore_case=("boolean", "Match case-insensitively.")),
+                self._search_transcripts))
         if self.policy is not None:
             tools += [
                 Tool("write", "Create a file in the memory directory, or replace one you have read in full. "
@@ -480,7 +498,10 @@ class ToolBox:
             ]
             if self.policy.allow_delete:
                 tools.append(Tool("delete", "Delete a file of the memory directory (never MEMORY.md).",
-                                  _schema(["file_path"], file_path=("string", "The file to delete, relative to the memory directory.")),
+                                  _schema(["file_path"],
+                                          file_path=("string", "The file to delete, relative to the memory directory."),
+                                          merged_into=("string", "When its content now lives in another memory file: "
+                                                       "that file (it keeps the older date).")),
                                   self._delete))
         return tools
 
@@ -583,9 +604,7 @@ class ToolBox:
                         if len(lines) >= GREP_MAX_MATCHES:
                             extra += 1
                             continue
-                        if len(line) > GREP_MAX_LINE_CHARS:
-                            line = line[:GREP_MAX_LINE_CHARS] + "…"
-                        lines.append(f"{shown}:{n}:{line}")
+                        lines.append(f"{shown}:{n}:{excerpt(line, rx.search(line), GREP_MAX_LINE_CHARS)}")
             except OSError:
                 continue
         if not lines:
@@ -594,6 +613,26 @@ class ToolBox:
         if extra:
             text += f"\n[… {extra} more matching lines not shown; narrow the pattern or the path]"
         return text
+
+    def _search_transcripts(self, args: dict) -> str:
+        from mem.core import grep
+
+        try:
+            matcher = grep.Matcher([args["pattern"]], ignore_case=bool(args.get("ignore_case")))
+        except MemError as exc:
+            raise ToolError(str(exc)) from None
+        targets = grep.dir_targets(self.transcripts, "transcript")
+        targets.sort(key=lambda t: -_mtime(t.path))
+        searcher = grep.Searcher(matcher, grep.Options(max_count=TRANSCRIPT_MATCHES + 1))  # one more tells there is more
+        found: list[str] = []
+        for result in grep.search_all(searcher, targets, workers=0):
+            found += [_transcript_excerpt(line) for group in result.groups for line in group if line.selected]
+            if len(found) > TRANSCRIPT_MATCHES:
+                break  # a transcript tree can hold gigabytes: stop once there is more than can be shown
+        if not found:
+            return "No matches."
+        more = "\n[… more matches not shown; narrow the pattern]" if len(found) > TRANSCRIPT_MATCHES else ""
+        return "\n".join(found[:TRANSCRIPT_MATCHES]) + more
 
     def _glob(self, args: dict) -> str:
         pattern = args["pattern"]
@@ -728,6 +767,10 @@ class ToolBox:
         real, rel = self._resolve_write("delete", args["file_path"])
         if not os.path.lexists(real):
             raise ToolError(f"{rel} does not exist")
+        if args.get("merged_into"):
+            _, survivor = self._resolve_write("write", args["merged_into"])
+            mtime = os.lstat(real).st_mtime_ns
+            self.merged[survivor] = min(mtime, self.merged.get(survivor, mtime))
         self.memory.delete(real)
         self._seen.pop(real, None)
         if rel in self.created:
@@ -749,6 +792,30 @@ class ToolBox:
                 self.created.append(rel)
         elif rel not in self.created and rel not in self.updated:
             self.updated.append(rel)
+
+
+def excerpt(text: str, match, width: int) -> str:
+    """At most ``width`` characters of ``text`` centred on ``match`` (a re.Match or a (start, end) span)."""
+    start, end = match.span() if isinstance(match, re.Match) else (match or (0, 0))
+    if len(text) <= width:
+        return text
+    left = max(0, min(start - (width - (end - start)) // 2, len(text) - width))
+    cut = text[left:left + width]
+    return ("…" if left else "") + cut + ("…" if left + width < len(text) else "")
+
+
+def _transcript_excerpt(line) -> str:
+    """A transcript match as search_transcripts shows it: where it was said, and the words around it."""
+    ref = line.message
+    text = excerpt(line.text, line.spans[0] if line.spans else None, EXCERPT_CHARS)
+    return f"[session {ref.session_id} {ref.timestamp or '(no time)'} {ref.role}] {text}"
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
 
 
 def _glob_regex(pattern: str) -> re.Pattern:
@@ -784,6 +851,7 @@ class AgentResult:
     duration_s: float = 0.0
     error: str | None = None
     error_kind: str | None = None
+    messages: list[dict] = field(default_factory=list)  # the conversation, the model's last answer included
 
     @property
     def files_written(self) -> list[str]:
@@ -1090,6 +1158,8 @@ def run_agent(
                       for x in raw_blocks if getattr(x, "type", None) == "tool_use"}
         if not uses:
             stop_reason = getattr(response, "stop_reason", None) or "end_turn"
+            if content:
+                history.append({"role": "assistant", "content": content})
             break
         history.append({"role": "assistant", "content": content})
         # What this turn's results may add: the room left once every answered result is elided.
@@ -1126,4 +1196,5 @@ def run_agent(
         duration_s=time.monotonic() - started,
         error=error,
         error_kind=error_kind,
+        messages=history,
     )

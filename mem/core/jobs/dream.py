@@ -7,13 +7,18 @@ The job runs in one of two modes:
   memory directory and the project's transcripts and write access to the
   memory directory only, through the one write path;
 * mechanical (``--offline``, or no key): no model; exact duplicate topic files
-  are merged, near duplicates reported, the index rebuilt and linted.
+  (same type, body, name and description) are merged into the oldest.
 
-Either way the change is one operation of the history, validated after
-(every changed topic file parses with a valid type, the index is within its
-limits and points at files that exist, no secret, daily logs only appended),
-and a failed validation or a failed run takes back its own changes (only those:
-a memory saved meanwhile stays).
+Either way the index is then repaired (``heal_index``: dangling pointers out,
+missing ones in, an over-limit index fitted with its prose moved to a topic
+file), the directory checked (``dream_checks``: near-duplicates, stale and
+relative dates, contradictions, reported as findings), and the change, one
+operation of the history, validated (every changed topic file parses with a
+valid type, the index is no further over its limits than before and points at
+files that exist, no secret, daily logs only appended, no link left to a
+deleted file). The agent gets one more round to fix a failed validation; a
+failure after that, or a failed run, takes back the dream's own changes (only
+those: a memory saved meanwhile stays).
 ``dry_run`` runs the whole job on a scratch copy and returns the diff.
 """
 
@@ -25,11 +30,12 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date
 
 from mem.core.jobs import consolidation
 from mem.core.memdir import scratch
 from mem.core.errors import LockedError, MemError, RefusedError
-from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, UNINDEXED_DIRS
+from mem.core.memdir.layout import INDEX_NAME, INDEX_NOTES, LOGS_PREFIX, UNINDEXED_DIRS
 
 SKIP_DIRS = UNINDEXED_DIRS
 
@@ -51,6 +57,7 @@ class DreamResult:
     summary: str = ""
     duplicates: list[list[str]] = field(default_factory=list)  # merged groups, kept file first
     near_duplicates: list[dict] = field(default_factory=list)
+    findings: list = field(default_factory=list)  # dream_checks.Finding
     lint: list[str] = field(default_factory=list)
     turns: int = 0
     tokens: dict | None = None
@@ -69,6 +76,7 @@ class DreamResult:
             "summary": self.summary,
             "duplicates": self.duplicates,
             "near_duplicates": self.near_duplicates,
+            "findings": [f.as_dict() for f in self.findings],
             "lint": self.lint,
             "turns": self.turns,
             "tokens": self.tokens,
@@ -96,9 +104,13 @@ def run(
     min_sessions: int = consolidation.DEFAULT_MIN_SESSIONS,
     session: str | None = None,
     wait: bool = False,
+    today: date | None = None,
     progress: Progress = _quiet,
 ) -> DreamResult:
-    """Gate, lock, consolidate as one operation, validate. Raises LockedError / ValidationError / MemError."""
+    """Gate, lock, consolidate as one operation, validate. Raises LockedError / ValidationError / MemError.
+
+    ``today`` is the date stale dates are judged against (default: the local date).
+    """
     started = time.monotonic()
     gate = consolidation.check_gate(memory_dir, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
                                     exclude_session=session, force=force)
@@ -107,11 +119,12 @@ def run(
         return result
     if not os.path.isdir(memory_dir):
         raise MemError(f"no memory directory at {memory_dir}")
+    today = today or date.today()
     if dry_run:
         with scratch.scratch_copy(memory_dir, "mem-dream-") as work:
-            _job(result, work, transcripts_dir, model, gate, progress)
+            _consolidate(result, work, transcripts_dir, model, gate, progress, today,
+                         lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, work))))
             result.changes = scratch.compare(memory_dir, work)
-            _validate_or_raise(work, memory_dir, result.changes)
             result.diff = scratch.unified_diff(memory_dir, work)
         result.ran = True
         result.duration_s = time.monotonic() - started
@@ -125,14 +138,12 @@ def run(
     memory.sweep_temp_files()
     try:
         with memory.operation("dream", [mode]):
-            _job(result, memory_dir, transcripts_dir, model, gate, progress)
+            _consolidate(result, memory_dir, transcripts_dir, model, gate, progress, today, lambda: _before(memory))
         op = memory.last_operation
         if op is not None:
             result.snapshot_id = op.id
             result.changes = scratch.Changes(*(sorted(c.path for c in op.changes if _action(c) == a)
                                                 for a in ("created", "updated", "deleted")))
-            with _before(memory, op) as before:
-                _validate_or_raise(memory_dir, before, result.changes)
     except BaseException:
         if memory.last_operation is not None:
             take_back(memory, memory.last_operation)  # only what this dream wrote: saves made meanwhile stay
@@ -153,22 +164,40 @@ def _action(change) -> str:
 
 
 @contextlib.contextmanager
-def _before(memory, op):
-    """A temporary directory holding what each file ``op`` changed held before it (for validation)."""
+def _before(memory):
+    """(a temporary directory holding what each file the operation in progress changed held before, the changes)."""
     import shutil
     import tempfile
 
     base = tempfile.mkdtemp(prefix="mem-dream-before-")
+    created, updated, deleted = [], [], []
     try:
-        for c in op.changes:
-            if c.before is not None:
-                path = os.path.join(base, c.path)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "wb") as fh:
-                    fh.write(memory.history.read_blob(c.before))
-        yield base
+        for rel, old in sorted(memory.pending().items()):
+            path = os.path.join(memory.root, rel)
+            now = _read_bytes(path)
+            if old is None:
+                if now is not None:
+                    created.append(rel)
+                continue
+            target = os.path.join(base, rel)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as fh:
+                fh.write(old)
+            if now is None:
+                deleted.append(rel)
+            elif now != old:
+                updated.append(rel)
+        yield base, scratch.Changes(created, updated, deleted)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
 
 
 def _acquire(memory_dir: str, wait: bool) -> int:
@@ -182,68 +211,83 @@ def _acquire(memory_dir: str, wait: bool) -> int:
         time.sleep(1.0)
 
 
-def _job(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress) -> None:
+def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress, today: date,
+                 before: Callable[[], contextlib.AbstractContextManager]) -> None:
+    """The job, the index repaired, the checks, validation; the agent gets one more round to fix what fails."""
+    from mem.core.memdir.store import MemoryDir
+
+    store = MemoryDir(root)
     if result.mode == "agent":
         from mem.core.jobs.dream_agent import consolidate
 
-        consolidate(result, root, transcripts_dir, model, gate, progress)
+        again = consolidate(result, root, transcripts_dir, model, gate, progress)
+        heal_index(store, result, progress)
+        problems = _problems(root, before)
+        if problems:
+            progress(f"validate: {len(problems)} problem(s); asking the agent to fix them")
+            again(problems)
+            heal_index(store, result, progress)
+            problems = _problems(root, before)
     else:
         mechanical(result, root, progress)
+        problems = _problems(root, before)
+    result.findings += check(root, today)
+    if result.mode == "mechanical" and result.findings:
+        result.summary += f"; {len(result.findings)} finding(s)"
+    result.near_duplicates = [{"a": f.files[0], "b": f.files[1], "similarity": f.similarity}
+                              for f in result.findings if f.kind == "near-duplicate"]
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        err = ValidationError(f"the consolidated memory failed validation, nothing kept: {shown}")
+        err.problems = problems  # type: ignore[attr-defined]
+        raise err
+
+
+def _problems(root: str, before: Callable[[], contextlib.AbstractContextManager]) -> list[str]:
+    with before() as (before_root, changes):
+        return validate(root, before_root, changes)
 
 
 # --- mechanical mode --------------------------------------------------------
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.split())
+def _memories(root: str) -> list:
+    """The topic files the dream looks after (team/ and logs/ are not its to change), as the checks see them."""
+    from mem.core.jobs.dream_checks import Memory
+    from mem.core.memdir import manifest
+    from mem.core.memdir.frontmatter import parse_frontmatter
+
+    out = []
+    for h in manifest.scan(root, limit=None):
+        if h.relpath.startswith(SKIP_DIRS):
+            continue
+        with open(h.path, encoding="utf-8", errors="replace") as fh:
+            body = parse_frontmatter(fh.read()).content
+        out.append(Memory(h.relpath, h.name or "", h.description or "", h.type, body, h.mtime_ms))
+    return out
 
 
-def _body_of(path: str) -> tuple[str, str | None]:
-    from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
-
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        parsed = parse_frontmatter(fh.read())
-    return parsed.content, memory_type_of(parsed.data)[0]
-
-
-_WORD = re.compile(r"[a-z0-9]+|[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-
-
-def _shingles(text: str) -> set[tuple[str, ...]]:
-    tokens = _WORD.findall(text.lower())
-    if len(tokens) < 3:
-        return {tuple(tokens)} if tokens else set()
-    return {tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)}
-
-
-def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, near_threshold: float = 0.6) -> None:
-    """Merge exact duplicates, report near ones, rebuild the index, lint."""
+def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> None:
+    """Merge exact duplicates, repair and fit the index, lint."""
     from mem.core.memdir import index as idx
     from mem.core.memdir import manifest
     from mem.core.memdir.store import MemoryDir
 
+    from mem.core.jobs.dream_checks import normalise
+
     store = MemoryDir(root)
     progress("orient: scanning topic files")
-    headers = [h for h in manifest.scan(root, limit=None) if not h.relpath.startswith(SKIP_DIRS)]
     groups: dict[tuple, list] = {}
-    bodies: dict[str, str] = {}
-    for h in headers:
-        body, mtype = _body_of(h.path)
-        bodies[h.relpath] = body
-        if _normalise(body):
-            groups.setdefault((mtype, _normalise(body)), []).append(h)
-    try:
-        with open(store.index_path, encoding="utf-8") as fh:
-            index_text = fh.read()
-    except FileNotFoundError:
-        index_text = ""
-    pointed = {p.relpath for p in idx.parse_pointers(index_text) if p.relpath}
+    for m in _memories(root):
+        if normalise(m.body):
+            key = (m.type, normalise(m.body), normalise(m.name), normalise(m.description))
+            groups.setdefault(key, []).append(m)
     replace: dict[str, str] = {}
     for members in groups.values():
         if len(members) < 2:
             continue
-        # Keep the one the index points at, else the newest (scan order is newest first).
-        members = sorted(members, key=lambda h: (h.relpath not in pointed, -h.mtime_ms, h.relpath))
+        # Keep the oldest: a merge keeps the older date (recall shows a memory's age); pointers follow it.
+        members = sorted(members, key=lambda m: (m.mtime_ms, m.relpath))
         keep, drop = members[0], members[1:]
         result.duplicates.append([keep.relpath] + [d.relpath for d in drop])
         for d in drop:
@@ -270,32 +314,78 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet, *, n
             return "\n".join(out)
 
         store.update_index(repoint)
-    progress("prune and index: rebuilding MEMORY.md")
-    remaining = manifest.scan(root, limit=None)  # only MEMORY.md changes from here on: this is the final manifest
-    rebuilt: list[str | None] = [None]
-
-    def rebuild(text: str | None) -> str | None:
-        rebuilt[0] = idx.rebuild(text, root, remaining) if (text is not None or remaining) else None
-        return rebuilt[0]
-
-    store.update_index(rebuild)
-    # Near duplicates: reported, never merged without a model to judge them.
-    alive = [h for h in headers if h.relpath not in replace]
-    sh = {h.relpath: _shingles(bodies[h.relpath] + " " + (h.description or "")) for h in alive}
-    for i, a in enumerate(alive):
-        for b in alive[i + 1:]:
-            sa, sb = sh[a.relpath], sh[b.relpath]
-            if not sa or not sb:
-                continue
-            score = len(sa & sb) / len(sa | sb)
-            if score >= near_threshold:
-                result.near_duplicates.append({"a": a.relpath, "b": b.relpath, "similarity": round(score, 3)})
+    rebuilt = heal_index(store, result, progress)
+    remaining = manifest.scan(root, limit=None)
     result.lint = [f"{INDEX_NAME}{':' + str(p.line) if p.line else ''}: {p.code}: {p.message}"
-                   for p in idx.lint(rebuilt[0], root, remaining)]
+                   for p in idx.lint(rebuilt, root, remaining)]
     result.lint += [f"{h.relpath}: {w.code}: {w.message}" for h in remaining for w in h.warnings]
     n = len(result.duplicates)
     result.summary = (f"merged {sum(len(g) - 1 for g in result.duplicates)} exact duplicate file(s) in {n} group(s); "
-                      f"{len(result.near_duplicates)} near-duplicate pair(s) left for review; index rebuilt")
+                      "index repaired")
+
+
+NOTES_DESCRIPTION = "Notes written by hand in the memory index, moved here by mem dream to keep the index within its limits"
+
+
+def heal_index(store, result: DreamResult, progress: Progress = _quiet) -> str | None:
+    """Repair the index mechanically; its new text.
+
+    Pointers to missing files go, pointers to unlisted topic files come; an
+    index over its limits is fitted (``index.fit``): its hand-written prose
+    moves, verbatim, into the topic file ``INDEX_NOTES`` (pointed to from the
+    top) and every topic file's pointer is placed where an agent sees it, or
+    reported as unreachable when there are more than fit.
+    """
+    from mem.core.jobs.dream_checks import Finding
+    from mem.core.memdir import index as idx
+    from mem.core.memdir import manifest
+
+    progress(f"prune and index: repairing {INDEX_NAME}")
+    headers = manifest.scan(store.root, limit=None)
+    notes_pointer = f"- [Index notes]({INDEX_NOTES}) — notes moved out of the index"
+    final: list[str | None] = [None]
+
+    def change(text: str | None) -> str | None:
+        if text is None and not idx.indexed_topics(headers):
+            return None
+        final[0] = idx.rebuild(text, store.root, headers)
+        if not idx.render_as_injected(final[0]).truncated:
+            return final[0]
+        fitted = idx.fit(final[0], headers, notes_pointer)
+        if fitted.prose:
+            _keep_notes(store, fitted.prose)
+            result.findings.append(Finding("prose-moved", [INDEX_NAME, INDEX_NOTES],
+                                           [f"{len(fitted.prose)} hand-written line(s) moved out of the index",
+                                            *fitted.prose[:2]], fixed=True))
+        result.findings = [f for f in result.findings if f.kind != "unreachable"]  # this repair says it anew
+        if fitted.unreachable:
+            result.findings.append(Finding("unreachable", fitted.unreachable,
+                                           [f"{len(fitted.unreachable)} topic file(s) do not fit in what an agent "
+                                            "is given of the index"]))
+        final[0] = fitted.text
+        return final[0]
+
+    if store.update_index(change) is None:  # nothing to change: the index as it is
+        text = _read_bytes(store.index_path)
+        return None if text is None else text.decode("utf-8", "replace")
+    return final[0]
+
+
+def _keep_notes(store, prose: list[str]) -> None:
+    """Add ``prose`` to the index notes topic file (made with its frontmatter the first time)."""
+    old = _read_bytes(os.path.join(store.root, INDEX_NOTES))
+    if old is None:
+        head = f"---\nname: index notes\ndescription: {NOTES_DESCRIPTION}\ntype: reference\n---\n\n"
+    else:
+        head = old.decode("utf-8", "replace").rstrip("\n") + "\n\n"
+    store.write(INDEX_NOTES, head + "\n".join(prose) + "\n")
+
+
+def check(root: str, today: date) -> list:
+    """The checks' findings on the directory as the dream leaves it (see ``dream_checks``)."""
+    from mem.core.jobs import dream_checks
+
+    return dream_checks.findings(_memories(root), today)
 
 
 # --- validation -------------------------------------------------------------
@@ -339,6 +429,7 @@ def validate(root: str, before_root: str, changes: scratch.Changes | None = None
             problems.append(f"{rel}: type must be user, feedback, project or reference")
         elif not parsed.data.get("description"):
             problems.append(f"{rel}: no description")
+    problems += _links_to_deleted(root, changes)
     try:
         with open(os.path.join(root, idx.INDEX_NAME), encoding="utf-8") as fh:
             index_text = fh.read()
@@ -346,8 +437,9 @@ def validate(root: str, before_root: str, changes: scratch.Changes | None = None
         index_text = None
     if index_text is not None:
         t = idx.render_as_injected(index_text)
-        if t.truncated:
-            problems.append(f"MEMORY.md: over its limits ({t.line_count} lines, {t.byte_count} UTF-16 units; limits 200 and 25,000)")
+        if _worse_index(_index_before(before_root, changes, index_text), index_text, root):
+            problems.append(f"{INDEX_NAME}: over its limits ({t.line_count} lines, {t.byte_count} UTF-16 units; "
+                            "limits 200 and 25,000), and worse than before")
         for p in idx.parse_pointers(index_text):
             if p.relpath and not os.path.isfile(os.path.join(root, p.relpath)):
                 problems.append(f"MEMORY.md:{p.lineno}: points at {p.target}, which does not exist")
@@ -356,10 +448,54 @@ def validate(root: str, before_root: str, changes: scratch.Changes | None = None
     return problems
 
 
-def _validate_or_raise(root: str, before_root: str, changes: scratch.Changes) -> None:
-    problems = validate(root, before_root, changes)
-    if problems:
-        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
-        err = ValidationError(f"the consolidated memory failed validation, nothing kept: {shown}")
-        err.problems = problems  # type: ignore[attr-defined]
-        raise err
+_LINK = re.compile(r"\]\((<[^>]*>|[^)\s]+)")
+
+
+def _links_to_deleted(root: str, changes: scratch.Changes) -> list[str]:
+    """Topic files left linking to a file this dream deleted (a merge must carry its links over)."""
+    from mem.core.memdir.layout import is_index, is_memory, tree_files
+
+    gone = set(changes.deleted)
+    if not gone:
+        return []
+    problems = []
+    for rel, path in sorted(tree_files(root).items()):
+        if not is_memory(rel) or is_index(rel) or rel.startswith(SKIP_DIRS) or os.path.islink(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        for m in _LINK.finditer(text):
+            target = os.path.normpath(os.path.join(os.path.dirname(rel), m.group(1).strip("<>").split("#")[0]))
+            if target.replace(os.sep, "/") in gone:
+                problems.append(f"{rel}: links to {m.group(1)}, which this dream deleted")
+    return problems
+
+
+def _index_before(before_root: str, changes: scratch.Changes, index_text: str) -> str | None:
+    """The index as it was before the dream (None: there was none)."""
+    if INDEX_NAME in changes.created:
+        return None
+    if INDEX_NAME not in changes.updated:
+        return index_text
+    with open(os.path.join(before_root, INDEX_NAME), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _worse_index(before: str | None, after: str, root: str) -> bool:
+    """An index over its limits is a problem when the dream made it so or made it larger.
+
+    Not when it holds nothing but pointers to topic files: then there are more
+    topic files than fit, and the dream reports which are out of sight.
+    """
+    from mem.core.memdir import index as idx
+
+    t = idx.render_as_injected(after)
+    if not t.truncated:
+        return False
+    pointers = [p for p in idx.parse_pointers(after) if p.relpath and os.path.isfile(os.path.join(root, p.relpath))]
+    if len(pointers) == sum(1 for line in after.split("\n") if line.strip()):
+        return False
+    if before is None:
+        return True
+    b = idx.render_as_injected(before)
+    return not b.truncated or t.line_count > b.line_count or t.byte_count > b.byte_count

@@ -658,6 +658,14 @@ class Journal:
                 raise
             h._stage({path: (new_oid, new_mode)})
 
+    def befores(self) -> dict[str, str | None]:
+        """path -> the blob it held before this operation first changed it (None: it did not exist)."""
+        out: dict[str, str | None] = {}
+        for entry in self._entries:
+            if entry.get("kind") != OUTSIDE:
+                out.setdefault(entry["path"], entry["before"])
+        return out
+
     def note_mtime(self, path: str, mtime_ns: int) -> None:
         """Keep the modification time ``path`` had before this operation first changed it (undo puts it back)."""
         self._header["meta"].setdefault("mtimes", {}).setdefault(path, mtime_ns)

@@ -462,3 +462,65 @@ def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
 
     memory.update_index(change)
     return added
+
+
+# --- fit -------------------------------------------------------------------
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
+
+
+@dataclass(frozen=True)
+class Fitted:
+    text: str
+    prose: list[str]  # hand-written lines moved out, verbatim, in order
+    unreachable: list[str]  # topic files whose pointer still lies beyond what an agent sees
+
+
+def fit(raw: str, headers: list[MemoryHeader], notes_pointer: str) -> Fitted:
+    """An index over its limits made to fit, keeping a pointer to every topic file in sight.
+
+    In order, until what an agent is given holds every pointer: hand-written
+    prose (lines that are not pointers to topic files, headings or blank) goes
+    (``prose``; the caller keeps it in the file ``notes_pointer`` points at,
+    whose pointer goes near the top); blank lines go; pointer lines longer
+    than the guidance are rewritten from the topic file's frontmatter; headings
+    go; hooks go. Topic files that still do not fit are ``unreachable``.
+    """
+    by_path = {h.relpath: h for h in indexed_topics(headers)}
+    pointers = {p.lineno - 1: p for p in parse_pointers(raw) if p.relpath in by_path}
+    notes_target = parse_pointers(notes_pointer)[0].relpath
+    lines = raw.rstrip("\n").split("\n")
+    kept: list[str] = []
+    prose: list[str] = []
+    for i, line in enumerate(lines):
+        p = pointers.get(i)
+        if p is not None and p.relpath == notes_target:
+            continue  # put back at the top
+        if p is not None or _HEADING.match(line) or not line.strip():
+            if line.strip() or (kept and kept[-1].strip()):
+                kept.append(line)
+        else:
+            prose.append(line)
+    top = 1 if kept and _HEADING.match(kept[0]) else 0
+    if prose or notes_target in by_path:
+        kept.insert(top, notes_pointer)
+
+    def fits(candidate: list[str]) -> bool:
+        return not render_as_injected("\n".join(candidate)).truncated
+
+    pointers_by_line = {p.line: p for p in pointers.values()}
+    steps = [
+        lambda ls: [x for x in ls if x.strip()],
+        lambda ls: [pointer_line(by_path[pointers_by_line[x].relpath]) if x in pointers_by_line and len16(x) > MAX_LINE_CHARS else x
+                    for x in ls],
+        lambda ls: [x for x in ls if not _HEADING.match(x)],
+        lambda ls: [re.sub(r"^(\s*[-*+]\s+\[(?:[^\]\\]|\\.)*\]\([^)]*\)).*$", r"\1", x) for x in ls],
+    ]
+    for step in steps:
+        if fits(kept):
+            break
+        kept = step(kept)
+    text = "\n".join(kept) + "\n"
+    shown = {p.relpath for p in parse_pointers(render_as_injected(text).content)}
+    unreachable = sorted(r for r in by_path if r not in shown and r in {p.relpath for p in parse_pointers(text)})
+    return Fitted(text, prose, unreachable)

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 #: The index file, at the top of the memory directory and of team/.
 INDEX_NAME = "MEMORY.md"
+#: Where a dream moves the hand-written prose that pushed the index over its limits (a topic file).
+INDEX_NOTES = "index-notes.md"
 #: Daily logs: append-only, never pointed at.
 LOGS_DIR = "logs"
 LOGS_PREFIX = LOGS_DIR + "/"

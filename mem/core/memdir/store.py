@@ -187,6 +187,19 @@ class MemoryDir:
             del _OPEN[self.real_root]
             self.last_operation = journal.commit()
 
+    def pending(self) -> dict[str, bytes | None]:
+        """What each file the operation in progress changed held before it (None: it did not exist).
+
+        Files whose old content the history withheld (a secret) are left out.
+        """
+        from mem.core.memdir.history import REDACTED, WITHHELD
+
+        journal = _OPEN.get(self.real_root)
+        if journal is None:
+            return {}
+        return {path: None if oid is None else self.history.read_blob(oid)
+                for path, oid in journal.befores().items() if oid not in (WITHHELD, REDACTED)}
+
     def _record(self, rel: str, path: str, old: bytes | None, new: bytes | None, apply: Callable[[], None],
                 *, link: bool = False) -> None:
         """Carry out one change with ``apply``, as part of the operation in progress, if there is one."""
