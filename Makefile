@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history clean
+.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-verify clean
 
 all: test
 
@@ -79,6 +79,10 @@ bench-grep: $(STAMP)
 ## bench-history: what recording every change costs a write, on 200 and 10,000 memories, into bench/RESULTS.md
 bench-history: $(STAMP)
 	$(BIN)/python bench/history.py
+
+## bench-verify: mem verify precision and recall on the labelled claims, and its speed on 200 memories in a 10,000-file repository, into bench/RESULTS.md
+bench-verify: $(STAMP)
+	$(BIN)/python bench/verify.py
 
 ## bench-lint: mem lint precision and recall on the labelled memories, into bench/RESULTS.md
 bench-lint: $(STAMP)

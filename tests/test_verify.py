@@ -16,9 +16,7 @@ from mem.core.memdir.store import MemoryDir
 from mem.core.verify import VerifyCache, claims_of, verify
 
 sys.path.insert(0, str(FIXTURES / "verify"))
-from build import build_memories, build_repo, labels, score
-
-TODAY = datetime.date(2026, 11, 25)
+from build import TODAY, build_memories, build_repo, labels, score
 
 
 @pytest.fixture(scope="module")

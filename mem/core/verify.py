@@ -172,27 +172,42 @@ def claims_of(text: str) -> list[Claim]:
     Example: [c.kind for c in claims_of("---\\ntype: project\\n---\\nsee `src/a.py:3` and `make lint`\\n")]
         == ["path", "command"]
     """
+    out: list[Claim] = []
+    for n, line, fenced in _body_lines(text):
+        out.extend(_commands(n, line.strip().removeprefix("$ ")) if fenced else _line_claims(n, line))
+    return out
+
+
+def link_claims(text: str) -> list[Claim]:
+    """Only the links to other memories: checked on every run, so read without the other rules."""
+    if "](" not in text:
+        return []
+    return [c for n, line, fenced in _body_lines(text) if not fenced and "](" in line for c in _link_claims(n, line)]
+
+
+def _body_lines(text: str) -> Iterable[tuple[int, str, bool]]:
+    """(line number in the file, line, inside a fenced code block) after the frontmatter; fences left out."""
     parsed = parse_frontmatter(text)
     skip = text[: len(text) - len(parsed.content)].count("\n") if parsed.present else 0
-    out: list[Claim] = []
     in_fence = False
     for n, line in enumerate(parsed.content.split("\n"), start=skip + 1):
         if _FENCE.match(line):
             in_fence = not in_fence
-            continue
-        if in_fence:
-            out.extend(_commands(n, line.strip().removeprefix("$ ")))
-            continue
-        out.extend(_line_claims(n, line))
+        else:
+            yield n, line, in_fence
+
+
+def _link_claims(n: int, line: str) -> list[Claim]:
+    out = []
+    for m in _MD_LINK.finditer(line):
+        target = m.group(2)
+        if not (":" in target or target.startswith("#")) and target.split("#")[0].endswith(".md"):
+            out.append(Claim(n, "link", target, target.split("#")[0]))
     return out
 
 
 def _line_claims(n: int, line: str) -> list[Claim]:
-    found: list[Claim] = []
-    for m in _MD_LINK.finditer(line):
-        target = m.group(2)
-        if not (":" in target or target.startswith("#")) and target.split("#")[0].endswith(".md"):
-            found.append(Claim(n, "link", target, target.split("#")[0]))
+    found = _link_claims(n, line)
     line = _blank(_MD_LINK, line, keep=1)
     line = _blank(_URL, line)
     for m in _BACKTICK.finditer(line):
@@ -593,9 +608,7 @@ def _finding(m: _Memory, c: Claim, verdict: str, evidence: str, new_place: str |
 def _links(root: str, m: _Memory) -> list[Finding]:
     out = []
     base = os.path.dirname(m.relpath)
-    for c in claims_of(m.text):
-        if c.kind != "link":
-            continue
+    for c in link_claims(m.text):
         rel = os.path.normpath(os.path.join(base, c.target.lstrip("/") if c.target.startswith("/") else c.target))
         exists = not rel.startswith("..") and os.path.isfile(os.path.join(root, rel))
         out.append(_finding(m, c, "ok" if exists else "missing",
