@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,31 @@ def test_fix_rewrites_a_moved_path_in_place_recorded_and_undoable(memdir, built,
     assert ops[0]["command"] == "verify" and ops[0]["args"] == ["--fix"]
     assert run_mem("undo").returncode == 0
     assert path.read_text() == before
+
+
+# -- recall ---------------------------------------------------------------------------------------
+
+
+def test_recall_notes_a_stale_claim_and_ranks_the_stale_memory_second_of_a_tie(memdir, built):
+    repo, _ = built
+    now = time.time()  # a_ is the newer, so the manifest (newest first) puts it first of the tie
+    write_memory(memdir, "a_deploy.md", name="deploy a", description="how to deploy the service",
+                 type="project", body="Deploy with `make integration` from the root.\n", mtime=now)
+    write_memory(memdir, "b_deploy.md", name="deploy b", description="how to deploy the service",
+                 type="project", body="Deploy with `make lint` from the root.\n", mtime=now - 60)
+    before = json.loads(mem("recall", "--offline", "--json", "how", "to", "deploy", "the", "service").stdout)
+    scores = {s["relpath"]: s["score"] for s in before["selected"]}
+    assert scores["a_deploy.md"] == scores["b_deploy.md"]  # a tie, which a_ wins on its own
+    assert [s["relpath"] for s in before["selected"]] == ["a_deploy.md", "b_deploy.md"]
+    assert all(">" not in s["content"].split("\n")[-1] for s in before["selected"])
+    assert mem("verify", "--repo", str(repo)).exit_code == 1
+    after = json.loads(mem("recall", "--offline", "--json", "how", "to", "deploy", "the", "service").stdout)
+    assert [s["relpath"] for s in after["selected"]] == ["b_deploy.md", "a_deploy.md"]
+    stale = after["selected"][1]["content"]
+    assert stale.endswith("\n\n> Checked against the repository (mem verify): "
+                          "`make integration` is no longer declared (line 7).")
+    assert "mem verify" not in after["selected"][0]["content"]
+    write_memory(memdir, "a_deploy.md", name="deploy a", description="how to deploy the service",
+                 type="project", body="Deploy with `make docs` from the root.\n")  # edited: the note was for the old text
+    edited = json.loads(mem("recall", "--offline", "--json", "how", "to", "deploy", "the", "service").stdout)
+    assert not any("mem verify" in s["content"] for s in edited["selected"])

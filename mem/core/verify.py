@@ -1,6 +1,6 @@
 """Check what memories claim about the project against its git repository.
 
-Example: verify(MemoryDir(m), "/src/app").findings[0].line() ==
+Example: verify(MemoryDir(m), "/src/app").findings[0].line_text() ==
     "project_retry.md:7: moved: path src/net/retry.py (renamed in 3f2a9c1 -> lib/net/retry.py)"
 
 A memory says "the retry logic lives in `src/net/retry.py:backoff()`", "run `make integration`",
@@ -27,13 +27,13 @@ What is a claim (and what is not, because a false alarm costs as much as a miss)
 - link: ``[text](other.md)`` to another memory that no longer exists.
 Fenced code blocks yield commands only: an example is not a statement about the project.
 
-uses: subprocess (git), hashlib, json; mem.core.memdir (store, layout, frontmatter, state).
+uses: subprocess (git), json; mem.core.memdir (layout, frontmatter, store, state); mem.core.verifynotes
+(Finding, and the notes recall reads).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -45,6 +45,7 @@ from mem import __version__
 from mem.core.errors import ConfigError
 from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
 from mem.core.memdir.layout import is_memory, walk_topic_files
+from mem.core.verifynotes import Finding, StaleNotes, content_sha
 
 if TYPE_CHECKING:
     from mem.core.memdir.store import MemoryDir
@@ -63,29 +64,6 @@ class Claim(NamedTuple):
     text: str  # as written: "src/net/retry.py", "make integration", "a1b2c3d", "2026-03-12"
     target: str  # what is checked: the path, the symbol's last name, "make:integration", the hex, the ISO date
     cue: bool = False  # a date after a deadline word ("until", "by"...); a relative date is "relative"
-
-
-class Finding(NamedTuple):
-    """One claim's verdict, with the evidence that decided it."""
-
-    memory: str  # relpath of the topic file
-    line: int
-    kind: str
-    claim: str
-    verdict: str  # ok, moved, missing, expired
-    evidence: str
-    new_place: str | None = None  # for "moved": where the path is now
-
-    @property
-    def stale(self) -> bool:
-        return self.verdict != "ok"
-
-    def line_text(self) -> str:
-        """grep-style: ``relpath:line: verdict: kind claim (evidence)``."""
-        return f"{self.memory}:{self.line}: {self.verdict}: {self.kind} {self.claim} ({self.evidence})"
-
-    def as_dict(self) -> dict:
-        return {**self._asdict(), "stale": self.stale}
 
 
 class Report(NamedTuple):
@@ -506,6 +484,7 @@ def _slashes(path: str) -> Iterable[int]:
 class _Memory(NamedTuple):
     relpath: str
     text: str
+    sha: str  # of the bytes on disk: the cache's key, and the recall note's
     type: str | None
     mtime: float
 
@@ -524,8 +503,7 @@ def verify(memory: MemoryDir, repo: str, files: Sequence[str] | None = None, *,
     findings: dict[str, list[Finding]] = {}
     todo: list[tuple[_Memory, list[Claim]]] = []
     for m in memories:
-        sha = content_sha(m.text)
-        hit = cache.get(m.relpath, sha, key) if cache else None
+        hit = cache.get(m.relpath, m.sha, key) if cache else None
         if hit is not None:
             findings[m.relpath] = hit
         else:
@@ -533,14 +511,15 @@ def verify(memory: MemoryDir, repo: str, files: Sequence[str] | None = None, *,
     for m, found in _check(git, memory.root, todo, today).items():
         findings[m.relpath] = found
         if cache:
-            cache.put(m.relpath, content_sha(m.text), key, found)
+            cache.put(m.relpath, m.sha, key, found)
     if cache:
         cache.save(keep={m.relpath for m in memories} if files is None else None)
     out: list[Finding] = []
     for m in memories:
+        findings[m.relpath] = sorted(findings[m.relpath] + _links(memory.root, m), key=lambda f: f.line)
         out.extend(findings[m.relpath])
-        out.extend(_links(memory.root, m))
-    out.sort(key=lambda f: (f.memory, f.line))
+    StaleNotes(memory.state.verify_notes).update({m.relpath: (m.sha, findings[m.relpath]) for m in memories},
+                                                 keep={m.relpath for m in memories} if files is None else None)
     return Report(out, len(memories), git.head, len(memories) - len(todo))
 
 
@@ -553,12 +532,13 @@ def _read_memories(root: str, files: Sequence[str] | None) -> Iterable[_Memory]:
         if not is_memory(rel):
             continue
         try:
-            with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-                text = fh.read()
+            with open(path, "rb") as fh:
+                data = fh.read()
             mtime = os.stat(path).st_mtime
         except OSError:
             continue  # a directory named *.md, or gone since the walk
-        yield _Memory(rel, text, memory_type_of(parse_frontmatter(text).data)[0], mtime)
+        text = data.decode("utf-8", "replace")
+        yield _Memory(rel, text, content_sha(data), memory_type_of(parse_frontmatter(text).data)[0], mtime)
 
 
 def _check(git: Repo, root: str, todo: list[tuple[_Memory, list[Claim]]], today: _dt.date) -> dict[_Memory, list[Finding]]:
@@ -755,10 +735,6 @@ def _json_scripts(text: str | None) -> list[str]:
 
 
 # -- the cache ----------------------------------------------------------------------------------
-
-
-def content_sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def cache_key(head: str, today: _dt.date) -> str:
