@@ -178,6 +178,8 @@ def test_cli_exits_0_when_everything_holds_and_checks_only_the_files_named(memdi
     r = mem("verify", "--repo", str(repo), "good.md")
     assert (r.exit_code, r.stdout) == (0, "")
     assert mem("verify", "--repo", str(repo), str(memdir / "bad.md")).exit_code == 1
+    r = mem("verify", "--repo", str(repo), "gone.md")
+    assert r.exit_code == 2 and "no memory gone.md" in r.stderr
 
 
 def test_cli_without_a_repository_says_what_to_set_and_exits_3(memdir, tmp_path, monkeypatch, run_mem):

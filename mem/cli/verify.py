@@ -71,5 +71,8 @@ def _relpath(root: str, file: str) -> str:
         rel = os.path.relpath(os.path.realpath(file), os.path.realpath(root))
         if rel.startswith(".."):
             raise click.BadParameter(f"{file} is not inside the memory directory {root}", param_hint="FILE")
-        return rel.replace(os.sep, "/")
-    return file.replace(os.sep, "/")
+    else:
+        rel = file
+    if not os.path.isfile(os.path.join(root, rel)):
+        raise click.BadParameter(f"no memory {file} in {root}", param_hint="FILE")
+    return rel.replace(os.sep, "/")

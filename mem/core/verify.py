@@ -50,8 +50,6 @@ from mem.core.verifynotes import Finding, StaleNotes, content_sha
 if TYPE_CHECKING:
     from mem.core.memdir.store import MemoryDir
 
-VERDICTS = ("ok", "moved", "missing", "expired")
-KINDS = ("path", "symbol", "command", "commit", "date", "link")
 #: bumped whenever a rule changes what a claim's verdict would be, so old cache entries are dropped
 CACHE_FORMAT = 1
 
@@ -60,7 +58,7 @@ class Claim(NamedTuple):
     """One checkable statement in a memory: where it is, what kind, the text as written."""
 
     line: int  # 1-based, in the file (frontmatter lines counted)
-    kind: str  # one of KINDS
+    kind: str  # path, symbol, command, commit, date, link
     text: str  # as written: "src/net/retry.py", "make integration", "a1b2c3d", "2026-03-12"
     target: str  # what is checked: the path, the symbol's last name, "make:integration", the hex, the ISO date
     cue: bool = False  # a date after a deadline word ("until", "by"...); a relative date is "relative"
@@ -764,13 +762,6 @@ class VerifyCache:
     def get(self, relpath: str, sha: str, key: str) -> list[Finding] | None:
         entry = self.entries.get(relpath)
         if not isinstance(entry, dict) or entry.get("sha") != sha or entry.get("key") != key:
-            return None
-        return [Finding(*row) for row in entry["findings"]]
-
-    def latest(self, relpath: str, sha: str) -> list[Finding] | None:
-        """The findings last recorded for this content, whatever HEAD they were made at."""
-        entry = self.entries.get(relpath)
-        if not isinstance(entry, dict) or entry.get("sha") != sha:
             return None
         return [Finding(*row) for row in entry["findings"]]
 
