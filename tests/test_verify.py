@@ -86,6 +86,8 @@ def test_a_project_deadline_expires_once_all_have_passed(memdir, built):
     found = check(memdir, repo, body, today=datetime.date(2026, 3, 15))  # one deadline still ahead
     assert {f.verdict for f in found.values()} == {"ok"}
     assert check(memdir, repo, body, type="user") == {}  # a deadline is a project's claim
+    window = check(memdir, repo, "No merges to main from 2026-03-05 to 2026-03-12: the branch is cut.\n")
+    assert window[("date", "2026-03-12")].verdict == "expired" and ("date", "2026-03-05") not in window
 
 
 def test_a_relative_date_is_expired_in_any_memory(memdir, built):

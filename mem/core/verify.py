@@ -21,7 +21,8 @@ What is a claim (and what is not, because a false alarm costs as much as a miss)
 - commit: 7 to 40 lower-case hex digits with a digit and a letter, in backticks or after
   "commit", "sha", "fixed in", "reverted" and the like. Not: colours, version numbers.
 - date: in a project memory, a date after "until", "by", "before", "due", "deadline", "freeze",
-  "expires", "ends", "scheduled", "planned"; stale once every such date in the memory has passed.
+  "expires", "ends", "scheduled", "planned", or ending a window ("to 2026-03-12"); stale once
+  every such date in the memory has passed.
   A relative date ("yesterday", "next week") is stale in any memory: it meant a day nobody knows.
   Dates inside code blocks, paths and versions are not claims.
 - link: ``[text](other.md)`` to another memory that no longer exists.
@@ -114,7 +115,7 @@ _MONTHS = {m: i for i, names in enumerate(
      ("dec", "december")], start=1) for m in names}
 _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 _DATES = re.compile(
-    r"(?<![\w./:-])(?P<y>20\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)(?![\w/:-]|\.\d)"
+    r"(?<![\w./:-])(?P<y>20\d\d)-(?P<m>[01]\d)-(?P<d>[0-3]\d)(?![\w/-]|:\S|\.\d)"
     rf"|(?<![\w.])(?P<mn>{_MONTH})\.?\s+(?P<md>[0-3]?\d)(?:st|nd|rd|th)?,?\s+(?P<my>20\d\d)\b"
     rf"|(?<![\w.])(?P<dd>[0-3]?\d)(?:st|nd|rd|th)?\s+(?P<dm>{_MONTH})\.?,?\s+(?P<dy>20\d\d)\b",
     re.IGNORECASE,
@@ -125,6 +126,8 @@ _DEADLINE = re.compile(
     r"freeze|frozen|no later than|eta|target(?:ed|ing)?|cut-?off|embargo|not before)\b",
     re.IGNORECASE,
 )
+#: the end of a window, "from 2026-03-05 to 2026-03-12": right before the date, not anywhere in the clause
+_RANGE_END = re.compile(r"(?:\bto|\u2013|--)\s*$", re.IGNORECASE)
 _RELATIVE = re.compile(
     r"\b(yesterday|today|tonight|tomorrow|"
     r"(?:next|last|this)\s+(?:week|weekend|month|quarter|sprint|year|monday|tuesday|wednesday|thursday|friday|"
@@ -341,7 +344,8 @@ def _date_claims(n: int, prose: str) -> list[Claim]:
         if day is None:
             continue
         clause = re.split(r"[.;!?]\s|\s[-–—]\s", prose[: m.start()])[-1]
-        out.append(Claim(n, "date", m.group(0), day.isoformat(), cue=bool(_DEADLINE.search(clause))))
+        cue = bool(_DEADLINE.search(clause) or _RANGE_END.search(clause))
+        out.append(Claim(n, "date", m.group(0), day.isoformat(), cue=cue))
     for m in _RELATIVE.finditer(prose):
         out.append(Claim(n, "date", m.group(0), "relative", cue=False))
     return out
@@ -737,7 +741,9 @@ def _json_scripts(text: str | None) -> list[str]:
 
 def cache_key(head: str, today: _dt.date) -> str:
     """What a memory's findings depend on besides its own text: HEAD, the day, mem's rules."""
-    return f"{head}:{today.isoformat()}:{__version__}:{CACHE_FORMAT}"
+    # This file's stat stands for the rules: an upgrade or an edit of them must not reuse old verdicts.
+    st = os.stat(__file__)
+    return f"{head}:{today.isoformat()}:{__version__}:{CACHE_FORMAT}:{st.st_mtime_ns}:{st.st_size}"
 
 
 class VerifyCache:
