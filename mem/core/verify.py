@@ -253,7 +253,7 @@ def _path_claim(n: int, token: str, *, quoted: bool) -> list[Claim]:
     parts = path.strip("/").split("/")
     if not all(_SEGMENT.match(p) for p in parts) or not re.search(r"[A-Za-z]", path):
         return []
-    if any(p in ("..",) for p in parts):
+    if ".." in parts:
         return []  # relative to something other than the repository
     last = parts[-1]
     ext = last.rsplit(".", 1)[1].lower() if "." in last.strip(".") else ""
@@ -285,10 +285,10 @@ def _symbol_claim(n: int, text: str, *, quoted: bool = False) -> list[Claim]:
         if not quoted:
             return []
         identifier_like = (
-            len(parts) > 1
-            or ("_" in last.strip("_") and not last.isupper() or re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+", last))
-            or re.search(r"[a-z][A-Z]", last)
-            or re.fullmatch(r"(?:[A-Z][a-z0-9]+){2,}", last)
+            len(parts) > 1  # Class.method
+            or "_" in last.strip("_")  # snake_case, CONSTANT_NAME
+            or re.search(r"[a-z][A-Z]", last)  # camelCase
+            or re.fullmatch(r"(?:[A-Z][a-z0-9]+){2,}", last)  # PascalCase, two capitals at least
         )
         if not identifier_like:
             return []
@@ -583,15 +583,15 @@ def _check(git: Repo, root: str, todo: list[tuple[_Memory, list[Claim]]], today:
     return out
 
 
-def _finding(m: _Memory, c: Claim, verdict: str, evidence: str, new_place: str | None = None) -> Finding:
-    return Finding(m.relpath, c.line, c.kind, c.text, verdict, evidence, new_place)
+def _finding(m: _Memory, c: Claim, verdict: str, evidence: str) -> Finding:
+    return Finding(m.relpath, c.line, c.kind, c.text, verdict, evidence)
 
 
 def _links(root: str, m: _Memory) -> list[Finding]:
     out = []
     base = os.path.dirname(m.relpath)
     for c in link_claims(m.text):
-        rel = os.path.normpath(os.path.join(base, c.target.lstrip("/") if c.target.startswith("/") else c.target))
+        rel = os.path.normpath(os.path.join(base, c.target.lstrip("/")))
         exists = not rel.startswith("..") and os.path.isfile(os.path.join(root, rel))
         out.append(_finding(m, c, "ok" if exists else "missing",
                             "the memory exists" if exists else f"no memory {rel.replace(os.sep, '/')}"))
