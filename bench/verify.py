@@ -94,7 +94,7 @@ def speed(tmp: str) -> dict:
     verify = [mem, "verify", "--dir", str(memory), "--repo", str(repo)]
     stale = subprocess.run([*verify, "--no-cache", "--all", "--json"], capture_output=True, text=True, env=env, check=False)
     grep = ["git", "-C", str(repo), "grep", "-I", "-h", "-o", "-w", "-F", "--no-color",
-            *[a for s in symbols for a in ("-e", s)], "HEAD", "--"]
+            *[a for s in symbols for a in ("-e", s)], "HEAD", "--"]  # what verify asks, patterns as arguments
     samples = measure({
         "python3 -c pass": [sys.executable, "-c", "pass"],
         GREP: grep,
