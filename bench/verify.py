@@ -106,6 +106,7 @@ def speed(tmp: str) -> dict:
 
 
 def main() -> int:
+    load = os.getloadavg()[0]  # the absolute figures drift with it; the ratios less so
     with tempfile.TemporaryDirectory(prefix="mem-bench-verify-") as tmp:
         q = quality(tmp, "memories", "labels.tsv")
         h = quality(tmp, "holdout", "holdout.tsv")
@@ -128,7 +129,7 @@ precision **{h['precision']:.3f}**, recall **{h['recall']:.3f}**;
 false positives: {', '.join(':'.join(k) for k in h['fp']) or 'none'}; missed: {', '.join(':'.join(k) for k in h['fn']) or 'none'}.
 
 {MEMORIES} memories ({s['claims']} claims, {s['stale']} stale) in a repository of {FILES:,} files,
-{ROUNDS} interleaved rounds (median, min):
+{ROUNDS} interleaved rounds (median, min), {os.cpu_count()} CPUs, load average {load:.1f} before the run:
 
 | run | median | min |
 |---|---|---|
