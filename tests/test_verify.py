@@ -232,3 +232,30 @@ def test_recall_notes_a_stale_claim_and_ranks_the_stale_memory_second_of_a_tie(m
                  type="project", body="Deploy with `make docs` from the root.\n")  # edited: the note was for the old text
     edited = json.loads(mem("recall", "--offline", "--json", "how", "to", "deploy", "the", "service").stdout)
     assert not any("mem verify" in s["content"] for s in edited["selected"])
+
+
+def test_absolute_paths_and_a_file_rewritten_elsewhere(memdir, tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "a").mkdir(parents=True)
+    git("init", "-q", cwd=repo)
+    (repo / "a" / "config_loader.py").write_text("def load():\n    return 1\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "a", cwd=repo)
+    git("rm", "-q", "a/config_loader.py", cwd=repo)  # gone, and back elsewhere too changed for rename detection
+    (repo / "b").mkdir()
+    (repo / "b" / "config_loader.py").write_text("import json\n\n\ndef load(path):\n    return json.load(open(path))\n")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "b", cwd=repo)
+    found = check(memdir, repo, f"Config: `a/config_loader.py`, also {repo}/b/config_loader.py:4 and /etc/nginx/nginx.conf.\n")
+    elsewhere = found[("path", "a/config_loader.py")]
+    assert (elsewhere.verdict, elsewhere.new_place) == ("moved", "b/config_loader.py")
+    assert "the one file of that name" in elsewhere.evidence
+    assert found[("path", f"{repo}/b/config_loader.py")].verdict == "ok"
+    assert found[("path", "/etc/nginx/nginx.conf")].evidence == "outside the repository: not checked"
+
+
+def test_cli_checks_against_the_git_root_of_the_current_directory(memdir, built, run_mem):
+    repo, _ = built
+    write_memory(memdir, "m.md", name="m", description="d", type="project", body="Run `make integration`.\n")
+    r = run_mem("verify", cwd=str(repo / "src"))
+    assert r.returncode == 1 and r.stdout.startswith("m.md:7: missing: command make integration")
