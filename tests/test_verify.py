@@ -259,3 +259,22 @@ def test_cli_checks_against_the_git_root_of_the_current_directory(memdir, built,
     write_memory(memdir, "m.md", name="m", description="d", type="project", body="Run `make integration`.\n")
     r = run_mem("verify", cwd=str(repo / "src"))
     assert r.returncode == 1 and r.stdout.startswith("m.md:7: missing: command make integration")
+
+
+def test_a_file_deleted_then_added_again_elsewhere_is_found_by_its_content(memdir, tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "tools").mkdir(parents=True)
+    git("init", "-q", cwd=repo)
+    body = "def generate():\n    return 'every line the same'\n"
+    (repo / "tools" / "gen.py").write_text(body)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "gen", cwd=repo)
+    git("rm", "-q", "tools/gen.py", cwd=repo)
+    git("commit", "-q", "-m", "drop gen", cwd=repo)  # deleted in one commit, back under another name in the next
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "generate.py").write_text(body)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "generate", cwd=repo)
+    moved = check(memdir, repo, "Fixtures come from `tools/gen.py`.\n")[("path", "tools/gen.py")]
+    assert (moved.verdict, moved.new_place) == ("moved", "scripts/generate.py")
+    assert "the same content" in moved.evidence

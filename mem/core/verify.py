@@ -383,6 +383,7 @@ class Repo:
         if not self.head:
             raise ConfigError(f"{root} is not a git repository with a commit (give --repo DIR)")
         self._files: set[str] | None = None
+        self._blobs: dict[str, list[str]] = {}
         self._by_name: dict[str, list[str]] | None = None
         self._dirs: set[str] | None = None
 
@@ -394,8 +395,23 @@ class Repo:
     @property
     def files(self) -> set[str]:
         if self._files is None:
-            self._files = set(self._git("ls-tree", "-r", "-z", "--name-only", "HEAD").split("\0")) - {""}
+            self._read_tree()
         return self._files
+
+    @property
+    def paths_of_blob(self) -> dict[str, list[str]]:
+        """blob id -> the paths at HEAD with that content (to find a file deleted and re-added elsewhere)."""
+        if self._files is None:
+            self._read_tree()
+        return self._blobs
+
+    def _read_tree(self) -> None:
+        self._files, self._blobs = set(), {}
+        for entry in self._git("ls-tree", "-r", "-z", "HEAD").split("\0"):
+            meta, _, path = entry.partition("\t")  # "<mode> blob <id>\t<path>"
+            if path:
+                self._files.add(path)
+                self._blobs.setdefault(meta.rsplit(" ", 1)[-1], []).append(path)
 
     @property
     def dirs(self) -> set[str]:
@@ -461,13 +477,20 @@ class Repo:
             return set()
         return set(self._git("check-ignore", "--stdin", input="".join(p + "\n" for p in paths)).splitlines())
 
-    def renames(self) -> list[tuple[str, str, str]]:
-        """(commit, old path, new path) of every rename in HEAD's history, newest first (one ``git log``)."""
+    def departures(self) -> list[tuple[str, str, str, str]]:
+        """(commit, "R" or "D", old path, new path or the deleted content's blob id) of every rename and
+        deletion in HEAD's history, newest first (one ``git log``)."""
         out, commit = [], ""
-        for line in self._git("log", "-M", "--diff-filter=R", "--name-status", "--format=%h", "HEAD").splitlines():
-            fields = line.split("\t")
-            if len(fields) == 3 and fields[0].startswith("R"):
-                out.append((commit, fields[1], fields[2]))
+        log = self._git("log", "-M", "--diff-filter=DR", "--raw", "--no-abbrev", "--format=%h", "HEAD")
+        for line in log.splitlines():
+            meta, _, paths = line.partition("\t")
+            fields = meta.split()
+            if line.startswith(":") and len(fields) == 5:
+                status, old_blob, names = fields[4][:1], fields[2], paths.split("\t")
+                if status == "R" and len(names) == 2:
+                    out.append((commit, "R", names[0], names[1]))
+                elif status == "D" and names:
+                    out.append((commit, "D", names[0], old_blob))
             elif line.strip():
                 commit = line.strip()
         return out
@@ -599,12 +622,12 @@ def _links(root: str, m: _Memory) -> list[Finding]:
 
 
 class _PathChecker:
-    """Does a path exist at HEAD; if not, where did it go (rename history, then a unique file name)."""
+    """Does a path exist at HEAD; if not, where did it go (renames, then the same content, then the same name)."""
 
     def __init__(self, git: Repo, root: str, claims: Iterable[Claim]):
         self.git = git
         self.root = root
-        self._renames: list[tuple[str, str, str]] | None = None
+        self._departures: list[tuple[str, str, str, str]] | None = None
         relative = (self._relative(c.target) for c in claims)
         self.ignored = git.ignored(p for p in relative if p and not self._locate(p.rstrip("/"), p.endswith("/")))
 
@@ -649,17 +672,26 @@ class _PathChecker:
         return tails[0] if len(tails) == 1 else (path if tails else None)
 
     def _moved(self, path: str) -> tuple[str, str] | None:
-        if self._renames is None:
-            self._renames = self.git.renames()
+        """Where a path that is gone went: renames followed, then the same content, then the same name."""
+        if self._departures is None:
+            self._departures = self.git.departures()
         current, commit = path, None
-        for sha, old, new in reversed(self._renames):  # oldest first, so a path renamed twice is followed
+        for sha, how, old, new in reversed(self._departures):  # oldest first: a path renamed twice is followed
             tail = _tail_of(old, current)
+            if how != "R" or tail is None:
+                continue
             if tail == "":
                 current, commit = new, sha  # the file itself
-            elif tail is not None and new.endswith(tail):
+            elif new.endswith(tail):
                 current, commit = new[: len(new) - len(tail)], sha  # a directory above it moved with it
         if commit and self._locate(current, False):
             return current, f"renamed in {commit}"
+        for sha, how, old, blob in self._departures:  # newest deletion first
+            if how == "D" and _tail_of(old, current) == "":
+                same = self.git.paths_of_blob.get(blob, [])
+                if len(same) == 1:
+                    return same[0], f"deleted in {sha}; the same content is now at"
+                break
         name = path.rsplit("/", 1)[-1]
         same_name = self.git.by_name.get(name, [])
         if "/" in path and len(same_name) == 1:
