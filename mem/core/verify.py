@@ -7,8 +7,11 @@ A memory says "the retry logic lives in `src/net/retry.py:backoff()`", "run `mak
 "merge freeze until 2026-03-12", "fixed in a1b2c3d". Each of those is a claim that can go stale.
 ``claims_of`` finds them with the explainable rules below; ``verify`` checks them against the
 repository's HEAD with a handful of git processes for all memories at once (one ls-tree, one grep,
-one cat-file, one name-rev, one log), and keeps the results in the state directory keyed by the
-memory's content, HEAD and the day, so a second run starts no git at all but ``rev-parse``.
+one cat-file --batch for the build files, one cat-file --batch-check and one name-rev for commits,
+one check-ignore and one log for paths that are gone; each only when some claim needs it), and
+keeps the results in the state directory keyed by the memory's content, HEAD, the day and these
+rules, so a second run starts no git but ``rev-parse``. Each run also leaves the one-line notes
+recall shows (mem.core.verifynotes).
 
 What is a claim (and what is not, because a false alarm costs as much as a miss):
 - path: a backticked or bare token with a ``/`` and a file extension (or a trailing ``/``), or a
@@ -51,7 +54,7 @@ from mem.core.verifynotes import Finding, StaleNotes, content_sha
 if TYPE_CHECKING:
     from mem.core.memdir.store import MemoryDir
 
-#: bumped whenever a rule changes what a claim's verdict would be, so old cache entries are dropped
+#: the cache file's layout; a change of the rules needs no bump (``cache_key`` has this file's stat)
 CACHE_FORMAT = 1
 
 
