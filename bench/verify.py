@@ -4,7 +4,7 @@
 
 Quality: the labelled set in tests/fixtures/verify/ (a repository whose history renames, deletes,
 drops targets and amends a commit; memories whose every claim is labelled ok or stale), and the
-held-out set beside it, written after the rules were frozen.
+held-out set beside it, labelled before it was first run and never used to change the rules.
 Speed: ``mem verify`` on 200 memories (six claims each: paths, some renamed; symbols, some
 deleted; make targets, some dropped; commit ids, some rewritten; deadlines) in a generated
 repository of 10,000 files, cold (``--no-cache``: every claim checked) and warm (the cache),
@@ -123,8 +123,8 @@ precision **{q['precision']:.3f}**, recall **{q['recall']:.3f}** (goal ≥ 0.95 
 false positives: {', '.join(':'.join(k) for k in q['fp']) or 'none'}; missed: {', '.join(':'.join(k) for k in q['fn']) or 'none'}.
 The rules were written with this set in view (one false positive found on it, a generated `docs/api/`,
 became the ignored-path rule): it shows the rules do what they say, not how they do on memories
-nobody has read yet. That is the held-out set (tests/fixtures/verify/holdout/, written and labelled
-after the rules were frozen, not used to change them: {h['claims']} claims, {h['claims'] - h['true']} stale):
+nobody has read yet. That is the held-out set (tests/fixtures/verify/holdout/, written and
+labelled before it was first run, never used to change the rules: {h['claims']} claims, {h['claims'] - h['true']} stale):
 precision **{h['precision']:.3f}**, recall **{h['recall']:.3f}**;
 false positives: {', '.join(':'.join(k) for k in h['fp']) or 'none'}; missed: {', '.join(':'.join(k) for k in h['fn']) or 'none'}.
 
