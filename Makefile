@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract clean
+.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract bench-verify clean
 
 all: test
 
@@ -84,6 +84,10 @@ bench-history: $(STAMP)
 ## bench-extract: share of planted facts reaching the model from 1, 5 and 20 MB sessions, tokens, requests (~30 s), into bench/RESULTS.md
 bench-extract: $(STAMP)
 	$(BIN)/python bench/extract_coverage.py
+
+## bench-verify: mem verify precision and recall on the labelled claims, and its speed on 200 memories in a 10,000-file repository, into bench/RESULTS.md
+bench-verify: $(STAMP)
+	$(BIN)/python bench/verify.py
 
 ## bench-lint: mem lint precision and recall on the labelled memories, into bench/RESULTS.md
 bench-lint: $(STAMP)

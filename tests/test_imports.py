@@ -83,3 +83,23 @@ def test_recall_on_every_prompt_pays_nothing_for_the_history(memdir):
     assert "mem.core.memdir.history" not in loaded and "subprocess" not in loaded
     state = os.environ["MEM_STATE_DIR"]
     assert not any("history.git" in dirs for _, dirs, _ in os.walk(state))
+
+
+def test_recall_notes_what_verify_found_without_git_or_the_verifier(memdir):
+    # mem verify leaves one-line notes keyed by content; the hook reads them with no git, no
+    # subprocess and without importing the verifier (its regexes and git plumbing).
+    from conftest import write_memory
+
+    from mem.core.memdir.state import StateDir
+    from mem.core.verifynotes import Finding, StaleNotes, content_sha
+
+    path = write_memory(memdir, "deploy.md", name="deploy", description="how we deploy to staging", type="project",
+                        body="Deploy with `make ship`.\n")
+    stale = Finding("deploy.md", 7, "command", "make ship", "missing", "not a target in Makefile")
+    StaleNotes(StateDir(str(memdir)).verify_notes).update({"deploy.md": (content_sha(path.read_bytes()), [stale])})
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=("mem", "subprocess"), input=payload)
+    assert "`make ship` is no longer declared (line 7)" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "mem.core.verifynotes" in loaded  # the probe sees the notes module, so the next line means something
+    assert "mem.core.verify" not in loaded and "subprocess" not in loaded

@@ -763,6 +763,32 @@ def recall(
     return _done(result, started)
 
 
+def stale_notes(root: str, headers: Sequence) -> dict[str, str]:
+    """relpath -> the note mem verify left for each of these memories, if made for its content now.
+
+    No git and nothing imported unless mem verify has left notes: one small file is read.
+    """
+    from mem.core.memdir.state import StateDir
+
+    path = StateDir(root).verify_notes
+    if not os.path.exists(path):
+        return {}
+    from mem.core.verifynotes import StaleNotes
+
+    notes = StaleNotes(path)
+    out = {}
+    for h in headers:
+        if h.relpath in notes:
+            try:
+                with open(h.path, "rb") as fh:
+                    note = notes.note(h.relpath, fh.read())
+            except OSError:
+                continue
+            if note:
+                out[h.relpath] = note
+    return out
+
+
 def _done(result: RecallResult, started: float) -> RecallResult:
     result.duration = time.monotonic() - started
     return result
@@ -814,6 +840,10 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
         chosen = select_offline(query, every, limit, cache_dir(root), not_candidates)
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
+    notes = stale_notes(root, [by_rel[rel] for rel, _ in chosen[:limit]])
+    if notes and all(score is not None for _, score in chosen):
+        # Of two memories the ranker scores alike, the one with a stale claim goes second.
+        chosen = sorted(chosen, key=lambda c: (-c[1], c[0] in notes))
     items: list[Surfaced] = []
     for rel, score in chosen[:limit]:
         h = by_rel[rel]
@@ -821,9 +851,10 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
             read = read_for_surfacing(h.path)
         except OSError:
             continue  # gone or unreadable since the scan: dropped, as Claude does
+        content = read.content + (f"\n\n> {notes[rel]}" if rel in notes else "")
         items.append(Surfaced(
             h.path, h.relpath, h.mtime_ms, h.type, h.description, score,
-            memory_header(h.path, h.mtime_ms, now), read.content, read.truncated,
+            memory_header(h.path, h.mtime_ms, now), content, read.truncated,
             memory_age_days(h.mtime_ms, now),
         ))
     if max_chars is not None:

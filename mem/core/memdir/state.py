@@ -125,6 +125,16 @@ class StateDir:
     def recall_session(self, name: str) -> str:
         return self._at("recall-sessions", f"{name}.json")
 
+    @property
+    def verify_cache(self) -> str:
+        """mem verify's findings per memory, keyed by content, repository HEAD and day."""
+        return self._at("verify-cache.json")
+
+    @property
+    def verify_notes(self) -> str:
+        """The one-line notes recall adds to a memory mem verify found stale, keyed by content."""
+        return self._at("verify-notes.json")
+
     # team sync state
     @property
     def team_state(self) -> str:
