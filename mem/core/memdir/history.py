@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
+from mem.core.memdir.files import atomic_write, fsync_dir
 
 ZERO = None  # an absent file's oid (and mode)
 
@@ -335,7 +336,7 @@ class History:
             self._git("init", "--bare", "--quiet", "--template=", self.git_dir, env={"GIT_WORK_TREE": None})
             _touch(self._stamp)
         os.makedirs(os.path.dirname(self._exclude_file), exist_ok=True)
-        _replace(self._exclude_file, self._exclude.encode())
+        atomic_write(self._exclude_file, self._exclude.encode())
 
     def _index(self, paths: Sequence[str] | None = None) -> dict[str, tuple[str, int]]:
         """Recorded (oid, mode) by path: all of them, or just ``paths``."""
@@ -701,7 +702,7 @@ class Journal:
             f.flush()
             os.fsync(f.fileno())
         if creating:
-            _fsync_dir(os.path.dirname(self._path))
+            fsync_dir(os.path.dirname(self._path))
         entries = [line for line in lines if "path" in line]
         self._entries += entries
         self._count += len(entries)
@@ -855,21 +856,6 @@ def _touch(path: str) -> None:
     with open(path, "ab"):
         pass
     os.utime(path)
-
-
-def _replace(path: str, data: bytes) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- diff --

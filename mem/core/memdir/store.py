@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
+from mem.core.memdir.files import atomic_write, current_umask, fsync_dir
 from mem.core.memdir.layout import INDEX_NAME, TEMP_FILE
 
 STALE_TEMP_AFTER = 600
@@ -274,35 +275,7 @@ def _secret_in(relpath: str, data: bytes) -> str | None:
 
 def _unlink(path: str) -> None:
     os.unlink(path)
-    _fsync_dir(os.path.dirname(path))
-
-
-def current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """temp file in the same directory, fsync, rename; the old mode is kept."""
-    parent, name = os.path.split(path)
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o666 & ~current_umask()
-    fd, tmp = _create_temp(parent, name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(parent)
+    fsync_dir(os.path.dirname(path))
 
 
 def sweep_temp_files(root: str, older_than: float = STALE_TEMP_AFTER, *, recursive: bool = True) -> list[str]:
@@ -330,36 +303,6 @@ def sweep_temp_files(root: str, older_than: float = STALE_TEMP_AFTER, *, recursi
         if not recursive:
             break
     return removed
-
-
-def _create_temp(parent: str, name: str) -> tuple[int, str]:
-    """A new file ``.<name>.<8 random hex>.tmp`` in ``parent``, opened 0600, as mkstemp makes.
-
-    Not tempfile.mkstemp: importing tempfile (and shutil, random) costs milliseconds that
-    the recall hook would pay on every prompt that surfaces a memory. The .tmp suffix keeps
-    a half-written file out of every *.md scan; ``TEMP_FILE`` matches these names.
-    """
-    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        tmp = os.path.join(parent, f".{name}.{os.urandom(4).hex()}.tmp")
-        try:
-            return os.open(tmp, flags, 0o600), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name for {name} in {parent}")
-
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def pid_running(pid: int | None) -> bool:
