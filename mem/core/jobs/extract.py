@@ -677,12 +677,12 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     model = llm.model_for("extract", request.model, timeout=min(CALL_TIMEOUT, request.timeout), debug=debug)
     config = model.config
     os.makedirs(memory_dir, exist_ok=True)
-    MemoryDir(memory_dir).sweep_temp_files()
+    memory = MemoryDir(memory_dir)
+    memory.sweep_temp_files()
     from mem.core.team.routing import team_enabled
 
     team = team_enabled(memory_dir)
     sections = instruction_sections(request.project) + (team_sections(memory_dir) if team else [])
-    memory = MemoryDir(memory_dir)
     policy = extract_policy(team)
     rendered = render_messages(new, max_result_chars=RESULT_BUDGET)
 
