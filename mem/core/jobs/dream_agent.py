@@ -92,7 +92,7 @@ def stale_section(stale: list) -> str:
                                         f.files[0]))
     lines = [f"- {f.files[0]}: {f.evidence[0]}" for f in rows[:MAX_STALE]]
     if len(rows) > MAX_STALE:
-        lines.append(f"- and {len(rows) - MAX_STALE} more not listed here")
+        lines.append(f"- and {len(rows) - MAX_STALE} more, not listed here")
     return STALE.format(lines="\n".join(lines)) if lines else ""
 
 
