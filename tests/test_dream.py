@@ -380,3 +380,23 @@ def test_mem_dream_json_lists_the_stale_claims_of_the_project_it_runs_in(run_mem
     # the text report says them on stderr
     r = run_mem("dream", "--offline", "--force", cwd=str(repo))
     assert "stale-claim: project_slugs.md: line 7: src/util/strings.py: moved" in r.stderr
+
+
+def test_all_projects_finds_each_projects_repository_from_its_transcripts(run_mem, tmp_path):
+    from mem.core.paths import sanitize_path
+
+    repo = moved_repo(tmp_path / "repo")
+    projects = tmp_path / "env-home" / "projects"
+    here, elsewhere = projects / sanitize_path(str(repo.resolve())), projects / "-some-other-project"
+    for project in (here, elsewhere):  # the other project's transcript ran in this repo too: not its repository
+        write_memories(project / "memory", STALE_MEMORIES)
+        (project / f"{uuid.uuid4()}.jsonl").write_text(json.dumps({"type": "user", "cwd": str(repo / "src")}) + "\n")
+    r = run_mem("dream", "--all-projects", "--offline", "--force", "--json",
+                env={"CLAUDE_CONFIG_DIR": str(tmp_path / "env-home")}, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    stale = {os.path.basename(d["memory_dir"].rstrip("/").rsplit("/memory", 1)[0]):
+             sorted(f["files"][0] for f in d["findings"] if f["kind"] == "stale-claim") for d in json.loads(r.stdout)}
+    assert stale == {here.name: ["project_freeze.md", "project_slugs.md"], elsewhere.name: []}
+    r = run_mem("dream", "--all-projects", "--offline", "--force", "--repo", str(repo),
+                env={"CLAUDE_CONFIG_DIR": str(tmp_path / "env-home")})
+    assert r.returncode == 2 and "--repo" in r.stderr

@@ -69,6 +69,11 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
     the_model = None
     if mode == "agent":
         the_model = llm.model_for("dream", model)
+    if repo and all_projects:
+        from mem.core.errors import UsageError
+
+        raise UsageError("--repo names one project's repository; with --all-projects each project's is "
+                               "found from its transcripts")
     targets = _targets(where, all_projects, repo)
     opts = dict(mode=mode, model=the_model, dry_run=dry_run, force=force, min_hours=min_hours,
                 min_sessions=min_sessions, session=session, wait=wait, progress=_progress())
@@ -113,7 +118,7 @@ def _targets(where: dict, all_projects: bool, repo: str | None) -> list[tuple[st
         memory = os.path.join(base, name, "memory")
         if os.path.isdir(memory):
             transcripts = os.path.join(base, name)
-            out.append((memory + os.sep, transcripts, repo or _repo_of(transcripts, name)))
+            out.append((memory + os.sep, transcripts, _repo_of(transcripts, name)))
     return out
 
 
