@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from conftest import tree_bytes, write_memory
+from conftest import STALE_MEMORIES, TRUE_MEMORIES, moved_repo, tree_bytes, write_memories, write_memory
 
 from mem.core.jobs import consolidation, dream
 from mem.core.memdir.store import MemoryDir
@@ -320,9 +320,6 @@ def test_findings_in_json_from_the_cli(run_mem, memdir):
 
 
 # --- stale claims, checked against the project's repository ---------------------------------------
-
-
-from conftest import STALE_MEMORIES, TRUE_MEMORIES, moved_repo, write_memories  # noqa: E402
 
 
 def stale_claims(result) -> dict:

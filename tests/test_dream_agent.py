@@ -6,7 +6,14 @@ import json
 import os
 from pathlib import Path
 
-from conftest import tree_bytes, write_memory
+from conftest import (
+    STALE_MEMORIES,
+    TRUE_MEMORIES,
+    moved_repo,
+    tree_bytes,
+    write_memories,
+    write_memory,
+)
 
 A = "---\nname: deploy-day\ndescription: deploys happen on fridays\ntype: project\n---\n\nDeploys happen on Fridays.\n"
 B = "---\nname: deploy-day-2\ndescription: deploy on friday afternoons\ntype: project\n---\n\nWe deploy Friday afternoons.\n"
@@ -262,9 +269,6 @@ def test_grep_cuts_a_long_line_around_the_match(memdir):
 
 
 # --- stale claims: the agent is told what no longer holds in the repository -----------------------
-
-
-from conftest import STALE_MEMORIES, TRUE_MEMORIES, moved_repo, write_memories  # noqa: E402
 
 
 def test_the_agent_is_given_the_stale_claims_and_fixes_a_moved_path(run_mem, memdir, fake_api, tmp_path):

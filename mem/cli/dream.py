@@ -130,7 +130,12 @@ def _repo_of(transcripts_dir: str, name: str) -> str | None:
     """
     import json
 
-    from mem.core.paths import find_canonical_git_root, find_git_root, project_root, sanitize_path
+    from mem.core.paths import (
+        find_canonical_git_root,
+        find_git_root,
+        project_root,
+        sanitize_path,
+    )
 
     try:
         logs = sorted((e for e in os.scandir(transcripts_dir) if e.name.endswith(".jsonl") and e.is_file()),
