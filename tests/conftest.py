@@ -104,3 +104,37 @@ def fake_api(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-a-secret")
     yield api
     api.stop()
+
+
+def moved_repo(root: Path) -> Path:
+    """A git repository where src/util/strings.py was renamed to src/common/strings.py; src/net/retry.py stays."""
+    root.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=root)
+    for rel, text in (("src/util/strings.py", "def slug(s):\n    return s.lower()\n"),
+                      ("src/net/retry.py", "def backoff(n):\n    return 2 ** n\n")):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    git("add", "-A", cwd=root)
+    git("commit", "-q", "-m", "first", cwd=root)
+    (root / "src/common").mkdir()
+    git("mv", "src/util/strings.py", "src/common/strings.py", cwd=root)
+    git("commit", "-q", "-m", "move strings", cwd=root)
+    return root
+
+
+#: Memories whose claims went stale against ``moved_repo``: a path that moved, a deadline that passed.
+STALE_MEMORIES = {
+    "project_slugs.md": "Slugs are made in `src/util/strings.py`, nowhere else.\n",
+    "project_freeze.md": "Merge freeze until 2020-03-12: only fixes go in.\n",
+}
+#: The same memories with every claim still true.
+TRUE_MEMORIES = {
+    "project_slugs.md": "Slugs are made in `src/common/strings.py`, nowhere else.\n",
+    "project_freeze.md": "Merge freeze until 2099-03-12: only fixes go in.\n",
+}
+
+
+def write_memories(memdir: Path, bodies: dict) -> None:
+    for rel, body in bodies.items():
+        write_memory(memdir, rel, name=rel[:-3], description=f"{rel[:-3]} under test", type="project", body=body)
+    (memdir / "MEMORY.md").write_text("".join(f"- [{r[:-3]}]({r}) — under test\n" for r in bodies))

@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from conftest import tree_bytes, write_memory
+from conftest import STALE_MEMORIES, TRUE_MEMORIES, moved_repo, tree_bytes, write_memories, write_memory
 
 from mem.core.jobs import consolidation, dream
 from mem.core.memdir.store import MemoryDir
@@ -317,3 +317,83 @@ def test_findings_in_json_from_the_cli(run_mem, memdir):
     assert all(set(f) == {"kind", "files", "evidence", "fixed"} for f in findings)
     r = run_mem("dream", "--offline", "--force")
     assert "contradiction: npm.md, pnpm.md" in r.stderr
+
+
+# --- stale claims, checked against the project's repository ---------------------------------------
+
+
+def stale_claims(result) -> dict:
+    return {f.files[0]: f for f in result.findings if f.kind == "stale-claim"}
+
+
+def test_mechanical_dream_reports_a_moved_path_and_an_expired_deadline_as_stale_claims(tmp_path, memdir):
+    repo = moved_repo(tmp_path / "repo")
+    write_memories(memdir, STALE_MEMORIES)
+    before = {rel: (memdir / rel).read_bytes() for rel in STALE_MEMORIES}
+    result = dream.run(str(memdir), None, mode="mechanical", force=True, repo=str(repo))
+    found = stale_claims(result)
+    assert set(found) == {"project_slugs.md", "project_freeze.md"}
+    slugs = found["project_slugs.md"]
+    assert slugs.evidence[0].startswith("line 7: src/util/strings.py: moved (renamed in ")
+    assert slugs.evidence[0].endswith("-> src/common/strings.py)") and slugs.fixed is False
+    assert found["project_freeze.md"].evidence[0].startswith("line 7: 2020-03-12: expired (")
+    assert "stale-claim" in [d["kind"] for d in result.as_dict()["findings"]]
+    assert {rel: (memdir / rel).read_bytes() for rel in STALE_MEMORIES} == before  # reported, not changed
+
+
+def test_mechanical_dream_reports_no_stale_claim_when_every_claim_holds(tmp_path, memdir):
+    repo = moved_repo(tmp_path / "repo")
+    write_memories(memdir, TRUE_MEMORIES)
+    assert stale_claims(dream.run(str(memdir), None, mode="mechanical", force=True, repo=str(repo))) == {}
+
+
+def test_without_a_repository_there_are_no_stale_claims_and_no_error(tmp_path, memdir):
+    write_memories(memdir, STALE_MEMORIES)
+    result = dream.run(str(memdir), None, mode="mechanical", force=True, repo=None)
+    assert result.ran and stale_claims(result) == {}
+    not_git = tmp_path / "plain"
+    not_git.mkdir()
+    result = dream.run(str(memdir), None, mode="mechanical", force=True, dry_run=True, repo=str(not_git))
+    assert result.ran and stale_claims(result) == {}
+
+
+def test_mem_dream_json_lists_the_stale_claims_of_the_project_it_runs_in(run_mem, tmp_path, memdir):
+    repo = moved_repo(tmp_path / "repo")
+    write_memories(memdir, STALE_MEMORIES)
+    r = run_mem("dream", "--offline", "--force", "--json", cwd=str(repo))
+    assert r.returncode == 0, r.stderr
+    found = {f["files"][0]: f for f in json.loads(r.stdout)["findings"] if f["kind"] == "stale-claim"}
+    assert set(found) == {"project_slugs.md", "project_freeze.md"}
+    assert found["project_slugs.md"]["evidence"][0].endswith("-> src/common/strings.py)")
+    assert found["project_slugs.md"]["fixed"] is False
+    # --repo names the repository from anywhere; outside one, without it, no stale claims and no error
+    r = run_mem("dream", "--offline", "--force", "--json", "--repo", str(repo), cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert sorted(f["files"][0] for f in json.loads(r.stdout)["findings"] if f["kind"] == "stale-claim") == \
+        ["project_freeze.md", "project_slugs.md"]
+    r = run_mem("dream", "--offline", "--force", "--json", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert [f for f in json.loads(r.stdout)["findings"] if f["kind"] == "stale-claim"] == []
+    # the text report says them on stderr
+    r = run_mem("dream", "--offline", "--force", cwd=str(repo))
+    assert "stale-claim: project_slugs.md: line 7: src/util/strings.py: moved" in r.stderr
+
+
+def test_all_projects_finds_each_projects_repository_from_its_transcripts(run_mem, tmp_path):
+    from mem.core.paths import sanitize_path
+
+    repo = moved_repo(tmp_path / "repo")
+    projects = tmp_path / "env-home" / "projects"
+    here, elsewhere = projects / sanitize_path(str(repo.resolve())), projects / "-some-other-project"
+    for project in (here, elsewhere):  # the other project's transcript ran in this repo too: not its repository
+        write_memories(project / "memory", STALE_MEMORIES)
+        (project / f"{uuid.uuid4()}.jsonl").write_text(json.dumps({"type": "user", "cwd": str(repo / "src")}) + "\n")
+    r = run_mem("dream", "--all-projects", "--offline", "--force", "--json",
+                env={"CLAUDE_CONFIG_DIR": str(tmp_path / "env-home")}, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    stale = {os.path.basename(d["memory_dir"].rstrip("/").rsplit("/memory", 1)[0]):
+             sorted(f["files"][0] for f in d["findings"] if f["kind"] == "stale-claim") for d in json.loads(r.stdout)}
+    assert stale == {here.name: ["project_freeze.md", "project_slugs.md"], elsewhere.name: []}
+    r = run_mem("dream", "--all-projects", "--offline", "--force", "--repo", str(repo),
+                env={"CLAUDE_CONFIG_DIR": str(tmp_path / "env-home")})
+    assert r.returncode == 2 and "--repo" in r.stderr

@@ -6,7 +6,14 @@ import json
 import os
 from pathlib import Path
 
-from conftest import tree_bytes, write_memory
+from conftest import (
+    STALE_MEMORIES,
+    TRUE_MEMORIES,
+    moved_repo,
+    tree_bytes,
+    write_memories,
+    write_memory,
+)
 
 A = "---\nname: deploy-day\ndescription: deploys happen on fridays\ntype: project\n---\n\nDeploys happen on Fridays.\n"
 B = "---\nname: deploy-day-2\ndescription: deploy on friday afternoons\ntype: project\n---\n\nWe deploy Friday afternoons.\n"
@@ -259,3 +266,51 @@ def test_grep_cuts_a_long_line_around_the_match(memdir):
     text, _ = ToolBox(str(memdir), policy=None).call("grep", {"pattern": "needle"})
     assert text.startswith("long.md:1:…") and "the needle is here" in text and text.endswith("…")
     assert len(text) <= len("long.md:1:") + GREP_MAX_LINE_CHARS + 2
+
+
+# --- stale claims: the agent is told what no longer holds in the repository -----------------------
+
+
+def test_the_agent_is_given_the_stale_claims_and_fixes_a_moved_path(run_mem, memdir, fake_api, tmp_path):
+    repo = moved_repo(tmp_path / "repo")
+    write_memories(memdir, STALE_MEMORIES)
+    fixed = (memdir / "project_slugs.md").read_text().replace("src/util/strings.py", "src/common/strings.py")
+    fake_api.reply_tool_uses(("read", {"file_path": "project_slugs.md"}), ("read", {"file_path": "project_freeze.md"}))
+    fake_api.reply_tool_uses(("write", {"file_path": "project_slugs.md", "content": fixed}),
+                             ("delete", {"file_path": "project_freeze.md"}))
+    fake_api.reply_text("Moved the slugs path to src/common/strings.py; dropped the freeze, which ended.")
+    r = run_mem("dream", "--force", "--json", cwd=str(repo))
+    assert r.returncode == 0, r.stderr
+    prompt = fake_api.requests[0]["body"]["messages"][0]["content"][0]["text"]
+    section = prompt[prompt.index("Stale claims:"):]
+    assert "- project_slugs.md: line 7: src/util/strings.py: moved (renamed in " in section
+    assert "-> src/common/strings.py)" in section
+    assert "- project_freeze.md: line 7: 2020-03-12: expired (" in section
+    assert section.index("project_slugs.md") < section.index("project_freeze.md")  # moved first: it has its fix
+    # what the agent fixed is no longer reported; the findings are of the directory as the dream left it
+    doc = json.loads(r.stdout)
+    assert doc["updated"] == ["MEMORY.md", "project_slugs.md"] and doc["deleted"] == ["project_freeze.md"]
+    assert [f for f in doc["findings"] if f["kind"] == "stale-claim"] == []
+
+
+def test_the_agent_prompt_has_no_stale_section_when_every_claim_holds(run_mem, memdir, fake_api, tmp_path):
+    repo = moved_repo(tmp_path / "repo")
+    write_memories(memdir, TRUE_MEMORIES)
+    fake_api.reply_text("Nothing needed to change.")
+    r = run_mem("dream", "--force", "--json", cwd=str(repo))
+    assert r.returncode == 0, r.stderr
+    prompt = fake_api.requests[0]["body"]["messages"][0]["content"][0]["text"]
+    assert "Consolidate the memory directory" in prompt and "Stale claims" not in prompt
+    assert "src/common/strings.py" not in prompt  # no claim line of any kind
+
+
+def test_the_stale_section_keeps_to_its_limit_moved_paths_first():
+    from mem.core.jobs.dream_agent import MAX_STALE, stale_section
+    from mem.core.jobs.dream_checks import Finding
+
+    many = [Finding("stale-claim", [f"m{i:02}.md"], [f"line 3: 2020-01-0{i % 9 + 1}: expired (passed)"]) for i in range(40)]
+    many.append(Finding("stale-claim", ["z.md"], ["line 5: a/b.py: moved (renamed in abc1234 -> c/b.py)"]))
+    lines = [line for line in stale_section(many).split("\n") if line.startswith("- ")]
+    assert len(lines) == MAX_STALE + 1 and lines[0] == "- z.md: line 5: a/b.py: moved (renamed in abc1234 -> c/b.py)"
+    assert lines[-1] == f"- and {41 - MAX_STALE} more, not listed here"
+    assert stale_section([]) == ""

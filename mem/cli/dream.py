@@ -23,6 +23,8 @@ from mem.core.errors import ExitCode
 @click.option("--keep", type=click.IntRange(min=1), default=20, hidden=True, help="Ignored: the history keeps every change (see mem history).")
 @click.option("--wait", is_flag=True, help="Wait for a running dream instead of exiting 5.")
 @click.option("--undo", is_flag=True, help="Take back the newest operation (same as mem undo).")
+@click.option("--repo", metavar="DIR", type=click.Path(file_okay=False),
+              help="Check the memories' claims against this git repository (default: the project's git root).")
 @click.option("--all-projects", is_flag=True, help="Dream every project memory directory under the config home (for cron).")
 @click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr when a gate is closed.")
 @click.option("-v", "--verbose", is_flag=True, help="With --all-projects, report directories where nothing ran too.")
@@ -30,7 +32,7 @@ from mem.core.errors import ExitCode
 @format_options
 @click.pass_context
 def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: bool, force: bool, min_hours: float,
-              min_sessions: int, session: str | None, keep: int, wait: bool, undo: bool, all_projects: bool,
+              min_sessions: int, session: str | None, keep: int, wait: bool, undo: bool, repo: str | None, all_projects: bool,
               quiet: bool, verbose: bool, where: dict, fmt: str) -> None:
     """Consolidate memories: merge, date, prune and re-index, with undo.
 
@@ -39,6 +41,10 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
     project since. A closed gate exits 0 with the reason on stderr. What it
     changes is one operation of the history (`mem undo` takes it back), and is
     validated after; a failure takes back its own changes, and only those.
+    In a git repository (or with --repo) the memories' claims are checked as
+    by mem verify: each stale one is a stale-claim finding, and the agent is
+    given them to fix (moved paths to their new place, expired ones updated
+    or dropped).
 
     \b
     Example:
@@ -63,13 +69,18 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
     the_model = None
     if mode == "agent":
         the_model = llm.model_for("dream", model)
-    targets = _targets(where, all_projects)
+    if repo and all_projects:
+        from mem.core.errors import UsageError
+
+        raise UsageError("--repo names one project's repository; with --all-projects each project's is "
+                               "found from its transcripts")
+    targets = _targets(where, all_projects, repo)
     opts = dict(mode=mode, model=the_model, dry_run=dry_run, force=force, min_hours=min_hours,
                 min_sessions=min_sessions, session=session, wait=wait, progress=_progress())
     results, worst = [], 0
-    for memory_dir, transcripts_dir in targets:
+    for memory_dir, transcripts_dir, the_repo in targets:
         try:
-            result = _run_one(memory_dir, transcripts_dir, opts)
+            result = _run_one(memory_dir, transcripts_dir, dict(opts, repo=the_repo))
         except Exception as exc:  # one project's failure must not stop the others
             if not all_projects:
                 raise
@@ -90,10 +101,11 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
         ctx.exit(worst)
 
 
-def _targets(where: dict, all_projects: bool) -> list[tuple[str, str | None]]:
+def _targets(where: dict, all_projects: bool, repo: str | None) -> list[tuple[str, str | None, str | None]]:
+    """(memory directory, transcripts directory, git repository or None) of each project to dream."""
     if not all_projects:
         res = resolve_dir(where)
-        return [(res.memory_dir, res.transcripts_dir)]
+        return [(res.memory_dir, res.transcripts_dir, repo or res.git_root)]
     from mem.core.paths import projects_dir
 
     base = projects_dir()
@@ -105,8 +117,46 @@ def _targets(where: dict, all_projects: bool) -> list[tuple[str, str | None]]:
     for name in names:
         memory = os.path.join(base, name, "memory")
         if os.path.isdir(memory):
-            out.append((memory + os.sep, os.path.join(base, name)))
+            transcripts = os.path.join(base, name)
+            out.append((memory + os.sep, transcripts, _repo_of(transcripts, name)))
     return out
+
+
+def _repo_of(transcripts_dir: str, name: str) -> str | None:
+    """The git root of the project a projects/ directory is for, from its newest transcript's ``cwd``.
+
+    Only when that project's directory name is ``name`` (the cwd is that project's, not a
+    subdirectory's elsewhere); None when nothing says, or the project is not in a repository.
+    """
+    import json
+
+    from mem.core.paths import (
+        find_canonical_git_root,
+        find_git_root,
+        project_root,
+        sanitize_path,
+    )
+
+    try:
+        logs = sorted((e for e in os.scandir(transcripts_dir) if e.name.endswith(".jsonl") and e.is_file()),
+                      key=lambda e: e.stat().st_mtime, reverse=True)
+    except OSError:
+        return None
+    for entry in logs[:3]:
+        try:
+            with open(entry.path, encoding="utf-8", errors="replace") as fh:
+                for _, line in zip(range(50), fh):
+                    try:
+                        cwd = json.loads(line).get("cwd")
+                    except (ValueError, AttributeError):
+                        continue
+                    if isinstance(cwd, str) and os.path.isdir(cwd):
+                        root = find_git_root(cwd)
+                        names = {sanitize_path(p) for p in (project_root(cwd), root, find_canonical_git_root(cwd)) if p}
+                        return root if name in names else None
+        except OSError:
+            continue
+    return None
 
 
 def _run_one(memory_dir: str, transcripts_dir: str | None, opts: dict):

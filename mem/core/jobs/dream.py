@@ -12,7 +12,9 @@ The job runs in one of two modes:
 Either way the index is then repaired (``heal_index``: dangling pointers out,
 missing ones in, an over-limit index fitted with its prose moved to a topic
 file), the directory checked (``dream_checks``: near-duplicates, stale and
-relative dates, contradictions, reported as findings), and the change, one
+relative dates, contradictions, reported as findings; with a repository, the
+memories' claims checked against it by ``mem.core.verify``, each stale one a
+``stale-claim`` finding, which the agent is also given to act on), and the change, one
 operation of the history, validated (every changed topic file parses with a
 valid type, the index is no further over its limits than before and points at
 files that exist, no secret, daily logs only appended, no link left to a
@@ -106,10 +108,13 @@ def run(
     wait: bool = False,
     today: date | None = None,
     progress: Progress = _quiet,
+    repo: str | None = None,
 ) -> DreamResult:
     """Gate, lock, consolidate as one operation, validate. Raises LockedError / ValidationError / MemError.
 
     ``today`` is the date stale dates are judged against (default: the local date).
+    ``repo``, the project's git repository, is what the memories' claims are checked against
+    (``stale-claim`` findings; none without it).
     """
     started = time.monotonic()
     gate = consolidation.check_gate(memory_dir, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
@@ -122,7 +127,7 @@ def run(
     today = today or date.today()
     if dry_run:
         with scratch.scratch_copy(memory_dir, "mem-dream-") as work:
-            _consolidate(result, work, transcripts_dir, model, gate, progress, today,
+            _consolidate(result, work, transcripts_dir, model, gate, progress, today, repo,
                          lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, work))))
             result.changes = scratch.compare(memory_dir, work)
             result.diff = scratch.unified_diff(memory_dir, work)
@@ -138,7 +143,8 @@ def run(
     memory.sweep_temp_files()
     try:
         with memory.operation("dream", [mode]):
-            _consolidate(result, memory_dir, transcripts_dir, model, gate, progress, today, lambda: _before(memory))
+            _consolidate(result, memory_dir, transcripts_dir, model, gate, progress, today, repo,
+                         lambda: _before(memory))
         op = memory.last_operation
         if op is not None:
             result.snapshot_id = op.id
@@ -212,7 +218,7 @@ def _acquire(memory_dir: str, wait: bool) -> int:
 
 
 def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress, today: date,
-                 before: Callable[[], contextlib.AbstractContextManager]) -> None:
+                 repo: str | None, before: Callable[[], contextlib.AbstractContextManager]) -> None:
     """The job, the index repaired, the checks, validation; the agent gets one more round to fix what fails."""
     from mem.core.memdir.store import MemoryDir
 
@@ -220,7 +226,8 @@ def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, p
     if result.mode == "agent":
         from mem.core.jobs.dream_agent import consolidate
 
-        again = consolidate(result, root, transcripts_dir, model, gate, progress)
+        again = consolidate(result, root, transcripts_dir, model, gate, progress,
+                            stale=stale_claims(root, repo, today, progress))
         heal_index(store, result, progress)
         problems = _problems(root, before)
         if problems:
@@ -231,7 +238,7 @@ def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, p
     else:
         mechanical(result, root, progress)
         problems = _problems(root, before)
-    result.findings += check(root, today)
+    result.findings += check(root, today) + stale_claims(root, repo, today, progress)
     if result.mode == "mechanical" and result.findings:
         result.summary += f"; {len(result.findings)} finding(s)"
     result.near_duplicates = [{"a": f.files[0], "b": f.files[1], "similarity": f.similarity}
@@ -386,6 +393,36 @@ def check(root: str, today: date) -> list:
     from mem.core.jobs import dream_checks
 
     return dream_checks.findings(_memories(root), today)
+
+
+def stale_claims(root: str, repo: str | None, today: date, progress: Progress = _quiet) -> list:
+    """One ``stale-claim`` finding per claim of a memory that ``mem.core.verify`` finds stale against ``repo``.
+
+    Example: stale_claims(root, "/src/app", today)[0].evidence ==
+        ["line 7: src/net/retry.py: moved (renamed in 3f2a9c1 -> lib/net/retry.py)"]
+    No repository, or one that cannot be read: no findings (the rest of the dream goes on).
+    """
+    from mem.core.jobs.dream_checks import Finding
+    from mem.core.memdir.store import MemoryDir
+    from mem.core.verify import verify
+
+    if not repo:
+        return []
+    try:
+        report = verify(MemoryDir(root), repo, today=today)
+    except (MemError, OSError) as exc:
+        progress(f"verify: not checking claims against {repo}: {exc}")
+        return []
+    return [Finding("stale-claim", [f.memory], [stale_claim_line(f)]) for f in report.stale
+            if not f.memory.startswith(SKIP_DIRS)]
+
+
+def stale_claim_line(f) -> str:
+    """``line N: <claim>: <verdict> (<evidence>)``; a moved path's new place is always in it."""
+    evidence = f.evidence
+    if f.new_place and f.new_place not in evidence:
+        evidence += f" -> {f.new_place}"
+    return f"line {f.line}: {f.claim}: {f.verdict} ({evidence})"
 
 
 # --- validation -------------------------------------------------------------

@@ -70,6 +70,32 @@ Manifest of topic files (newest first):
 """
 
 
+#: At most this many stale claims go into the prompt (moved paths first: they come with their fix).
+MAX_STALE = 30
+
+STALE = """\
+Stale claims: checked against the project's git repository, these memories say something that no \
+longer holds (file: line: the claim: why).
+{lines}
+
+While you consolidate, fix them: where a path moved, write the new place given in place of the old \
+one; where a deadline has passed or a date is relative, update the memory or, if nothing in it is \
+still true, delete it; where something is missing, check with your read tools (the transcripts, \
+the other memories) and correct or drop the claim. Change only what the evidence supports.
+"""
+
+
+def stale_section(stale: list) -> str:
+    """The prompt's stale-claims section for ``stale`` (``stale-claim`` findings), or "" when there are none."""
+    order = {"moved": 0, "expired": 1, "missing": 2}
+    rows = sorted(stale, key=lambda f: (min((order[v] for v in order if f": {v} (" in f.evidence[0]), default=3),
+                                        f.files[0]))
+    lines = [f"- {f.files[0]}: {f.evidence[0]}" for f in rows[:MAX_STALE]]
+    if len(rows) > MAX_STALE:
+        lines.append(f"- and {len(rows) - MAX_STALE} more, not listed here")
+    return STALE.format(lines="\n".join(lines)) if lines else ""
+
+
 FIX = """\
 The memory directory you left fails these checks, so nothing would be kept:
 {problems}
@@ -79,7 +105,8 @@ frontmatter, a rewritten daily log...), then give your summary again.
 """
 
 
-def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_turns: int = MAX_TURNS) -> str:
+def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_turns: int = MAX_TURNS,
+                 stale: list = ()) -> str:
     from mem.core.memdir import manifest
 
     headers = manifest.scan(root)
@@ -93,12 +120,13 @@ def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_t
         sessions=shown,
         max_turns=max_turns,
         manifest=manifest.format_manifest(headers) or "(no topic files yet)",
-    )
+    ) + ("\n" + stale_section(list(stale)) if stale else "")
 
 
-def consolidate(result, root: str, transcripts_dir: str | None, model, gate, progress):
+def consolidate(result, root: str, transcripts_dir: str | None, model, gate, progress, stale: list = ()):
     """Run the consolidation agent on ``root`` and fill ``result`` (a DreamResult).
 
+    ``stale``: the ``stale-claim`` findings, for the agent to fix.
     Returns ``again(problems)``: one more round of the same conversation, told
     what failed validation, for the agent to fix.
     """
@@ -109,7 +137,7 @@ def consolidate(result, root: str, transcripts_dir: str | None, model, gate, pro
     transcripts = transcripts_dir if transcripts_dir and os.path.isdir(transcripts_dir) else None
     toolbox = ToolBox(root, transcripts=transcripts, policy=WritePolicy(allow_delete=True))
     progress("orient: reading the memory directory")
-    prompt = build_prompt(root, transcripts, gate, time.strftime("%Y-%m-%d"))
+    prompt = build_prompt(root, transcripts, gate, time.strftime("%Y-%m-%d"), stale=stale)
     conversation = [{"role": "user", "content": prompt}]
 
     def turn(messages: list[dict], max_turns: int) -> None:

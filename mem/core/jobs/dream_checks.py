@@ -41,7 +41,7 @@ EVIDENCE_CHARS = 160
 
 @dataclass
 class Finding:
-    kind: str  # near-duplicate | stale-date | relative-date | contradiction | unreachable | prose-moved
+    kind: str  # near-duplicate | stale-date | relative-date | contradiction | unreachable | prose-moved | stale-claim
     files: list[str]
     evidence: list[str] = field(default_factory=list)
     fixed: bool = False
