@@ -237,7 +237,7 @@ def _extract_holder(sdir: str) -> int | None:
     """The PID of a running extraction: ``<state>/extract.lock`` names it while held (emptied on release)."""
     import json
 
-    from mem.core.memdir.store import pid_running
+    from mem.core.memdir.files import pid_running
 
     try:
         with open(os.path.join(sdir, "extract.lock"), encoding="utf-8") as fh:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from mem.core.memdir.layout import DREAM_LOCK
-from mem.core.memdir.store import pid_running
+from mem.core.memdir.files import pid_running
 
 LOCK_NAME = DREAM_LOCK
 HOLDER_STALE_S = 60 * 60

@@ -310,7 +310,7 @@ class RunLock:
             data["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
         pid = data.get("pid")
         if isinstance(pid, int):
-            from mem.core.memdir.store import pid_running
+            from mem.core.memdir.files import pid_running
 
             data["alive"] = pid_running(pid)
         return data

@@ -1,4 +1,4 @@
-"""Bytes onto disk safely: the temp-file + fsync + rename every writer of mem uses.
+"""Bytes onto disk safely (the temp-file + fsync + rename every writer of mem uses), and whether a lock holder lives.
 
 Example: atomic_write("/m/a.md", b"...") leaves either the old file or the new one, never half.
 """
@@ -65,3 +65,16 @@ def fsync_dir(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def pid_running(pid: int | None) -> bool:
+    """Whether a process with this PID exists (PIDs 0 and 1 never count as a lock holder)."""
+    if pid is None or pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True

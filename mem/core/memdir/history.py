@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
-from mem.core.memdir.files import atomic_write, fsync_dir
+from mem.core.memdir.files import atomic_write, fsync_dir, pid_running
 
 ZERO = None  # an absent file's oid (and mode)
 
@@ -511,7 +511,7 @@ class History:
         """Commit what the journals of dead processes did, and return the journals still live."""
         journals = [_read_journal(os.path.join(self._journal_dir, name))
                     for name in sorted(os.listdir(self._journal_dir)) if name.endswith(".jsonl")]
-        live = [j for j in journals if j.header is not None and _alive(j.header["pid"])]
+        live = [j for j in journals if j.header is not None and pid_running(j.header["pid"])]
         dead = [j for j in journals if j not in live]
         pending = [j for j in dead if j.entries]
         if pending:
@@ -774,18 +774,6 @@ def _read_journal(path: str) -> _JournalFile:
     void = {r["void"] for r in records[1:] if "void" in r}
     return _JournalFile(path, os.path.basename(path)[:-len(".jsonl")], header,
                         [e for n, e in enumerate(entries) if n not in void])
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 1:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # somebody else's process
-    return True
 
 
 def _read(root: str, relpath: str) -> tuple[bytes | None, int | None]:

@@ -305,19 +305,6 @@ def sweep_temp_files(root: str, older_than: float = STALE_TEMP_AFTER, *, recursi
     return removed
 
 
-def pid_running(pid: int | None) -> bool:
-    """Whether a process with this PID exists (PIDs 0 and 1 never count as a lock holder)."""
-    if pid is None or pid <= 1:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, under another user
-    return True
-
-
 @contextlib.contextmanager
 def file_lock(path: str, *, wait: bool = True) -> Iterator[None]:
     """An exclusive advisory lock on ``path`` (released when the process dies)."""
