@@ -14,6 +14,7 @@ from conftest import STALE_MEMORIES, TRUE_MEMORIES, moved_repo, tree_bytes, writ
 
 from mem.core.jobs import consolidation, dream
 from mem.core.memdir.store import MemoryDir
+from mem.core.memdir.store import MemoryDir
 from mem.core.errors import LockedError
 
 
@@ -98,7 +99,7 @@ def dupes(memdir):
 
 
 def test_mechanical_merges_exact_reports_near_rebuilds_index(dupes):
-    r = dream.run(str(dupes), None, mode="mechanical", force=True)
+    r = dream.run(MemoryDir(dupes), None, mode="mechanical", force=True)
     assert r.ran and r.duplicates == [["a.md", "a_copy.md"]]  # the older one is kept: a merge keeps its date
     assert r.changes.deleted == ["a_copy.md"] and "MEMORY.md" in r.changes.updated
     assert (dupes / "a.md").stat().st_mtime == 1_000_000
@@ -113,7 +114,7 @@ def test_mechanical_merges_exact_reports_near_rebuilds_index(dupes):
 
 def test_dry_run_leaves_the_directory_byte_identical(dupes):
     before = tree_bytes(dupes)
-    r = dream.run(str(dupes), None, mode="mechanical", force=True, dry_run=True)
+    r = dream.run(MemoryDir(dupes), None, mode="mechanical", force=True, dry_run=True)
     assert r.ran and r.changes.deleted == ["a_copy.md"]
     assert "--- a/a_copy.md" in r.diff and "+++ /dev/null" in r.diff
     assert tree_bytes(dupes) == before
@@ -125,7 +126,7 @@ def test_dry_run_leaves_the_directory_byte_identical(dupes):
 def test_an_empty_memory_directory_dreams_without_an_index(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    r = dream.run(str(empty), None, mode="mechanical", force=True)
+    r = dream.run(MemoryDir(empty), None, mode="mechanical", force=True)
     assert r.ran and r.lint == [] and r.duplicates == []
     assert not (empty / "MEMORY.md").exists()  # no index made for nothing
 
@@ -150,7 +151,7 @@ def test_two_dreams_at_once_one_exits_5(run_mem, dupes):
         r = run_mem("dream", "--offline", "--force")
         assert r.returncode == 5 and "--wait" in r.stderr
         with pytest.raises(LockedError):
-            dream.run(str(dupes), None, mode="mechanical", force=True)
+            dream.run(MemoryDir(dupes), None, mode="mechanical", force=True)
     finally:
         holder.kill()
         holder.wait()
@@ -260,7 +261,7 @@ def test_more_topic_files_than_fit_are_reported_not_failed(memdir):
     for i in range(205):
         write_memory(memdir, f"t{i:03d}.md", name=f"t{i}", description=f"topic {i}")
     (memdir / INDEX_NAME).write_text("Hand notes.\n")
-    r = dream.run(str(memdir), None, mode="mechanical", force=True)
+    r = dream.run(MemoryDir(memdir), None, mode="mechanical", force=True)
     unreachable = [f for f in r.findings if f.kind == "unreachable"]
     assert r.ran and len(unreachable) == 1 and len(unreachable[0].files) == 6  # 205 files + notes, 200 lines
 
@@ -288,7 +289,7 @@ def test_a_messy_directory_gets_its_findings_and_no_false_merge(memdir):
 
     rels = messy_dir(memdir, "MEMORY.md")
     assert len(rels) == 30
-    r = dream.run(str(memdir), None, mode="mechanical", force=True, today=date(2026, 11, 25))
+    r = dream.run(MemoryDir(memdir), None, mode="mechanical", force=True, today=date(2026, 11, 25))
     assert r.ran and r.duplicates == [] and r.changes.deleted == []  # paraphrases are reported, never merged
     found = {(f.kind, tuple(f.files)) for f in r.findings}
     assert {("near-duplicate", ("deploy_friday.md", "deploy_schedule.md")), ("near-duplicate", ("indent_style.md", "user_tabs.md")),
@@ -330,7 +331,7 @@ def test_mechanical_dream_reports_a_moved_path_and_an_expired_deadline_as_stale_
     repo = moved_repo(tmp_path / "repo")
     write_memories(memdir, STALE_MEMORIES)
     before = {rel: (memdir / rel).read_bytes() for rel in STALE_MEMORIES}
-    result = dream.run(str(memdir), None, mode="mechanical", force=True, repo=str(repo))
+    result = dream.run(MemoryDir(memdir), None, mode="mechanical", force=True, repo=str(repo))
     found = stale_claims(result)
     assert set(found) == {"project_slugs.md", "project_freeze.md"}
     slugs = found["project_slugs.md"]
@@ -344,16 +345,16 @@ def test_mechanical_dream_reports_a_moved_path_and_an_expired_deadline_as_stale_
 def test_mechanical_dream_reports_no_stale_claim_when_every_claim_holds(tmp_path, memdir):
     repo = moved_repo(tmp_path / "repo")
     write_memories(memdir, TRUE_MEMORIES)
-    assert stale_claims(dream.run(str(memdir), None, mode="mechanical", force=True, repo=str(repo))) == {}
+    assert stale_claims(dream.run(MemoryDir(memdir), None, mode="mechanical", force=True, repo=str(repo))) == {}
 
 
 def test_without_a_repository_there_are_no_stale_claims_and_no_error(tmp_path, memdir):
     write_memories(memdir, STALE_MEMORIES)
-    result = dream.run(str(memdir), None, mode="mechanical", force=True, repo=None)
+    result = dream.run(MemoryDir(memdir), None, mode="mechanical", force=True, repo=None)
     assert result.ran and stale_claims(result) == {}
     not_git = tmp_path / "plain"
     not_git.mkdir()
-    result = dream.run(str(memdir), None, mode="mechanical", force=True, dry_run=True, repo=str(not_git))
+    result = dream.run(MemoryDir(memdir), None, mode="mechanical", force=True, dry_run=True, repo=str(not_git))
     assert result.ran and stale_claims(result) == {}
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from mem.core.memdir.store import MemoryDir
+
 from conftest import write_memory
 from fakeapi import first_user_text
 from mem.core.memdir import events
@@ -43,7 +45,7 @@ def transcript(tmp_path) -> Path:
 
 
 def request(memdir: Path, transcript: Path, **kw) -> ex.ExtractRequest:
-    return ex.ExtractRequest(str(memdir), transcript=str(transcript), **kw)
+    return ex.ExtractRequest(MemoryDir(memdir), transcript=str(transcript), **kw)
 
 
 def test_first_run_saves_indexes_and_moves_the_cursor(fake_api, memdir, transcript):
@@ -60,7 +62,7 @@ def test_first_run_saves_indexes_and_moves_the_cursor(fake_api, memdir, transcri
     assert result.turns == 2 and result.stop_reason == "end_turn"
     assert result.usage == {"input_tokens": 1900, "output_tokens": 88, "cache_creation_input_tokens": 0,
                             "cache_read_input_tokens": 0, "calls": 2}
-    cursor = ex.read_cursor(str(memdir), "sess-1")
+    cursor = ex.read_cursor(MemoryDir(memdir), "sess-1")
     assert cursor["last_uuid"] == "a1" and cursor["transcript"] == str(transcript)
     # bookkeeping stays out of the memory dir
     assert sorted(p.name for p in memdir.iterdir()) == ["MEMORY.md", "user-prefers-tabs.md"]
@@ -91,7 +93,7 @@ def test_only_messages_after_the_cursor_are_sent(fake_api, memdir, transcript):
 
 
 def test_cursor_message_gone_sends_everything(fake_api, memdir, transcript):
-    ex.write_cursor(str(memdir), "sess-1", "compacted-away", str(transcript))
+    ex.write_cursor(MemoryDir(memdir), "sess-1", "compacted-away", str(transcript))
     fake_api.reply_text("Nothing.")
     result = ex.extract(request(memdir, transcript))
     assert result.cursor_reset and result.messages == 2 and result.cursor_after == "a1"
@@ -106,7 +108,7 @@ def test_agent_wrote_memory_skips_the_model(fake_api, memdir, tmp_path):
     assert result.agent_wrote == ["MEMORY.md", "user-prefers-tabs.md"]
     assert result.cursor_after == "2f99db88-e0b7-4f79-8878-dc4a99ad5f87"
     assert fake_api.requests == []
-    assert ex.read_cursor(str(memdir), "63ec8da7-3d1c-4d82-927e-992a0039be2f")["last_uuid"] == result.cursor_after
+    assert ex.read_cursor(MemoryDir(memdir), "63ec8da7-3d1c-4d82-927e-992a0039be2f")["last_uuid"] == result.cursor_after
     # after /compact, the messages since the cursor are compaction artefacts only: nothing to do
     compacted = (FIX / "claude-code-06-compact.jsonl").read_text().replace(CC_MEMORY, str(memdir))
     t.write_text(compacted)
@@ -134,16 +136,16 @@ def test_qwen_transcript(fake_api, memdir, tmp_path):
 def test_plain_transcript_from_stdin_has_a_content_cursor(fake_api, memdir):
     data = plain(("user", "call me Sam"), ("assistant", "Hi Sam."))
     fake_api.reply_text("Nothing.")
-    first = ex.extract(ex.ExtractRequest(str(memdir), data=data.encode(), session="script-1"))
+    first = ex.extract(ex.ExtractRequest(MemoryDir(memdir), data=data.encode(), session="script-1"))
     assert first.messages == 2 and first.cursor_after.startswith("sha256:")
     more = data + plain(("user", "I review PRs on Fridays"))
     fake_api.reply_text("Nothing.")
-    second = ex.extract(ex.ExtractRequest(str(memdir), data=more.encode(), session="script-1"))
+    second = ex.extract(ex.ExtractRequest(MemoryDir(memdir), data=more.encode(), session="script-1"))
     assert second.messages == 1 and second.transcript == "-"
     assert "Fridays" in user_prompt(fake_api.requests[1]) and "Sam" not in user_prompt(fake_api.requests[1])
     # without a session there is no cursor to keep
     fake_api.reply_text("Nothing.")
-    third = ex.extract(ex.ExtractRequest(str(memdir), data=data.encode()))
+    third = ex.extract(ex.ExtractRequest(MemoryDir(memdir), data=data.encode()))
     assert third.session is None and third.cursor_after is None
 
 
@@ -179,11 +181,11 @@ def test_model_error_keeps_the_cursor_and_fails(fake_api, memdir, transcript):
         ex.extract(request(memdir, transcript))
     assert exc.value.exit_code == ExitCode.FAILURE
     assert "cursor stays" in str(exc.value) and "user-prefers-tabs.md" in str(exc.value)
-    assert ex.read_cursor(str(memdir), "sess-1") is None
+    assert ex.read_cursor(MemoryDir(memdir), "sess-1") is None
     [event] = events.read_events(str(memdir))
     assert event["outcome"] == "error" and event["created"] == ["user-prefers-tabs.md"]
     # the lock was let go
-    assert ex.RunLock(str(memdir)).acquire()
+    assert ex.RunLock(MemoryDir(memdir)).acquire()
 
 
 def test_no_credentials_is_a_config_error_before_anything(memdir, transcript, monkeypatch):
@@ -209,7 +211,7 @@ def test_update_does_not_duplicate_the_pointer(fake_api, memdir, transcript):
 
 
 def test_running_extraction_queues_the_next_latest_wins(fake_api, memdir, transcript, tmp_path):
-    holder = ex.RunLock(str(memdir))
+    holder = ex.RunLock(MemoryDir(memdir))
     assert holder.acquire(info={"session": "other"})
     first = ex.extract(request(memdir, transcript, max_turns=2))
     assert first.queued and first.holder["pid"] == os.getpid() and first.holder["alive"]
@@ -218,7 +220,7 @@ def test_running_extraction_queues_the_next_latest_wins(fake_api, memdir, transc
     other = tmp_path / "other.jsonl"
     other.write_text(claude_line("o1", "user", "hello", session="sess-2"))
     assert ex.extract(request(memdir, other)).queued
-    assert len(os.listdir(os.path.join(ex.extract_state_dir(str(memdir)), "pending"))) == 2
+    assert len(os.listdir(os.path.join(ex.extract_state_dir(MemoryDir(memdir)), "pending"))) == 2
     with pytest.raises(LockedError) as exc:
         ex.extract(request(memdir, transcript), queue=False)
     assert exc.value.exit_code == ExitCode.LOCKED and f"pid {os.getpid()}" in str(exc.value)
@@ -230,7 +232,7 @@ def test_running_extraction_queues_the_next_latest_wins(fake_api, memdir, transc
     trailing = ex._drain(holder, log=None, debug=False)
     assert [(t.session, t.error) for t in trailing] == [("sess-1", None), ("sess-2", None)]
     assert len(fake_api.requests) == 2
-    assert not ex.has_pending(str(memdir)) and not holder.held
+    assert not ex.has_pending(MemoryDir(memdir)) and not holder.held
 
 
 def test_queued_request_runs_itself_when_the_holder_is_gone(fake_api, memdir, transcript):
@@ -243,25 +245,25 @@ def test_queued_request_runs_itself_when_the_holder_is_gone(fake_api, memdir, tr
 
 
 def test_stdin_request_is_spooled_in_the_queue(fake_api, memdir):
-    holder = ex.RunLock(str(memdir))
+    holder = ex.RunLock(MemoryDir(memdir))
     holder.acquire()
     data = plain(("user", "I am the release manager"))
-    assert ex.extract(ex.ExtractRequest(str(memdir), data=data.encode(), session="s")).queued
+    assert ex.extract(ex.ExtractRequest(MemoryDir(memdir), data=data.encode(), session="s")).queued
     fake_api.reply_text("Nothing.")
     [t] = ex._drain(holder, log=None, debug=False)
     assert t.transcript == "-" and t.messages == 1
     assert "release manager" in user_prompt(fake_api.requests[0])
-    assert os.listdir(os.path.join(ex.extract_state_dir(str(memdir)), "pending")) == []
+    assert os.listdir(os.path.join(ex.extract_state_dir(MemoryDir(memdir)), "pending")) == []
 
 
 def test_lock_file_says_who_holds_it(memdir):
-    lock = ex.RunLock(str(memdir))
+    lock = ex.RunLock(MemoryDir(memdir))
     assert lock.acquire(info={"session": "s1", "transcript": "/t.jsonl"})
-    info = ex.RunLock(str(memdir)).holder()
+    info = ex.RunLock(MemoryDir(memdir)).holder()
     assert info["pid"] == os.getpid() and info["session"] == "s1" and info["stale"] is False
-    assert not ex.RunLock(str(memdir)).acquire()
+    assert not ex.RunLock(MemoryDir(memdir)).acquire()
     lock.release()
-    assert ex.RunLock(str(memdir)).holder() is None
+    assert ex.RunLock(MemoryDir(memdir)).holder() is None
 
 
 def test_session_keys_are_file_safe():
@@ -276,7 +278,7 @@ def test_time_budget_spent_before_the_model_answers_keeps_the_cursor(fake_api, m
     with pytest.raises(ModelError) as exc:
         ex.extract(request(memdir, transcript, timeout=1))
     assert "timed out" in str(exc.value) or "time budget" in str(exc.value)
-    assert ex.read_cursor(str(memdir), "sess-1") is None
+    assert ex.read_cursor(MemoryDir(memdir), "sess-1") is None
 
 
 def test_extract_uses_its_own_model_setting_not_recalls(fake_api, memdir, transcript, monkeypatch):

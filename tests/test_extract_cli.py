@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from mem.core.memdir.store import MemoryDir
+
 from fakeapi import first_user_text
 
 from fakeapi import message, tool_use_block
@@ -48,7 +50,7 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
 def lock_held_by_other(memdir: Path) -> bool:
     from mem.core.jobs.extract import RunLock
 
-    lock = RunLock(str(memdir))
+    lock = RunLock(MemoryDir(memdir))
     if lock.acquire():
         lock.release()
         return False
@@ -157,7 +159,7 @@ def test_model_failure_exits_70_and_keeps_the_cursor(fake_api, memdir, transcrip
     assert message.startswith("mem: error: extraction failed: model server answered 400") and "cursor stays" in message
     from mem.core.jobs.extract import read_cursor
 
-    assert read_cursor(str(memdir), "sess-1") is None
+    assert read_cursor(MemoryDir(memdir), "sess-1") is None
 
 
 def test_agent_wrote_memory_is_reported(fake_api, memdir, run_mem, tmp_path):
@@ -194,7 +196,7 @@ def test_hook_resolves_the_memory_dir_from_the_payload(fake_api, run_mem, transc
     # the session comes from the payload
     from mem.core.jobs.extract import read_cursor
 
-    assert read_cursor(str(memory), "63ec8da7-3d1c-4d82-927e-992a0039be2f")["last_uuid"] == "a1"
+    assert read_cursor(MemoryDir(memory), "63ec8da7-3d1c-4d82-927e-992a0039be2f")["last_uuid"] == "a1"
 
 
 @pytest.mark.parametrize("args, stdin", [

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from mem.core.memdir.store import MemoryDir
+
 from fakeapi import error_body, message
 from mem.core.jobs import extract as ex
 from mem.core.jobs.llm import ModelError
@@ -32,7 +34,7 @@ def prompts(requests: list[dict]) -> list[str]:
 
 
 def request(memdir: Path, path: Path) -> ex.ExtractRequest:
-    return ex.ExtractRequest(str(memdir), transcript=str(path))
+    return ex.ExtractRequest(MemoryDir(memdir), transcript=str(path))
 
 
 def test_a_5_mb_session_reaches_the_model_whole_in_windows(fake_api, memdir, tmp_path, monkeypatch):
@@ -59,7 +61,7 @@ def test_a_5_mb_session_reaches_the_model_whole_in_windows(fake_api, memdir, tmp
         assert "This conversation took place " in p and "2026-03-1" in p
         assert f"It is part {i} of {len(sent)} of the new messages" in p
     last = read_transcript(str(path)).messages[-1].uuid
-    assert result.cursor_after == last and ex.read_cursor(str(memdir), result.session)["last_uuid"] == last
+    assert result.cursor_after == last and ex.read_cursor(MemoryDir(memdir), result.session)["last_uuid"] == last
     assert result.usage["calls"] == len(sent)
 
 
@@ -81,7 +83,7 @@ def test_a_failed_window_leaves_the_cursor_after_the_last_good_one(fake_api, mem
     assert "window 2 of" in str(exc.value) and "the cursor stays after window 1 of" in str(exc.value)
     assert {r["status"] for r in fake_api.requests} == {200, 529}
     messages = read_transcript(str(path)).messages
-    cursor = ex.read_cursor(str(memdir), messages[0].session_id)["last_uuid"]
+    cursor = ex.read_cursor(MemoryDir(memdir), messages[0].session_id)["last_uuid"]
     k = next(i for i, m in enumerate(messages) if m.uuid == cursor)
     assert 0 < k < len(messages) - 1
     shown = prompts(fake_api.requests[:1])[0]
@@ -128,7 +130,7 @@ def test_a_window_that_fails_on_a_split_message_does_not_move_the_cursor(fake_ap
     fake_api.reply_text("Nothing.")
     fake_api.respond_with(lambda body: (529, error_body("overloaded_error", "Overloaded")))
     with pytest.raises(ModelError):
-        ex.extract(ex.ExtractRequest(str(memdir), transcript=str(path), session="plain"))
-    cursor = ex.read_cursor(str(memdir), "plain")
+        ex.extract(ex.ExtractRequest(MemoryDir(memdir), transcript=str(path), session="plain"))
+    cursor = ex.read_cursor(MemoryDir(memdir), "plain")
     # window 1 showed p1 whole and only the start of p2: the cursor is at p1, not past p2
     assert cursor is not None and cursor["last_uuid"] == "p1"

@@ -8,7 +8,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of, resolve_dir
 from mem.core.errors import ExitCode
 
 
@@ -57,25 +57,20 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
     if undo:
         from mem.cli.undo import report as report_undo
         from mem.core.memdir import revert
-        from mem.core.memdir.store import MemoryDir
-
-        report_undo(revert.undo(MemoryDir(resolve_dir(where).memory_dir), dry_run=dry_run), "undo", dry_run, fmt)
+        report_undo(revert.undo(memory_of(where), dry_run=dry_run), "undo", dry_run, fmt)
         return
     if model and not offline and not llm.has_credentials():
         llm.model_config("dream", model)  # raises the ConfigError naming ANTHROPIC_API_KEY (exit 3)
     mode = "mechanical" if offline or not llm.has_credentials() else "agent"
     if mode == "mechanical" and not offline and not quiet:
         render.info("no ANTHROPIC_API_KEY: running the mechanical consolidation (exact duplicates, index, findings); --offline says so quietly")
-    the_model = None
-    if mode == "agent":
-        the_model = llm.model_for("dream", model)
     if repo and all_projects:
         from mem.core.errors import UsageError
 
         raise UsageError("--repo names one project's repository; with --all-projects each project's is "
                                "found from its transcripts")
     targets = _targets(where, all_projects, repo)
-    opts = dict(mode=mode, model=the_model, dry_run=dry_run, force=force, min_hours=min_hours,
+    opts = dict(mode=mode, model=model, dry_run=dry_run, force=force, min_hours=min_hours,
                 min_sessions=min_sessions, session=session, wait=wait, progress=_progress())
     results, worst = [], 0
     for memory_dir, transcripts_dir, the_repo in targets:
@@ -161,8 +156,9 @@ def _repo_of(transcripts_dir: str, name: str) -> str | None:
 
 def _run_one(memory_dir: str, transcripts_dir: str | None, opts: dict):
     from mem.core.jobs import dream
+    from mem.core.memdir.store import MemoryDir
 
-    return dream.run(memory_dir, transcripts_dir, **opts)
+    return dream.run(MemoryDir(memory_dir), transcripts_dir, **opts)
 
 
 def _progress():

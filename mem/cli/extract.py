@@ -10,6 +10,7 @@ import click
 from mem import render
 from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
 from mem.core.errors import NotFoundError, UsageError
+from mem.core.memdir.store import MemoryDir
 
 #: The background log is started afresh beyond this size (the previous one kept as .1).
 LOG_MAX_BYTES = 1_000_000
@@ -69,9 +70,9 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         session = session or payload.session_id
         where = hook_where(where, payload)
     resolution = resolve_dir(where)
-    memory_dir = resolution.memory_dir
+    memory = MemoryDir(resolution.memory_dir)
     if hook and not resolution.auto_memory_enabled and resolution.rule not in ("--dir", "MEM_DIR"):
-        result = ExtractResult(memory_dir, transcript or "-", session, skipped="auto_memory_disabled")
+        result = ExtractResult(memory.root, transcript or "-", session, skipped="auto_memory_disabled")
         _report(result, fmt="text", hook=True)
         return
 
@@ -87,14 +88,14 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
             render.info(f"reading {transcript}")
     else:
         transcript = os.path.abspath(os.path.expanduser(transcript))
-        if _is_spool(memory_dir, transcript):
+        if _is_spool(memory, transcript):
             data = _take_spool(transcript)
             transcript = None
         elif not os.path.isfile(transcript):
             raise NotFoundError(f"no such transcript: {transcript}")
 
     if background:
-        child = _spawn_background(memory_dir, transcript, data, session=session, model=model, max_turns=max_turns,
+        child = _spawn_background(memory, transcript, data, session=session, model=model, max_turns=max_turns,
                                   timeout=timeout, wait=wait, no_queue=no_queue, ignore_cursor=ignore_cursor,
                                   debug=debug, project=resolution.project_root)
         if not hook:
@@ -104,7 +105,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
                 render.out_record(child, fmt)
         return
 
-    request = ExtractRequest(memory_dir, transcript=transcript, data=data, session=session, model=model,
+    request = ExtractRequest(memory, transcript=transcript, data=data, session=session, model=model,
                              max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor,
                              project=resolution.project_root)
     log = render.debug if debug else None
@@ -180,18 +181,14 @@ def _newest_transcript(transcripts_dir: str | None) -> str:
 # --- background ----------------------------------------------------------------------------------
 
 
-def _spool_dir(memory_dir: str) -> str:
-    from mem.core.memdir.state import StateDir
-
-    path = StateDir(memory_dir).extract_spool
+def _spool_dir(memory: MemoryDir) -> str:
+    path = memory.state.extract_spool
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 
-def _is_spool(memory_dir: str, path: str) -> bool:
-    from mem.core.memdir.state import StateDir
-
-    return os.path.dirname(path) == StateDir(memory_dir).extract_spool
+def _is_spool(memory: MemoryDir, path: str) -> bool:
+    return os.path.dirname(path) == memory.state.extract_spool
 
 
 def _take_spool(path: str) -> bytes:
@@ -205,7 +202,7 @@ def _take_spool(path: str) -> bytes:
     return data
 
 
-def _spawn_background(memory_dir: str, transcript: str | None, data: bytes | None, *, session, model, max_turns,
+def _spawn_background(memory: MemoryDir, transcript: str | None, data: bytes | None, *, session, model, max_turns,
                       timeout, wait, no_queue, ignore_cursor, debug, project=None) -> dict:
     """Start ``mem extract`` detached: own session, stdin from /dev/null, output to the log.
 
@@ -217,14 +214,13 @@ def _spawn_background(memory_dir: str, transcript: str | None, data: bytes | Non
     import time
 
     import mem
-    from mem.core.memdir.state import StateDir
     from mem.core.memdir.store import atomic_write
 
     if data is not None:
-        fd, transcript = tempfile.mkstemp(prefix="stdin-", suffix=".jsonl", dir=_spool_dir(memory_dir))
+        fd, transcript = tempfile.mkstemp(prefix="stdin-", suffix=".jsonl", dir=_spool_dir(memory))
         os.close(fd)
         atomic_write(transcript, data)
-    args = ["extract", "--dir", memory_dir, "--transcript", transcript, "--max-turns", str(max_turns),
+    args = ["extract", "--dir", memory.root, "--transcript", transcript, "--max-turns", str(max_turns),
             "--timeout", f"{timeout:g}"]
     if session:
         args += ["--session", session]
@@ -240,7 +236,7 @@ def _spawn_background(memory_dir: str, transcript: str | None, data: bytes | Non
         args.append("--all")
     if debug:
         args.insert(0, "--debug")
-    logs = StateDir(memory_dir).job_logs
+    logs = memory.state.job_logs
     os.makedirs(logs, mode=0o700, exist_ok=True)
     log_path = os.path.join(logs, "extract.log")
     try:
@@ -262,5 +258,5 @@ def _spawn_background(memory_dir: str, transcript: str | None, data: bytes | Non
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
             env=env,
         )
-    return {"background": True, "pid": child.pid, "log": log_path, "memory_dir": memory_dir,
+    return {"background": True, "pid": child.pid, "log": log_path, "memory_dir": memory.root,
             "transcript": transcript, "session": session}

@@ -7,7 +7,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 
 TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES, without importing it here
 
@@ -51,8 +51,7 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
     from mem.core.jobs.remember import RememberRequest, remember
 
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
-    root = resolve_dir(where).memory_dir
-    request = RememberRequest(root, body, type=memory_type, name=name, description=description, file=file_,
+    request = RememberRequest(memory_of(where), body, type=memory_type, name=name, description=description, file=file_,
                               update=update, force=force, scope=None if team is None else ("team" if team else "private"),
                               offline=offline, model=model, max_turns=max_turns, timeout=timeout)
     debug = debug_enabled()

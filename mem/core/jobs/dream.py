@@ -38,6 +38,7 @@ from mem.core.jobs import consolidation
 from mem.core.memdir import scratch
 from mem.core.errors import LockedError, MemError, RefusedError
 from mem.core.memdir.layout import INDEX_NAME, INDEX_NOTES, LOGS_PREFIX, UNINDEXED_DIRS
+from mem.core.memdir.store import MemoryDir
 
 SKIP_DIRS = UNINDEXED_DIRS
 
@@ -95,11 +96,11 @@ def _quiet(_: str) -> None:
 
 
 def run(
-    memory_dir: str,
+    memory: MemoryDir,
     transcripts_dir: str | None,
     *,
     mode: str,
-    model=None,
+    model: str | None = None,
     dry_run: bool = False,
     force: bool = False,
     min_hours: float = consolidation.DEFAULT_MIN_HOURS,
@@ -114,9 +115,11 @@ def run(
 
     ``today`` is the date stale dates are judged against (default: the local date).
     ``repo``, the project's git repository, is what the memories' claims are checked against
-    (``stale-claim`` findings; none without it).
+    (``stale-claim`` findings; none without it). ``model`` names the agent's model (default: the
+    job's, see ``llm.choose_model``).
     """
     started = time.monotonic()
+    memory_dir = memory.root
     gate = consolidation.check_gate(memory_dir, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
                                     exclude_session=session, force=force)
     result = DreamResult(memory_dir, mode, gate, dry_run=dry_run)
@@ -137,9 +140,7 @@ def run(
 
     prior = _acquire(memory_dir, wait)
     from mem.core.memdir.revert import take_back
-    from mem.core.memdir.store import MemoryDir
 
-    memory = MemoryDir(memory_dir)
     memory.sweep_temp_files()
     try:
         with memory.operation("dream", [mode]):
@@ -220,8 +221,6 @@ def _acquire(memory_dir: str, wait: bool) -> int:
 def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress, today: date,
                  repo: str | None, before: Callable[[], contextlib.AbstractContextManager]) -> None:
     """The job, the index repaired, the checks, validation; the agent gets one more round to fix what fails."""
-    from mem.core.memdir.store import MemoryDir
-
     store = MemoryDir(root)
     if result.mode == "agent":
         from mem.core.jobs.dream_agent import consolidate

@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import time
 
-from mem.core.errors import MemError
+from mem.core.jobs.llm import JOBS
 
-MAX_TURNS = 40
+MAX_TURNS = JOBS["dream"].max_turns
 #: Turns of the round that fixes what failed validation.
 FIX_TURNS = 10
-DEADLINE_S = 20 * 60
 
 SYSTEM = """\
 You maintain an AI coding agent's long-term memory: a directory of Markdown files. Each topic \
@@ -123,17 +122,18 @@ def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_t
     ) + ("\n" + stale_section(list(stale)) if stale else "")
 
 
-def consolidate(result, root: str, transcripts_dir: str | None, model, gate, progress, stale: list = ()):
+def consolidate(result, root: str, transcripts_dir: str | None, model: str | None, gate, progress, stale: list = ()):
     """Run the consolidation agent on ``root`` and fill ``result`` (a DreamResult).
 
-    ``stale``: the ``stale-claim`` findings, for the agent to fix.
-    Returns ``again(problems)``: one more round of the same conversation, told
-    what failed validation, for the agent to fix.
+    ``model`` names the model (default: the dream job's). ``stale``: the ``stale-claim``
+    findings, for the agent to fix. Returns ``again(problems)``: one more round of the same
+    conversation, told what failed validation, for the agent to fix.
     """
-    from mem.core.jobs.agent import ToolBox, WritePolicy, run_agent
+    from mem.core.jobs.agent import ToolBox, WritePolicy
+    from mem.core.jobs.runner import Job
 
-    if model is None:
-        raise MemError("agent mode needs a model")
+    job = Job("dream", model=model, log=progress)
+    result.model = job.model_name
     transcripts = transcripts_dir if transcripts_dir and os.path.isdir(transcripts_dir) else None
     toolbox = ToolBox(root, transcripts=transcripts, policy=WritePolicy(allow_delete=True))
     progress("orient: reading the memory directory")
@@ -141,20 +141,13 @@ def consolidate(result, root: str, transcripts_dir: str | None, model, gate, pro
     conversation = [{"role": "user", "content": prompt}]
 
     def turn(messages: list[dict], max_turns: int) -> None:
-        outcome = run_agent(model, system=SYSTEM, messages=messages, toolbox=toolbox, max_turns=max_turns,
-                            deadline_s=DEADLINE_S, max_tokens=model.config.max_tokens, retries=2,
-                            log=lambda msg: progress(msg))
+        outcome = job.agent(SYSTEM, messages, toolbox, max_turns=max_turns)
         conversation[:] = outcome.messages
-        result.turns += outcome.turns
-        result.tokens = _add_usage(result.tokens, outcome.usage.as_dict() if outcome.usage is not None else None)
-        result.model = getattr(getattr(model, "config", None), "model", None)
+        result.turns, result.tokens = job.turns, dict(job.usage)
         result.summary = (outcome.text or "").strip() or result.summary
         _keep_older_dates(toolbox)
         if outcome.error:
-            from mem.core.jobs.llm import ModelError
-
-            raise ModelError(f"the consolidation agent failed after {result.turns} turn(s): {outcome.error}",
-                             outcome.error_kind or "error")
+            raise job.failure(outcome, f"the consolidation agent failed after {result.turns} turn(s)")
 
     def again(problems: list[str]) -> None:
         note = {"type": "text", "text": FIX.format(problems="\n".join(f"- {p}" for p in problems))}
@@ -168,12 +161,6 @@ def consolidate(result, root: str, transcripts_dir: str | None, model, gate, pro
 
     turn(conversation, MAX_TURNS)
     return again
-
-
-def _add_usage(total: dict | None, more: dict | None) -> dict | None:
-    if total is None or more is None:
-        return more or total
-    return {k: total.get(k, 0) + v for k, v in more.items()}
 
 
 def _keep_older_dates(toolbox) -> None:

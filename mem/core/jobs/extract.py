@@ -1,6 +1,6 @@
 """Extraction: turn the new part of a transcript into saved memories.
 
-    request = ExtractRequest(memory_dir, transcript="/path/to/session.jsonl")
+    request = ExtractRequest(MemoryDir(path), transcript="/path/to/session.jsonl")
     result = extract(request)          # ExtractResult: created, updated, skipped, usage...
 
 A cursor per (memory dir, session), kept in the state directory, remembers the
@@ -37,15 +37,13 @@ from dataclasses import dataclass, field
 from mem.core.jobs import guidance
 from mem.core.errors import LockedError, MemError, NotFoundError
 from mem.core.memdir.index import ensure_indexed
+from mem.core.jobs.llm import JOBS
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX
+from mem.core.memdir.store import MemoryDir
 
-MAX_TURNS = 5
-#: Wall-clock budget of one run's model work, in seconds.
-DEFAULT_TIMEOUT = 300.0
-#: One model call may take this long (the run's budget caps it further).
-CALL_TIMEOUT = 120.0
-#: A call that failed transiently (overloaded, timed out, 5xx) is tried again this often.
-RETRIES = 2
+MAX_TURNS = JOBS["extract"].max_turns
+#: Wall-clock budget of one window's model work, in seconds.
+DEFAULT_TIMEOUT = JOBS["extract"].deadline_s
 #: One tool result inside the rendered transcript: its head and tail, this many characters.
 RESULT_BUDGET = 1_500
 #: A conversation too long for one request is sent in windows, each its own run. A window's
@@ -69,7 +67,7 @@ Log = Callable[[str], None]
 
 @dataclass
 class ExtractRequest:
-    memory_dir: str
+    memory: MemoryDir
     transcript: str | None = None  # a path; None when ``data`` holds the transcript
     data: bytes | None = None  # a transcript read from stdin
     session: str | None = None  # default: the transcript's session id, else its file name
@@ -84,13 +82,13 @@ class ExtractRequest:
         return self.transcript or "-"
 
     def to_json(self) -> dict:
-        return {"memory_dir": self.memory_dir, "transcript": self.transcript, "session": self.session,
+        return {"memory_dir": self.memory.root, "transcript": self.transcript, "session": self.session,
                 "model": self.model, "max_turns": self.max_turns, "timeout": self.timeout,
                 "ignore_cursor": self.ignore_cursor, "project": self.project}
 
     @classmethod
     def from_json(cls, obj: dict, data: bytes | None = None) -> ExtractRequest:
-        return cls(memory_dir=obj["memory_dir"], transcript=obj.get("transcript"), data=data,
+        return cls(MemoryDir(obj["memory_dir"]), transcript=obj.get("transcript"), data=data,
                    session=obj.get("session"), model=obj.get("model"),
                    max_turns=int(obj.get("max_turns") or MAX_TURNS),
                    timeout=float(obj.get("timeout") or DEFAULT_TIMEOUT),
@@ -178,32 +176,30 @@ def _session_key(session: str) -> str:
     return f"{safe or 'session'}-{hashlib.sha256(session.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
 
 
-def extract_state_dir(memory_dir: str) -> str:
-    from mem.core.memdir.state import StateDir
-
-    path = StateDir(memory_dir).extract_dir
+def extract_state_dir(memory: MemoryDir) -> str:
+    path = memory.state.extract_dir
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 
-def cursor_path(memory_dir: str, session: str) -> str:
-    return os.path.join(extract_state_dir(memory_dir), _session_key(session) + ".json")
+def cursor_path(memory: MemoryDir, session: str) -> str:
+    return os.path.join(extract_state_dir(memory), _session_key(session) + ".json")
 
 
-def read_cursor(memory_dir: str, session: str) -> dict | None:
+def read_cursor(memory: MemoryDir, session: str) -> dict | None:
     try:
-        with open(cursor_path(memory_dir, session), encoding="utf-8") as fh:
+        with open(cursor_path(memory, session), encoding="utf-8") as fh:
             data = json.load(fh)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
 
-def write_cursor(memory_dir: str, session: str, last_uuid: str, transcript: str) -> None:
+def write_cursor(memory: MemoryDir, session: str, last_uuid: str, transcript: str) -> None:
     from mem.core.memdir.store import atomic_write
 
     data = {"last_uuid": last_uuid, "updated_at": _utc_now(), "transcript": transcript, "session": session}
-    atomic_write(cursor_path(memory_dir, session), (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8"))
+    atomic_write(cursor_path(memory, session), (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def _utc_now() -> str:
@@ -244,11 +240,9 @@ class RunLock:
     ({pid, started, session, transcript}) for the messages of those who wait.
     """
 
-    def __init__(self, memory_dir: str):
-        from mem.core.memdir.state import StateDir
-
-        self.memory_dir = memory_dir
-        state = StateDir(memory_dir)
+    def __init__(self, memory: MemoryDir):
+        self.memory = memory
+        state = memory.state
         state.ensure()
         self.path = state.extract_lock
         self._fd: int | None = None
@@ -316,20 +310,16 @@ class RunLock:
         return data
 
 
-def _queue_dir(memory_dir: str) -> str:
-    from mem.core.memdir.state import StateDir
-
-    path = StateDir(memory_dir).extract_pending
+def _queue_dir(memory: MemoryDir) -> str:
+    path = memory.state.extract_pending
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 
-def _queue_lock(memory_dir: str):
+def _queue_lock(memory: MemoryDir):
     from mem.core.memdir.store import file_lock
 
-    from mem.core.memdir.state import StateDir
-
-    return file_lock(StateDir(memory_dir).extract_queue_lock)
+    return file_lock(memory.state.extract_queue_lock)
 
 
 def enqueue(request: ExtractRequest) -> str:
@@ -337,9 +327,9 @@ def enqueue(request: ExtractRequest) -> str:
     from mem.core.memdir.store import atomic_write
 
     key = _session_key(request.session or (os.path.basename(request.transcript) if request.transcript else "stdin"))
-    qdir = _queue_dir(request.memory_dir)
+    qdir = _queue_dir(request.memory)
     path = os.path.join(qdir, key + ".json")
-    with _queue_lock(request.memory_dir):
+    with _queue_lock(request.memory):
         obj = {**request.to_json(), "queued_at": _utc_now(), "pid": os.getpid()}
         spool = os.path.join(qdir, key + ".jsonl")
         if request.data is not None:
@@ -351,10 +341,10 @@ def enqueue(request: ExtractRequest) -> str:
     return path
 
 
-def take_pending(memory_dir: str) -> ExtractRequest | None:
+def take_pending(memory: MemoryDir) -> ExtractRequest | None:
     """The oldest queued request, removed from the queue; None when it is empty."""
-    qdir = _queue_dir(memory_dir)
-    with _queue_lock(memory_dir):
+    qdir = _queue_dir(memory)
+    with _queue_lock(memory):
         entries = []
         for name in os.listdir(qdir):
             if name.endswith(".json"):
@@ -385,9 +375,9 @@ def take_pending(memory_dir: str) -> ExtractRequest | None:
     return None
 
 
-def has_pending(memory_dir: str) -> bool:
+def has_pending(memory: MemoryDir) -> bool:
     try:
-        return any(n.endswith(".json") for n in os.listdir(_queue_dir(memory_dir)))
+        return any(n.endswith(".json") for n in os.listdir(_queue_dir(memory)))
     except OSError:
         return False
 
@@ -454,7 +444,7 @@ def build_system_prompt(max_turns: int = MAX_TURNS, *, team: bool = False) -> st
     return text
 
 
-def build_prompt(memory_dir: str, conversation: str, *, count: int, dates: tuple[str, str] | None = None,
+def build_prompt(memory: MemoryDir, conversation: str, *, count: int, dates: tuple[str, str] | None = None,
                  part: tuple[int, int] | None = None, max_turns: int = MAX_TURNS, today: str | None = None,
                  sections: list[tuple[str, str]] | None = None, team: bool = False) -> guidance.Prompt:
     """The extraction prompt: instructions (system), then the date, the memory dir, the manifest
@@ -465,10 +455,10 @@ def build_prompt(memory_dir: str, conversation: str, *, count: int, dates: tuple
     import datetime
 
     today = today or datetime.date.today().isoformat()
-    existing = guidance.existing_memories(memory_dir, index_budget=INDEX_BUDGET)
+    existing = guidance.existing_memories(memory.root, index_budget=INDEX_BUDGET)
     parts = [
         f"Today is {today}.",
-        f"Memory directory: {memory_dir.rstrip(os.sep)}/ (give paths relative to it)",
+        f"Memory directory: {memory.root.rstrip(os.sep)}/ (give paths relative to it)",
         *existing.parts,
     ]
     for heading, text in sections or []:
@@ -614,14 +604,14 @@ def extract_policy(team: bool = False):
     return WritePolicy(exclude=(LOGS_PREFIX,)) if team else WritePolicy()
 
 
-def team_sections(memory_dir: str) -> list[tuple[str, str]]:
+def team_sections(memory: MemoryDir) -> list[tuple[str, str]]:
     """The routing rules and the team index, when the memory dir shares a team/ directory."""
     from mem.core.memdir.layout import TEAM_INDEX as TEAM_INDEX_NAME
     from mem.core.team.routing import ROUTING_GUIDANCE
 
     guidance_text = ROUTING_GUIDANCE.split("\n", 1)[1].strip("\n")  # without its own heading
     try:
-        with open(os.path.join(memory_dir, TEAM_INDEX_NAME), encoding="utf-8", errors="replace") as fh:
+        with open(os.path.join(memory.root, TEAM_INDEX_NAME), encoding="utf-8", errors="replace") as fh:
             team_index = fh.read().strip() or "(team/MEMORY.md is empty)"
     except OSError:
         team_index = "(team/MEMORY.md does not exist yet; create it when you save the first team memory)"
@@ -632,31 +622,30 @@ def team_sections(memory_dir: str) -> list[tuple[str, str]]:
 def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = False) -> ExtractResult:
     """One extraction for ``request``; the caller holds the run lock."""
     from mem.core.guards.secrets import redact
-    from mem.core.jobs import llm
-    from mem.core.jobs.agent import FINISH_RESERVE, ToolBox, run_agent
+    from mem.core.jobs.agent import FINISH_RESERVE, ToolBox
     from mem.core.jobs.budget import Budget, request_tokens
-    from mem.core.memdir import events
-    from mem.core.memdir.store import MemoryDir
+    from mem.core.jobs.runner import Job
+    from mem.core.team.routing import team_enabled
     from mem.core.transcripts import conversation_dates, memory_writes, render_messages
 
     started = time.monotonic()
-    memory_dir = request.memory_dir
+    memory = request.memory
     transcript = _load_transcript(request)
     session = _session_of(request, transcript)
     messages = transcript.messages
     ids = message_ids(messages)
-    cursor = None if request.ignore_cursor or not session else read_cursor(memory_dir, session)
+    cursor = None if request.ignore_cursor or not session else read_cursor(memory, session)
     before = cursor.get("last_uuid") if cursor else None
     position = {uid: i for i, uid in enumerate(ids)}.get(before) if before else None
     offset = 0 if position is None else position + 1
     new = messages[offset:]
     last = ids[-1] if ids else before
-    result = ExtractResult(memory_dir, request.label, session, messages=len(new), cursor_before=before,
+    result = ExtractResult(memory.root, request.label, session, messages=len(new), cursor_before=before,
                            cursor_after=before, cursor_reset=before is not None and position is None)
 
     def advance(to: str | None = last) -> None:
         if session and to and to != (result.cursor_after or before):
-            write_cursor(memory_dir, session, to, request.label)
+            write_cursor(memory, session, to, request.label)
         result.cursor_after = to if session else None
 
     substantive = [m for m in new if m.kind in _SUBSTANTIVE and m.role in ("user", "assistant")]
@@ -665,32 +654,28 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         result.skipped = "no_new_messages"
         result.duration_s = time.monotonic() - started
         return result
-    wrote = memory_writes(new, memory_dir)
+    wrote = memory_writes(new, memory.root)
     if wrote:
         advance()
         result.skipped = "agent_wrote_memory"
-        root = os.path.realpath(memory_dir)
-        result.agent_wrote = sorted({os.path.relpath(os.path.realpath(p), root).replace(os.sep, "/") for p in wrote})
+        result.agent_wrote = sorted({os.path.relpath(os.path.realpath(p), memory.real_root).replace(os.sep, "/")
+                                     for p in wrote})
         result.duration_s = time.monotonic() - started
         return result
 
-    model = llm.model_for("extract", request.model, timeout=min(CALL_TIMEOUT, request.timeout), debug=debug)
-    config = model.config
-    os.makedirs(memory_dir, exist_ok=True)
-    memory = MemoryDir(memory_dir)
+    job = Job("extract", model=request.model, deadline_s=request.timeout, memory=memory, debug=debug, log=log)
+    os.makedirs(memory.root, exist_ok=True)
     memory.sweep_temp_files()
-    from mem.core.team.routing import team_enabled
-
-    team = team_enabled(memory_dir)
-    sections = instruction_sections(request.project) + (team_sections(memory_dir) if team else [])
+    team = team_enabled(memory.root)
+    sections = instruction_sections(request.project) + (team_sections(memory) if team else [])
     policy = extract_policy(team)
     rendered = render_messages(new, max_result_chars=RESULT_BUDGET)
 
     def prompt_for(text: str, count: int, dates, part) -> guidance.Prompt:
-        return build_prompt(memory_dir, redact(text), count=count, dates=dates, part=part,
+        return build_prompt(memory, redact(text), count=count, dates=dates, part=part,
                             max_turns=request.max_turns, sections=sections, team=team)
 
-    budget = Budget.for_model(config.model, config.max_tokens)
+    budget = Budget.for_model(job.model_name, job.model.config.max_tokens)
     bare = prompt_for("", 0, ("0000-00-00", "0000-00-00"), (99, 99))
     base = request_tokens({"system": [{"type": "text", "text": bare.system}],
                            "messages": bare.messages(),
@@ -698,7 +683,6 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     room = budget.room - FINISH_RESERVE - MANIFEST_GROWTH - base
     windows = plan_windows(rendered, max(1_000, min(WINDOW_TOKENS, int(room * CONVERSATION_SHARE))))
     result.windows = len(windows)
-    usage: dict[str, int] = {}
     for n, window in enumerate(windows, start=1):
         if log is not None and len(windows) > 1:
             log(f"window {n}/{len(windows)}: messages {window.start + 1}-{window.end} of {len(new)}")
@@ -708,9 +692,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         if prompt.index_shown_whole:
             toolbox.note_seen(INDEX_NAME)
         with memory.operation("extract", [session] if session else []):
-            run = run_agent(model, system=prompt.system, messages=prompt.messages(), toolbox=toolbox,
-                            max_turns=request.max_turns, deadline_s=request.timeout, max_tokens=config.max_tokens,
-                            retries=RETRIES, log=log)
+            run = job.agent(prompt.system, prompt.messages(), toolbox, max_turns=request.max_turns)
             if run.stop_reason == "budget" and run.turns == 0:  # planned to fit: a guard, not a path
                 run.error, run.error_kind = "the conversation did not fit the model's context window", "budget"
             indexed = [] if run.error else ensure_indexed(memory, run.files_written)
@@ -721,30 +703,22 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         result.turns += run.turns
         result.stop_reason = run.stop_reason
         result.tool_calls += run.tool_calls
-        for key, value in run.usage.as_dict().items():
-            usage[key] = usage.get(key, 0) + value
-        result.usage = usage
+        result.usage = dict(job.usage)
         detail = {"session": session, "transcript": request.label, "messages": window.end - window.start,
                   "window": n, "windows": len(windows), "turns": run.turns, "stop_reason": run.stop_reason,
-                  "refused": run.refused, "model": config.model, "operation": operation}
-        run.timeout_if_unanswered(request.timeout)
+                  "refused": run.refused, "operation": operation}
         if run.error:
             result.duration_s = time.monotonic() - started
-            events.record(memory_dir, "extract", created=run.created, updated=run.updated, strategy="model",
-                          tokens=run.usage.as_dict(), duration=result.duration_s, outcome="error",
-                          detail={**detail, "error": run.error})
             where = "where it was" if n == 1 else f"after window {n - 1} of {len(windows)}"
-            raise llm.ModelError(f"extraction failed{f' in window {n} of {len(windows)}' if len(windows) > 1 else ''}: "
-                                 f"{run.error}; the cursor stays {where}{run.written_note}", run.error_kind or "error")
+            raise job.failure(run, f"extraction failed{f' in window {n} of {len(windows)}' if len(windows) > 1 else ''}",
+                              detail=detail, after=f"; the cursor stays {where}")
         # The cursor moves past what this run showed the model, and no further.
         if n == len(windows):
             advance()
         elif window.complete_through is not None:
             advance(ids[offset + window.complete_through])
-        events.record(memory_dir, "extract", created=run.created,
-                      updated=[*run.updated, *([INDEX_NAME] if indexed and INDEX_NAME not in run.files_written else [])],
-                      strategy="model", tokens=run.usage.as_dict(), duration=time.monotonic() - started,
-                      detail={**detail, "indexed": indexed})
+        job.record(run, updated=[*run.updated, *([INDEX_NAME] if indexed and INDEX_NAME not in run.files_written else [])],
+                   detail={**detail, "indexed": indexed})
     result.duration_s = time.monotonic() - started
     return result
 
@@ -763,19 +737,19 @@ def extract(request: ExtractRequest, *, wait: bool = False, queue: bool = True, 
     from mem.core.jobs import llm
 
     llm.model_config("extract", request.model)  # no key: ConfigError before anything is touched
-    lock = RunLock(request.memory_dir)
+    lock = RunLock(request.memory)
     info = {"session": request.session, "transcript": request.label}
     if not lock.acquire(info=info):
         if wait:
             if not lock.acquire(wait=wait_limit, info=info):
                 holder = lock.holder() or {}
                 raise LockedError(f"gave up after {wait_limit:g}s waiting for the extraction running on "
-                                  f"{request.memory_dir} (pid {holder.get('pid', '?')})")
+                                  f"{request.memory.root} (pid {holder.get('pid', '?')})")
         elif queue:
             enqueue(request)
             # The running one may have finished between our try and the enqueue: look again.
             if not lock.acquire(info=info):
-                return ExtractResult(request.memory_dir, request.label, request.session, queued=True,
+                return ExtractResult(request.memory.root, request.label, request.session, queued=True,
                                      holder=lock.holder())
             try:
                 trailing = _drain(lock, log=log, debug=debug)
@@ -784,13 +758,13 @@ def extract(request: ExtractRequest, *, wait: bool = False, queue: bool = True, 
             mine = next((r for r in trailing if r.transcript == request.label
                          and request.session in (None, r.session)), None)
             if mine is None:  # someone else took it after all
-                return ExtractResult(request.memory_dir, request.label, request.session, queued=True,
+                return ExtractResult(request.memory.root, request.label, request.session, queued=True,
                                      trailing=trailing)
             mine.trailing = [r for r in trailing if r is not mine]
             return mine
         else:
             holder = lock.holder() or {}
-            raise LockedError(f"an extraction is already running on {request.memory_dir} "
+            raise LockedError(f"an extraction is already running on {request.memory.root} "
                               f"(pid {holder.get('pid', '?')}, since {holder.get('started', '?')})")
     error: MemError | None = None
     result = None
@@ -817,13 +791,13 @@ def _drain(lock: RunLock, *, log: Log | None, debug: bool) -> list[ExtractResult
     """
     results: list[ExtractResult] = []
     while True:
-        while (pending := take_pending(lock.memory_dir)) is not None:
+        while (pending := take_pending(lock.memory)) is not None:
             if log is not None:
                 log(f"trailing run for session {pending.session or pending.label}")
             try:
                 results.append(run_once(pending, log=log, debug=debug))
             except MemError as exc:
-                results.append(ExtractResult(pending.memory_dir, pending.label, pending.session, error=str(exc)))
+                results.append(ExtractResult(pending.memory.root, pending.label, pending.session, error=str(exc)))
         lock.release()
-        if not has_pending(lock.memory_dir) or not lock.acquire():
+        if not has_pending(lock.memory) or not lock.acquire():
             return results

@@ -37,6 +37,9 @@ class JobSettings(NamedTuple):
     temperature: float | None  # None: the server's default
     timeout: float  # seconds per call, unless the caller gives its own
     max_retries: int  # the SDK's own retries: 0 where our loop retries within a deadline
+    max_turns: int = 1  # model calls an agent run may make
+    deadline_s: float = 0.0  # wall-clock budget of one run of the job (default: one call's timeout)
+    retries: int = 0  # our agent loop's retries of a failed call, inside the deadline
 
 
 #: Each job's budget. Selectors (recall, forget) run at temperature 0: the same manifest and
@@ -45,18 +48,25 @@ class JobSettings(NamedTuple):
 JOBS: dict[str, JobSettings] = {
     # A JSON list of at most 5 file names (~100 tokens). No retry: the offline ranker answers
     # instead, and the user is waiting for their prompt.
-    "recall": JobSettings(max_tokens=256, temperature=0.0, timeout=5.0, max_retries=0),
+    "recall": JobSettings(max_tokens=256, temperature=0.0, timeout=5.0, max_retries=0, deadline_s=5.0),
     # Up to 50 candidates of ~35 tokens each (file, entry, confidence, a short reason). One call
     # with no loop of ours, so one SDK retry.
-    "forget": JobSettings(max_tokens=2_048, temperature=0.0, timeout=60.0, max_retries=1),
-    # One turn may write several whole memory files and their index lines.
-    "extract": JobSettings(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
-    # One memory file and its index line.
-    "remember": JobSettings(max_tokens=4_096, temperature=None, timeout=120.0, max_retries=0),
-    # Edits across the session notes, each of whose sections may hold ~2,000 tokens.
-    "session": JobSettings(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0),
-    # Merges rewrite whole files; a turn may hold several of them.
-    "dream": JobSettings(max_tokens=8_192, temperature=None, timeout=300.0, max_retries=0),
+    "forget": JobSettings(max_tokens=2_048, temperature=0.0, timeout=60.0, max_retries=1, deadline_s=60.0),
+    # One turn may write several whole memory files and their index lines; a window of a long
+    # session gets five turns and five minutes.
+    "extract": JobSettings(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0,
+                           max_turns=5, deadline_s=300.0, retries=2),
+    # One memory file and its index line, while a person waits.
+    "remember": JobSettings(max_tokens=4_096, temperature=None, timeout=60.0, max_retries=0,
+                            max_turns=4, deadline_s=120.0, retries=2),
+    # Edits across the session notes, each of whose sections may hold ~2,000 tokens: one turn
+    # is the plan, two more to fix a refused edit.
+    "session": JobSettings(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0,
+                           max_turns=3, deadline_s=180.0, retries=2),
+    # Merges rewrite whole files; a turn may hold several of them. A night's work may read the
+    # whole directory and its transcripts.
+    "dream": JobSettings(max_tokens=8_192, temperature=None, timeout=300.0, max_retries=0,
+                         max_turns=40, deadline_s=20 * 60.0, retries=2),
 }
 
 

@@ -1,6 +1,6 @@
 """mem remember: write one memory on the user's request.
 
-    request = RememberRequest(memory_dir, "the user prefers tabs", type="user",
+    request = RememberRequest(MemoryDir(path), "the user prefers tabs", type="user",
                               name="Indentation", description="prefers tabs over spaces")
     result = remember(request)         # RememberResult: saved, created, updated, strategy...
 
@@ -32,15 +32,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mem.core.jobs import guidance
+from mem.core.jobs.llm import JOBS
 from mem.core.errors import ExitCode, MemError, RefusedError, SecretError, UsageError
 from mem.core.memdir.index import ensure_pointer, pointer_for
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, UNINDEXED_DIRS
+from mem.core.memdir.store import MemoryDir
 
-MAX_TURNS = 4
+MAX_TURNS = JOBS["remember"].max_turns
 #: Wall-clock budget of the agent's work, in seconds.
-DEFAULT_TIMEOUT = 120.0
-CALL_TIMEOUT = 60.0
-RETRIES = 2
+DEFAULT_TIMEOUT = JOBS["remember"].deadline_s
 #: A file name made from --name is cut to this many characters (at a word boundary when possible).
 SLUG_MAX = 60
 
@@ -55,7 +55,7 @@ class NothingSaved(MemError):
 
 @dataclass
 class RememberRequest:
-    memory_dir: str
+    memory: MemoryDir
     text: str
     type: str | None = None
     name: str | None = None
@@ -152,17 +152,17 @@ def strategy_for(request: RememberRequest) -> str:
     raise UsageError(f"{', '.join(missing)} required without a model{hint}")
 
 
-def _team(memory_dir: str) -> bool:
+def _team(memory: MemoryDir) -> bool:
     from mem.core.team.routing import team_enabled
 
-    return team_enabled(memory_dir)
+    return team_enabled(memory.root)
 
 
-def _scope_of(memory_dir: str, request: RememberRequest) -> str | None:
+def _scope_of(memory: MemoryDir, request: RememberRequest) -> str | None:
     """private or team when the memory dir has a team/, else None (UsageError if a scope was asked for)."""
-    if not _team(memory_dir):
+    if not _team(memory):
         if request.scope:
-            raise UsageError(f"--{request.scope}: {memory_dir} has no team/ directory")
+            raise UsageError(f"--{request.scope}: {memory.root} has no team/ directory")
         return None
     if request.scope:
         return request.scope
@@ -171,10 +171,10 @@ def _scope_of(memory_dir: str, request: RememberRequest) -> str | None:
     return default_scope(request.type) if request.type else None
 
 
-def _policy(memory_dir: str, force: bool):
+def _policy(memory: MemoryDir, force: bool):
     from mem.core.jobs.agent import WritePolicy
 
-    exclude = (LOGS_PREFIX,) if _team(memory_dir) else UNINDEXED_DIRS
+    exclude = (LOGS_PREFIX,) if _team(memory) else UNINDEXED_DIRS
     return WritePolicy(exclude=exclude, refuse_poison=not force)
 
 
@@ -314,7 +314,7 @@ def _offline(request: RememberRequest, result: RememberResult, memory, policy, s
         raise RefusedError(f"refused to write {rel}: {reason}")
     written = memory.write(rel, content)
     result.saved.append(rel)
-    if _team(request.memory_dir):
+    if _team(request.memory):
         from mem.core.memdir.layout import is_team as is_team_relpath
 
         result.scope = "team" if is_team_relpath(rel) else "private"
@@ -371,10 +371,10 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
     import datetime
 
     today = today or datetime.date.today().isoformat()
-    existing = guidance.existing_memories(request.memory_dir)
+    existing = guidance.existing_memories(request.memory.root)
     stable = [
         f"Today is {today}.",
-        f"Memory directory: {request.memory_dir.rstrip(os.sep)}/ (give paths relative to it)",
+        f"Memory directory: {request.memory.root.rstrip(os.sep)}/ (give paths relative to it)",
         *existing.parts,
     ]
     if team:
@@ -390,7 +390,7 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
     if request.description:
         chosen.append(f"- description: {' '.join(request.description.split())}")
     if pinned:
-        exists = os.path.exists(os.path.join(request.memory_dir, pinned))
+        exists = os.path.exists(os.path.join(request.memory.root, pinned))
         chosen.append(f"- file: {pinned}" + (" (it exists: update it)" if exists else " (create it)"))
     if scope and not pinned:
         chosen.append("- scope: team (save it under team/)" if scope == "team" else "- scope: private (not under team/)")
@@ -402,42 +402,35 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
                            existing.index_shown_whole)
 
 
-def _agent(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None,
-           log: Log | None, debug: bool, started: float) -> None:
-    from mem.core.memdir import events
-    from mem.core.jobs import llm
-    from mem.core.jobs.agent import ToolBox, run_agent
+def _agent(request: RememberRequest, result: RememberResult, memory: MemoryDir, policy, scope: str | None,
+           log: Log | None, debug: bool) -> None:
+    from mem.core.jobs.agent import ToolBox
+    from mem.core.jobs.runner import Job
     from mem.core.memdir.index import ensure_indexed
     from mem.core.memdir.layout import is_team as is_team_relpath
 
-    team = _team(request.memory_dir)
+    team = _team(memory)
     pinned = pinned_target(memory, request, policy, scope) if (request.file or request.name) else None
     if pinned and os.path.exists(os.path.join(memory.real_root, pinned)) and not request.update:
         raise RefusedError(f"{pinned} already exists; --update lets the memory go into it, "
                            "or choose another --name or --file")
     given = "\n".join(v for v in (request.text, request.name, request.description) if v)
     result.warnings += check_text(given, force=request.force, what="the memory")
-    model = llm.model_for("remember", request.model, timeout=min(CALL_TIMEOUT, request.timeout), debug=debug)
-    result.model = model.config.model
+    job = Job("remember", model=request.model, deadline_s=request.timeout, memory=memory, debug=debug, log=log)
+    result.model = job.model_name
     os.makedirs(memory.root, exist_ok=True)
     prompt = build_prompt(request, pinned=pinned, scope=scope, team=team)
     toolbox = ToolBox(memory, policy=policy, tools=("read", "grep", "glob", "ls", "write", "edit"), log=log)
     if prompt.index_shown_whole:
         toolbox.note_seen(INDEX_NAME)
     index_existed = os.path.exists(memory.index_path)
-    run = run_agent(model, system=prompt.system, messages=prompt.messages(), toolbox=toolbox,
-                    max_turns=request.max_turns, deadline_s=request.timeout, max_tokens=model.config.max_tokens,
-                    retries=RETRIES, log=log)
+    run = job.agent(prompt.system, prompt.messages(), toolbox, max_turns=request.max_turns)
     result.turns, result.tool_calls = run.turns, run.tool_calls
     result.tokens = run.usage.as_dict() if run.usage is not None else None
     result.summary = (run.text or "").strip()
     result.created, result.updated = list(run.created), list(run.updated)
-    run.timeout_if_unanswered(request.timeout)
     if run.error:
-        events.record(request.memory_dir, "remember", created=run.created, updated=run.updated, strategy="model",
-                      tokens=result.tokens, duration=time.monotonic() - started, outcome="error",
-                      detail={"error": run.error, "model": model.config.model, "turns": run.turns})
-        raise llm.ModelError(f"remember failed: {run.error}{run.written_note}", run.error_kind or "error")
+        raise job.failure(run, "remember failed")
     topics = [rel for rel in run.files_written if rel.rsplit("/", 1)[-1] != INDEX_NAME]
     result.saved = topics
     if not topics:
@@ -462,24 +455,23 @@ def _agent(request: RememberRequest, result: RememberResult, memory, policy, sco
 def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = False) -> RememberResult:
     """Save one memory for ``request``; the result says what was written and how."""
     from mem.core.memdir import events
-    from mem.core.memdir.store import MemoryDir
 
     started = time.monotonic()
     if not request.text.strip():
         raise UsageError("nothing to remember: the text is empty")
     strategy = strategy_for(request)
-    memory = MemoryDir(request.memory_dir)
-    scope = _scope_of(request.memory_dir, request)
-    policy = _policy(request.memory_dir, request.force)
-    result = RememberResult(request.memory_dir, strategy, scope=scope)
+    memory = request.memory
+    scope = _scope_of(memory, request)
+    policy = _policy(memory, request.force)
+    result = RememberResult(memory.root, strategy, scope=scope)
     with memory.operation("remember", [request.name] if request.name else []):
         if strategy == "offline":
             _offline(request, result, memory, policy, scope)
         else:
-            _agent(request, result, memory, policy, scope, log, debug, started)
+            _agent(request, result, memory, policy, scope, log, debug)
     result.duration_s = time.monotonic() - started
     result.operation = memory.last_operation.id if memory.last_operation else None
-    events.record(request.memory_dir, "remember", created=result.created, updated=result.updated,
+    events.record(memory.root, "remember", created=result.created, updated=result.updated,
                   strategy=strategy, tokens=result.tokens, duration=result.duration_s,
                   detail={"saved": result.saved, "indexed": result.indexed, "scope": result.scope,
                           "model": result.model, "turns": result.turns, "forced": bool(result.warnings),

@@ -8,10 +8,6 @@ from dataclasses import dataclass
 
 from mem.core import session
 
-MAX_TURNS = 3
-DEADLINE_S = 180
-#: A call that failed transiently is tried again this often, within the deadline.
-RETRIES = 2
 MAX_TRANSCRIPT_CHARS = 80_000
 
 SYSTEM = """\
@@ -70,15 +66,15 @@ def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str 
 
 
 def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False) -> UpdateResult:
-    from mem.core.jobs import llm
-    from mem.core.jobs.agent import ToolBox, WritePolicy, run_agent
+    from mem.core.jobs.agent import ToolBox, WritePolicy
+    from mem.core.jobs.runner import Job
     from mem.core.transcripts import render_for_model
 
     started = time.monotonic()
     st = session.status(session_id, path, transcript)
     if if_due and not st.due:
         return UpdateResult(session_id, path, skipped="not_due", due_reason=st.reason)
-    the_model = llm.model_for("session", model)
+    job = Job("session", model=model)
     template = session.load_template()
     session.init(path, template)
     with open(path, encoding="utf-8") as fh:
@@ -90,8 +86,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     toolbox.note_seen(name)
     prompt = build_prompt(path, before, render_for_model(transcript.messages, max_chars=MAX_TRANSCRIPT_CHARS),
                           session.custom_prompt())
-    outcome = run_agent(the_model, system=SYSTEM, messages=prompt, toolbox=toolbox, max_turns=MAX_TURNS,
-                        deadline_s=DEADLINE_S, max_tokens=the_model.config.max_tokens, retries=RETRIES)
+    outcome = job.agent(SYSTEM, prompt, toolbox)
     with open(path, encoding="utf-8") as fh:
         after = fh.read()
     problems = session.check_structure(template, after) if after != before else []
@@ -102,7 +97,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
         raise session.StructureError("the update broke the notes' structure, the previous notes were put back: "
                                      + "; ".join(problems[:3]))
     if outcome.error:
-        raise llm.ModelError(f"the note-taking agent failed: {outcome.error}", outcome.error_kind or "error")
+        raise job.failure(outcome, "the note-taking agent failed")
     session.record_update(session_id, transcript, st.tokens)
     return UpdateResult(session_id, path, skipped=None, due_reason=st.reason, turns=outcome.turns,
                         tokens=outcome.usage.as_dict() if outcome.usage is not None else None,

@@ -38,7 +38,8 @@ def _within(path: str, root: str) -> bool:
 class MemoryDir:
     """A memory directory on disk."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str | os.PathLike):
+        root = os.fspath(root)
         if "\0" in root:
             raise PathEscapeError("memory directory path contains a NUL byte")
         self.root = os.path.abspath(root)
