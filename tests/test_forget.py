@@ -482,3 +482,24 @@ if given is not None:
         kept = [t for i, t in enumerate(items, start=1) if i not in {e.index for e in chosen}]
         assert after.startswith(head)
         assert after == head + sep.join(f"- {t}\n" for t in kept)
+
+
+def test_a_manifest_too_big_for_the_window_is_cut_to_the_likeliest_files(run_mem, tmp_path, fake_api):
+    """3,000 memories list ~200,000 tokens: the request stays inside a 50,000-token window, and
+    the file the query is about is among those shown."""
+    memdir = tmp_path / "memory"
+    for i in range(3_000):
+        write_memory(memdir, f"note-{i:04d}.md", name=f"Note {i}",
+                     description=f"routine observation number {i} about build pipeline stage {i % 97} and its caches")
+    write_memory(memdir, "staging-database.md", name="Staging database",
+                 description="the staging postgres lives on db-stage-3 behind the bastion")
+    fake_api.context_window = 50_000
+    fake_api.reply_text(json.dumps({"candidates": [{"file": "staging-database.md", "confident": True}]}))
+    r = run_mem("forget", "--yes", "--json", "--dir", str(memdir), "the staging postgres bastion",
+                env={"MEM_CONTEXT_WINDOW": "50000"})
+    assert r.returncode == 0, r.stderr
+    [request] = fake_api.requests
+    assert request["status"] == 200 and request["input_tokens"] <= 50_000
+    message = request["body"]["messages"][0]["content"]
+    assert "staging-database.md" in message and "more memory files, less likely to match, are not listed" in message
+    assert json.loads(r.stdout)["deleted"] == ["staging-database.md"]

@@ -8,7 +8,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 
 
 @click.command("forget")
@@ -48,17 +48,17 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
     interactive = not yes and not dry_run
     if interactive and not sys.stdin.isatty():
         raise UsageError("not at a terminal: use --yes to forget every candidate, or --dry-run to see them")
-    root = resolve_dir(where).memory_dir
+    memory = memory_of(where)
     strategy = "offline"
     if not offline and (model or llm.has_credentials()):
         llm.model_config("forget", model)  # --model without a key: exit 3
         strategy = "model"
-    search = forget.find(root, text, strategy=strategy, model=model, limit=limit, timeout=timeout,
+    search = forget.find(memory, text, strategy=strategy, model=model, limit=limit, timeout=timeout,
                          confirmed=not yes, debug=debug_enabled())
     for name in search.rejected:
         render.warn(f"the model named {name}, which is not a memory here; ignored")
     if not search.candidates:
-        _output(forget.ForgetResult(root, search, []), fmt)
+        _output(forget.ForgetResult(memory.root, search, []), fmt)
         raise NotFoundError(f"no memory matches {text!r}")
     if fmt == "text" or interactive:
         _show(search)
@@ -74,9 +74,9 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
         chosen = list(search.candidates)
     if not chosen:
         render.info("nothing forgotten")
-        _output(forget.ForgetResult(root, search, []), fmt)
+        _output(forget.ForgetResult(memory.root, search, []), fmt)
         return
-    result = forget.apply(root, search, chosen, dry_run=dry_run)
+    result = forget.apply(memory, search, chosen, dry_run=dry_run)
     _output(result, fmt)
     if dry_run:
         return

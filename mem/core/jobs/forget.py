@@ -1,7 +1,7 @@
 """mem forget: find the memories a request is about, and remove them with undo.
 
-    search = find(memory_dir, "tabs over spaces", strategy="offline")
-    result = apply(memory_dir, search, search.candidates)   # one recorded operation: delete, re-index, event
+    search = find(memory, "tabs over spaces", strategy="offline")   # memory: a MemoryDir
+    result = apply(memory, search, search.candidates)   # one recorded operation: delete, re-index, event
 
 Candidates come from the offline ranker (``mem.core.ranker``, the one recall
 uses) or from one structured model call that sees the manifest and the
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from mem.core.errors import MemError, NotFoundError, RefusedError
 from mem.core.memdir.index import FENCE
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, TEAM_PREFIX, UNINDEXED_DIRS
+from mem.core.memdir.store import MemoryDir
 
 #: At most this many candidates are offered.
 DEFAULT_LIMIT = 10
@@ -224,12 +225,12 @@ class Search:
     model: str | None = None
 
 
-def _topic_headers(memory_dir: str) -> list:
+def _topic_headers(memory: MemoryDir) -> list:
     from mem.core.memdir import manifest
 
-    if not os.path.isdir(memory_dir):
+    if not os.path.isdir(memory.root):
         return []
-    return [h for h in manifest.scan(memory_dir, limit=None) if not h.relpath.startswith(OFF_LIMITS)]
+    return [h for h in manifest.scan(memory.root, limit=None) if not h.relpath.startswith(OFF_LIMITS)]
 
 
 def _read_text(path: str) -> str:
@@ -274,12 +275,12 @@ def matching_entries(found: list[Entry], query, *, coverage: float = 0.0) -> lis
     return [e for e in found if str(e.index) in keys]
 
 
-def find_offline(memory_dir: str, query: str, *, limit: int = DEFAULT_LIMIT) -> Search:
+def find_offline(memory: MemoryDir, query: str, *, limit: int = DEFAULT_LIMIT) -> Search:
     """Candidates by the offline ranker: files first, then entries within multi-memory files."""
     from mem.core import ranker
     from mem.core.recall import offline_index
 
-    headers = _topic_headers(memory_dir)
+    headers = _topic_headers(memory)
     search = Search(query, "offline")
     if not headers:
         return search
@@ -305,18 +306,16 @@ def find_offline(memory_dir: str, query: str, *, limit: int = DEFAULT_LIMIT) -> 
     return search
 
 
-def named_file(memory_dir: str, query: str) -> Search | None:
+def named_file(memory: MemoryDir, query: str) -> Search | None:
     """A Search holding the topic file ``query`` names (``prefs.md``), or None when it names none.
 
     Refuses (exit 4) MEMORY.md, logs/, team/ and paths leading outside.
     """
     from mem.core.memdir import manifest
-    from mem.core.memdir.store import MemoryDir
 
     q = query.strip()
     if not q.endswith(".md") or any(c.isspace() for c in q):
         return None
-    memory = MemoryDir(memory_dir)
     real = memory.resolve(q)  # PathEscapeError (exit 4) for a way out
     rel = os.path.relpath(real, memory.real_root).replace(os.sep, "/")
     _refuse_off_limits(rel)
@@ -324,7 +323,7 @@ def named_file(memory_dir: str, query: str) -> Search | None:
     if os.path.exists(real) and named != rel:
         raise RefusedError(f"refused {named}: it is a symbolic link to {rel}; forget {rel} itself")
     if not os.path.isfile(real):
-        raise NotFoundError(f"no memory file {rel} in {memory_dir}")
+        raise NotFoundError(f"no memory file {rel} in {memory.root}")
     h = manifest.header_of(real, rel, os.stat(real))
     try:
         total = len(entries(_read_text(real)))
@@ -396,12 +395,15 @@ SELECTION_SCHEMA = {
 }
 
 
-def selector_message(query: str, headers: list, multi: dict[str, list[Entry]]) -> str:
+def selector_message(query: str, headers: list, multi: dict[str, list[Entry]], unlisted: int = 0) -> str:
     from mem.core.memdir.manifest import format_manifest
     from mem.core.guards.secrets import redact
 
+    more = (f"\n\n({unlisted} more memory files, less likely to match, are not listed: the list would not "
+            "fit one request)") if unlisted else ""
     parts = [f"Request: {redact(query)}",
-             "Memory files, one line each: - [type] file (last modified): description\n\n" + format_manifest(headers)]
+             "Memory files, one line each: - [type] file (last modified): description\n\n"
+             + format_manifest(headers) + more]
     if multi:
         shown, size, left_out = [], 0, 0
         for rel, found in multi.items():
@@ -426,7 +428,37 @@ def _json_object(text: str):
     return json.loads(text[start:end + 1])
 
 
-def find_with_model(memory_dir: str, query: str, *, model: str | None = None, limit: int = DEFAULT_LIMIT,
+def _fitting(headers: list, query: str, system: str, config) -> list:
+    """``headers``, or as many of them as the model's window takes, the likeliest first.
+
+    A directory of thousands of memories lists more than one request holds: the
+    offline ranker's order decides which files the model is shown, and the rest
+    are not offered (the list says how many).
+    """
+    from mem.core import ranker
+    from mem.core.jobs.budget import Budget, request_tokens, text_tokens
+    from mem.core.memdir.manifest import format_manifest
+    from mem.core.recall import offline_index
+
+    budget = Budget.for_model(config.model, config.max_tokens)
+    base = request_tokens({"system": system, "messages": [{"role": "user", "content": f"Request: {query}"}]})
+    room = budget.room - base - text_tokens(str(SELECTION_SCHEMA)) - ENTRIES_BUDGET // 2
+    if text_tokens(format_manifest(headers)) <= room:
+        return headers
+    q = ranker.query_terms(search_text(query))
+    order = {hit.key: i for i, hit in enumerate(offline_index(headers).scores(q))} if q.weights else {}
+    ranked = sorted(headers, key=lambda h: order.get(h.relpath, len(order)))
+    kept, used = [], 0
+    for h in ranked:
+        cost = text_tokens(format_manifest([h]))
+        if used + cost > room:
+            break
+        kept.append(h)
+        used += cost
+    return kept
+
+
+def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, limit: int = DEFAULT_LIMIT,
                     timeout: float = MODEL_TIMEOUT, confirmed: bool = True, debug: bool = False) -> Search:
     """Candidates chosen by one structured model call, checked against what it was shown.
 
@@ -435,7 +467,7 @@ def find_with_model(memory_dir: str, query: str, *, model: str | None = None, li
     """
     from mem.core.jobs import llm
 
-    headers = _topic_headers(memory_dir)
+    headers = _topic_headers(memory)
     config = llm.model_config("forget", model, timeout=timeout)
     search = Search(query, "model", model=config.model)
     if not headers:
@@ -449,9 +481,12 @@ def find_with_model(memory_dir: str, query: str, *, model: str | None = None, li
         if found:
             multi[h.relpath] = found
     client = llm.Model(config, debug=debug)
+    system = SELECTOR_SYSTEM.format(limit=limit, confirmation=CONFIRMED if confirmed else UNCONFIRMED)
+    shown = _fitting(headers, query, system, config)
+    multi = {rel: found for rel, found in multi.items() if rel in {h.relpath for h in shown}}
     response = client.create(
-        system=SELECTOR_SYSTEM.format(limit=limit, confirmation=CONFIRMED if confirmed else UNCONFIRMED),
-        messages=[{"role": "user", "content": selector_message(query, headers, multi)}],
+        system=system,
+        messages=[{"role": "user", "content": selector_message(query, shown, multi, len(headers) - len(shown))}],
         output_config={"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}},
     )
     search.tokens = client.usage.as_dict()
@@ -504,20 +539,20 @@ def _validated(item, by_rel: dict, multi: dict[str, list[Entry]], rejected: list
     return Candidate(rel, h.description, h.type, entry, len(found), reason=reason, confident=confident)
 
 
-def find(memory_dir: str, query: str, *, strategy: str, model: str | None = None, limit: int = DEFAULT_LIMIT,
+def find(memory: MemoryDir, query: str, *, strategy: str, model: str | None = None, limit: int = DEFAULT_LIMIT,
          timeout: float = MODEL_TIMEOUT, confirmed: bool = True, debug: bool = False) -> Search:
     """The candidates for ``query``: a named file, else by ``strategy`` (offline | model)."""
     if not query.strip():
         from mem.core.errors import UsageError
 
         raise UsageError("nothing to search for: the query is empty")
-    named = named_file(memory_dir, query)
+    named = named_file(memory, query)
     if named is not None:
         return named
     if strategy == "model":
-        return find_with_model(memory_dir, query, model=model, limit=limit, timeout=timeout, confirmed=confirmed,
+        return find_with_model(memory, query, model=model, limit=limit, timeout=timeout, confirmed=confirmed,
                                debug=debug)
-    return find_offline(memory_dir, query, limit=limit)
+    return find_offline(memory, query, limit=limit)
 
 
 # --- removal -------------------------------------------------------------------------------------
@@ -532,11 +567,8 @@ class Change:
     entries: list[Entry]  # the entries removed (empty: the whole file)
 
 
-def plan(memory_dir: str, chosen: list[Candidate]) -> list[Change]:
+def plan(memory: MemoryDir, chosen: list[Candidate]) -> list[Change]:
     """What removing ``chosen`` does to each file; refuses anything forget must not touch."""
-    from mem.core.memdir.store import MemoryDir
-
-    memory = MemoryDir(memory_dir)
     by_file: dict[str, list[Candidate]] = {}
     for c in chosen:
         by_file.setdefault(c.relpath, []).append(c)
@@ -638,24 +670,22 @@ class ForgetResult:
         }
 
 
-def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: bool = False) -> ForgetResult:
+def apply(memory: MemoryDir, search: Search, chosen: list[Candidate], *, dry_run: bool = False) -> ForgetResult:
     """Remove ``chosen`` as one operation of the history, or with ``dry_run`` show the diff of doing so."""
     from mem.core.memdir import events
     from mem.core.memdir import scratch
-    from mem.core.memdir.store import MemoryDir
 
     started = time.monotonic()
-    result = ForgetResult(memory_dir, search, list(chosen), dry_run=dry_run)
+    result = ForgetResult(memory.root, search, list(chosen), dry_run=dry_run)
     if not chosen:
         return result
-    changes = plan(memory_dir, chosen)
+    changes = plan(memory, chosen)
     if dry_run:
-        with scratch.scratch_copy(memory_dir, "mem-forget-") as work:
+        with scratch.scratch_copy(memory.root, "mem-forget-") as work:
             result.deleted, result.updated = _apply(MemoryDir(work), changes)
-            result.diff = scratch.unified_diff(memory_dir, work)
+            result.diff = scratch.unified_diff(memory.root, work)
         result.duration_s = time.monotonic() - started
         return result
-    memory = MemoryDir(memory_dir)
     for c in changes:  # nobody changed a file between the plan and now
         with open(os.path.join(memory.real_root, c.relpath), "rb") as fh:
             if fh.read() != c.before:
@@ -671,7 +701,7 @@ def apply(memory_dir: str, search: Search, chosen: list[Candidate], *, dry_run: 
         raise
     result.snapshot = memory.last_operation.id if memory.last_operation else None
     result.duration_s = time.monotonic() - started
-    events.record(memory_dir, "forget", deleted=result.deleted, updated=result.updated, strategy=search.strategy,
+    events.record(memory.root, "forget", deleted=result.deleted, updated=result.updated, strategy=search.strategy,
                   tokens=search.tokens, duration=result.duration_s,
                   detail={"query": search.query, "operation": result.snapshot, "model": search.model,
                           "entries": [f"{c.relpath}#{c.entry.index}" for c in chosen if c.entry]})
