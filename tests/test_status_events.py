@@ -112,7 +112,7 @@ def test_events_of_other_memory_dirs_are_not_shown(memdir, tmp_path, run_mem):
     other.mkdir()
     assert run_mem("log", "elsewhere", "--dir", str(other)).returncode == 0
     assert run_mem("log", "here").returncode == 0
-    assert [e["memory_dir"] for e in _events(run_mem)] == [f"{memdir}/"]
+    assert [os.path.normpath(e["memory_dir"]) for e in _events(run_mem)] == [str(memdir)]
 
 
 def test_no_events_yet(memdir, run_mem):

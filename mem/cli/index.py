@@ -9,7 +9,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of, resolve_dir
 from mem.core.errors import ExitCode, NotFoundError, UsageError
 
 
@@ -87,66 +87,32 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
         render.info(f"{name}: no problems")
         return
 
-    result = _rebuild(memory_root, team, raw, headers, dry_run, fmt)
-    if not team and os.path.isdir(layout.team_dir(memory_root)):
+    memory = memory_of(where)
+    result = _rebuild(memory, team, dry_run, fmt)
+    if not team and os.path.isdir(layout.team_dir(memory.root)):
         from mem.core.team.routing import team_enabled
 
-        if team_enabled(memory_root):
-            team_root = layout.team_dir(memory_root)
-            team_raw = _read_index(None, os.path.join(team_root, layout.INDEX_NAME))
-            result["team"] = _rebuild(memory_root, True, team_raw, manifest.scan(team_root, limit=None), dry_run, fmt)
+        if team_enabled(memory.root):
+            result["team"] = _rebuild(memory, True, dry_run, fmt)
     if fmt != "text":
         render.out_record(result, fmt)
 
 
-def _rebuild(memory_root: str, team: bool, raw: str | None, headers: list, dry_run: bool, fmt: str) -> dict:
+def _rebuild(memory, team: bool, dry_run: bool, fmt: str) -> dict:
     """Rebuild (or diff) MEMORY.md, or team/MEMORY.md with ``team``; report on stderr; return the result."""
-    from mem.core.memdir import index as idx
-    from mem.core.memdir import layout, manifest
+    from mem.core.memdir.index import rebuild_in_place
 
-    root = layout.team_dir(memory_root) if team else memory_root
-    name = layout.TEAM_INDEX if team else layout.INDEX_NAME
-    rebuild = idx.rebuild_team if team else idx.rebuild
-    index_path = os.path.join(root, layout.INDEX_NAME)
-    new = rebuild(raw, root, headers)
-    before = {p.relpath for p in idx.parse_pointers(raw or "") if p.relpath}
-    after = {p.relpath for p in idx.parse_pointers(new) if p.relpath}
-    added, removed = sorted(after - before), sorted(before - after)
-    changed = new != (raw or "")
-    if dry_run:
-        if fmt == "text":
-            diff = difflib.unified_diff(
-                (raw or "").splitlines(keepends=True), new.splitlines(keepends=True),
-                fromfile=f"a/{name}", tofile=f"b/{name}",
-            )
-            sys.stdout.writelines(diff)
-    elif changed:
-        import time
-
-        from mem.core.memdir import events
-        from mem.core.memdir.store import MemoryDir
-
-        started = time.monotonic()
-        store = MemoryDir(memory_root)
-        with store.operation("index", ["--rebuild"] + (["--team"] if team else [])):
-            written = store.update_index(lambda current: rebuild(current, root, manifest.scan(root, limit=None)),
-                                         name=name)
-        if written is not None:
-            events.record(
-                memory_root, "index --rebuild",
-                created=[written.relpath] if written.created else [],
-                updated=[] if written.created else [written.relpath],
-                duration=time.monotonic() - started,
-                detail={"added": added, "removed": removed,
-                        "operation": store.last_operation.id if store.last_operation else None},
-            )
-    result = {"path": index_path, "changed": changed, "written": changed and not dry_run, "added": added, "removed": removed}
-    if not changed:
-        render.info(f"{name} is up to date")
+    done = rebuild_in_place(memory, team=team, dry_run=dry_run)
+    if dry_run and fmt == "text":
+        sys.stdout.writelines(difflib.unified_diff(done.old.splitlines(keepends=True), done.new.splitlines(keepends=True),
+                                                   fromfile=f"a/{done.name}", tofile=f"b/{done.name}"))
+    if not done.changed:
+        render.info(f"{done.name} is up to date")
     else:
         verb = "would add" if dry_run else "added"
-        render.info(f"{name}: {verb} {len(added)}, {'would remove' if dry_run else 'removed'} {len(removed)} pointers")
-    return result
+        render.info(f"{done.name}: {verb} {len(done.added)}, {'would remove' if dry_run else 'removed'} "
+                    f"{len(done.removed)} pointers")
+    return done.as_dict()
 
 
 def _read_index(file: str | None, index_path: str) -> str | None:

@@ -7,7 +7,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 
 
 @click.command("log")
@@ -25,19 +25,10 @@ def log_cmd(text: tuple[str, ...], where: dict, fmt: str) -> None:
       mem log "user prefers squash merges on this repo"
       git log -1 --format=%s | mem log -
     """
-    import time
-
-    from mem.core.memdir import dailylog, events
+    from mem.core.memdir import dailylog
 
     body = sys.stdin.read() if text == ("-",) else " ".join(text)
-    from mem.core.memdir.store import MemoryDir
-
-    root = resolve_dir(where).memory_dir
-    started = time.monotonic()
-    entry = dailylog.append(MemoryDir(root), body)
-    events.record(root, "log", created=[entry.relpath] if entry.created else [],
-                  updated=[] if entry.created else [entry.relpath], duration=time.monotonic() - started,
-                  detail={"operation": entry.operation})
+    entry = dailylog.append(memory_of(where), body)
     if fmt != "text":
         render.out_record(entry.as_dict(), fmt)
     else:

@@ -42,9 +42,11 @@ def format_entry(text: str, now: float | None = None) -> str:
 
 
 def append(store, text: str, *, now: float | None = None) -> LogEntry:
-    """Append one entry to today's log of ``store`` (a MemoryDir) as one operation of its history."""
+    """Append one entry to today's log of ``store`` (a MemoryDir) as one operation of its history,
+    and one event of its audit log."""
     from mem.core.memdir.store import file_lock
 
+    started = time.monotonic()
     now = time.time() if now is None else now
     rel = daily_log(now)
     entry = format_entry(text, now)
@@ -68,4 +70,9 @@ def append(store, text: str, *, now: float | None = None) -> LogEntry:
         with store.operation("log"):
             result = store.write(rel, base + entry, scan=False)
     op = store.last_operation
-    return LogEntry(result.path, rel, entry, created=old is None, operation=op.id if op else None)
+    logged = LogEntry(result.path, rel, entry, created=old is None, operation=op.id if op else None)
+    from mem.core.memdir import events
+
+    events.record(store.root, "log", created=[rel] if logged.created else [], updated=[] if logged.created else [rel],
+                  duration=time.monotonic() - started, detail={"operation": logged.operation})
+    return logged

@@ -524,3 +524,60 @@ def fit(raw: str, headers: list[MemoryHeader], notes_pointer: str) -> Fitted:
     shown = {p.relpath for p in parse_pointers(render_as_injected(text).content)}
     unreachable = sorted(r for r in by_path if r not in shown and r in {p.relpath for p in parse_pointers(text)})
     return Fitted(text, prose, unreachable)
+
+
+@dataclass
+class Rebuilt:
+    """What ``rebuild_in_place`` did (or, dry, would do) to one index."""
+
+    name: str  # MEMORY.md, or team/MEMORY.md
+    path: str
+    old: str  # the index before ("" when there was none)
+    new: str  # the rebuilt index
+    added: list[str]  # pointers added
+    removed: list[str]  # pointers dropped
+    written: bool
+
+    @property
+    def changed(self) -> bool:
+        return self.new != self.old
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "changed": self.changed, "written": self.written,
+                "added": self.added, "removed": self.removed}
+
+
+def rebuild_in_place(memory, *, team: bool = False, dry_run: bool = False) -> Rebuilt:
+    """Rebuild ``memory``'s MEMORY.md (team/MEMORY.md with ``team``) as one operation of its
+    history and one event of its audit log; ``dry_run`` only computes it."""
+    import time
+
+    from mem.core.memdir import events
+    from mem.core.memdir.layout import TEAM_INDEX, team_dir
+
+    started = time.monotonic()
+    root = team_dir(memory.root) if team else memory.root
+    name = TEAM_INDEX if team else INDEX_NAME
+    build = rebuild_team if team else rebuild
+    path = os.path.join(root, INDEX_NAME)
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            old = fh.read()
+    except FileNotFoundError:
+        old = ""
+    new = build(old or None, root, manifest.scan(root, limit=None) if os.path.isdir(root) else [])
+    before = {p.relpath for p in parse_pointers(old) if p.relpath}
+    after = {p.relpath for p in parse_pointers(new) if p.relpath}
+    done = Rebuilt(name, path, old, new, sorted(after - before), sorted(before - after), written=False)
+    if dry_run or not done.changed:
+        return done
+    with memory.operation("index", ["--rebuild"] + (["--team"] if team else [])):
+        written = memory.update_index(lambda current: build(current, root, manifest.scan(root, limit=None)), name=name)
+    if written is not None:
+        done.written = True
+        events.record(memory.root, "index --rebuild", created=[written.relpath] if written.created else [],
+                      updated=[] if written.created else [written.relpath], duration=time.monotonic() - started,
+                      detail={"added": done.added, "removed": done.removed,
+                              "operation": memory.last_operation.id if memory.last_operation else None})
+    return done
+
