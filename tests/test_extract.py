@@ -153,7 +153,8 @@ def test_prompt_has_date_manifest_index_and_redacted_conversation(fake_api, memd
     write_memory(memdir, "feedback-tests.md", name="feedback-tests", description="integration tests hit a real DB",
                  type="feedback", mtime=1_700_000_000)
     write_memory(memdir, "logs/2026/11/2026-11-20.md", name="log", description="daily log")
-    (memdir / "MEMORY.md").write_text("- [Tests](feedback-tests.md) — real DB\n")
+    (memdir / "MEMORY.md").write_text("# Notes\nAsk before touching prod.\n- [Tests](feedback-tests.md) — real DB\n"
+                                      "- [Gone](gone.md) — deleted since\n")
     key = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     t = tmp_path / "t.jsonl"
     t.write_text(plain(("user", f"my token is {key}, and the deploy dashboard is at grafana/d/deploys")))
@@ -164,7 +165,10 @@ def test_prompt_has_date_manifest_index_and_redacted_conversation(fake_api, memd
     assert f"Today is {datetime.date.today().isoformat()}." in prompt
     assert "- [feedback] feedback-tests.md (2023-11-14T22:13:20.000Z): integration tests hit a real DB" in prompt
     assert "logs/2026" not in prompt
-    assert "- [Tests](feedback-tests.md) — real DB" in prompt
+    # the index only where it says more than the manifest: its note and its dangling pointer
+    assert "- [Tests](feedback-tests.md) — real DB" not in prompt
+    assert "1 of its 4 lines points to a file listed above (not repeated here). Its other lines:" in prompt
+    assert "# Notes\nAsk before touching prod.\n- [Gone](gone.md) — deleted since" in prompt
     assert key not in json.dumps(body) and "[REDACTED]" in prompt
     assert "grafana/d/deploys" in prompt
     system = body["system"][0]["text"]

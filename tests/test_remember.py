@@ -273,7 +273,8 @@ def test_the_agent_picks_type_and_name_and_we_add_the_index_line(run_mem, memdir
                  "at most 4 turns", "metadata.type", "MEMORY.md", "Do not write under logs/ or team/."):
         assert must in system, must
     prompt = first_user_text(fake_api.requests[0])
-    assert "] user-editor.md (" in prompt and "- [Editor](user-editor.md) — editor preferences" in prompt
+    assert "] user-editor.md (" in prompt and "- [Editor](user-editor.md) — editor preferences" not in prompt
+    assert "Its only line points to a file listed above (not repeated here), and it has no other lines." in prompt
     assert "<remember>\nI review PRs on Tuesdays, don't ask before\n</remember>" in prompt
     # instructions, manifest and index cached apart from the text, which changes with every request
     stable, text = body["messages"][0]["content"]

@@ -88,11 +88,11 @@ KEEP_KEYS = ("When you update a file, keep the frontmatter keys it has: some fil
              "metadata (metadata.type); leave it there.")
 
 #: The index line; a job adds which directories are off limits.
-INDEX_LINE = ('After creating a new memory file, add one line for it to MEMORY.md, the index: '
-              '"- [Title](file-name.md) — one-line hook", under 150 characters. Use edit to add the line '
-              '(or write, if MEMORY.md does not exist yet). MEMORY.md is only an index: no frontmatter, and '
-              'no memory content in it. Only its first 200 lines are loaded into a conversation, so keep it '
-              'to one line per memory file.')
+INDEX_LINE = ('MEMORY.md is the index: one line per memory file, "- [Title](file-name.md) — one-line hook". '
+              'mem adds the line for each file you create, from its name and description, once you are done: '
+              'do not add it yourself. Edit MEMORY.md only to correct or remove a line that is wrong (read it '
+              'first). It is only an index: no frontmatter and no memory content in it; only its first 200 '
+              'lines are loaded into a conversation.')
 
 
 #: MEMORY.md is shown whole up to this size, else as an agent is given it.
@@ -131,9 +131,14 @@ class ExistingMemories:
 
 
 def existing_memories(memory_dir: str, *, index_budget: int = INDEX_BUDGET) -> ExistingMemories:
-    """The memory directory's manifest (daily logs left out) and its MEMORY.md, for a prompt."""
+    """The memory directory's manifest (daily logs left out) and its MEMORY.md, for a prompt.
+
+    The index is shown only where it says more than the manifest: its pointer lines to files
+    the manifest lists are counted, not repeated; headings, notes and pointers to missing
+    files are shown as they are. An index with no such pointer is shown whole (when it fits).
+    """
     from mem.core.memdir import manifest
-    from mem.core.memdir.index import render_as_injected
+    from mem.core.memdir.index import parse_pointers, render_as_injected
 
     headers = [h for h in manifest.scan(memory_dir) if not h.relpath.startswith(LOGS_PREFIX)] if os.path.isdir(memory_dir) else []
     listing = manifest.format_manifest(headers) if headers else "(none yet)"
@@ -142,9 +147,25 @@ def existing_memories(memory_dir: str, *, index_budget: int = INDEX_BUDGET) -> E
             raw_index = fh.read()
     except OSError:
         raw_index = None
-    whole = raw_index is not None and len(raw_index) <= index_budget
+    listed = {h.relpath for h in headers}
+    covered = ({p.lineno for p in parse_pointers(raw_index) if p.relpath in listed}
+               if raw_index is not None and len(raw_index) <= index_budget else set())
+    whole = raw_index is not None and len(raw_index) <= index_budget and not covered
     if raw_index is None:
-        index_text = "(MEMORY.md does not exist yet; create it with write when you add the first memory)"
+        index_text = "(MEMORY.md does not exist yet; mem creates it with the first memory's line)"
+    elif covered:
+        lines = raw_index.split("\n")
+        rest = [line.rstrip("\r") for n, line in enumerate(lines, start=1) if n not in covered]
+        rest = "\n".join(rest).strip("\n")
+        unindexed = sorted(listed - {p.relpath for p in parse_pointers(raw_index)})
+        n, total = len(covered), len(lines) - (not lines[-1])
+        index_text = ("Its only line points to a file listed above" if total == 1
+                      else f"All {total} of its lines point to files listed above" if n == total
+                      else f"{n} of its {total} lines {'points to a file' if n == 1 else 'point to files'} listed above")
+        index_text += " (not repeated here)"
+        index_text += (". Its other lines:\n\n" + rest) if rest.strip() else ", and it has no other lines."
+        if unindexed:
+            index_text += "\n\nListed above but not in MEMORY.md: " + ", ".join(unindexed)
     elif whole:
         index_text = raw_index if raw_index.strip() else "(MEMORY.md is empty)"
     else:
