@@ -94,8 +94,8 @@ same run. "no git" runs the same command with git off PATH, where writes happen 
 {rows}
 
 - What the history adds to one write: {fmt_ms(over['200'])} on 200 memories, {fmt_ms(over['10,000'])} on
-  10,000 (a sync of the whole directory, the journal, the commit: 7 git processes; the sync compares
-  the content of every file, since entries staged by mem carry no stat data: the 10,000-file figure).
+  10,000 (a sync of the whole directory, the journal, the commit: 8 git processes; the sync compares
+  stat data, after a refresh that reads back only the files mem wrote since the last one).
 - The first write on a directory records every file it holds, once: {fmt_ms(first['200'])} for 200 files,
   {fmt_ms(first['10k'])} for 10,000. State directory after that baseline: {state_size / 2**20:.1f} MiB;
   after {ops} operations on the 10,000-file directory: {git_store / 2**20:.1f} MiB.

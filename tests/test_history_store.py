@@ -253,6 +253,22 @@ def test_an_outside_edit_is_recorded_before_the_mem_write_that_follows_it(hist, 
     assert_consistent(hist, root)
 
 
+def test_an_outside_edit_that_keeps_size_and_mtime_is_still_seen(hist, root):
+    """The sync compares stat data once a file's recorded bytes were read back; an edit that puts
+    the same size and mtime back still changes the inode's ctime, which no tool can set."""
+    with hist.begin("remember") as j:
+        put(j, root, "a.md", b"version one\n")
+    assert hist.sync() is None  # reads a.md back once and keeps its stat data
+    st = os.stat(root / "a.md")
+    time.sleep(0.01)
+    (root / "a.md").write_bytes(b"version two\n")  # same size
+    os.utime(root / "a.md", ns=(st.st_atime_ns, st.st_mtime_ns))
+    synced = hist.sync()
+    assert synced is not None and [(c.path, c.after) for c in synced.changes] == [("a.md", blob_oid(b"version two\n"))]
+    assert hist.sync() is None
+    assert_consistent(hist, root)
+
+
 def test_an_outside_edit_between_two_writes_of_one_journal_keeps_every_path_chained(hist, root):
     j = hist.begin("dream")
     put(j, root, "a.md", b"mem 1\n")

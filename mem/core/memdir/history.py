@@ -445,9 +445,13 @@ class History:
 
     def _sync(self, live: list[_JournalFile]) -> Operation | None:
         have_tree = os.path.isdir(self.work_tree)
+        if have_tree:
+            # Entries staged with --index-info carry no stat data. The refresh gives it to each one whose
+            # file still holds the recorded bytes (read once), so the listing below compares stat data
+            # (ctime included, which no tool can set back) instead of reading every file every time.
+            # A file that differs keeps no stat data and is listed as modified.
+            self._git("update-index", "-q", "--refresh", "--ignore-missing")
         # One listing gives the index (H), modified (C), deleted (R) and new, not excluded, files (?).
-        # Entries staged with --index-info carry no stat data, so git compares their content: an edit
-        # that keeps size and mtime is still seen.
         # Only our own exclude file: a .gitignore a user keeps in the memory directory hides nothing.
         out = self._git("ls-files", "-z", "-t", "-s",
                         *(["--modified", "--deleted", "--others", f"--exclude-from={self._exclude_file}"]
