@@ -72,7 +72,6 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
         _show(plan.as_dict(), plan.steps, fmt)
         render.info(f"nothing to import: {res.memory_dir} already has all of it")
         return
-    os.makedirs(memory.root, exist_ok=True)
     result = portable.apply_import(memory, plan, [source or f"--from-project={from_project}"])
     _show(result.as_dict(), plan.steps, fmt)
     for rel in result.indexed:

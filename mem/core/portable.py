@@ -531,6 +531,7 @@ def apply_import(memory, plan: ImportPlan, args=(), *, command: str = "import") 
 
     written: list[str] = []
     indexed: list[str] = []
+    os.makedirs(memory.root, exist_ok=True)
     try:
         with memory.operation(command, list(args), meta={"source": plan.source.location}):
             for step in plan.steps:
