@@ -125,3 +125,15 @@ def test_recall_with_no_project_memories_still_finds_user_level(memdir, user_dir
     data = json.loads(r.stdout)
     assert [s["path"] for s in data["selected"]] == [str(user_dir / "user_shell.md")]
     assert data["skipped"] is None
+
+
+def test_demote_into_a_qwen_project_lifts_the_type_qwen_code_reads(user_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("MEM_DIR", raising=False)
+    user_dir.mkdir()
+    shutil.copy(EXAMPLES / "user-prefers-tabs.md", user_dir)  # Claude Code's metadata: layout
+    project = tmp_path / "proj"
+    project.mkdir()
+    r = mem("demote", "user-prefers-tabs.md", "--project", str(project), "--layout", "qwen")
+    assert r.exit_code == 0, r.stderr
+    text = Path(r.stdout.strip()).read_text()
+    assert ".qwen" in r.stdout and "\n  type: user\n" in text and "\ntype: user\n---\n" in text

@@ -52,12 +52,15 @@ def _carry(file: str, where: dict, *, to_user: bool, keep: bool) -> None:
     from mem.core.paths import user_memory_dir
     from mem.core.portable import copy_memory
 
-    project = MemoryDir(resolve_dir(where).memory_dir)
+    res = resolve_dir(where)
+    project = MemoryDir(res.memory_dir)
     user = MemoryDir(user_memory_dir())
     src, dst = (project, user) if to_user else (user, project)
+    project_layout = "qwen" if res.layout == "qwen" else "claude"
+    layouts = (project_layout, "claude") if to_user else ("claude", project_layout)
     if os.path.normpath(src.root) == os.path.normpath(dst.root):
         raise UsageError(f"this project's memory directory is the user-level one ({user.root})")
     command = "promote" if to_user else "demote"
-    rel = copy_memory(src, dst, file, command=command, args=[file], delete=not keep)
+    rel = copy_memory(src, dst, file, command=command, args=[file], delete=not keep, layouts=layouts)
     render.out(os.path.join(dst.root, rel))
     render.info(f"{'copied' if keep else 'moved'} {rel} to {dst.root}")

@@ -552,12 +552,14 @@ def apply_import(memory, plan: ImportPlan, args=(), *, command: str = "import") 
     return ImportResult(plan, written, indexed, op.id if op else None)
 
 
-def copy_memory(src, dst, rel: str, *, command: str, args=(), delete: bool = False) -> str:
+def copy_memory(src, dst, rel: str, *, command: str, args=(), delete: bool = False,
+                layouts: tuple[str, str] = ("claude", "claude")) -> str:
     """Copy (or, with ``delete``, move) one topic file and its pointer from one memory dir to another.
 
     The copy lands through ``dst``'s write path with the source's own pointer line (or one made
     from its frontmatter); a move then deletes the file and its pointer from ``src``. Each side is
     one operation of its history. Refused when ``dst`` already has a different file of that name.
+    ``layouts`` are the frontmatter layouts of ``src`` and ``dst``.
     """
     from mem.core.memdir.index import parse_pointers
 
@@ -572,12 +574,12 @@ def copy_memory(src, dst, rel: str, *, command: str, args=(), delete: bool = Fal
     have = _read(os.path.join(dst.root, rel))
     if have is not None and have != data:
         raise RefusedError(f"{dst.root} already has a different {rel}; rename or forget one of them first")
-    source = Source("dir", src.root, "claude", {rel: data}, {rel: os.stat(path).st_mtime})
+    source = Source("dir", src.root, layouts[0], {rel: data}, {rel: os.stat(path).st_mtime})
     index_text = (_read(src.index_path) or b"").decode("utf-8", "replace")
     pointer = "".join(p.line.rstrip("\r") + "\n" for p in parse_pointers(index_text) if p.relpath == rel)
     if pointer:  # only this memory's pointer travels, not the whole index
         source.files[INDEX_NAME] = pointer.encode("utf-8")
-    apply_import(dst, plan_import(dst, source, force=True), args, command=command)
+    apply_import(dst, plan_import(dst, source, target_layout=layouts[1], force=True), args, command=command)
     if delete:
         from mem.core.jobs.forget import drop_pointers
 
