@@ -356,3 +356,13 @@ def test_export_as_agents_md_and_gemini_md(example):
     assert "\n---\n" not in text  # no frontmatter
     gemini = mem("export", "--dir", str(example), "--format", "gemini-md").stdout
     assert "GEMINI.md" in gemini and "AGENTS.md" not in gemini
+
+
+def test_import_a_directory_by_path(example, tmp_path):
+    dst = tmp_path / "dst"
+    r = mem("import", "--dir", str(dst), str(example))
+    assert r.exit_code == 0, r.stderr
+    assert tree(dst) == tree(EXAMPLES)
+    os.symlink(example / "user_role.md", example / "link.md")
+    r = mem("import", "--dir", str(tmp_path / "other"), str(example))
+    assert r.exit_code == 4 and "symbolic link" in r.stderr

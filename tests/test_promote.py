@@ -137,3 +137,10 @@ def test_demote_into_a_qwen_project_lifts_the_type_qwen_code_reads(user_dir, tmp
     assert r.exit_code == 0, r.stderr
     text = Path(r.stdout.strip()).read_text()
     assert ".qwen" in r.stdout and "\n  type: user\n" in text and "\ntype: user\n---\n" in text
+
+
+def test_a_copy_left_in_the_project_is_not_surfaced_twice(project, user_dir):
+    assert mem("promote", "--copy", "user_shell.md").exit_code == 0
+    r = mem("recall", "--offline", "--json", "fish or bash for shell snippets")
+    paths = [s["path"] for s in json.loads(r.stdout)["selected"]]
+    assert str(project / "user_shell.md") in paths and str(user_dir / "user_shell.md") not in paths

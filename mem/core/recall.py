@@ -798,6 +798,7 @@ def _select_user_level(result: RecallResult, query: str, *, limit, state, exclud
     """After the project's own, the user-level memories (``mem promote``) for the slots left, labelled.
 
     The offline ranker chooses them, with its threshold: no second model call on the prompt's path.
+    A project memory of the same relpath shadows the user-level one.
     """
     from mem.core.paths import user_memory_dir
 
@@ -810,7 +811,9 @@ def _select_user_level(result: RecallResult, query: str, *, limit, state, exclud
 
     headers = manifest.scan(root, cache_dir=cache_dir(root))
     seen = {os.path.normpath(p) for p in exclude} | (state.surfaced_paths if state is not None else set())
-    not_candidates = {h.relpath for h in headers if os.path.normpath(h.path) in seen}
+    # a project memory of the same name (a promote --copy) shadows the user-level one
+    not_candidates = {h.relpath for h in headers if os.path.normpath(h.path) in seen
+                      or os.path.exists(os.path.join(result.memory_dir, h.relpath))}
     by_rel = {h.relpath: h for h in headers}
     now = int(time.time() * 1000) if now_ms is None else now_ms
     items = []
