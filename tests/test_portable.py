@@ -194,9 +194,13 @@ def test_on_conflict_both_imports_theirs_under_a_new_name_with_its_own_pointer(d
     index = (ours / "MEMORY.md").read_text()
     assert "- [User role](user_role-imported.md) — backend engineer" in index
     assert index.count("(user_role.md)") == 1
-    # a second import of the same archive finds its copy already there under another name
+    # a second import of the same archive finds its copy already there under the new name
     again = mem("import", "--dir", str(ours), str(archive), "--on-conflict", "both", "--dry-run")
-    assert "user_role-imported-2.md" in again.stdout
+    assert again.exit_code == 0 and "same    user_role-imported.md" in again.stdout
+    # theirs changed again: another name
+    (ours / "user_role-imported.md").write_text("edited here\n")
+    again = mem("import", "--dir", str(ours), str(archive), "--on-conflict", "both", "--dry-run")
+    assert again.exit_code == 1 and "create  user_role-imported-2.md (theirs of user_role.md)" in again.stdout
 
 
 # --- refused archives: nothing written --------------------------------------------------------------

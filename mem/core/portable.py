@@ -402,13 +402,16 @@ def _check_content(rel: str, data: bytes, where: str, force: bool) -> None:
                 raise ArchiveError(f"{where}: refused {rel}: {problem} (--force imports it anyway)")
 
 
-def _free_name(rel: str, taken) -> str:
+def _imported_name(rel: str, data: bytes, root: str, taken) -> tuple[str, bool]:
+    """Where ``both`` puts theirs: ``name-imported.md``, ``name-imported-2.md``…; True when it is already there."""
     stem, ext = posixpath.splitext(rel)
     n = 1
     while True:
         candidate = f"{stem}-imported{'' if n == 1 else f'-{n}'}{ext}"
+        if _read(os.path.join(root, candidate)) == data:
+            return candidate, True
         if candidate not in taken:
-            return candidate
+            return candidate, False
         n += 1
 
 
@@ -439,10 +442,7 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
     taken = set(ours) | set(source.files)
     steps: list[Step] = []
     conflicts: list[str] = []
-    renamed: dict[str, str] = {}
-    for rel in sorted(source.files, key=lambda r: (is_index(r), r)):
-        if is_index(rel):
-            continue
+    for rel in sorted(r for r in source.files if not is_index(r)):
         data = source.files[rel]
         if is_memory(rel):
             data = convert_layout(_decode(rel, data, where), source.layout, target_layout).encode("utf-8")
@@ -456,10 +456,9 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
             if policy == "theirs":
                 steps.append(Step("replace", rel, rel, data))
             elif policy == "both" and not is_log(rel):
-                new = _free_name(rel, taken)
+                new, there = _imported_name(rel, data, memory.root, taken)
                 taken.add(new)
-                renamed[rel] = new
-                steps.append(Step("rename", new, rel, data))
+                steps.append(Step("same" if there else "rename", new, rel, None if there else data))
             else:
                 note = "a daily log is kept as ours" if policy == "both" else ""
                 steps.append(Step("keep", rel, rel, note=note))
