@@ -131,8 +131,21 @@ def test_a_file_that_would_be_overwritten_refuses_the_whole_relocation(tmp_path)
     before_old, before_new = tree(memory.parent), tree(new_memory.parent)
     r = mem("relocate", str(old), str(new))
     assert r.exit_code == 4
-    assert "user_role.md" in r.stderr
+    assert "already has other versions of user_role.md: refusing to overwrite" in r.stderr
     assert tree(memory.parent) == before_old and tree(new_memory.parent) == before_new
+
+
+def test_an_empty_memory_dir_the_client_made_at_start_is_replaced(tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    memory = checkout(old)
+    shutil.move(old, new)
+    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    new_memory.mkdir(parents=True)
+    (new_memory / "MEMORY.md").write_text("")  # what qwen-code creates at start-up
+    r = mem("relocate", str(old), str(new))
+    assert r.exit_code == 0, r.stderr
+    assert "over the empty one there" in r.stdout
+    assert tree(new_memory) == tree(EXAMPLES) and not memory.exists()
 
 
 def test_a_transcript_is_never_overwritten(tmp_path):

@@ -245,6 +245,14 @@ def _only_empty_files(directory: str) -> bool:
     return True
 
 
+def _remove_empty(directory: str) -> None:
+    """Remove a tree of empty files and directories (checked by ``_only_empty_files``), deepest first."""
+    for dirpath, _dirs, files in sorted(os.walk(directory), key=lambda w: -len(w[0])):
+        for f in files:
+            os.unlink(os.path.join(dirpath, f))
+        os.rmdir(dirpath)
+
+
 def plan_relocation(old: str, new: str, env=None) -> Relocation:
     """What moving the project at ``old`` (which may be gone) to ``new`` (which must exist) would do."""
     from mem.core.memdir.store import MemoryDir
@@ -276,11 +284,18 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
             continue
         if os.path.isdir(old_memory):
             if not os.path.lexists(new_memory) or (os.path.isdir(new_memory) and _only_empty_files(new_memory)):
-                plan.steps.append(Move("move", old_memory, new_memory, f"{client} memory"))
+                note = f"{client} memory" + (", over the empty one there" if os.path.lexists(new_memory) else "")
+                plan.steps.append(Move("move", old_memory, new_memory, note))
             else:
                 target = MemoryDir(new_memory)
                 source = read_directory(old_memory, client, logs=True, team=True)
-                merge = plan_import(target, source)  # refuses when a file would be overwritten
+                merge = plan_import(target, source, policy="keep")
+                if merge.conflicts:
+                    listed = ", ".join(merge.conflicts[:5]) + (" …" if len(merge.conflicts) > 5 else "")
+                    raise RefusedError(
+                        f"{new_memory} already has other versions of {listed}: refusing to overwrite them; "
+                        f"nothing was moved (mem import --dir {new_memory} {old_memory} --on-conflict both "
+                        "merges them by hand)")
                 n = sum(1 for s in merge.steps if s.writes)
                 plan.steps.append(Move("merge", old_memory, new_memory, f"{client} memory: {n} file(s) to write"))
                 plan.steps.append(Move("remove", old_memory, "", "after the merge, through its own history"))
@@ -322,6 +337,8 @@ def apply_relocation(plan: Relocation, args=()) -> None:
     for step in plan.steps:
         if step.action != "move":
             continue
+        if os.path.isdir(step.target) and _only_empty_files(step.target):
+            _remove_empty(step.target)
         if os.path.lexists(step.target):
             raise RefusedError(f"{step.target} appeared meanwhile: refusing to overwrite it")
         os.makedirs(os.path.dirname(step.target), exist_ok=True)
