@@ -282,14 +282,18 @@ def test_a_bad_archive_is_refused_with_nothing_written(case, example, tmp_path):
     assert not [line for line in history(example) if " import " in line]
 
 
-def test_a_secret_in_an_exported_directory_is_refused_on_import_with_nothing_written(example, tmp_path):
-    (example / "ci.md").write_bytes(SECRET)  # written behind mem's back: export carries what is there
-    archive = export(example, tmp_path / "m.tar.gz")
-    empty = tmp_path / "empty"
-    r = mem("import", "--dir", str(empty), str(archive))
-    assert r.exit_code == 4
-    assert "refused ci.md: it contains a secret" in r.stderr and "nothing was imported" in r.stderr
-    assert not empty.exists() or tree(empty) == {}
+def test_a_secret_in_the_memory_directory_is_not_exported(example, tmp_path):
+    (example / "ci.md").write_bytes(SECRET)  # written behind mem's back
+    for extra in ((), ("--format", "agents-md")):
+        r = mem("export", "--dir", str(example), "-o", str(tmp_path / "m.out"), *extra)
+        assert r.exit_code == 4
+        assert "refused to export ci.md: it contains a secret" in r.stderr and "nothing was exported" in r.stderr
+        assert not (tmp_path / "m.out").exists()
+
+
+def test_an_archive_is_not_written_inside_the_memory_directory(example):
+    r = mem("export", "--dir", str(example), "-o", str(example / "backup.tar.gz"))
+    assert r.exit_code == 2 and not (example / "backup.tar.gz").exists()
 
 
 def test_no_manifest_and_not_an_archive(example, tmp_path):

@@ -43,6 +43,7 @@ MAX_TOTAL_BYTES = 256 * 1024 * 1024
 POLICIES = ("keep", "theirs", "both")
 TEXT_FORMATS = ("agents-md", "gemini-md")
 TYPE_ORDER = ("user", "feedback", "project", "reference")
+_REMOVE_IT = "nothing was exported; take it out (mem forget, or edit the file) and export again"
 
 
 class ArchiveError(RefusedError):
@@ -71,6 +72,19 @@ def carried_files(root: str, *, logs: bool = False, team: bool = False) -> dict[
     return out
 
 
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _refuse_secret(data: bytes, what: str, then: str) -> None:
+    """ArchiveError ("WHAT: it contains a secret (…); THEN") when the secret scanner recognises one."""
+    from mem.core.guards.secrets import first_secret
+
+    found = first_secret(data.decode("utf-8", "replace"))
+    if found is not None:
+        raise ArchiveError(f"{what}: it contains a secret ({found.label}, rule {found.rule_id}); {then}")
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -87,9 +101,12 @@ def export_archive(root: str, out, *, layout: str, logs: bool = False, team: boo
         raise NotFoundError(f"no memory directory at {root}")
     files = carried_files(root, logs=logs, team=team)
     entries, blobs = [], {}
+    if isinstance(out, (str, os.PathLike)) and _within(os.path.realpath(os.fspath(out)), os.path.realpath(root)):
+        raise UsageError(f"refusing to write the archive inside the memory directory {root}")
     for rel, path in files.items():
         with open(path, "rb") as fh:
             data = fh.read()
+        _refuse_secret(data, f"refused to export {rel}", _REMOVE_IT)
         mtime = os.stat(path).st_mtime
         entries.append({"path": rel, "sha256": _sha256(data), "size": len(data), "mtime": int(mtime)})
         blobs[rel] = data
@@ -148,8 +165,10 @@ def render_markdown(root: str, form: str, *, team: bool = False) -> str:
     for rel, path in carried_files(root, team=team).items():
         if not is_memory(rel):
             continue
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            parsed = parse_frontmatter(fh.read())
+        with open(path, "rb") as fh:
+            data = fh.read()
+        _refuse_secret(data, f"refused to export {rel}", _REMOVE_IT)
+        parsed = parse_frontmatter(data.decode("utf-8", "replace"))
         kind, _ = memory_type_of(parsed.data)
         name = js_string(parsed.data.get("name")) or posixpath.splitext(posixpath.basename(rel))[0]
         groups.setdefault(kind, []).append((name, rel, description_of(parsed.data), parsed.content.strip()))
@@ -378,13 +397,7 @@ def _decode(rel: str, data: bytes, where: str) -> str:
 
 def _check_content(rel: str, data: bytes, where: str, force: bool) -> None:
     """Secrets, a broken frontmatter and (without ``force``) text that reads as a grant: refused."""
-    from mem.core.guards.secrets import first_secret
-
-    text = data.decode("utf-8", "replace")
-    found = first_secret(text)
-    if found is not None:
-        raise ArchiveError(f"{where}: refused {rel}: it contains a secret ({found.label}, rule {found.rule_id}); "
-                           "nothing was imported")
+    _refuse_secret(data, f"{where}: refused {rel}", "nothing was imported")
     if not rel.endswith(".md"):
         return
     text = _decode(rel, data, where)
