@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import git, write_memory
+from conftest import FIXTURES, git, write_memory
 from mem.cli import cli
 from mem.core import paths
 from mem.core.relocate import decode_name
@@ -40,9 +40,9 @@ def checkout(path: Path, *, transcript: bool = True) -> Path:
     git("init", "-q", cwd=path)
     memory = Path(paths.resolve(project=str(path)).memory_dir)
     shutil.copytree(EXAMPLES, memory)
-    if transcript:
-        line = {"type": "user", "sessionId": "s1", "cwd": str(path), "message": {"role": "user", "content": "hi"}}
-        (memory.parent / "0b5c6d1e-s1.jsonl").write_text(json.dumps(line) + "\n")
+    if transcript:  # a real Claude Code transcript, as if recorded here
+        text = (FIXTURES / "transcripts" / "claude-code-01-hello.jsonl").read_text()
+        (memory.parent / "0b5c6d1e-s1.jsonl").write_text(text.replace("/home/dev/cc-run/repo", str(path)))
     return memory
 
 
