@@ -88,7 +88,8 @@ def test_logs_and_team_only_when_asked(example, tmp_path):
     (example / "logs/2026/11/2026-11-25.md").write_text("- did a thing\n")
     write_memory(example, "team/deploy.md", name="deploy", description="how we deploy", type="project")
     (example / "team/MEMORY.md").write_text("- [Deploy](deploy.md) — how we deploy\n")
-    plain = json.loads(tarfile.open(export(example, tmp_path / "a.tar.gz")).extractfile("mem-manifest.json").read())
+    with tarfile.open(export(example, tmp_path / "a.tar.gz")) as tar:
+        plain = json.loads(tar.extractfile("mem-manifest.json").read())
     assert not [f for f in plain["files"] if f["path"].startswith(("logs/", "team/"))]
     full = export(example, tmp_path / "b.tar.gz", "--logs", "--team")
     empty = tmp_path / "empty"
