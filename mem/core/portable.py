@@ -9,7 +9,7 @@ digest, under ``memory/``, with no absolute path, ``..``, link or device. An imp
 whole (paths, secrets, frontmatter, conflicts) before its first write; then every write goes
 through ``MemoryDir.write`` as one ``import`` operation of the history, so ``mem undo`` takes it back.
 
-uses: memdir (layout, store, frontmatter, index, manifest), guards (secrets, poison), paths
+uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, jobs.agent.poison_problem, jobs.forget.drop_pointers, paths
 """
 
 from __future__ import annotations
