@@ -100,11 +100,16 @@ def test_without_transcripts_the_name_is_decoded(tmp_path):
     assert decode_name(paths.sanitize_path(str(here))) == str(here)
 
 
-def test_relocating_into_memory_that_exists_merges_through_the_write_path(tmp_path):
+def moved(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    """A checkout at old/ with memory, moved to new/: (old, new, its memory dir, the memory dir new/ resolves to)."""
     old, new = tmp_path / "old", tmp_path / "new"
     memory = checkout(old)
     shutil.move(old, new)
-    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    return old, new, memory, Path(paths.resolve(project=str(new)).memory_dir)
+
+
+def test_relocating_into_memory_that_exists_merges_through_the_write_path(tmp_path):
+    old, new, memory, new_memory = moved(tmp_path)
     write_memory(new_memory, "project_new.md", name="new", description="written after the move", type="project")
     (new_memory / "MEMORY.md").write_text("- [New](project_new.md) — written after the move\n")
     r = mem("relocate", "--dry-run", str(old), str(new))
@@ -122,10 +127,7 @@ def test_relocating_into_memory_that_exists_merges_through_the_write_path(tmp_pa
 
 
 def test_a_file_that_would_be_overwritten_refuses_the_whole_relocation(tmp_path):
-    old, new = tmp_path / "old", tmp_path / "new"
-    memory = checkout(old)
-    shutil.move(old, new)
-    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    old, new, memory, new_memory = moved(tmp_path)
     new_memory.mkdir(parents=True)
     (new_memory / "user_role.md").write_text("---\nname: role\ndescription: other\ntype: user\n---\n\nother\n")
     before_old, before_new = tree(memory.parent), tree(new_memory.parent)
@@ -136,10 +138,7 @@ def test_a_file_that_would_be_overwritten_refuses_the_whole_relocation(tmp_path)
 
 
 def test_an_empty_memory_dir_the_client_made_at_start_is_replaced(tmp_path):
-    old, new = tmp_path / "old", tmp_path / "new"
-    memory = checkout(old)
-    shutil.move(old, new)
-    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    old, new, memory, new_memory = moved(tmp_path)
     new_memory.mkdir(parents=True)
     (new_memory / "MEMORY.md").write_text("")  # what qwen-code creates at start-up
     r = mem("relocate", str(old), str(new))
