@@ -77,6 +77,8 @@ ENVIRONMENT = [
                          "MEM_MODEL_SESSION and MEM_MODEL_DREAM. Each wins over MEM_MODEL."),
     ("ANTHROPIC_DEFAULT_SONNET_MODEL", "Recall's model when neither MEM_MODEL_RECALL nor MEM_MODEL is set, "
                                        "as Claude Code's own recall uses it."),
+    ("MEM_USER_DIR", "The user-level memory directory (mem promote, mem path --user), shared by every "
+                     "project. Default: $XDG_DATA_HOME/mem/memory, that is ~/.local/share/mem/memory on Linux."),
     ("MEM_MANAGED_SETTINGS", "The managed (policy) settings file to read instead of "
                              "/etc/claude-code/managed-settings.json; empty: read none."),
     ("MEM_CONTEXT_WINDOW", "The model's context window in tokens, for the jobs that call a model "
@@ -111,6 +113,8 @@ FILES = [
     ("team/", "Team memory, synced with a server, with its own MEMORY.md."),
     (".consolidate-lock", "The consolidation lock: its body is a PID, its mtime the time of the last dream."),
     ("~/.qwen/projects/<project>/memory", "The memory directory in qwen-code's layout (--layout qwen)."),
+    ("$MEM_USER_DIR, ~/.local/share/mem/memory",
+     "User-level memory, the same layout as a project's; mem prompt and mem recall add it after the project's."),
     ("$MEM_STATE_DIR, ~/.local/state/mem",
      "mem's own state, outside the memory directory: dirs/<key>/ per memory directory."),
     ("~/.claude/settings.json, .claude/settings.json, .claude/settings.local.json, "

@@ -37,6 +37,11 @@ COMMANDS = {
     "status": "mem.cli.status:status_cmd",
     "verify": "mem.cli.verify:verify_cmd",
     "team": "mem.cli.team:team_cmd",
+    "export": "mem.cli.export:export_cmd",
+    "import": "mem.cli.import_:import_cmd",
+    "relocate": "mem.cli.relocate:relocate_cmd",
+    "promote": "mem.cli.promote:promote_cmd",
+    "demote": "mem.cli.promote:demote_cmd",
 }
 
 

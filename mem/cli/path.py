@@ -1,4 +1,4 @@
-"""mem path: where the memory directory is, and why."""
+"""mem path: where the memory directory is, and why; or the memory folders whose project is gone."""
 
 from __future__ import annotations
 
@@ -8,19 +8,42 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.core.errors import ExitCode
 
 
 @click.command("path")
+@click.option("--orphans", is_flag=True,
+              help="List the memory folders (Claude Code and qwen-code) whose project no longer exists where it was.")
+@click.option("--user", "user_level", is_flag=True, help="Print the user-level memory directory (every project's).")
 @memory_dir_options
 @format_options
-def path_cmd(where: dict, fmt: str) -> None:
+@click.pass_context
+def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, where: dict, fmt: str) -> None:
     """Print the memory directory and the rule that chose it.
+
+    With --orphans, list the project folders whose project is gone (moved or
+    renamed): the path it had (from the transcripts' cwd, else decoded from
+    the folder's name), size and last use; exit 1 when there are none. mem
+    relocate OLD NEW moves one to its new path.
 
     \b
     Example:
       cd "$(mem path)" && ls
       mem path --json | jq -r .rule
+      mem path --orphans
     """
+    if orphans:
+        _orphans(ctx, fmt)
+        return
+    if user_level:
+        from mem.core.paths import user_memory_dir
+
+        d = user_memory_dir()
+        if fmt == "text":
+            render.out(d)
+        else:
+            render.out_record({"memory_dir": d, "exists": os.path.isdir(d)}, fmt)
+        return
     res = resolve_dir(where)
     data = res.as_dict()
     data["exists"] = os.path.isdir(res.memory_dir)
@@ -30,3 +53,20 @@ def path_cmd(where: dict, fmt: str) -> None:
             render.warn(f"auto memory is off here: {res.auto_memory_reason}")
     else:
         render.out_record(data, fmt)
+
+
+def _orphans(ctx: click.Context, fmt: str) -> None:
+    from mem.core.memdir.index import format_file_size
+    from mem.core.relocate import orphans
+
+    found = orphans()
+
+    def text(o: dict) -> str:
+        path = o["recorded_path"] or "(unknown: no transcript names it)"
+        used = (o["last_used"] or "-")[:10]
+        return f"{path}\t{format_file_size(o['size'])}\t{used}\t{o['client']}\t{o['memory_dir'] or o['folder']}"
+
+    render.out_rows([o.as_dict() for o in found], fmt, text)
+    if not found:
+        render.info("no orphaned memory: every project folder's project is where it was")
+        ctx.exit(ExitCode.NOT_FOUND)

@@ -697,3 +697,28 @@ def state_key(memory_dir: str) -> str:
     return f"{slug}-{digest}" if slug else digest
 
 
+
+
+def user_memory_dir(env: Mapping[str, str] | None = None) -> str:
+    """User-level memory, shared by every project: MEM_USER_DIR, else ``<user data dir>/mem/memory``.
+
+    Neither client has such a directory (``~/.claude/CLAUDE.md`` holds the user's instructions,
+    ``~/.claude/agent-memory/`` is per agent), so it lives in ours, in the same layout as a
+    project's: MEMORY.md plus topic files. ``mem prompt --hook`` adds its index at session start,
+    recall searches it after the project's own.
+
+    Example: user_memory_dir({"HOME": "/home/u"}) == "/home/u/.local/share/mem/memory"  # on Linux
+    """
+    env = _environ(env)
+    override = env.get("MEM_USER_DIR")
+    if override:
+        return _resolve(os.path.expanduser(override))
+    xdg = env.get("XDG_DATA_HOME", "")
+    home = env.get("HOME", "")
+    # platformdirs' answer on Linux, without importing it on the hook's path
+    if sys.platform == "linux" and (xdg.startswith("/") or home.startswith("/")):
+        base = xdg if xdg.startswith("/") else _join(home, ".local", "share")
+        return _join(base, "mem", "memory")
+    from platformdirs import user_data_dir
+
+    return _join(user_data_dir("mem", appauthor=False), "memory")

@@ -246,11 +246,30 @@ def build(memory_dir: str, mode: str = "full", *, max_chars: int | None = None) 
         sections.append((_index_section(
             team_index, f"## {TEAM_DIR}/{INDEX_NAME} (shared with your team)", "", shared=True), team_index,
             f"{d}{TEAM_DIR}/{INDEX_NAME}"))
+    user = _user_level_section(memory_dir)
+    if user is not None:
+        sections.append(user)
     text = "\n\n".join([head, *(s for s, _, _ in sections)])
     shortened = False
     if max_chars is not None and len16(text) > max_chars:
         text, shortened = _fit(head, sections, max_chars)
     return Prompt(mode, memory_dir, text, index, team_index, shortened)
+
+
+def _user_level_section(memory_dir: str) -> tuple[str, IndexPart, str] | None:
+    """The user-level memory's index (``mem promote``), which no client loads itself; None when empty."""
+    from mem.core.paths import user_memory_dir
+
+    root = user_memory_dir()
+    if os.path.normpath(root) == os.path.normpath(memory_dir):
+        return None
+    part = read_index(os.path.join(root, INDEX_NAME))
+    if not part.present or not part.content:
+        return None
+    d = _dir_display(root)
+    title = (f"## User-level memory (shared by all the user's projects)\n\nIts files are in `{d}`; "
+             "read one when its line bears on the task, as for this project's memory.")
+    return _index_section(part, title, ""), part, f"{d}{INDEX_NAME}"
 
 
 def _fit(head: str, sections: list[tuple[str, IndexPart | None, str]], max_chars: int) -> tuple[str, bool]:

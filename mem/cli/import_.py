@@ -1,0 +1,90 @@
+"""mem import: an archive, or another memory directory, merged into this one."""
+
+from __future__ import annotations
+
+import click
+
+from mem import render
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.core.errors import ExitCode, UsageError
+
+
+@click.command("import")
+@click.argument("source", required=False, metavar="FILE|DIR")
+@click.option("--from-project", metavar="PATH", type=click.Path(file_okay=False),
+              help="Import the memory directory of the project at PATH.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and write nothing; exit 1 if it would change something.")
+@click.option("--on-conflict", "policy", type=click.Choice(("keep", "theirs", "both")),
+              help="For a file both sides have with different content: keep ours, take theirs (kept in the "
+                   "history), or both (theirs under a new name). Without it, a conflict refuses the import.")
+@click.option("--logs", is_flag=True, help="From a directory: include its daily logs (an archive brings what it has).")
+@click.option("--team", is_flag=True, help="From a directory: include its team/ memory.")
+@click.option("--force", is_flag=True, help="Import memories that read as a permission grant or a rule bypass.")
+@memory_dir_options
+@format_options
+@click.pass_context
+def import_cmd(ctx: click.Context, source: str | None, from_project: str | None, dry_run: bool, policy: str | None,
+               logs: bool, team: bool, force: bool, where: dict, fmt: str) -> None:
+    """Merge an archive from mem export (or a memory directory) into this one.
+
+    Everything is checked before the first write: the manifest and each
+    file's sha256, paths (absolute, .., links and devices are refused),
+    secrets, frontmatter. Then the files land through the write path as one
+    operation (mem undo takes it back) and the indexes are merged: their
+    pointers are added to ours, ours are never replaced. Frontmatter
+    written for Claude Code is converted for qwen-code. - reads an archive
+    from stdin.
+
+    \b
+    Example:
+      mem import memory.tar.gz --dry-run
+      mem import memory.tar.gz --on-conflict both
+      mem import --from-project ~/src/old-name
+    """
+    import io
+    import os
+    import sys
+
+    from mem.core import portable
+    from mem.core.memdir.store import MemoryDir
+    from mem.core.paths import resolve
+
+    if (source is None) == (from_project is None):
+        raise UsageError("give either FILE|DIR or --from-project PATH")
+    res = resolve_dir(where)
+    memory = MemoryDir(res.memory_dir)
+    if from_project is not None:
+        theirs = resolve(project=from_project, layout=where["layout"], settings_file=where.get("settings_file"))
+        if os.path.normpath(theirs.memory_dir) == os.path.normpath(res.memory_dir):
+            raise UsageError(f"{from_project} uses this very memory directory")
+        src = portable.load_source(theirs.memory_dir, layout="qwen" if theirs.layout == "qwen" else "claude",
+                                   logs=logs, team=team)
+    elif source == "-":
+        src = portable.read_archive("-", io.BytesIO(sys.stdin.buffer.read()))
+    else:
+        src = portable.load_source(source, logs=logs, team=team)
+    target = "qwen" if res.layout == "qwen" else "claude"
+    plan = portable.plan_import(memory, src, policy=policy, target_layout=target, force=force)
+    if dry_run:
+        _show(plan.as_dict(), plan.steps, fmt)
+        ctx.exit(ExitCode.CHECK_FAILED if plan.changes else ExitCode.OK)
+    if not plan.changes:
+        _show(plan.as_dict(), plan.steps, fmt)
+        render.info(f"nothing to import: {res.memory_dir} already has all of it")
+        return
+    result = portable.apply_import(memory, plan, [source or f"--from-project={from_project}"])
+    _show(result.as_dict(), plan.steps, fmt)
+    for rel in result.indexed:
+        render.info(f"indexed {rel}")
+    kept = sum(1 for s in plan.steps if s.action == "keep")
+    render.info(f"imported {len(result.written)} file(s) into {res.memory_dir}"
+                + (f"; kept ours for {kept} conflicting file(s)" if kept else "")
+                + ("; mem undo takes it back" if result.operation else ""))
+
+
+def _show(data: dict, steps, fmt: str) -> None:
+    if fmt == "text":
+        for s in steps:
+            render.out(s.line())
+    else:
+        render.out_record(data, fmt)

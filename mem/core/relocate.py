@@ -1,0 +1,378 @@
+"""Projects that move: memory folders whose project is gone, and moving one to the project's new path.
+
+Example: [o.recorded_path for o in orphans()]; plan_relocation("/home/u/old", "/home/u/new").steps
+
+Claude Code and qwen-code key a project's folder by its sanitized path (``-home-u-repo``): the
+memory by the canonical git root, the transcripts by the session's cwd. Moving or renaming a
+checkout starts a new, empty folder and leaves the old one behind. Where a folder's project was
+is read from its transcripts' ``cwd`` field, else decoded from its name by walking the file
+system for a path that sanitizes to it. A relocation renames what it can (the history's state
+directory goes with a moved memory directory) and merges a memory directory into one that
+already holds memories through the write path, refusing any file that would be overwritten.
+
+uses: paths, memdir (store, layout, state), portable
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from mem.core import paths
+from mem.core.errors import NotFoundError, RefusedError, UsageError
+
+MEMORY_SUBDIR = "memory"
+#: How much of a transcript's start is read for its cwd.
+CWD_PROBE_BYTES = 64 * 1024
+
+
+@dataclass
+class ProjectFolder:
+    """One client's folder for one project, and where its project was."""
+
+    client: str  # "claude" | "qwen"
+    folder: str
+    memory_dir: str | None
+    transcripts: list[str]
+    recorded_path: str | None  # the project's path, when it could be told
+    recorded_from: str | None  # "transcript" | "name" | None
+    exists: bool  # the project is still at recorded_path
+    size: int
+    last_used: float | None
+
+    def as_dict(self) -> dict:
+        from mem.core.memdir.manifest import iso_utc_ms
+
+        return {
+            "client": self.client,
+            "folder": self.folder,
+            "name": os.path.basename(self.folder),
+            "memory_dir": self.memory_dir,
+            "transcripts": len(self.transcripts),
+            "recorded_path": self.recorded_path,
+            "recorded_from": self.recorded_from,
+            "exists": self.exists,
+            "size": self.size,
+            "last_used": None if self.last_used is None else iso_utc_ms(int(self.last_used * 1000)),
+        }
+
+
+def _bases(env=None) -> list[tuple[str, str, str]]:
+    """(client, folder of memory dirs, folder of transcripts) for each client's projects dir."""
+    home = paths.home_dir(env)
+    qwen = os.path.join(paths.qwen_home(home), "projects")
+    return [
+        ("claude", os.path.join(paths.memory_base(env), "projects"), paths.projects_dir(env)),
+        ("qwen", qwen, qwen),
+    ]
+
+
+def _transcripts_of(client: str, folder: str) -> list[str]:
+    directory = os.path.join(folder, "chats") if client == "qwen" else folder
+    try:
+        with os.scandir(directory) as it:
+            return sorted(e.path for e in it if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def transcript_cwd(path: str) -> str | None:
+    """The ``cwd`` the first lines of a transcript record, or None."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(CWD_PROBE_BYTES)
+    except OSError:
+        return None
+    for line in head.split(b"\n"):
+        if b'"cwd"' not in line:
+            continue
+        try:
+            cwd = json.loads(line).get("cwd")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(cwd, str) and cwd.startswith("/"):
+            return cwd
+    return None
+
+
+def _key_path(cwd: str, name: str) -> str | None:
+    """``cwd`` or the ancestor of it whose sanitized form is ``name`` (a memory folder is keyed by the git root)."""
+    p = cwd.rstrip("/") or "/"
+    while True:
+        if paths.sanitize_path(p) == name:
+            return p
+        parent = os.path.dirname(p)
+        if parent == p:
+            return None
+        p = parent
+
+
+def decode_name(name: str, root: str = "/") -> str | None:
+    """An existing directory whose sanitized path is ``name``, found by walking down from ``root``; or None.
+
+    Sanitizing is not reversible ('-' stands for '/', '.', '_' and more), so every directory whose
+    sanitized path is a prefix of ``name`` is tried. A hashed (over 200 characters) name is not decoded.
+    """
+    if len(name) > paths.MAX_SANITIZED_LENGTH:
+        return None
+
+    def walk(directory: str) -> str | None:
+        try:
+            with os.scandir(directory) as it:
+                children = sorted(e.name for e in it if e.is_dir(follow_symlinks=False))
+        except OSError:
+            return None
+        for child in children:
+            candidate = directory.rstrip("/") + "/" + child
+            s = paths.sanitize_path(candidate)
+            if s == name:
+                return candidate
+            if name.startswith(s + "-"):
+                found = walk(candidate)
+                if found:
+                    return found
+        return None
+
+    return root if paths.sanitize_path(root) == name else walk(root)
+
+
+def _tree_size(path: str) -> tuple[int, float | None]:
+    size, newest = 0, None
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, f))
+            except OSError:
+                continue
+            size += st.st_size
+            newest = st.st_mtime if newest is None else max(newest, st.st_mtime)
+    return size, newest
+
+
+def project_folders(env=None) -> list[ProjectFolder]:
+    """Every project folder of Claude Code and qwen-code with a memory directory or transcripts."""
+    out = []
+    seen = set()
+    for client, memory_base, transcripts_base in _bases(env):
+        names = set()
+        for base in {memory_base, transcripts_base}:
+            try:
+                with os.scandir(base) as it:
+                    names |= {e.name for e in it if e.is_dir(follow_symlinks=False)}
+            except OSError:
+                continue
+        for name in sorted(names):
+            memory = os.path.join(memory_base, name, MEMORY_SUBDIR)
+            memory = memory if os.path.isdir(memory) else None
+            folder = os.path.join(transcripts_base, name)
+            transcripts = _transcripts_of(client, folder)
+            if memory is None and not transcripts:
+                continue
+            key = (client, os.path.realpath(folder))
+            if key in seen:
+                continue
+            seen.add(key)
+            recorded, how = None, None
+            for t in reversed(transcripts):  # newest name last is no promise: try each until one tells
+                cwd = transcript_cwd(t)
+                recorded = cwd and _key_path(cwd, name)
+                if recorded:
+                    how = "transcript"
+                    break
+            exists = bool(recorded) and os.path.isdir(recorded)
+            if not exists:
+                decoded = decode_name(name)
+                if decoded:
+                    recorded, how, exists = decoded, "name", True
+            size, newest = 0, None
+            for part in [memory, *transcripts]:
+                if part is None:
+                    continue
+                s, n = _tree_size(part) if os.path.isdir(part) else (os.path.getsize(part), os.path.getmtime(part))
+                size += s
+                newest = n if newest is None or (n is not None and n > newest) else newest
+            out.append(ProjectFolder(client, os.path.join(memory_base if memory else transcripts_base, name),
+                                     memory, transcripts, recorded, how, exists, size, newest))
+    return out
+
+
+def orphans(env=None) -> list[ProjectFolder]:
+    """The project folders whose project is no longer where it was."""
+    return [f for f in project_folders(env) if not f.exists]
+
+
+# ---------------------------------------------------------------------------------------------
+# Relocation
+
+
+@dataclass
+class Move:
+    action: str  # move | merge | remove | skip
+    source: str
+    target: str
+    note: str = ""
+
+    def line(self) -> str:
+        arrow = f"{self.source} -> {self.target}" if self.target else self.source
+        return f"{self.action:<6} {arrow}" + (f" ({self.note})" if self.note else "")
+
+    def as_dict(self) -> dict:
+        return {"action": self.action, "source": self.source, "target": self.target, "note": self.note or None}
+
+
+@dataclass
+class Relocation:
+    old: str
+    new: str
+    steps: list[Move] = field(default_factory=list)
+    merges: list = field(default_factory=list)  # (source dir, MemoryDir, ImportPlan)
+
+    @property
+    def changes(self) -> bool:
+        return any(s.action != "skip" for s in self.steps)
+
+    def as_dict(self) -> dict:
+        return {"old": self.old, "new": self.new, "changes": self.changes, "steps": [s.as_dict() for s in self.steps]}
+
+
+def _only_empty_files(directory: str) -> bool:
+    """What a client creates at start-up (an empty dir, an empty MEMORY.md): nothing to merge into."""
+    for dirpath, _dirs, files in os.walk(directory):
+        for f in files:
+            if os.path.getsize(os.path.join(dirpath, f)) > 0:
+                return False
+    return True
+
+
+def _remove_empty(directory: str) -> None:
+    """Remove a tree of empty files and directories (checked by ``_only_empty_files``), deepest first."""
+    for dirpath, _dirs, files in sorted(os.walk(directory), key=lambda w: -len(w[0])):
+        for f in files:
+            os.unlink(os.path.join(dirpath, f))
+        os.rmdir(dirpath)
+
+
+def plan_relocation(old: str, new: str, env=None) -> Relocation:
+    """What moving the project at ``old`` (which may be gone) to ``new`` (which must exist) would do."""
+    from mem.core.memdir.store import MemoryDir
+    from mem.core.portable import plan_import, read_directory
+
+    old = paths.project_root(old)
+    if not os.path.isdir(new):
+        raise NotFoundError(f"{new} is not a directory: the project's new path must exist")
+    new = paths.project_root(new)
+    if old == new:
+        raise UsageError("the old and the new path are the same")
+    new_key = paths.find_canonical_git_root(new) or new
+    plan = Relocation(old, new)
+    home = paths.home_dir(env)
+    for client, memory_base, transcripts_base in _bases(env):
+        old_memory = os.path.join(paths.find_project_dir(memory_base, old), MEMORY_SUBDIR)
+        old_folder = paths.find_project_dir(transcripts_base, old)
+        if client == "claude":
+            new_memory = paths.claude_default_memory_dir(new_key, env, home).rstrip(os.sep)
+            new_folder = paths.claude_transcripts_dir(new, env, home)
+        else:
+            new_memory = paths.qwen_memory_dir(new_key, home)
+            new_folder = paths.find_project_dir(transcripts_base, new)
+        if os.path.normpath(old_folder) == os.path.normpath(new_folder):
+            continue
+        whole = (os.path.dirname(old_memory) == old_folder and os.path.dirname(new_memory) == new_folder)
+        if whole and os.path.isdir(old_folder) and not os.path.lexists(new_folder):
+            plan.steps.append(Move("move", old_folder, new_folder, f"{client}: memory and transcripts"))
+            continue
+        if os.path.isdir(old_memory):
+            if not os.path.lexists(new_memory) or (os.path.isdir(new_memory) and _only_empty_files(new_memory)):
+                note = f"{client} memory" + (", over the empty one there" if os.path.lexists(new_memory) else "")
+                plan.steps.append(Move("move", old_memory, new_memory, note))
+            else:
+                target = MemoryDir(new_memory)
+                source = read_directory(old_memory, client, logs=True, team=True)
+                merge = plan_import(target, source, policy="keep")
+                if merge.conflicts:
+                    listed = ", ".join(merge.conflicts[:5]) + (" …" if len(merge.conflicts) > 5 else "")
+                    raise RefusedError(
+                        f"{new_memory} already has other versions of {listed}: refusing to overwrite them; "
+                        f"nothing was moved (mem import --dir {new_memory} {old_memory} --on-conflict both "
+                        "merges them by hand)")
+                n = sum(1 for s in merge.steps if s.writes)
+                plan.steps.append(Move("merge", old_memory, new_memory, f"{client} memory: {n} file(s) to write"))
+                plan.steps.append(Move("remove", old_memory, "", "after the merge, through its own history"))
+                plan.merges.append((old_memory, target, merge))
+        if not os.path.isdir(old_folder):
+            continue
+        _plan_entries(plan, client, old_folder, new_folder, skip=old_memory)
+    if not plan.steps:
+        raise NotFoundError(f"no memory or transcripts recorded for {old}")
+    return plan
+
+
+def _plan_entries(plan: Relocation, client: str, old: str, new: str, *, skip: str, depth: int = 0) -> None:
+    """Move each entry of ``old`` into ``new``; a directory both have is gone through one level down."""
+    with os.scandir(old) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        if os.path.normpath(e.path) == os.path.normpath(skip):
+            continue
+        target = os.path.join(new, e.name)
+        if not os.path.lexists(target):
+            plan.steps.append(Move("move", e.path, target, f"{client} transcripts" if e.name.endswith(".jsonl") else client))
+        elif e.is_dir(follow_symlinks=False) and os.path.isdir(target) and depth == 0:
+            _plan_entries(plan, client, e.path, target, skip=skip, depth=1)
+        elif e.name.endswith(".jsonl"):
+            raise RefusedError(f"{target} already exists: refusing to overwrite a transcript; nothing was moved")
+        else:
+            plan.steps.append(Move("skip", e.path, target, "the new folder has its own; left where it is"))
+
+
+def apply_relocation(plan: Relocation, args=()) -> None:
+    """Carry out a plan: merges first (they can still refuse), then renames, then the merged-away dirs."""
+    from mem.core.memdir.state import state_dir
+    from mem.core.memdir.store import MemoryDir
+    from mem.core.portable import apply_import
+
+    for _source, target, merge in plan.merges:
+        apply_import(target, merge, args, command="relocate")
+    for step in plan.steps:
+        if step.action != "move":
+            continue
+        if os.path.isdir(step.target) and _only_empty_files(step.target):
+            _remove_empty(step.target)
+        if os.path.lexists(step.target):
+            raise RefusedError(f"{step.target} appeared meanwhile: refusing to overwrite it")
+        os.makedirs(os.path.dirname(step.target), exist_ok=True)
+        old_states = {d: state_dir(d, create=False) for d in _memory_dirs_in(step.source)}
+        os.rename(step.source, step.target)
+        for d, old_state in old_states.items():  # the history and cursors follow their memory directory
+            new_dir = step.target + d[len(step.source):]
+            new_state = state_dir(new_dir, create=False)
+            if os.path.isdir(old_state) and not os.path.lexists(new_state):
+                os.rename(old_state, new_state)
+    for source, _target, _merge in plan.merges:
+        old = MemoryDir(source)
+        with old.operation("relocate", list(args), meta={"moved_to": plan.new}):
+            for rel in sorted(_files(source), key=lambda r: r.count("/"), reverse=True):
+                old.delete(rel, allow_index=True)
+        from mem.core.memdir.layout import DREAM_LOCK
+
+        if os.path.isfile(os.path.join(source, DREAM_LOCK)):
+            os.unlink(os.path.join(source, DREAM_LOCK))
+        for dirpath, _dirs, _files_ in sorted(os.walk(source), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
+
+
+def _memory_dirs_in(path: str) -> list[str]:
+    if os.path.basename(path.rstrip("/")) == MEMORY_SUBDIR:
+        return [path]
+    inner = os.path.join(path, MEMORY_SUBDIR)
+    return [inner] if os.path.isdir(inner) else []
+
+
+def _files(root: str) -> list[str]:
+    from mem.core.memdir.layout import tree_files
+
+    return list(tree_files(root))
