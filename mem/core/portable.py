@@ -9,7 +9,7 @@ digest, under ``memory/``, with no absolute path, ``..``, link or device. An imp
 whole (paths, secrets, frontmatter, conflicts) before its first write; then every write goes
 through ``MemoryDir.write`` as one ``import`` operation of the history, so ``mem undo`` takes it back.
 
-uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, jobs.agent.poison_problem, jobs.forget.drop_pointers, paths
+uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, guards.poison.poison_problem, memdir.index.drop_pointers, paths
 """
 
 from __future__ import annotations
@@ -408,7 +408,7 @@ def _check_content(rel: str, data: bytes, where: str, force: bool) -> None:
         if parsed.error:
             raise ArchiveError(f"{where}: refused {rel}: its frontmatter is not valid YAML ({parsed.error.splitlines()[0]})")
         if not force:
-            from mem.core.jobs.agent import poison_problem
+            from mem.core.guards.poison import poison_problem
 
             problem = poison_problem(text)
             if problem:
@@ -593,7 +593,7 @@ def copy_memory(src, dst, rel: str, *, command: str, args=(), delete: bool = Fal
         source.files[INDEX_NAME] = pointer.encode("utf-8")
     apply_import(dst, plan_import(dst, source, target_layout=layouts[1], force=True), args, command=command)
     if delete:
-        from mem.core.jobs.forget import drop_pointers
+        from mem.core.memdir.index import drop_pointers
 
         with src.operation(command, list(args)):
             src.delete(rel)

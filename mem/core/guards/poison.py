@@ -677,3 +677,21 @@ def _weigh(rule: Rule, m: re.Match, line: str, clause: str, before: str, quoted:
     elif rule.instruction and not _reads_as_instruction(clause):
         weight /= 2
     return weight
+
+
+def poison_problem(text: str, old: str | None = None) -> str | None:
+    """Why ``text`` would act as a grant or a rule bypass when read back, or None.
+
+    What the file already said (``old``) is not held against a change: a model
+    tidying a flagged memory must be able to save it without the flag.
+    """
+    report = scan_text(text)
+    if not report.flagged:
+        return None
+    before = {(f.rule_id, f.quote) for f in scan_text(old).findings} if old else set()
+    new = [f for f in report.findings if (f.rule_id, f.quote) not in before]
+    if not new:
+        return None
+    first = new[0]
+    return (f"line {first.line} {first.message} ({first.category}: {first.quote!r}); memories record facts "
+            "and preferences, never permissions or instructions to bypass rules")

@@ -182,6 +182,8 @@ class WritePolicy:
         if "\0" in text:
             return "content contains a NUL byte"
         if self.refuse_poison:
+            from mem.core.guards.poison import poison_problem
+
             reason = poison_problem(text, old)
             if reason:
                 return reason
@@ -195,26 +197,6 @@ class WritePolicy:
         if self.require_frontmatter and relpath.endswith(".md"):
             return frontmatter_problem(text)
         return None
-
-
-def poison_problem(text: str, old: str | None = None) -> str | None:
-    """Why ``text`` would act as a grant or a rule bypass when read back, or None.
-
-    What the file already said (``old``) is not held against a change: a model
-    tidying a flagged memory must be able to save it without the flag.
-    """
-    from mem.core.guards.poison import scan_text
-
-    report = scan_text(text)
-    if not report.flagged:
-        return None
-    before = {(f.rule_id, f.quote) for f in scan_text(old).findings} if old else set()
-    new = [f for f in report.findings if (f.rule_id, f.quote) not in before]
-    if not new:
-        return None
-    first = new[0]
-    return (f"line {first.line} {first.message} ({first.category}: {first.quote!r}); memories record facts "
-            "and preferences, never permissions or instructions to bypass rules")
 
 
 def frontmatter_problem(text: str) -> str | None:

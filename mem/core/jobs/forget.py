@@ -605,19 +605,6 @@ def plan(memory: MemoryDir, chosen: list[Candidate]) -> list[Change]:
     return changes
 
 
-def drop_pointers(text: str | None, deleted: set[str]) -> str | None:
-    """The index without the pointer lines of ``deleted`` files; None when it has none of them."""
-    from mem.core.memdir.index import parse_pointers
-
-    if not text:
-        return None
-    gone = {p.lineno for p in parse_pointers(text) if p.relpath in deleted}
-    if not gone:
-        return None
-    lines = text.split("\n")
-    return "\n".join(line for i, line in enumerate(lines, start=1) if i not in gone)
-
-
 def _apply(memory, changes: list[Change]) -> tuple[list[str], list[str]]:
     """Carry out ``changes`` in ``memory``: (deleted, updated) relpaths, MEMORY.md included."""
     deleted, updated = [], []
@@ -632,6 +619,8 @@ def _apply(memory, changes: list[Change]) -> tuple[list[str], list[str]]:
             updated.append(c.relpath)
     if deleted:
         gone = set(deleted)
+        from mem.core.memdir.index import drop_pointers
+
         changed = memory.update_index(lambda old: drop_pointers(old, gone)) is not None
         if changed:
             updated.append(INDEX_NAME)

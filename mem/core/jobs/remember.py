@@ -221,7 +221,7 @@ def check_text(text: str, *, force: bool, what: str = "the memory", old: str | N
 
     Returns the guard's findings as warnings when ``force`` let them through.
     """
-    from mem.core.jobs.agent import poison_problem
+    from mem.core.guards.poison import poison_problem
     from mem.core.guards.secrets import first_secret
 
     found = first_secret(text)

@@ -424,6 +424,17 @@ def pointer_for(memory, rel: str) -> str | None:
         return None
 
 
+def drop_pointers(text: str | None, deleted: set[str]) -> str | None:
+    """The index without the pointer lines of ``deleted`` files; None when it has none of them."""
+    if not text:
+        return None
+    gone = {p.lineno for p in parse_pointers(text) if p.relpath in deleted}
+    if not gone:
+        return None
+    lines = text.split("\n")
+    return "\n".join(line for i, line in enumerate(lines, start=1) if i not in gone)
+
+
 def ensure_indexed(memory, relpaths: list[str]) -> list[str]:
     """Add a MEMORY.md pointer for each topic file in ``relpaths`` that has none; the ones added."""
     topics = []
