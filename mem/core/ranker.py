@@ -316,7 +316,7 @@ _HANGUL_STOP_WORDS = frozenset(
     어떻게 어떤 무엇 뭐 뭘 어디 어디서 언제 왜 누구 이거 그거 저거 이것 그것 저것 여기 거기 우리 저희 제가
     내가 좀 더 그리고 그런데 하지만 그래서 또 및 등 것 수 때 잘 다 있 없 있어 없어 있나 있는 없는 있을
     주세요 줘 알려줘 알려주세요 알려 해줘 해주세요 부탁 이번 지금 오늘 같은 다른 모든 이런 그런 하나 되나
-    이 그 저 나 너 제 내 어떻게든 방법 뭔가 정도 건가 건지
+    이 그 저 나 너 제 내 어떻게든 방법 법 뭔가 정도 건가 건지
     """.split()
 )
 
@@ -328,6 +328,8 @@ def _hangul_terms(word: str) -> tuple[str, ...]:
     indexing the prefixes lets a shortened query word (점검) meet the whole
     noun (점검표) it begins.
     """
+    if _HANGUL_ENDINGS.fullmatch(word):
+        return ()  # a particle written apart (Sentry 에서)
     for _ in range(2):
         stripped = _HANGUL_ENDINGS.sub("", word)
         if stripped == word or len(stripped) < 2:
@@ -525,7 +527,8 @@ class Hit:
         return f"Hit({self.key!r}, {self.score:.3f}, {self.matched!r}, {self.coverage:g})"
 
 
-def _counts(text: str) -> tuple[dict[str, int], int]:
+def count_terms(text: str) -> tuple[dict[str, int], int]:
+    """A field's term counts and length."""
     from collections import Counter
 
     found = terms(text)
@@ -537,7 +540,7 @@ def make_doc(key: str, name: str, description: str, body: str, index_line: str =
     fields, lengths = {}, {}
     for field, text in (("name", name), ("description", description), ("body", body[:BODY_CHARS]),
                         ("index", index_line)):
-        fields[field], lengths[field] = _counts(text)
+        fields[field], lengths[field] = count_terms(text)
     return Doc(key, fields, lengths)
 
 
