@@ -363,9 +363,13 @@ def _index_stamp(root: str) -> list:
     return out
 
 
+#: A pointer line of MEMORY.md, read for ranking only: its title, target and hook. (memdir.index
+#: parses pointers fully, but importing it builds dataclasses, which this path does not pay for.)
+_POINTER = re.compile(r"^\s*[-*+]\s+\[((?:[^\]\\]|\\.)*)\]\(<?([^)>\s]+)>?(?:\s+\"[^\"]*\")?\)(.*)$", re.M)
+
+
 def _index_lines(root: str) -> dict[str, str]:
     """relpath -> the title and hook of its pointer in MEMORY.md (or team/MEMORY.md)."""
-    from mem.core.memdir.index import parse_pointers
     from mem.core.memdir.layout import INDEX_NAME, TEAM_INDEX
 
     lines: dict[str, str] = {}
@@ -376,9 +380,13 @@ def _index_lines(root: str) -> dict[str, str]:
         except OSError:
             continue
         prefix = name[: -len(INDEX_NAME)]
-        for p in parse_pointers(text):
-            if p.relpath:
-                lines.setdefault(prefix + p.relpath, f"{p.title} {p.hook}")
+        for title, target, hook in _POINTER.findall(text):
+            if "%" in target:
+                from urllib.parse import unquote
+
+                target = unquote(target)
+            rel = os.path.normpath(target.split("#", 1)[0]).replace(os.sep, "/")
+            lines.setdefault(prefix + rel, f"{title} {hook}")
     return lines
 
 
