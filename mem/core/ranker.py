@@ -332,6 +332,8 @@ def _hangul_terms(word: str) -> tuple[str, ...]:
         return ()  # a particle written apart (Sentry 에서)
     for _ in range(2):
         stripped = _HANGUL_ENDINGS.sub("", word)
+        if stripped in _HANGUL_STOP_WORDS:
+            return ()  # 뭐라고, 어디에서: a question word with its ending
         if stripped == word or len(stripped) < 2:
             break
         word = stripped
