@@ -49,6 +49,7 @@ SLICE_GOAL = 0.90
 SLICES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "mixed": "mixed scripts",
           "fullwidth": "full-width"}
 QUERY = "the staging deploy failed again with a migration timeout"
+QUERY_CJK = "ｓｔａｇｉｎｇ 배포가 마이그레이션 타임아웃으로 또 실패했어요"
 #: Latency goals apply to these rows (ratio to `python3 -c pass`).
 LATENCY_GOALS = {"mem recall --offline (installed)": 6.0, "mem recall --offline (zipapp)": 9.0}
 
@@ -190,6 +191,9 @@ def latency(rounds: int) -> dict:
                 "python3 -c pass": ([vpy, "-c", "pass"], None),
                 "mem scan (installed), for comparison": ([mem, "scan", "--dir", small], None),
                 "mem recall --offline (installed)": ([mem, *args], None),
+                # text that is not ASCII goes through NFKC and the per-script tokenizers
+                "mem recall --offline (installed), Korean and full-width query":
+                    ([mem, "recall", "--offline", "--dir", small, QUERY_CJK], None),
                 "mem recall --offline (zipapp)": ([vpy, "-sE", zipapp, *args], None),
                 "mem scan (zipapp), for comparison": ([vpy, "-sE", zipapp, "scan", "--dir", small], None),
                 # a first run: no index cache in the state directory yet
@@ -302,7 +306,8 @@ def render(q: dict, lat: dict | None, rounds: int) -> str:
             "The query surfaces one memory, so reading and wrapping it is timed too. Recall keeps two caches in "
             "the state directory: each file's frontmatter, keyed by inode, size, mtime and ctime (files "
             "changed in the last 2 s are always read), and the ranker's terms of each file, keyed by "
-            "modification time and size. The *first run* row starts each run with an empty state "
+            "modification time and size (the terms of its MEMORY.md line, by the index file's). The Korean and "
+            "full-width query times the normalisation and the tokenizers of text that is not ASCII. The *first run* row starts each run with an empty state "
             "directory, so it reads and tokenizes all 200 files. The *hook* row is the UserPromptSubmit "
             "hook as Claude Code runs it on every prompt: the payload on stdin, the memory directory resolved "
             "from its cwd, the recent tools read from a recorded transcript, the hook JSON printed, the state "
