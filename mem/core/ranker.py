@@ -1,19 +1,30 @@
-"""The offline selector: a lexical ranker over memory files, English and CJK alike.
+"""The offline selector: a lexical ranker over memory files, in any script and width.
 
-BM25F over three fields of each topic file — its name (frontmatter ``name``
-and the file name), its description, its body — with the name and the
+BM25F over four fields of each topic file — its name (frontmatter ``name``
+and the file name), its description, its body and its line in MEMORY.md
+(title and hook, which often name it in other words) — with the name and the
 description weighted above the body, since they are written to say what the
-memory is for. Text becomes terms as follows:
+memory is for. Indexing and querying see text alike: NFKC first, so
+full-width Latin and digits typed from a CJK input method (ＤＯＣＫＥＲ) and
+half-width katakana meet their ordinary forms, then case folding. Then terms,
+by script:
 
-* Latin-script words are lower-cased, split at camelCase and digit
+* Latin-script words are case-folded, split at camelCase and digit
   boundaries (the whole word is kept too), stop words dropped, and reduced
   by the Porter stemmer, so ``deploying``, ``deploys`` and ``deployment``
   meet at ``deploy``.
 * Chinese and Japanese have no spaces: runs of Han, kana and CJK characters
   become overlapping character bigrams (``数据仓库`` → 数据 据仓 仓库). Bigrams
   made of grammatical particles, or of a function word, carry nothing and are
-  dropped; in Japanese, hiragana (mostly inflection and particles) is split
-  from kanji and katakana before pairing.
+  dropped; in Japanese, pairs never cross a change of script, and hiragana
+  (mostly inflection and particles next to kanji) keeps only its words of
+  three characters or more (やりかた), or of two in text written in hiragana
+  alone (しけんのやりかた).
+* Korean words lose their particles and endings (점검표를 → 점검표) and are
+  indexed with their prefixes of two syllables or more, so a shortened
+  compound (운영 점검) meets the whole noun (운영 출시 점검표).
+
+One text may mix all of these; each run of a script is cut its own way.
 
 A score is comparable across memory directories of any size: each query term
 contributes ``idf(t) / idf_max`` times a saturated field-weighted term
