@@ -250,8 +250,9 @@ _CJK_STOP_SPLIT = (
 _SCRIPT_RUN = rf"[{_HIRAGANA}]+|[{_KATAKANA}]+|[^{_HIRAGANA}{_KATAKANA}]+"
 #: Japanese particles: a hiragana stretch is cut at them into words.
 _KANA_PARTICLES = "のをはがにでとへも"
-#: Inflections and auxiliaries that end a hiragana stretch (書いてください, 確認しました).
-_KANA_ENDINGS = re.compile(
+#: Inflections and auxiliaries that end a hiragana stretch (書いてください, 確認しました). Patterns
+#: here are strings, compiled (and cached by re) when text in their script first comes.
+_KANA_ENDINGS = (
     "(?:すればいい|ればいい|ばいい|たらいい|すれば|れば|たら|ください|ましょう|ました|ません|します|しました|している|しない|されて|される|られる|ですか|でした"
     "|ます|です|する|して|した|たい|ない|れる|だ|か|ね|よ)$"
 )
@@ -282,7 +283,7 @@ def _kana_words(stretch: str, alone: bool) -> list[str]:
     least = 2 if alone else 3
     out = []
     for w in pieces:
-        w = _KANA_ENDINGS.sub("", w.strip(_KANA_PARTICLES))
+        w = re.sub(_KANA_ENDINGS, "", w.strip(_KANA_PARTICLES))
         if len(w) >= least and w not in _KANA_STOP_WORDS:
             out.append(w)
     return out
@@ -312,7 +313,7 @@ def _bigrams(part: str) -> list[str]:
 
 #: Particles and verb endings that follow a Korean word (점검표를, 배포하려면), longest first:
 #: stripped (twice at most: 배포하기도) while two syllables remain.
-_HANGUL_ENDINGS = re.compile(
+_HANGUL_ENDINGS = (
     "(?:" + "|".join(sorted(
         """
         에서는 에서도 에게서 으로는 으로도 까지는 부터는 이라고 이라는 하려면 하는데 했는데 합니다 합니까
@@ -339,10 +340,10 @@ def _hangul_terms(word: str) -> tuple[str, ...]:
     indexing the prefixes lets a shortened query word (점검) meet the whole
     noun (점검표) it begins.
     """
-    if _HANGUL_ENDINGS.fullmatch(word):
+    if re.fullmatch(_HANGUL_ENDINGS, word):
         return ()  # a particle written apart (Sentry 에서)
     for _ in range(2):
-        stripped = _HANGUL_ENDINGS.sub("", word)
+        stripped = re.sub(_HANGUL_ENDINGS, "", word)
         if stripped in _HANGUL_STOP_WORDS:
             return ()  # 뭐라고, 어디에서: a question word with its ending
         if stripped == word or len(stripped) < 2:
