@@ -62,6 +62,9 @@ def test_text_is_normalised_alike_for_indexing_and_querying():
     assert ranker.terms("ﾘﾘｰｽﾉｰﾄ") == ranker.terms("リリースノート")
     assert ranker.terms("ＳＥＬＥＣＴ　＊") == ["select"]
     assert ranker.terms("Ｓｅｎｔｒｙ") == ranker.terms("SENTRY") == ["sentri"]
+    # case folding beyond ASCII, and no camelCase split of a word that is not ASCII
+    assert ranker.terms("Straße STRASSE") == ["strass", "strass"]
+    assert ranker.terms("Überprüfung ÜBERPRÜFUNG") == ["überprüfung", "überprüfung"]
 
 
 def test_hiragana_words_are_kept():

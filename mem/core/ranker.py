@@ -393,14 +393,15 @@ def _token_units(tok: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if _is_hangul(tok[0]):
         found = _hangul_terms(tok)
         return (("hangul", found),) if found else ()
-    if tok.islower() or tok.isupper() or tok.isdigit():
+    if tok.islower() or tok.isupper() or tok.isdigit() or not tok.isascii():
+        # camelCase is split in ASCII only: Straße is one word (strass), not Stra + ße
         term = _latin_term(tok.lower() if tok.isascii() else tok.casefold())
         return (("latin", (term,)),) if term else ()
-    parts = [p.casefold() for p in re.findall(_CAMEL, tok)]
+    parts = [p.lower() for p in re.findall(_CAMEL, tok)]
     if len(parts) < 2 or any(len(p) < 2 for p in parts):
-        parts = [tok.casefold()]  # iOS, getX: not worth splitting
+        parts = [tok.lower()]  # iOS, getX: not worth splitting
     else:
-        parts = [tok.casefold(), *parts]  # PostgreSQL: postgresql, postgre, sql
+        parts = [tok.lower(), *parts]  # PostgreSQL: postgresql, postgre, sql
     found = tuple(t for t in map(_latin_term, parts) if t)
     return (("latin", found),) if found else ()
 
