@@ -159,7 +159,9 @@ def latency(rounds: int) -> dict:
     if not os.path.exists(zipapp):
         raise SystemExit("bench: dist/mem.pyz is missing; run `make zipapp` (make bench-recall does)")
     with tempfile.TemporaryDirectory(prefix="mem-bench-recall-") as tmp:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MEM_", "CLAUDE_", "ANTHROPIC_"))}
+        # PYTHONPATH would make the installed script import a source tree (uncompiled) instead of itself.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("MEM_", "CLAUDE_", "ANTHROPIC_")) and k != "PYTHONPATH"}
         env.update(HOME=os.path.join(tmp, "home"), MEM_STATE_DIR=os.path.join(tmp, "state"),
                    SHIV_ROOT=os.path.join(tmp, "shiv"))
         os.makedirs(env["HOME"])
