@@ -55,6 +55,46 @@ def test_japanese_pairs_within_kanji_and_katakana():
         ["io", "アプ", "プリ", "リリ", "リー", "ース", "日"]
 
 
+def test_text_is_normalised_alike_for_indexing_and_querying():
+    # full-width Latin and digits (typed from a CJK input method), half-width katakana, case
+    assert ranker.terms("ＤＯＣＫＥＲ ｃｏｍｐｏｓｅ ２０２６") == ranker.terms("docker compose 2026") == \
+        ["docker", "compos", "2026"]
+    assert ranker.terms("ﾘﾘｰｽﾉｰﾄ") == ranker.terms("リリースノート")
+    assert ranker.terms("ＳＥＬＥＣＴ　＊") == ["select"]
+    assert ranker.terms("Ｓｅｎｔｒｙ") == ranker.terms("SENTRY") == ["sentri"]
+    # case folding beyond ASCII, and no camelCase split of a word that is not ASCII
+    assert ranker.terms("Straße STRASSE") == ["strass", "strass"]
+    assert ranker.terms("Überprüfung ÜBERPRÜFUNG") == ["überprüfung", "überprüfung"]
+
+
+def test_hiragana_words_are_kept():
+    # hiragana-only text keeps its words; next to kanji only words of three or more count
+    assert ranker.terms("しけんのやりかた") == ["しけ", "けん", "やり", "りか", "かた"]
+    assert ranker.terms("スプリントのふりかえりのまとめを書いてください") == \
+        ["スプ", "プリ", "リン", "ント", "ふり", "りか", "かえ", "えり", "まと", "とめ", "書"]
+    # particles, inflection and question words are not terms
+    assert ranker.terms("いつにすればいい") == []
+
+
+def test_korean_words_lose_their_particles_and_keep_their_prefixes():
+    assert ranker.terms("운영 출시 점검표를 확인하려면") == ["운영", "출시", "점검표", "점검", "확인"]
+    # a particle written apart, a question word and a request are not terms
+    assert ranker.terms("Sentry 에서 어떻게 알려줘") == ["sentri"]
+    # a shortened compound meets the whole one
+    idx = _index([
+        ("release.md", "운영 출시 점검표", "운영 환경 출시 전에 확인하는 점검표", "롤백 계획"),
+        ("oncall.md", "당직", "야간 당직 순서", "전화"),
+    ])
+    assert [h.key for h in idx.rank("운영 점검 뭐 해야 돼?")] == ["release.md"]
+    assert idx.rank("내일 서울 날씨 어때?") == []
+
+
+def test_mixed_scripts_in_one_query():
+    assert ranker.terms("staging の deploy が migration timeout で失敗した") == \
+        ["stage", "deploy", "migrat", "timeout", "失敗"]
+    assert ranker.terms("이 PR 너무 커요, 1200 lines") == ["pr", "너무", "커요", "1200", "line"]
+
+
 def test_a_cjk_word_counts_as_its_length_over_two():
     q = ranker.query_terms("数据库")
     assert q.words == 1.5
@@ -126,20 +166,37 @@ def test_the_labelled_set_is_what_the_issue_asks_for():
     assert len(queries) >= 60
     assert sum(1 for q in queries if not q["relevant"]) >= 15
     names = {m.name for m in memories}
-    for q in queries:
+    paraphrases = json.loads((BENCH / "paraphrase.json").read_text(encoding="utf-8"))
+    for q in queries + paraphrases:
         assert set(q["relevant"]) <= names, q
-        assert q["split"] in ("tune", "heldout")
+    assert all(q["split"] in ("tune", "heldout") for q in queries)
 
 
-def test_offline_selector_meets_its_goals_and_beats_the_baseline():
+def test_every_script_has_its_slice_in_both_halves():
+    queries = json.loads((BENCH / "queries.json").read_text(encoding="utf-8"))
+    for lang in ("en", "zh", "ja", "ko", "mixed", "fullwidth"):
+        for split in ("tune", "heldout"):
+            mine = [q for q in queries if q["lang"] == lang and q["split"] == split]
+            assert sum(1 for q in mine if q["relevant"]) >= 4, (lang, split)
+            assert any(not q["relevant"] for q in mine), (lang, split)
+    assert sum(1 for q in queries if q["split"] == "heldout" and not q["relevant"]) >= 20
+
+
+def test_offline_selector_holds_its_level_and_beats_the_baseline():
+    # The issue's goals are judged on the held-out half by `make bench-recall` (bench/RESULTS.md);
+    # this keeps the level reached on the whole set from slipping.
     bench = _bench()
     q = bench.quality()
     o, b = q["offline"]["all"], q["baseline"]["all"]
     assert o["recall_at_5"] >= 0.90
-    assert o["top1"] >= 0.85
+    assert o["top1_precision"] >= 0.90
     assert o["false_surface"] <= 0.10
-    assert o["recall_at_5"] > b["recall_at_5"] and o["top1"] > b["top1"] + 0.2
+    assert o["recall_at_5"] > b["recall_at_5"] and o["top1_precision"] > b["top1_precision"] + 0.2
     assert o["false_surface"] < b["false_surface"]
+    for lang in ("zh", "ja", "ko", "fullwidth"):
+        whole = bench.evaluate(bench.offline_selector(str(BENCH / "memories")),
+                               [x for x in bench.load_queries() if x["lang"] == lang])
+        assert whole["recall_at_5"] >= 0.90, lang
 
 
 def test_the_index_cache_is_used_and_refreshed(tmp_path):
@@ -162,6 +219,24 @@ def test_the_index_cache_is_used_and_refreshed(tmp_path):
     (cache / recall.INDEX_CACHE).write_bytes(b"\x00garbage")
     idx = recall.offline_index(manifest.scan(str(root)), str(cache))
     assert [h.key for h in idx.rank("grafana latency dashboards")] == ["a.md"]
+
+
+def test_a_memory_is_matched_on_its_index_line_too(tmp_path):
+    root = tmp_path / "m"
+    root.mkdir()
+    (root / "overview.md").write_text("---\nname: overview\ndescription: Ledgerly, invoicing SaaS\ntype: project\n---\n\nx\n")
+    (root / "MEMORY.md").write_text("- [Project overview](overview.md) — what the product is built with: the tech stack\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    idx = recall.offline_index(manifest.scan(str(root)), str(cache))
+    assert [h.key for h in idx.rank("tech stack")] == ["overview.md"]
+    # the index line changes, the file does not: the cached terms of the line are refreshed
+    import os
+    (root / "MEMORY.md").write_text("- [Project overview](overview.md) — the product in one line\n")
+    os.utime(root / "MEMORY.md", (1_800_000_000, 1_800_000_000))
+    idx = recall.offline_index(manifest.scan(str(root)), str(cache))
+    assert idx.rank("tech stack") == []
+    assert [h.key for h in idx.rank("the product in one line")] == ["overview.md"]
 
 
 def test_a_small_directory_still_recalls():

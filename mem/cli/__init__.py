@@ -21,6 +21,7 @@ COMMANDS = {
     "scan": "mem.cli.scan:scan_cmd",
     "index": "mem.cli.index:index_cmd",
     "recall": "mem.cli.recall:recall_cmd",
+    "eval": "mem.cli.eval:eval_cmd",
     "prompt": "mem.cli.prompt:prompt_cmd",
     "context": "mem.cli.context:context_cmd",
     "extract": "mem.cli.extract:extract_cmd",

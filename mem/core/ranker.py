@@ -1,19 +1,30 @@
-"""The offline selector: a lexical ranker over memory files, English and CJK alike.
+"""The offline selector: a lexical ranker over memory files, in any script and width.
 
-BM25F over three fields of each topic file — its name (frontmatter ``name``
-and the file name), its description, its body — with the name and the
+BM25F over four fields of each topic file — its name (frontmatter ``name``
+and the file name), its description, its body and its line in MEMORY.md
+(title and hook, which often name it in other words) — with the name and the
 description weighted above the body, since they are written to say what the
-memory is for. Text becomes terms as follows:
+memory is for. Indexing and querying see text alike: NFKC first, so
+full-width Latin and digits typed from a CJK input method (ＤＯＣＫＥＲ) and
+half-width katakana meet their ordinary forms, then case folding. Then terms,
+by script:
 
-* Latin-script words are lower-cased, split at camelCase and digit
+* Latin-script words are case-folded, split at camelCase and digit
   boundaries (the whole word is kept too), stop words dropped, and reduced
   by the Porter stemmer, so ``deploying``, ``deploys`` and ``deployment``
   meet at ``deploy``.
 * Chinese and Japanese have no spaces: runs of Han, kana and CJK characters
   become overlapping character bigrams (``数据仓库`` → 数据 据仓 仓库). Bigrams
   made of grammatical particles, or of a function word, carry nothing and are
-  dropped; in Japanese, hiragana (mostly inflection and particles) is split
-  from kanji and katakana before pairing.
+  dropped; in Japanese, pairs never cross a change of script, and hiragana
+  (mostly inflection and particles next to kanji) keeps only its words of
+  three characters or more (やりかた), or of two in text written in hiragana
+  alone (しけんのやりかた).
+* Korean words lose their particles and endings (점검표를 → 점검표) and are
+  indexed with their prefixes of two syllables or more, so a shortened
+  compound (운영 점검) meets the whole noun (운영 출시 점검표).
+
+One text may mix all of these; each run of a script is cut its own way.
 
 A score is comparable across memory directories of any size: each query term
 contributes ``idf(t) / idf_max`` times a saturated field-weighted term
@@ -39,7 +50,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 K1 = 1.2
 #: field: (weight, length normalisation b)
-FIELDS = {"name": (2.0, 0.3), "description": (3.0, 0.5), "body": (1.0, 0.75)}
+FIELDS = {"name": (2.0, 0.3), "description": (3.0, 0.5), "body": (1.0, 0.75), "index": (1.0, 0.3)}
 #: A memory needs at least this much evidence (in idf_max units) to be selected.
 MIN_SCORE = 0.6
 #: ... and at least this share of the best memory's score.
@@ -50,7 +61,7 @@ MIN_SINGLE = 1.0
 #: directory of three, every word would look common and nothing would ever clear the threshold.
 MIN_DOCS = 50
 #: Bump when the terms a text gives change: cached indexes of older versions are rebuilt.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 #: Bodies are indexed up to this many characters (what surfacing could show, and some).
 BODY_CHARS = 8192
 
@@ -212,11 +223,12 @@ _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _HIRAGANA = "\u3041-\u309f"
 _KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f"
 _CJK = _HAN + _HIRAGANA + _KATAKANA
+_HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
 
 # Words: runs of letters and digits. A word with CJK characters in it is split again (lazily:
 # the pattern with the CJK ranges takes a while to compile, and most memories need none of it).
 _WORD = re.compile(r"[^\W_]+")
-_CJK_SPLIT = rf"[{_CJK}]+|[^{_CJK}]+"
+_SCRIPT_SPLIT = rf"[{_CJK}]+|[{_HANGUL}]+|[^{_CJK}{_HANGUL}]+"
 _CAMEL = r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+|[^\W\d_]+"
 _HAS_KANA = rf"[{_HIRAGANA}{_KATAKANA}]"
 
@@ -236,13 +248,60 @@ _CJK_STOP_SPLIT = (
     + "|[" + "".join(sorted(_CJK_PARTICLES)) + "]"
 )
 _SCRIPT_RUN = rf"[{_HIRAGANA}]+|[{_KATAKANA}]+|[^{_HIRAGANA}{_KATAKANA}]+"
+#: Japanese particles: a hiragana stretch is cut at them into words.
+_KANA_PARTICLES = "のをはがにでとへも"
+#: Inflections and auxiliaries that end a hiragana stretch (書いてください, 確認しました). Patterns
+#: here are strings, compiled (and cached by re) when text in their script first comes.
+_KANA_ENDINGS = (
+    "(?:すればいい|ればいい|ばいい|たらいい|すれば|れば|たら|ください|ましょう|ました|ません|します|しました|している|しない|されて|される|られる|ですか|でした"
+    "|ます|です|する|して|した|たい|ない|れる|だ|か|ね|よ)$"
+)
+
+#: Hiragana words that say nothing about a memory's subject.
+_KANA_STOP_WORDS = frozenset(
+    "いつ どこ なに なん どう どの どれ だれ いい よい これ それ あれ この その あの ここ そこ ため こと もの"
+    " よう とき ところ ちょっと おねがい".split()
+)
+
+
+def _kana_words(stretch: str, alone: bool) -> list[str]:
+    """The words of a hiragana stretch worth pairing.
+
+    A stretch is cut at a particle only where two characters or more stand on
+    each side (しけん|の|やりかた, but まとめ stays whole), and loses its
+    inflection (書い|てください). Next to kanji, hiragana is mostly inflection
+    and particles, so only words of three characters or more count there
+    (やりかた, ふりかえり); text written in hiragana alone keeps its
+    two-character words too.
+    """
+    pieces, begin = [], 0
+    for i, c in enumerate(stretch):
+        if c in _KANA_PARTICLES and i - begin >= 2 and len(stretch) - i - 1 >= 2:
+            pieces.append(stretch[begin:i])
+            begin = i + 1
+    pieces.append(stretch[begin:])
+    least = 2 if alone else 3
+    out = []
+    for w in pieces:
+        w = re.sub(_KANA_ENDINGS, "", w.strip(_KANA_PARTICLES))
+        if len(w) >= least and w not in _KANA_STOP_WORDS:
+            out.append(w)
+    return out
 
 
 def _cjk_parts(run: str) -> list[str]:
     """The stretches of a CJK run that carry meaning, to be cut into bigrams."""
     if re.search(_HAS_KANA, run):
-        # Japanese: hiragana is inflection and particles; pair within katakana or kanji stretches.
-        return [p for p in re.findall(_SCRIPT_RUN, run) if not ("\u3041" <= p[0] <= "\u309f")]
+        # Japanese: pair within katakana, kanji and hiragana stretches, never across a script change.
+        stretches = re.findall(_SCRIPT_RUN, run)
+        alone = len(stretches) == 1
+        out = []
+        for p in stretches:
+            if "\u3041" <= p[0] <= "\u309f":
+                out.extend(_kana_words(p, alone))
+            else:
+                out.append(p)
+        return out
     return [p for p in re.split(_CJK_STOP_SPLIT, run) if p]
 
 
@@ -250,11 +309,58 @@ def _bigrams(part: str) -> list[str]:
     return [part] if len(part) == 1 else [part[i:i + 2] for i in range(len(part) - 1)]
 
 
+# --- Korean ----------------------------------------------------------------
+
+#: Particles and verb endings that follow a Korean word (점검표를, 배포하려면), longest first:
+#: stripped (twice at most: 배포하기도) while two syllables remain.
+_HANGUL_ENDINGS = (
+    "(?:" + "|".join(sorted(
+        """
+        에서는 에서도 에게서 으로는 으로도 까지는 부터는 이라고 이라는 하려면 하는데 했는데 합니다 합니까
+        했어요 했나요 하나요 되나요 할까요 해야 해요 해서 하고 하는 하면 하기 하지 했다 했나 할까 하다
+        되는 되면 되나 돼요 됐어 되어 된 할 한 해 에서 에게 한테 으로 부터 까지 보다 처럼 마다 이나 이랑
+        라고 라는 나요 까요 은 는 이 가 을 를 에 의 와 과 로 도 만 랑 요
+        """.split(), key=len, reverse=True)) + ")$"
+)
+#: Korean words that say nothing about a memory's subject (after their endings are stripped).
+_HANGUL_STOP_WORDS = frozenset(
+    """
+    어떻게 어떤 무엇 뭐 뭘 어디 어디서 언제 왜 누구 이거 그거 저거 이것 그것 저것 여기 거기 우리 저희 제가
+    내가 좀 더 그리고 그런데 하지만 그래서 또 및 등 것 수 때 잘 다 있 없 있어 없어 있나 있는 없는 있을
+    주세요 줘 알려줘 알려주세요 알려 해줘 해주세요 부탁 이번 지금 오늘 같은 다른 모든 이런 그런 하나 되나
+    이 그 저 나 너 제 내 어떻게든 방법 법 뭔가 정도 건가 건지
+    """.split()
+)
+
+
+def _hangul_terms(word: str) -> tuple[str, ...]:
+    """A Korean word's stem and, for a compound, the stem's prefixes of two syllables or more.
+
+    Korean compounds are written with or without spaces (운영 점검표, 운영점검표);
+    indexing the prefixes lets a shortened query word (점검) meet the whole
+    noun (점검표) it begins.
+    """
+    if re.fullmatch(_HANGUL_ENDINGS, word):
+        return ()  # a particle written apart (Sentry 에서)
+    for _ in range(2):
+        stripped = re.sub(_HANGUL_ENDINGS, "", word)
+        if stripped in _HANGUL_STOP_WORDS:
+            return ()  # 뭐라고, 어디에서: a question word with its ending
+        if stripped == word or len(stripped) < 2:
+            break
+        word = stripped
+    if word in _HANGUL_STOP_WORDS:
+        return ()
+    return (word, *(word[:k] for k in range(len(word) - 1, 1, -1)))
+
+
+# --- Latin -----------------------------------------------------------------
+
 _stem_cache: dict[str, str | None] = {}
 
 
 def _latin_term(word: str) -> str | None:
-    """A lower-cased word → its term, or None for a stop word (cached: the same words recur)."""
+    """A case-folded word → its term, or None for a stop word (cached: the same words recur)."""
     cached = _stem_cache.get(word, "")
     if cached != "":
         return cached
@@ -276,12 +382,20 @@ def _is_cjk(c: str) -> bool:
             or "\uff66" <= c <= "\uff9f" or "\u31f0" <= c <= "\u31ff" or c >= "\U00020000")
 
 
+def _is_hangul(c: str) -> bool:
+    return "\uac00" <= c <= "\ud7af" or "\u1100" <= c <= "\u11ff" or "\u3130" <= c <= "\u318f"
+
+
 def _token_units(tok: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The words of one token as ("latin", terms) or ("cjk", bigrams of one stretch)."""
+    """The words of one token as ("latin", terms), ("hangul", terms) or ("cjk", bigrams of one stretch)."""
     if _is_cjk(tok[0]):
         return tuple(("cjk", tuple(_bigrams(part))) for part in _cjk_parts(tok))
-    if tok.islower() or tok.isupper() or tok.isdigit():
-        term = _latin_term(tok.lower())
+    if _is_hangul(tok[0]):
+        found = _hangul_terms(tok)
+        return (("hangul", found),) if found else ()
+    if tok.islower() or tok.isupper() or tok.isdigit() or not tok.isascii():
+        # camelCase is split in ASCII only: Straße is one word (strass), not Stra + ße
+        term = _latin_term(tok.lower() if tok.isascii() else tok.casefold())
         return (("latin", (term,)),) if term else ()
     parts = [p.lower() for p in re.findall(_CAMEL, tok)]
     if len(parts) < 2 or any(len(p) < 2 for p in parts):
@@ -295,16 +409,26 @@ def _token_units(tok: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
 _token_cache: dict[str, tuple[str, ...]] = {}
 
 
-def _tokens(text: str) -> list[str]:
-    words = _WORD.findall(text)
+def normalise(text: str) -> str:
+    """Text as indexing and querying both see it: NFKC, so full-width Latin and digits (ＤＯＣＫＥＲ),
+    half-width katakana and compatibility characters meet their ordinary forms. Case is folded
+    per word, after camelCase is split."""
     if text.isascii():
-        return words
+        return text
+    import unicodedata  # a built-in module: cheap, and ASCII text never needs it
+
+    return unicodedata.normalize("NFKC", text)
+
+
+def _tokens(text: str) -> list[str]:
+    if text.isascii():
+        return _WORD.findall(text)
     out: list[str] = []
-    for w in words:
+    for w in _WORD.findall(normalise(text)):
         if w.isascii():
             out.append(w)
         else:
-            out.extend(re.findall(_CJK_SPLIT, w))
+            out.extend(re.findall(_SCRIPT_SPLIT, w))
     return out
 
 
@@ -348,7 +472,7 @@ class Query:
 
 
 def _unit_words(kind: str, ts: tuple[str, ...], matched: set[str]) -> float:
-    if kind == "latin" or len(ts) == 1:
+    if kind != "cjk" or len(ts) == 1:
         return 1.0 if any(t in matched for t in ts) else 0.0
     covered: set[int] = set()
     for i, t in enumerate(ts):
@@ -361,8 +485,8 @@ def query_terms(text: str) -> Query:
     weights: dict[str, float] = {}
     units = list(_units(text))
     for kind, ts in units:
-        if kind == "latin":
-            w = 1.0 / len(ts)  # a camelCase word is one word, however it is split
+        if kind != "cjk":
+            w = 1.0 / len(ts)  # a camelCase word or a Korean compound is one word, however it is split
         else:
             n = len(ts) + 1 if len(ts) > 1 else 1
             # Overlapping bigrams are not independent evidence: 数据库 is one and a half words, not two.
@@ -418,17 +542,20 @@ class Hit:
         return f"Hit({self.key!r}, {self.score:.3f}, {self.matched!r}, {self.coverage:g})"
 
 
-def _counts(text: str) -> tuple[dict[str, int], int]:
+def count_terms(text: str) -> tuple[dict[str, int], int]:
+    """A field's term counts and length."""
     from collections import Counter
 
     found = terms(text)
     return dict(Counter(found)), len(found)
 
 
-def make_doc(key: str, name: str, description: str, body: str) -> Doc:
+def make_doc(key: str, name: str, description: str, body: str, index_line: str = "") -> Doc:
+    """``index_line``: the memory's line in MEMORY.md (its title and hook), which names it in other words."""
     fields, lengths = {}, {}
-    for field, text in (("name", name), ("description", description), ("body", body[:BODY_CHARS])):
-        fields[field], lengths[field] = _counts(text)
+    for field, text in (("name", name), ("description", description), ("body", body[:BODY_CHARS]),
+                        ("index", index_line)):
+        fields[field], lengths[field] = count_terms(text)
     return Doc(key, fields, lengths)
 
 

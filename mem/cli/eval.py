@@ -1,0 +1,120 @@
+"""mem eval: how well recall does on your own memories."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from mem import render
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.core.errors import ExitCode, UsageError
+
+
+@click.command("eval")
+@click.argument("cases_file", required=False, metavar="[CASES]")
+@click.option("--from-transcripts", "transcripts", is_flag=False, flag_value="", default=None, metavar="[PATH]",
+              help="Build the cases from the project's sessions (or the transcript or directory PATH): each "
+                   "prompt, and the memory files the agent then read or was shown.")
+@click.option("--print-cases", is_flag=True, help="Print the cases as JSON Lines and stop (to keep or edit them).")
+@click.option("--offline", is_flag=True, help="Run the offline ranker only; never call a model.")
+@click.option("--model", metavar="NAME", help="The selector model (as for mem recall).")
+@click.option("--timeout", type=float, default=5.0, show_default=True, metavar="SECONDS",
+              help="Give up on the model after this long (that case falls back to the offline ranker).")
+@memory_dir_options
+@format_options
+@click.pass_context
+def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None, print_cases: bool, offline: bool,
+             model: str | None, timeout: float, where: dict, fmt: str) -> None:
+    """Measure recall on your memories: Recall@5, top-1 and no-result precision, latency.
+
+    CASES is a JSON Lines file (or - for stdin) of {"query": ..., "relevant":
+    [relpaths]}; an empty list means nothing should surface. Each selector —
+    the offline ranker, and with an API key the model, as mem recall runs it
+    — answers every case. --from-transcripts needs no labels: it takes the
+    prompts of the project's sessions and the memory files the agent read or
+    was shown after each. Exit status 1 means there was no case to run.
+
+    \b
+    Example:
+      mem eval cases.jsonl
+      mem eval --from-transcripts --offline
+      mem eval --from-transcripts --print-cases > cases.jsonl
+    """
+    from mem.cli import debug_enabled
+    from mem.core import evaluate
+    from mem.core.memdir import manifest
+
+    if (cases_file is None) == (transcripts is None):
+        raise UsageError("give a CASES file (or -) or --from-transcripts, one of the two")
+    if timeout <= 0:
+        raise UsageError("--timeout must be more than 0 seconds")
+    resolution = resolve_dir(where)
+    root = resolution.memory_dir
+    known = [h.relpath for h in manifest.scan(root)] if os.path.isdir(root) else []
+
+    if cases_file is not None:
+        cases = evaluate.load_cases(*_read_cases(cases_file))
+    else:
+        source = transcripts or resolution.transcripts_dir
+        if not source or not os.path.exists(source):
+            render.info(f"no transcripts at {source}")
+            ctx.exit(ExitCode.NOT_FOUND)
+        cases = evaluate.cases_from_transcripts(evaluate.transcript_files(source), root, known)
+    if print_cases:
+        render.out_jsonl(c.as_dict() for c in cases)
+        if not cases:
+            ctx.exit(ExitCode.NOT_FOUND)
+        return
+    if not cases:
+        render.info("no cases to run" + (" (no prompt was followed by a memory file read or shown)"
+                                         if transcripts is not None else ""))
+        ctx.exit(ExitCode.NOT_FOUND)
+    unknown = evaluate.unknown_files(cases, known)
+    if unknown:
+        render.warn(f"not memories of {root}: {', '.join(unknown[:5])}{' …' if len(unknown) > 5 else ''}")
+
+    selectors = ["offline"]
+    if not offline:
+        from mem.core.jobs import llm
+
+        if llm.has_credentials():
+            selectors.append("model")
+        else:
+            render.info("no API key: the model selector is left out (set ANTHROPIC_API_KEY)")
+    reports = [evaluate.run(root, cases, s, model=model, timeout=timeout, debug=debug_enabled()) for s in selectors]
+    if fmt != "text":
+        render.out_record({"memory_dir": root, "cases": len(cases), "selectors": reports}, fmt)
+        return
+    render.out(_table(reports))
+    for r in reports:
+        for m in r["misses"]:
+            want = ", ".join(m["missing"]) or "nothing"
+            render.out(f"{r['selector']}: {m['query']!r}: wanted {want}; got {', '.join(m['selected']) or 'nothing'}")
+
+
+def _table(reports: list[dict]) -> str:
+    def num(x) -> str:
+        return "—" if x is None else f"{x:.2f}"
+
+    rows = [("selector", "cases", "Recall@5", "top-1", "no-result", "median ms", "served by")]
+    for r in reports:
+        rows.append((r["selector"], f"{r['with_relevant']}+{r['without_relevant']}", num(r["recall_at_5"]),
+                     num(r["top1_precision"]), num(r["no_result_precision"]), f"{r['median_ms']:.1f}",
+                     ", ".join(f"{k} {v}" for k, v in sorted(r["paths"].items()))))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def _read_cases(name: str) -> tuple[list[str], str]:
+    if name == "-":
+        return sys.stdin.read().splitlines(), "<stdin>"
+    try:
+        with open(name, encoding="utf-8") as fh:
+            return fh.read().splitlines(), name
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{name} is not UTF-8 text") from None
+
