@@ -70,6 +70,7 @@ def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str 
 
 
 def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False) -> UpdateResult:
+    from mem.core.guards.secrets import redact
     from mem.core.jobs import llm
     from mem.core.jobs.agent import ToolBox, WritePolicy, run_agent
     from mem.core.transcripts import render_for_model
@@ -88,8 +89,10 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
                       policy=WritePolicy(only=(name,), suffixes=(), require_frontmatter=False, exclude=()),
                       tools=("edit",))
     toolbox.note_seen(name)
-    prompt = build_prompt(path, before, render_for_model(transcript.messages, max_chars=MAX_TRANSCRIPT_CHARS),
-                          session.custom_prompt())
+    # Secrets never reach the model, as in extract: not from the conversation, nor from the notes (an
+    # edit whose old text holds a redacted secret then matches nothing and is refused, the line kept).
+    conversation = redact(render_for_model(transcript.messages, max_chars=MAX_TRANSCRIPT_CHARS))
+    prompt = build_prompt(path, redact(before), conversation, session.custom_prompt())
     outcome = run_agent(the_model, system=SYSTEM, messages=prompt, toolbox=toolbox, max_turns=MAX_TURNS,
                         deadline_s=DEADLINE_S, max_tokens=the_model.config.max_tokens, retries=RETRIES)
     with open(path, encoding="utf-8") as fh:
