@@ -186,8 +186,8 @@ _TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
      r"""\b(eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{16,})(?![A-Za-z0-9_-])""",
      ("eyJ",)),
     ("url-password", False,
-     # scheme://user:password@host
-     r"""://[^\s:/?#@"'\x60<>]{0,100}:([^\s/?#@"'\x60<>]{1,200})@(?=[A-Za-z0-9\[])""",
+     # scheme://user:password@host (a password under 4 characters is a documentation example)
+     r"""://[^\s:/?#@"'\x60<>]{0,100}:([^\s/?#@"'\x60<>]{4,200})@(?=[A-Za-z0-9\[])""",
      ("@",)),
     ("azure-storage-account-key", False,
      r"""(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{40,100}={0,2})(?![A-Za-z0-9+/=])""",
@@ -203,7 +203,7 @@ _TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
      r"""(?:[ \t]+(?:is|was)(?:[ \t]*:)?|[ \t]*(?::=|[:=]))[ \t]*["'\x60]?"""
      r"""(?![A-Za-z_]\w*(?:\.\w+)+(?:[\s"'\x60,;]|$))"""
      r"""(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[A-Za-z])(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[0-9!#\x24%^&*+=?~@])"""
-     r"""([^\s"'\x60()\[\]{}<>,;]{5,127}[^\s"'\x60()\[\]{}<>,;.:])(?=[\s"'\x60,;.]|$)""",
+     r"""([^\s"'\x60()\[\]{}<>,;]{5,127}[^\s"'\x60()\[\]{}<>,;.:])(?=[\s"'\x60,;]|\.(?:\s|$)|$)""",
      ("passw", "Passw", "PASSW", "passphrase", "Passphrase", "PASSPHRASE")),
 )
 
@@ -211,7 +211,7 @@ _TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
 #: template variable (``<password>``, ``${DB_PASS}``, ``$DB_PASS``, ``{password}``,
 #: ``%(password)s``), a well-known default, a redaction (``[REDACTED]``).
 _PLACEHOLDER = (
-    r"(?i)^(?:(?:your|my|the|db|some|new|old)?[_-]?(?:pass(?:word|wd)?|pwd|secret)|changeme|changeit|example"
+    r"(?i)^(?:(?:your|my|the|db|some|new|old)?[_-]?(?:pass(?:word|wd)?|pwd|secret)\d{0,4}|changeme|changeit|example"
     r"|test|root|admin|postgres|guest|user|username|foo|bar|foobar|1password|x+|\*+|\.{3,}|<[^>]*>"
     r"|\[[^\]]*\]|\$\{[^}]*\}|\$[A-Za-z_]\w*|\{\{?[^}]*\}\}?|%s|%\(\w+\)s)$"
 )
