@@ -25,16 +25,13 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures", "secrets-bench"))
 REFERENCE_RULES = 36
 
 
-def evaluate() -> dict:
-    from secrets_bench import cases
-
+def evaluate(all_cases) -> dict:
     from mem.core.guards import secrets
 
     reference = secrets.RULES[:REFERENCE_RULES]
     kinds: dict[str, dict] = defaultdict(lambda: {"secrets": 0, "caught": 0, "missed": 0, "ref_caught": 0,
                                                    "lookalikes": 0, "fp": 0, "ref_fp": 0})
     missed, false_positives = [], []
-    all_cases = cases()
     for case in all_cases:
         row = kinds[case.kind]
         flagged = secrets.scan(case.text)
@@ -57,43 +54,59 @@ def evaluate() -> dict:
     return {"kinds": dict(kinds), "missed": missed, "false_positives": false_positives}
 
 
-def main(argv: list[str]) -> int:
-    result = evaluate()
+def table(result: dict) -> list[str]:
     kinds = result["kinds"]
     total = {key: sum(row[key] for row in kinds.values()) for key in next(iter(kinds.values()))}
-    n_kinds = sum(1 for row in kinds.values() if row["secrets"])
+
+    def cell(r: dict, key: str, of: str) -> str:
+        return f"{r[key]}" if r[of] else "–"
 
     def row(name: str, r: dict) -> str:
-        secrets_cell = f"{r['secrets']}" if r["secrets"] else "–"
-        caught = f"{r['caught']}" if r["secrets"] else "–"
-        missed = f"{r['missed']}" if r["secrets"] else "–"
-        ref = f"{r['ref_caught']}" if r["secrets"] else "–"
-        looks = f"{r['lookalikes']}" if r["lookalikes"] else "–"
-        fp = f"{r['fp']}" if r["lookalikes"] else "–"
-        ref_fp = f"{r['ref_fp']}" if r["lookalikes"] else "–"
-        return f"| {name} | {secrets_cell} | {caught} | {missed} | {ref} | {looks} | {fp} | {ref_fp} |"
+        return (f"| {name} | {cell(r, 'secrets', 'secrets')} | {cell(r, 'caught', 'secrets')} | "
+                f"{cell(r, 'missed', 'secrets')} | {cell(r, 'ref_caught', 'secrets')} | "
+                f"{cell(r, 'lookalikes', 'lookalikes')} | {cell(r, 'fp', 'lookalikes')} | {cell(r, 'ref_fp', 'lookalikes')} |")
 
-    lines = [
-        "## Secret detection (`make bench-secrets`, bench/secrets.py)",
-        "",
-        f"Written by bench/secrets.py from the labelled set in tests/fixtures/secrets-bench/ (fake secrets "
-        f"generated from a fixed seed): {total['secrets']} secrets of {n_kinds} kinds and "
-        f"{total['lookalikes']} lookalikes (documented example keys, placeholders, UUIDs, git SHAs, base64 of "
-        "prose). Caught: flagged, and `redact` leaves none of the secret. \"36 rules\": the reference's rules "
-        "alone, as the first version ran them.",
-        "",
+    return [
         "| kind | secrets | caught | missed | flagged by the 36 rules | lookalikes | false positives | "
         "false positives of the 36 rules |",
         "|---|---|---|---|---|---|---|---|",
         *(row(f"`{name}`", kinds[name]) for name in sorted(kinds)),
         row("**all**", total),
         "",
-        f"Missed: {', '.join(f'{c.kind} ({c.text[:30]!r}…)' for c in result['missed']) or 'none'}. "
-        f"False positives: {', '.join(f'{c.kind} by {ids}' for c, ids in result['false_positives']) or 'none'}.",
+        # The secret itself is never printed, fake as it is: its place is marked.
+        f"Missed: {', '.join(repr(' '.join(c.text.replace(c.secret, 'SECRET').split())[:60]) for c in result['missed']) or 'none'}. "
+        f"False positives: {', '.join(f'{c.text[:40]!r} by {ids}' for c, ids in result['false_positives']) or 'none'}.",
+    ]
+
+
+def main(argv: list[str]) -> int:
+    from secrets_bench import cases, holdout
+
+    labelled = evaluate(cases())
+    held = evaluate(holdout())
+    count = {key: sum(row[key] for row in labelled["kinds"].values()) for key in ("secrets", "lookalikes", "missed", "fp")}
+    n_kinds = sum(1 for row in labelled["kinds"].values() if row["secrets"])
+    lines = [
+        "## Secret detection (`make bench-secrets`, bench/secrets.py)",
         "",
-        "The set was written with the rules, so it shows what they are meant to catch and leave alone, not "
-        "how they do on secrets nobody thought of: a password given without a verb or a key name, a "
-        "passphrase of plain words, a secret split across lines all go through.",
+        f"Written by bench/secrets.py from tests/fixtures/secrets-bench/ (fake secrets generated from a fixed "
+        f"seed). The labelled set: {count['secrets']} secrets of {n_kinds} kinds and {count['lookalikes']} "
+        "lookalikes (documented example keys, placeholders, UUIDs, git SHAs, base64 of prose). Caught: "
+        "flagged, and `redact` leaves none of the secret. \"36 rules\": the reference's rules alone, as the "
+        "first version ran them.",
+        "",
+        *table(labelled),
+        "",
+        "### Held out: written after the rules were frozen, not used to change them",
+        "",
+        *table(held),
+        "",
+        "Read the held-out figures as the honest ones. The rules catch the phrasings they were written for "
+        "and their near variants; they miss a password given without a verb or a key name (`pw:`, "
+        "`admin / ...`, `-pSECRET`, `set the password to`), other languages, an AWS secret key after an "
+        "unlisted name (`secret_key`, `--secret-access-key`) or after a space instead of `=` or `:`, and "
+        "kinds no rule knows (an Azure SAS signature). A private key split across lines of a search "
+        "result is not recognisable either.",
         "",
     ]
     text = "\n".join(lines)
@@ -102,7 +115,7 @@ def main(argv: list[str]) -> int:
 
         write_section("secrets", text)
     sys.stdout.write(text)
-    return 0 if total["missed"] == 0 and total["fp"] == 0 else 1
+    return 0 if count["missed"] == 0 and count["fp"] == 0 else 1
 
 
 if __name__ == "__main__":

@@ -26,9 +26,9 @@ from mem.core.guards.secrets import SecretFinding, first_secret, redact, rule_la
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(FIXTURES / "secrets-bench"))
-from secrets_bench import cases  # noqa: E402 - the labelled set, generated
+from secrets_bench import cases, holdout  # noqa: E402 - the labelled set, generated
 
-BENCH_TEXTS = [case.text for case in cases()]
+BENCH_TEXTS = [case.text for case in cases() + holdout()]
 
 UPPER = string.ascii_uppercase
 LOWER = string.ascii_lowercase
