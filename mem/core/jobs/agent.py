@@ -808,7 +808,8 @@ def _transcript_excerpt(line) -> str:
     """A transcript match as search_transcripts shows it: where it was said, and the words around it.
 
     Secrets are redacted from the whole line before it is cut, as extract redacts the conversation
-    it sends, so no secret (nor half of one at the cut) reaches the model.
+    it sends, so a secret the scanner recognises in the line never reaches the model, nor half of
+    one at the cut. (A line of a private key's body, alone, is not recognisable as one.)
     """
     from mem.core.guards.secrets import redact
 
