@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract bench-verify clean
+.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets clean
 
 all: test
 
@@ -54,7 +54,7 @@ docs: $(STAMP)
 
 man completions: docs
 
-## bench: start-up and scale benchmarks, grep speed and lint accuracy, written to bench/RESULTS.md
+## bench: start-up and scale benchmarks, grep speed, lint and secret-detection accuracy, written to bench/RESULTS.md
 # Every benchmark runs even when an earlier one misses its goal; the status says whether any did.
 bench: $(STAMP) zipapp
 	@status=0; \
@@ -63,6 +63,7 @@ bench: $(STAMP) zipapp
 	$(BIN)/python bench/run.py || status=1; \
 	$(BIN)/python bench/history.py || status=1; \
 	$(BIN)/python bench/extract_coverage.py || status=1; \
+	$(BIN)/python bench/secrets.py || status=1; \
 	exit $$status
 
 ## bench-recall: recall quality on the labelled set and recall latency, into bench/RESULTS.md
@@ -88,6 +89,10 @@ bench-extract: $(STAMP)
 ## bench-verify: mem verify precision and recall on the labelled claims, and its speed on 200 memories in a 10,000-file repository, into bench/RESULTS.md
 bench-verify: $(STAMP)
 	$(BIN)/python bench/verify.py
+
+## bench-secrets: secrets caught, missed and false positives per kind on the labelled set, into bench/RESULTS.md
+bench-secrets: $(STAMP)
+	$(BIN)/python bench/secrets.py
 
 ## bench-lint: mem lint precision and recall on the labelled memories, into bench/RESULTS.md
 bench-lint: $(STAMP)

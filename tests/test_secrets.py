@@ -1,4 +1,7 @@
-"""The secret gate (reference §8.6): 36 ported gitleaks rules.
+"""The secret gate (reference §8.6): 36 ported gitleaks rules, then ours.
+
+The labelled set of tests/fixtures/secrets-bench holds the cases of our rules
+(tests/test_secrets_bench.py); its texts join the properties checked here.
 
 Every secret here is generated at test time from pieces, so this file holds
 nothing a secret scanner would flag (``test_own_sources_are_clean``).
@@ -22,6 +25,10 @@ from mem.core.guards.secrets import SecretFinding, first_secret, redact, rule_la
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
+sys.path.insert(0, str(FIXTURES / "secrets-bench"))
+from secrets_bench import cases, holdout  # noqa: E402 - the labelled set, generated
+
+BENCH_TEXTS = [case.text for case in cases() + holdout()]
 
 UPPER = string.ascii_uppercase
 LOWER = string.ascii_lowercase
@@ -74,6 +81,17 @@ RULE_IDS = [
     "shopify-shared-secret",
     "private-key",
 ]
+#: Ours, after the reference's 36 (issue 21).
+OUR_IDS = [
+    "aws-secret-access-key",
+    "slack-webhook-url",
+    "jwt",
+    "url-password",
+    "azure-storage-account-key",
+    "telegram-bot-token",
+    "password-statement",
+]
+ALL_IDS = RULE_IDS + OUR_IDS
 
 
 def ids(text: str) -> list[str]:
@@ -323,9 +341,15 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE
 # -- the rule table ---------------------------------------------------------
 
 
-def test_rules_are_the_36_in_reference_order():
-    assert [rule.id for rule in secrets.RULES] == RULE_IDS
+def test_rules_are_the_36_in_reference_order_then_ours():
+    assert [rule.id for rule in secrets.RULES] == ALL_IDS
     assert len(set(RULE_IDS)) == 36
+    assert len(set(ALL_IDS)) == len(ALL_IDS)
+
+
+def test_only_our_rules_and_aws_carry_an_allowlist():
+    allowed = {rule.id for rule in secrets.RULES if rule.allow is not None}
+    assert allowed == {"aws-access-token"} | set(OUR_IDS) - {"telegram-bot-token"}
 
 
 def test_rules_compile_ascii_and_ignore_case_only_where_the_table_says():
@@ -412,7 +436,7 @@ def matches(pattern: re.Pattern, text: str) -> list:
 
 def test_hoisted_boundary_matches_like_the_plain_port():
     hoisted = [i for i, rule in enumerate(secrets.RULES) if rule.pattern.pattern != plain_port(i).pattern]
-    assert len(hoisted) == 16
+    assert len(hoisted) == 17
     for text in all_test_texts():
         for index in hoisted:
             assert matches(secrets.RULES[index].pattern, text) == matches(plain_port(index), text)
@@ -626,13 +650,11 @@ def all_test_texts() -> list[str]:
     texts += [text for _, text in NEAR_MISSES]
     texts += BENIGN
     texts.append("\n".join(secret for _, secret in POSITIVES))
-    return texts
+    return texts + BENCH_TEXTS
 
 
 def redact_unfiltered(text: str) -> str:
-    for rule in secrets.RULES:
-        text = rule.pattern.sub(secrets._redact_match, text)
-    return text
+    return secrets._redact(text, prefilter=False)
 
 
 def test_prefilter_never_changes_results():
@@ -654,7 +676,7 @@ def candidate_ids(text: str) -> set[str]:
 
 def test_every_keyword_opens_its_gate():
     for index, keyword, ignore_case in KEYWORDS:
-        rule_id = RULE_IDS[index]
+        rule_id = ALL_IDS[index]
         variants = {keyword, keyword.upper(), keyword.title()} if ignore_case else {keyword}
         for variant in variants:
             for text in (variant, f"x {variant} y", f"__--..{variant}__--.."):
@@ -668,12 +690,12 @@ def test_overlapping_keywords_open_both_gates():
     for i, a, _ in KEYWORDS:
         for j, b, _ in KEYWORDS:
             if b in a:
-                assert RULE_IDS[j] in candidate_ids(a), (a, b)
+                assert ALL_IDS[j] in candidate_ids(a), (a, b)
             for cut in range(min(len(a), len(b))):
                 if cut and not a.endswith(b[:cut]):
                     continue
                 found = candidate_ids(a + b[cut:])
-                assert {RULE_IDS[i], RULE_IDS[j]} <= found, (a, b, cut)
+                assert {ALL_IDS[i], ALL_IDS[j]} <= found, (a, b, cut)
                 checked += 1
     assert checked > len(KEYWORDS) ** 2
 
@@ -684,6 +706,11 @@ def test_every_match_contains_a_keyword():
         match = secrets.RULES[RULE_IDS.index(rule_id)].pattern.search(secret).group(0)
         haystack = match.lower() if ignore_case else match
         assert any(k in haystack for k in keywords), rule_id
+    for text in BENCH_TEXTS:
+        for (_, ignore_case, _, keywords), rule in zip(secrets._TABLE, secrets.RULES):
+            for match in rule.pattern.finditer(text):
+                haystack = match.group(0).lower() if ignore_case else match.group(0)
+                assert any(k in haystack for k in keywords), rule.id
 
 
 CLEAN_MEMORY = """---
@@ -723,7 +750,10 @@ def test_benign_memories_are_clean(text):
     assert first_secret(text) is None
 
 
-@pytest.mark.parametrize("path", ["mem/core/guards/secrets.py", "tests/test_secrets.py"])
+@pytest.mark.parametrize("path", ["mem/core/guards/secrets.py", "tests/test_secrets.py", "tests/test_secrets_bench.py",
+                                  "tests/test_secrets_cli.py", "tests/test_secrets_model_paths.py",
+                                  "tests/fixtures/secrets-bench/secrets_bench.py", "bench/secrets.py",
+                                  "bench/RESULTS.md"])
 def test_own_sources_are_clean(path):
     assert scan((ROOT / path).read_text(encoding="utf-8")) == []
 
@@ -738,7 +768,7 @@ FRAGMENTS = sorted({k for row in secrets._TABLE for k in row[3]}) + [
 texts = st.lists(
     st.one_of(
         st.sampled_from(FRAGMENTS),
-        st.sampled_from([secret for _, secret in POSITIVES]),
+        st.sampled_from([secret for _, secret in POSITIVES] + BENCH_TEXTS),
         st.text(alphabet=ALNUM + "_-=+/.~", max_size=120),
         st.text(max_size=40),
     ),
@@ -754,7 +784,7 @@ def test_scan_properties(text):
     assert (hit is None) == (findings == [])
     if hit is not None:
         assert hit == findings[0]
-    assert [f.rule_id for f in findings] == [i for i in RULE_IDS if i in {f.rule_id for f in findings}]
+    assert [f.rule_id for f in findings] == [i for i in ALL_IDS if i in {f.rule_id for f in findings}]
     assert secrets._scan(text, prefilter=False) == findings
     for index, rule in enumerate(secrets.RULES):
         assert matches(rule.pattern, text) == matches(plain_port(index), text), rule.id

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 
 import click
@@ -101,6 +102,7 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
         rv = click.Group.main(group, argv, prog_name, complete_var, standalone_mode=False, **extra)
         code = rv if isinstance(rv, int) else 0
     except click.ClickException as exc:
+        _hide_arguments(exc)
         if hook:
             _hook_failed(exc.format_message())
             return 0
@@ -142,6 +144,26 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
         _silence_stdout()
         code = ExitCode.BROKEN_PIPE
     return 0 if hook else int(code)
+
+
+#: What an unknown option looks like when it is one (a typo of ours: ``--nmae``), not text.
+_OPTION_SHAPE = re.compile(r"--?[A-Za-z][A-Za-z0-9-]{0,40}")
+
+
+def _hide_arguments(exc: click.ClickException) -> None:
+    """A usage error names the argument it refuses; never one that may be a secret.
+
+    Text that starts with a dash is parsed as an option, and click's "No such option"
+    repeated it whole (a PEM key given to ``mem remember``): an unknown option is named only
+    when it is shaped like one. Any other value click quotes (``--type VALUE``, an extra
+    argument) goes through the secret scanner's redaction.
+    """
+    if isinstance(exc, click.NoSuchOption) and not _OPTION_SHAPE.fullmatch(exc.option_name):
+        exc.message = "an argument that starts with '-' is not an option; put -- before text that starts with a dash"
+        exc.possibilities = None
+    from mem.core.guards.secrets import redact
+
+    exc.message = redact(exc.message)
 
 
 def _print_traceback() -> None:

@@ -38,6 +38,8 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
     With --type, --name and --description the text is saved as given. Without
     them, a model (ANTHROPIC_API_KEY) picks the type, file and description, or
     updates the memory that already covers the subject. Secrets are refused.
+    Text that starts with a dash goes after -- (or on stdin, with -); it is
+    never repeated in an error.
 
     \b
     Example:
@@ -45,6 +47,7 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
           --description "integration tests hit a real Postgres" \\
           "Integration tests must use a real database, never mocks."
       mem remember "I review PRs on Tuesdays; don't ping me before"
+      mem remember -- "-v makes the integration tests print each query"
       pbpaste | mem remember --type reference --name Runbooks --description "where runbooks live" -
     """
     from mem.cli import debug_enabled

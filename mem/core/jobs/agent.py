@@ -787,10 +787,21 @@ def excerpt(text: str, match, width: int) -> str:
 
 
 def _transcript_excerpt(line) -> str:
-    """A transcript match as search_transcripts shows it: where it was said, and the words around it."""
+    """A transcript match as search_transcripts shows it: where it was said, and the words around it.
+
+    Secrets are redacted from the whole line before it is cut, as extract redacts the conversation
+    it sends, so a secret the scanner recognises in the line never reaches the model, nor half of
+    one at the cut. (A line of a private key's body, alone, is not recognisable as one.)
+    """
+    from mem.core.guards.secrets import redact
+
     ref = line.message
-    text = excerpt(line.text, line.spans[0] if line.spans else None, EXCERPT_CHARS)
-    return f"[session {ref.session_id} {ref.timestamp or '(no time)'} {ref.role}] {text}"
+    text = redact(line.text)
+    span = line.spans[0] if line.spans else None
+    if span is not None and text != line.text:  # where the match is now that secrets before it got shorter
+        start = len(redact(line.text[:span[0]]))
+        span = (start, start + span[1] - span[0])
+    return f"[session {ref.session_id} {ref.timestamp or '(no time)'} {ref.role}] {excerpt(text, span, EXCERPT_CHARS)}"
 
 
 def _mtime(path: str) -> float:

@@ -452,6 +452,17 @@ def _agent(request: RememberRequest, result: RememberResult, memory: MemoryDir, 
 # --- the whole request ---------------------------------------------------------------------------
 
 
+def _refuse_secret_options(request: RememberRequest) -> None:
+    """A secret in --name, --description or --file is refused before a file is named after it, the
+    history records it or a message shows it (slugged, it escapes the scanner but not a reader)."""
+    from mem.core.guards.secrets import first_secret
+
+    for option, value in (("--name", request.name), ("--description", request.description), ("--file", request.file)):
+        found = first_secret(value) if value else None
+        if found is not None:
+            raise RefusedError(f"refused: {option} contains a secret ({found.label}, rule {found.rule_id})")
+
+
 def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = False) -> RememberResult:
     """Save one memory for ``request``; the result says what was written and how."""
     from mem.core.memdir import events
@@ -459,6 +470,7 @@ def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = 
     started = time.monotonic()
     if not request.text.strip():
         raise UsageError("nothing to remember: the text is empty")
+    _refuse_secret_options(request)
     strategy = strategy_for(request)
     memory = request.memory
     scope = _scope_of(memory, request)

@@ -66,6 +66,7 @@ def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str 
 
 
 def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False) -> UpdateResult:
+    from mem.core.guards.secrets import redact
     from mem.core.jobs.agent import ToolBox, WritePolicy
     from mem.core.jobs.runner import Job
     from mem.core.transcripts import render_for_model
@@ -84,8 +85,10 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
                       policy=WritePolicy(only=(name,), suffixes=(), require_frontmatter=False, exclude=()),
                       tools=("edit",))
     toolbox.note_seen(name)
-    prompt = build_prompt(path, before, render_for_model(transcript.messages, max_chars=MAX_TRANSCRIPT_CHARS),
-                          session.custom_prompt())
+    # Secrets never reach the model, as in extract: not from the conversation, nor from the notes (an
+    # edit whose old text holds a redacted secret then matches nothing and is refused, the line kept).
+    conversation = redact(render_for_model(transcript.messages, max_chars=MAX_TRANSCRIPT_CHARS))
+    prompt = build_prompt(path, redact(before), conversation, session.custom_prompt())
     outcome = job.agent(SYSTEM, prompt, toolbox)
     with open(path, encoding="utf-8") as fh:
         after = fh.read()
