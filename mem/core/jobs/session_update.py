@@ -81,8 +81,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     the_model = llm.model_for("session", model)
     template = session.load_template()
     session.init(path, template)
-    with open(path, encoding="utf-8") as fh:
-        before = fh.read()
+    before = session.read_notes(path)
     name = os.path.basename(path)
     toolbox = ToolBox(os.path.dirname(path),
                       policy=WritePolicy(only=(name,), suffixes=(), require_frontmatter=False, exclude=()),
@@ -92,8 +91,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
                           session.custom_prompt())
     outcome = run_agent(the_model, system=SYSTEM, messages=prompt, toolbox=toolbox, max_turns=MAX_TURNS,
                         deadline_s=DEADLINE_S, max_tokens=the_model.config.max_tokens, retries=RETRIES)
-    with open(path, encoding="utf-8") as fh:
-        after = fh.read()
+    after = session.read_notes(path)
     problems = session.check_structure(template, after) if after != before else []
     if problems:
         from mem.core.memdir.store import atomic_write
