@@ -192,17 +192,25 @@ def read_text(path: str, limit: int = MAX_MEMORY_BYTES, *, errors: str = "strict
 
 
 def read_lines(path: str, max_line: int) -> Iterator[bytes]:
-    """The lines of a regular file as bytes (newline kept), read in pieces; a line longer than
-    ``max_line`` comes back as ``b""`` in its place (its bytes skipped), so counts stay right."""
-    fd = open_regular(path)
-    with os.fdopen(fd, "rb") as fh:
-        while True:
-            line = fh.readline(max_line + 1)
-            if not line:
-                return
-            if len(line) > max_line and not line.endswith(b"\n"):
-                while line and not line.endswith(b"\n"):
-                    line = fh.readline(1 << 20)
-                yield b""
-                continue
-            yield line
+    """``capped_lines`` of the regular file at ``path``."""
+    with os.fdopen(open_regular(path), "rb") as fh:
+        yield from capped_lines(fh, max_line)
+
+
+#: What ``capped_lines`` gives in place of a line past its cap: no parser takes it for data.
+OVERLONG = b"\0"
+
+
+def capped_lines(fh, max_line: int) -> Iterator[bytes]:
+    """The lines of a binary file object (newline kept), none longer than ``max_line``: a longer
+    one comes back as ``OVERLONG`` in its place, its bytes skipped, so line numbers stay right."""
+    while True:
+        line = fh.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) > max_line and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = fh.readline(1 << 20)
+            yield OVERLONG
+            continue
+        yield line
