@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import write_memory
-from mem.core.jobs.agent import LINE_MAX_BYTES, ToolBox
+from mem.core.jobs.agent import ToolBox
 
 #: ``(a+)+$`` against this backtracks 2**40 times: days.
 LINE = "a" * 40 + "b"
@@ -88,6 +88,8 @@ def test_a_fifo_is_an_error_for_the_model_never_a_hang(tmp_path):
 
 
 def test_reads_are_capped_per_line(tmp_path):
+    from mem.core.jobs.agent import LINE_MAX_BYTES
+
     root = tmp_path / "memory"
     root.mkdir()
     with open(root / "huge.md", "wb") as fh:

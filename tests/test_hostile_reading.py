@@ -125,6 +125,21 @@ def test_a_fifo_index_does_not_block_prompt_or_index(mem_exe, seeded, tmp_path):
         assert "Traceback" not in r.stderr
 
 
+def test_writers_refuse_a_fifo_where_they_would_read_first(mem_exe, seeded, tmp_path):
+    from mem.core.memdir.layout import daily_log
+
+    log = seeded / daily_log()
+    log.parent.mkdir(parents=True)
+    os.mkfifo(log)
+    r = run(mem_exe, "log", "deployed the staging fix")
+    assert r.returncode == 4 and "not a regular file (a FIFO)" in r.stderr
+    (seeded / "MEMORY.md").unlink()
+    os.mkfifo(seeded / "MEMORY.md")
+    r = run(mem_exe, "index", "--rebuild")
+    assert r.returncode == 4 and "not a regular file (a FIFO)" in r.stderr
+    assert stat.S_ISFIFO(os.lstat(seeded / "MEMORY.md").st_mode)
+
+
 def test_a_huge_sparse_memory_is_refused_not_read(mem_exe, seeded):
     with open(seeded / "a-huge.md", "wb") as fh:
         fh.write(b"---\nname: huge\ndescription: huge\ntype: user\n---\n\nMIGRATION\n")

@@ -13,6 +13,8 @@ import os
 import stat
 from collections.abc import Iterator
 
+from mem.core.errors import ExitCode
+
 
 def current_umask() -> int:
     mask = os.umask(0)
@@ -96,15 +98,21 @@ MAX_HEAD_BYTES = 1 << 20
 
 
 class NotRegularFile(OSError):
-    """A FIFO, device, socket or directory where a file was expected: never opened for reading."""
+    """A FIFO, device or socket where a file was expected: never opened for reading (exit 4, refused)."""
+
+    exit_code = ExitCode.REFUSED
 
 
 class FileTooLarge(OSError):
-    """A regular file larger than the read's cap."""
+    """A regular file larger than the read's cap (exit 4, refused)."""
+
+    exit_code = ExitCode.REFUSED
 
 
 class LinkOut(OSError):
-    """A symbolic link leading out of the directory a read is confined to."""
+    """A symbolic link leading out of the directory a read is confined to (exit 4, refused)."""
+
+    exit_code = ExitCode.REFUSED
 
 
 def within(path: str, root: str) -> bool:
