@@ -153,15 +153,11 @@ def _read_index(file: str | None, index_path: str) -> str | None:
     if file == "-":
         return sys.stdin.read()
     path = file or index_path
-    from mem.core.memdir.files import FileTooLarge, NotRegularFile, read_text
+    from mem.core.memdir.files import read_text
 
     try:
-        return read_text(path, errors="replace", newline="")
+        return read_text(path, errors="replace", newline="")  # a FIFO or a huge file: exit 4, refused
     except FileNotFoundError:
         if file:
             raise NotFoundError(f"no such file: {file}") from None
         return None
-    except (NotRegularFile, FileTooLarge) as exc:
-        from mem.core.errors import RefusedError
-
-        raise RefusedError(f"{path}: {exc.strerror}") from None

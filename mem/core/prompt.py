@@ -174,14 +174,14 @@ class IndexPart:
 
 
 def read_index(path: str) -> IndexPart:
-    from mem.core.memdir.files import LinkOut, NotRegularFile, read_text
+    from mem.core.memdir.files import RefusedRead, read_text
 
     try:
         # Only the head is injected; a link leading out of the directory is not the directory's index.
         raw = read_text(path, errors="replace", newline="", head=True, inside=os.path.dirname(path))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return IndexPart(path, False, "", False, 0, 0)
-    except (NotRegularFile, LinkOut) as exc:
+    except RefusedRead as exc:
         import sys
 
         sys.stderr.write(f"mem: warning: {path}: not read: {exc.strerror}\n")

@@ -97,22 +97,22 @@ MAX_MEMORY_BYTES = 8 << 20
 MAX_HEAD_BYTES = 1 << 20
 
 
-class NotRegularFile(OSError):
-    """A FIFO, device or socket where a file was expected: never opened for reading (exit 4, refused)."""
+class RefusedRead(OSError):
+    """A read refused for what the file is: an OSError to readers, exit 4 (refused) to the CLI."""
 
     exit_code = ExitCode.REFUSED
 
 
-class FileTooLarge(OSError):
-    """A regular file larger than the read's cap (exit 4, refused)."""
-
-    exit_code = ExitCode.REFUSED
+class NotRegularFile(RefusedRead):
+    """A FIFO, device or socket where a file was expected: never opened for reading."""
 
 
-class LinkOut(OSError):
-    """A symbolic link leading out of the directory a read is confined to (exit 4, refused)."""
+class FileTooLarge(RefusedRead):
+    """A regular file larger than the read's cap."""
 
-    exit_code = ExitCode.REFUSED
+
+class LinkOut(RefusedRead):
+    """A symbolic link leading out of the directory a read is confined to."""
 
 
 def within(path: str, root: str) -> bool:
@@ -135,24 +135,20 @@ def not_regular(path: str, mode: int) -> OSError:
     return NotRegularFile(errno.EINVAL, f"not a regular file ({file_kind(mode)})", path)
 
 
-def open_regular(path: str, *, follow: bool = True, inside: str | None = None) -> int:
+def open_regular(path: str, *, inside: str | None = None) -> int:
     """A read-only descriptor of the regular file at ``path``; NotRegularFile for anything else.
 
     Anything else is never opened: a FIFO would block the open (and the hook with it) until a
     writer came, a device could be read without end. The file is stat'ed first, then opened
-    non-blocking and checked again, so one swapped in between cannot block either. With
-    ``follow=False`` a symbolic link is refused (ELOOP) rather than followed; with ``inside``,
-    one leading out of that directory is refused (LinkOut).
+    non-blocking and checked again, so one swapped in between cannot block either. A symbolic
+    link is followed; with ``inside``, one leading out of that directory is refused (LinkOut).
     """
     if inside is not None and not within(os.path.realpath(path), os.path.realpath(inside)):
         raise LinkOut(errno.EXDEV, f"a symbolic link to {os.path.realpath(path)}, outside {inside}", path)
-    st = os.stat(path) if follow else os.lstat(path)
+    st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         raise not_regular(path, st.st_mode)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not follow:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -163,14 +159,13 @@ def open_regular(path: str, *, follow: bool = True, inside: str | None = None) -
     return fd
 
 
-def read_bytes(path: str, limit: int = MAX_MEMORY_BYTES, *, head: bool = False, follow: bool = True,
-               inside: str | None = None) -> bytes:
+def read_bytes(path: str, limit: int = MAX_MEMORY_BYTES, *, head: bool = False, inside: str | None = None) -> bytes:
     """The bytes of a regular file, at most ``limit`` of them.
 
     A longer file raises FileTooLarge, unless ``head`` asks for only its first ``limit`` bytes.
     Example: ``read_bytes(path, 4096, head=True)`` for a preview, ``read_bytes(path)`` to edit it.
     """
-    fd = open_regular(path, follow=follow, inside=inside)
+    fd = open_regular(path, inside=inside)
     try:
         chunks = []
         left = limit + 1  # one byte more tells a file over the cap
