@@ -80,13 +80,16 @@ def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:
     """The first ``max_lines`` lines, BOM and CRs stripped, joined by newlines."""
     chunks = []
     newlines = 0
-    with os.fdopen(open_regular(path), "rb") as fh:
+    fd = open_regular(path)
+    try:
         while newlines < max_lines and len(chunks) * 8192 < MAX_HEAD_BYTES:
-            chunk = fh.read(8192)
+            chunk = os.read(fd, 8192)
             chunks.append(chunk)
             if len(chunk) < 8192:
-                break  # the end of the file: no need to ask again
+                break  # the end of the file (or a short read: either way enough for a head)
             newlines += chunk.count(b"\n")
+    finally:
+        os.close(fd)
     text = b"".join(chunks).decode("utf-8", "replace")
     if text.startswith("\ufeff"):
         text = text[1:]
