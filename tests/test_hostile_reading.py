@@ -170,6 +170,18 @@ def test_session_update_hook_ends_promptly_on_a_transcript_that_is_no_file(mem_e
     assert r.returncode == 2 and "is not a transcript: not a regular file" in r.stderr
 
 
+def test_grep_over_transcripts_skips_a_fifo_and_refuses_dev_zero(mem_exe, tmp_path):
+    d = tmp_path / "transcripts"
+    d.mkdir()
+    (d / "a.jsonl").write_text(json.dumps({"role": "user", "content": "deploy the staging fix"}) + "\n")
+    os.mkfifo(d / "b.jsonl")
+    r = run(mem_exe, "grep", "--transcripts", "staging", str(d))
+    assert r.returncode == 0 and "deploy the staging fix" in r.stdout
+    assert "b.jsonl" in r.stderr and "FIFO" in r.stderr
+    r = run(mem_exe, "grep", "--transcripts", "staging", "/dev/zero")
+    assert r.returncode == 2 and "not a regular file" in r.stderr
+
+
 def test_an_overlong_transcript_line_is_skipped_like_a_malformed_one(tmp_path, monkeypatch):
     from mem.core import transcripts
 
