@@ -125,6 +125,21 @@ def test_a_fifo_index_does_not_block_prompt_or_index(mem_exe, seeded, tmp_path):
         assert "Traceback" not in r.stderr
 
 
+def test_a_fifo_planted_as_a_projects_settings_does_not_hang_the_hooks(mem_exe, tmp_path, monkeypatch):
+    monkeypatch.delenv("MEM_DIR", raising=False)  # the memory dir comes from the project (and its settings)
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    os.mkfifo(project / ".claude" / "settings.json")  # a cloned repository can carry these
+    os.mkfifo(project / ".claude" / "settings.local.json")
+    r = run(mem_exe, "recall", "--hook", "--offline", input=hook_payload(project, prompt=PROMPT))
+    assert r.returncode == 0
+    r = run(mem_exe, "prompt", "--hook", input=hook_payload(project, "SessionStart", source="startup"))
+    assert r.returncode == 0 and r.stdout
+    r = subprocess.run([mem_exe, "path"], capture_output=True, text=True, timeout=LIMIT_S, cwd=project)
+    assert r.returncode == 0 and r.stdout.strip().endswith("/memory/")
+
+
 def test_writers_refuse_a_fifo_where_they_would_read_first(mem_exe, seeded, tmp_path):
     from mem.core.memdir.layout import daily_log
 
