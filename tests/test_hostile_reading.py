@@ -319,3 +319,7 @@ def test_an_index_linked_out_is_not_injected_and_is_reported(mem_exe, seeded, tm
     assert "outside" in r.stderr
     r = run(mem_exe, "scan", "--check")
     assert r.returncode == 1 and "MEMORY.md: link-out:" in r.stdout
+    r = run(mem_exe, "forget", "--yes", "MEMORY.md")
+    assert r.returncode == 0, r.stderr
+    assert not os.path.lexists(seeded / "MEMORY.md") and outside.read_text().endswith("OUTSIDE-ONLY-TEXT\n")
+    assert (seeded / "staging.md").exists()

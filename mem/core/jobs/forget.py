@@ -318,8 +318,8 @@ def named_file(memory_dir: str, query: str) -> Search | None:
         return None
     memory = MemoryDir(memory_dir)
     link = _link_out(memory, q)
-    if link is not None:  # never read what it points at: only the link goes
-        _refuse_off_limits(link)
+    if link is not None:  # never read what it points at: only the link goes (MEMORY.md's too)
+        _refuse_off_limits(link, index_ok=True)
         return Search(query, "file", [Candidate(link, None, None, reason="a symbolic link leading out of the "
                                                 "memory directory: the link is removed, not what it points at")])
     real = memory.resolve(q)  # PathEscapeError (exit 4) for a way out
@@ -358,10 +358,10 @@ def _before(memory, rel: str) -> bytes:
         return fh.read()
 
 
-def _refuse_off_limits(rel: str) -> None:
+def _refuse_off_limits(rel: str, *, index_ok: bool = False) -> None:
     from mem.core.memdir.layout import INDEX_NAME
 
-    if rel.rsplit("/", 1)[-1] == INDEX_NAME:
+    if rel.rsplit("/", 1)[-1] == INDEX_NAME and not index_ok:
         raise RefusedError(f"refused {rel}: it is a memory index, not a memory (mem index --rebuild tidies it)")
     if rel.startswith(LOGS_PREFIX):
         raise RefusedError(f"refused {rel}: daily logs are append-only")
@@ -568,7 +568,7 @@ def plan(memory_dir: str, chosen: list[Candidate]) -> list[Change]:
     changes = []
     for rel, cands in by_file.items():
         if _link_out(memory, rel) is not None:
-            _refuse_off_limits(rel)
+            _refuse_off_limits(rel, index_ok=True)
             changes.append(Change(rel, "delete", _before(memory, rel), None, []))
             continue
         real = memory.resolve(rel)
@@ -620,7 +620,7 @@ def _apply(memory, changes: list[Change]) -> tuple[list[str], list[str]]:
     deleted, updated = [], []
     for c in changes:
         if c.action == "delete":
-            memory.delete(c.relpath)
+            memory.delete(c.relpath, allow_index=_link_out(memory, c.relpath) is not None)
             deleted.append(c.relpath)
         else:
             # Only bytes the file already had, minus an entry: not re-judged for secrets, or a memory
