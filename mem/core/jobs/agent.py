@@ -610,8 +610,11 @@ class ToolBox:
                 os.close(r)
                 try:
                     reply = [True, search(args)]
-                except (ToolError, MemError, OSError) as exc:
+                except (ToolError, MemError) as exc:
                     reply = [False, str(exc)]
+                except OSError as exc:  # as call() words it
+                    where = f": {self._show_any(exc.filename)}" if exc.filename else ""
+                    reply = [False, f"{exc.strerror or exc}{where}"]
                 with os.fdopen(w, "wb") as out:
                     out.write(json.dumps(reply).encode())
             except BaseException:  # noqa: BLE001 - the parent sees no reply and says so
