@@ -317,6 +317,8 @@ def test_an_index_linked_out_is_not_injected_and_is_reported(mem_exe, seeded, tm
     assert r.returncode == 0
     assert "OUTSIDE-ONLY-TEXT" not in r.stdout
     assert "outside" in r.stderr
+    r = run(mem_exe, "recall", "--hook", "--offline", input=hook_payload(tmp_path, prompt=PROMPT))
+    assert r.returncode == 0 and "OUTSIDE-ONLY-TEXT" not in r.stdout and "MIGRATION_TIMEOUT=900" in r.stdout
     r = run(mem_exe, "scan", "--check")
     assert r.returncode == 1 and "MEMORY.md: link-out:" in r.stdout
     r = run(mem_exe, "forget", "--yes", "MEMORY.md")
