@@ -135,9 +135,9 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
             return 0
         from mem import render
 
-        hint = "" if debug_enabled() else " (run with --debug for a traceback)"
+        code = getattr(exc, "exit_code", ExitCode.FAILURE)  # an OSError that says why, e.g. files.NotRegularFile
+        hint = "" if debug_enabled() or code != ExitCode.FAILURE else " (run with --debug for a traceback)"
         render.error(f"{_describe(exc)}{hint}")
-        code = ExitCode.FAILURE
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -139,16 +139,17 @@ def _repo_of(transcripts_dir: str, name: str) -> str | None:
         return None
     for entry in logs[:3]:
         try:
-            with open(entry.path, encoding="utf-8", errors="replace") as fh:
-                for _, line in zip(range(50), fh):
-                    try:
-                        cwd = json.loads(line).get("cwd")
-                    except (ValueError, AttributeError):
-                        continue
-                    if isinstance(cwd, str) and os.path.isdir(cwd):
-                        root = find_git_root(cwd)
-                        names = {sanitize_path(p) for p in (project_root(cwd), root, find_canonical_git_root(cwd)) if p}
-                        return root if name in names else None
+            from mem.core.memdir.files import read_lines
+
+            for _, line in zip(range(50), read_lines(entry.path, 1 << 20)):
+                try:
+                    cwd = json.loads(line).get("cwd")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(cwd, str) and os.path.isdir(cwd):
+                    root = find_git_root(cwd)
+                    names = {sanitize_path(p) for p in (project_root(cwd), root, find_canonical_git_root(cwd)) if p}
+                    return root if name in names else None
         except OSError:
             continue
     return None

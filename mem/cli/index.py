@@ -119,9 +119,10 @@ def _read_index(file: str | None, index_path: str) -> str | None:
     if file == "-":
         return sys.stdin.read()
     path = file or index_path
+    from mem.core.memdir.files import read_text
+
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            return fh.read()
+        return read_text(path, errors="replace", newline="")  # a FIFO or a huge file: exit 4, refused
     except FileNotFoundError:
         if file:
             raise NotFoundError(f"no such file: {file}") from None

@@ -85,8 +85,9 @@ def lint_cmd(ctx: click.Context, paths: tuple[str, ...], threshold: float, all_:
 
 
 def _read(path: str) -> str:
-    with open(path, "rb") as fh:
-        return fh.read().decode("utf-8", "replace")
+    from mem.core.memdir.files import read_bytes
+
+    return read_bytes(path).decode("utf-8", "replace")
 
 
 def _targets(paths: tuple[str, ...], where: dict) -> list[tuple[str, str]]:

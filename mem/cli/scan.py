@@ -44,11 +44,14 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
     else:
         from mem.core.memdir.state import cache_dir
 
-        headers = manifest.scan(root, limit=None if all_ else manifest.MAX_MEMORY_FILES, cache_dir=cache_dir(root))
+        skipped = [] if check else None  # --check reports them as problems rather than warn
+        headers = manifest.scan(root, limit=None if all_ else manifest.MAX_MEMORY_FILES, cache_dir=cache_dir(root),
+                                skipped=skipped)
     if check:
         from mem.core.memdir.index import check_headers
 
         check_headers(root, headers)
+        headers += [manifest.skipped_header(s) for s in skipped or ()]
     if fmt != "text":
         render.out_rows((h.as_dict() for h in headers), fmt, None)
     elif check:
@@ -71,6 +74,7 @@ def _audit_secrets(root: str, fmt: str) -> int:
     """Every file under the memory directory (text files of any name), every line a rule matches."""
     from mem.core.grep import walk
     from mem.core.guards.secrets import scan_all
+    from mem.core.memdir.files import read_bytes
 
     if not os.path.isdir(root):
         render.info(f"no memory directory at {root}")
@@ -79,8 +83,7 @@ def _audit_secrets(root: str, fmt: str) -> int:
     files = hit_files = 0
     for path, rel in walk(root, ""):
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_bytes(path)
         except OSError as exc:
             render.warn(f"scan: {rel}: {exc.strerror or exc}")
             continue

@@ -111,9 +111,10 @@ def show_cmd(session_id, project, file_) -> None:
       mem session show --session "$ID" | less
     """
     _, path = _where(session_id, project, file_)
+    from mem.core.session import read_notes
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            render.out(fh.read(), nl=False)
+        render.out(read_notes(path), nl=False)
     except FileNotFoundError:
         raise NotFoundError(f"no session notes at {path}") from None
 
@@ -223,8 +224,7 @@ def compact_cmd(session_id, project, file_, hook, fmt) -> None:
         return
     _, path = _where(session_id, project, file_)
     try:
-        with open(path, encoding="utf-8") as fh:
-            notes = fh.read()
+        notes = session.read_notes(path)
     except FileNotFoundError:
         raise NotFoundError(f"no session notes at {path}") from None
     text, truncated = session.truncate_for_compact(notes)

@@ -494,8 +494,9 @@ class _Loader:
 
     def read(self, path: str, parent: str | None) -> str | None:
         try:
-            with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-                return fh.read()
+            from mem.core.memdir.files import read_text
+
+            return read_text(path, errors="replace", newline="")
         except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the path
             if parent is not None:
                 self.skip(path, "missing", "not loaded: no such file", parent)

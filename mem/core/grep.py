@@ -443,11 +443,12 @@ def walk(root: str, suffix: str) -> Iterator[tuple[str, str]]:
     """(path, relpath) of every file ending in ``suffix`` under ``root``, sorted.
 
     Symlinked directories are not descended into (so link loops cannot
-    recurse); symlinked files are read.
+    recurse); symlinked files are read when they lead to a regular file inside
+    ``root``; FIFOs, devices and links out are left out with a warning.
     """
-    from mem.core.memdir.layout import walk_entries
+    from mem.core.memdir.layout import walk_files
 
-    found = [(entry.path, rel) for rel, entry, is_dir in walk_entries(root) if not is_dir and entry.name.endswith(suffix)]
+    found = [(entry.path, rel) for rel, entry in walk_files(root, suffix)]
     found.sort(key=lambda item: item[1])
     yield from found
 
@@ -564,8 +565,9 @@ class Searcher:
                 if mem_type not in o.types:
                     result.skipped = True
                     return
-            with open(target.path, "rb") as fh:
-                data = fh.read()
+            from mem.core.memdir.files import read_bytes
+
+            data = read_bytes(target.path)
         result.bytes_searched = len(data)
         binary = not o.text and b"\0" in data
         raw_lines = data.split(b"\n")
@@ -854,7 +856,9 @@ def _records(path: str, prefilter: _Prefilter | None, result: FileResult, progre
         fd = sys.stdin.buffer.fileno()
         own = False
     else:
-        fd = os.open(path, os.O_RDONLY)
+        from mem.core.memdir.files import open_regular
+
+        fd = open_regular(path)  # a FIFO or /dev/zero named *.jsonl is refused, not read forever
         own = True
     buf = buffer if buffer is not None else bytearray(2 * CHUNK)
     view = memoryview(buf)

@@ -159,8 +159,9 @@ def _realpath_strict(p: str) -> str:
 
 def _read_text(path: str) -> str:
     # readFileSync(path, 'utf-8'): undecodable bytes become U+FFFD rather than failing
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read()
+    from mem.core.memdir.files import read_text  # a FIFO is refused, not waited on
+
+    return read_text(path, errors="replace")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,15 +362,16 @@ def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
 def _read_json_object(path: str | None) -> dict | None:
     if not path:
         return None
+    from mem.core.memdir.files import read_bytes
+
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            text = f.read()
+        raw = read_bytes(path)  # a FIFO planted as a project's settings file would hang every hook
     except OSError:
         return None
     import json  # only when a settings file exists: json is not free at start-up
 
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8-sig"))
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -174,10 +174,17 @@ class IndexPart:
 
 
 def read_index(path: str) -> IndexPart:
+    from mem.core.memdir.files import RefusedRead, read_text
+
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            raw = fh.read()
+        # Only the head is injected; a link leading out of the directory is not the directory's index.
+        raw = read_text(path, errors="replace", newline="", head=True, inside=os.path.dirname(path))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return IndexPart(path, False, "", False, 0, 0)
+    except RefusedRead as exc:
+        import sys
+
+        sys.stderr.write(f"mem: warning: {path}: not read: {exc.strerror}\n")
         return IndexPart(path, False, "", False, 0, 0)
     t = render_as_injected(raw)
     return IndexPart(path, True, t.content, t.truncated, t.line_count, t.byte_count)

@@ -104,10 +104,12 @@ class FileRead:
 
 def read_for_surfacing(path: str) -> FileRead:
     """Up to 200 lines and 4096 UTF-8 bytes of a file, with Claude Code's truncation note."""
-    with open(path, "rb") as fh:
-        # Enough for 200 lines of any sane memory; the byte cap cuts long before.
-        data = fh.read(MAX_MEMORY_BYTES * 4 + 65536)
-        more = bool(fh.read(1))
+    from mem.core.memdir.files import read_bytes
+
+    # Enough for 200 lines of any sane memory; the byte cap cuts long before.
+    want = MAX_MEMORY_BYTES * 4 + 65536
+    data = read_bytes(path, want + 1, head=True)
+    data, more = data[:want], len(data) > want
     text = data.decode("utf-8", "replace")
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -296,8 +298,9 @@ def read_body(path: str) -> str:
     from mem.core import ranker
     from mem.core.memdir.frontmatter import strip_frontmatter
 
-    with open(path, "rb") as fh:
-        text = fh.read(ranker.BODY_CHARS * 3 + 4096).decode("utf-8", "replace")
+    from mem.core.memdir.files import read_bytes
+
+    text = read_bytes(path, ranker.BODY_CHARS * 3 + 4096, head=True).decode("utf-8", "replace")
     return strip_frontmatter(text[1:] if text.startswith("\ufeff") else text)
 
 
@@ -681,7 +684,9 @@ def transcript_facts(path: str, prompt: str | None, memory_dir: str) -> Transcri
     """Recently used successful tools, and memory files tools already touched, from a transcript's tail."""
     from mem.core import transcripts
 
-    with open(path, "rb") as fh:
+    from mem.core.memdir.files import open_regular
+
+    with os.fdopen(open_regular(path), "rb") as fh:
         fh.seek(0, os.SEEK_END)
         size = fh.tell()
         start = max(0, size - TRANSCRIPT_TAIL_BYTES)
@@ -829,13 +834,14 @@ def stale_notes(root: str, headers: Sequence) -> dict[str, str]:
         return {}
     from mem.core.verifynotes import StaleNotes
 
+    from mem.core.memdir.files import read_bytes
+
     notes = StaleNotes(path)
     out = {}
     for h in headers:
         if h.relpath in notes:
             try:
-                with open(h.path, "rb") as fh:
-                    note = notes.note(h.relpath, fh.read())
+                note = notes.note(h.relpath, read_bytes(h.path))
             except OSError:
                 continue
             if note:

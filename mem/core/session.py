@@ -81,10 +81,16 @@ def config_dir(env=None) -> str:
     return os.path.join(config_home(env), "session-memory", "config")
 
 
+def read_notes(path: str) -> str:
+    """The session notes (or a template, a prompt) at ``path``: a regular file, at most MAX_MEMORY_BYTES."""
+    from mem.core.memdir.files import read_text
+
+    return read_text(path)
+
+
 def _read_optional(path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
+        return read_notes(path)
     except FileNotFoundError:
         return None
     except OSError:
@@ -357,9 +363,8 @@ def compact_context(path: str, limit: int | None = None) -> str:
 
     limit = CONTEXT_LIMIT if limit is None else limit
     try:
-        with open(path, encoding="utf-8") as fh:
-            notes = fh.read()
-    except OSError:
+        notes = read_notes(path)
+    except (OSError, ValueError):
         return ""
     if is_empty(notes, load_template()) or not notes.strip():
         return ""

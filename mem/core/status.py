@@ -115,9 +115,10 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
 
 
 def _read(path: str) -> str | None:
+    from mem.core.memdir.files import read_text
+
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            return fh.read()
+        return read_text(path, errors="replace", newline="")
     except OSError:
         return None
 
@@ -369,12 +370,12 @@ def _problems(root: str, raw_index: str | None, headers) -> list[Problem]:
 def _poisoned(headers) -> list[Problem]:
     """Memories ``mem lint`` flags as poisoned (permission grants, rule bypasses...), one problem each."""
     from mem.core.guards.poison import scan_text
+    from mem.core.memdir.files import read_text
 
     out = []
     for h in sorted(headers, key=lambda h: h.relpath):
         try:
-            with open(h.path, encoding="utf-8", errors="replace") as fh:
-                report = scan_text(fh.read())
+            report = scan_text(read_text(h.path, errors="replace"))
         except OSError:
             continue
         if not report.flagged:

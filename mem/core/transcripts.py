@@ -92,9 +92,21 @@ class Transcript(NamedTuple):
 # --- reading ---------------------------------------------------------------
 
 
+#: The longest transcript line read: a Claude Code line carries one content block, a pasted image
+#: (base64, a few megabytes) at most. A longer one is skipped like a malformed line.
+MAX_LINE_BYTES = 64 << 20
+
+
 def read_transcript(path: str) -> Transcript:
-    with open(path, "rb") as fh:
-        return parse_lines(fh)
+    """A transcript file, parsed; a FIFO or a device is refused (UsageError), never read."""
+    from mem.core.memdir.files import NotRegularFile, read_lines
+
+    try:
+        return parse_lines(read_lines(path, MAX_LINE_BYTES))
+    except NotRegularFile as exc:
+        from mem.core.errors import UsageError
+
+        raise UsageError(f"{path} is not a transcript: {exc.strerror}") from None
 
 
 def parse_lines(lines: Iterable[bytes | str]) -> Transcript:

@@ -34,6 +34,7 @@ from typing import Any
 
 from mem.core.errors import MemError, SecretError
 from mem.core.jscompat import glob_to_regex
+from mem.core.memdir.files import OVERLONG, capped_lines, open_regular, read_bytes
 from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, is_temp_name
 from mem.core.memdir.store import MemoryDir, _within
 
@@ -65,6 +66,8 @@ LS_MAX_ENTRIES = 500
 WALK_MAX_ENTRIES = 50_000
 #: A file with a NUL byte in its first block is treated as binary and not read.
 BINARY_SNIFF = 8_192
+#: read / grep: the longest line looked at (one past it is shown as cut, and not searched).
+LINE_MAX_BYTES = 1 << 20
 
 Log = Callable[[str], None]
 
@@ -289,6 +292,8 @@ class ToolBox:
         #: survivor relpath -> the oldest modification time (ns) of a file the model merged into it
         self.merged: dict[str, int] = {}
         self.transcripts = transcripts
+        #: time.monotonic() by which the job must end (run_agent sets it): searches stop there
+        self.deadline: float | None = None
         self.calls: list[ToolCall] = []
         self._seen: dict[str, str] = {}  # real path -> digest of the content the model saw
         offered = self._make_tools()
@@ -313,9 +318,7 @@ class ToolBox:
         """The model was shown ``target``'s current content some other way (in the prompt, say)."""
         try:
             real = self.memory.resolve(target)
-            if stat.S_ISREG(os.stat(real).st_mode):
-                with open(real, "rb") as fh:
-                    self._seen[real] = _digest(fh.read())
+            self._seen[real] = _digest(read_bytes(real))
         except (OSError, MemError):
             pass
 
@@ -506,16 +509,18 @@ class ToolBox:
         total = 0
         more_from = None
         n = 0
-        with open(real, "rb") as fh:
+        with os.fdopen(open_regular(real), "rb") as fh:  # a FIFO swapped in since the stat is refused too
             if _is_binary(fh.read(BINARY_SNIFF)):
                 raise ToolError(f"refused: {shown} is a binary file")
             fh.seek(0)
-            for n, raw in enumerate(fh, start=1):
+            for n, raw in enumerate(capped_lines(fh, LINE_MAX_BYTES), start=1):
                 if n < offset:
                     continue
                 if len(out) >= limit or total > MAX_RESULT_CHARS - READ_MAX_LINE_CHARS:
                     more_from = n
                     break
+                if raw is OVERLONG:
+                    raw = f"[a line of more than {LINE_MAX_BYTES:,} bytes, not shown]".encode()
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 if len(line) > READ_MAX_LINE_CHARS:
                     line = line[:READ_MAX_LINE_CHARS] + f"… [line cut: {len(line)} characters]"
@@ -556,6 +561,73 @@ class ToolBox:
                 yield real
 
     def _grep(self, args: dict) -> str:
+        return self._until_deadline(self._grep_here, args)
+
+    def _search_transcripts(self, args: dict) -> str:
+        return self._until_deadline(self._search_transcripts_here, args)
+
+    def _until_deadline(self, search: Callable[[dict], str], args: dict) -> str:
+        """``search(args)`` in a child process that the job's deadline ends.
+
+        Python's regular expressions backtrack, and one call on one line cannot be interrupted
+        (``(a+)+$`` against forty a's and a b takes longer than any job has): the pattern comes
+        from the model, and the model from whatever text it read. A forked child runs the search
+        with the pattern exactly as Python reads it; when the deadline comes first it is killed and
+        the model gets an error. Without a deadline (or fork) the search runs here.
+        """
+        if self.deadline is None or not hasattr(os, "fork"):
+            return search(args)
+        import json
+        import select
+        import signal
+
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ToolError("the job's time is up; no more searches")
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: search, send (ok, text), and leave without running the parent's exit code
+            code = 0
+            try:
+                os.close(r)
+                try:
+                    reply = [True, search(args)]
+                except (ToolError, MemError) as exc:
+                    reply = [False, str(exc)]
+                except OSError as exc:  # as call() words it
+                    where = f": {self._show_any(exc.filename)}" if exc.filename else ""
+                    reply = [False, f"{exc.strerror or exc}{where}"]
+                with os.fdopen(w, "wb") as out:
+                    out.write(json.dumps(reply).encode())
+            except BaseException:  # noqa: BLE001 - the parent sees no reply and says so
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        chunks = []
+        try:
+            while True:
+                wait = self.deadline - time.monotonic()
+                if wait <= 0 or not select.select([r], [], [], wait)[0]:
+                    os.kill(pid, signal.SIGKILL)
+                    raise ToolError(f"the search ran out of the job's time ({left:.0f} s were left); "
+                                    "use a simpler pattern (no nested repetition) or a narrower path")
+                chunk = os.read(r, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            os.close(r)
+            os.waitpid(pid, 0)
+        try:
+            ok, text = json.loads(b"".join(chunks))
+        except (ValueError, TypeError):
+            raise ToolError("the search failed") from None
+        if not ok:
+            raise ToolError(text)
+        return text
+
+    def _grep_here(self, args: dict) -> str:
         try:
             rx = re.compile(args["pattern"], re.IGNORECASE if args.get("ignore_case") else 0)
         except re.error as exc:
@@ -575,11 +647,13 @@ class ToolBox:
             if files > GREP_MAX_FILES:
                 break
             try:
-                with open(real, "rb") as fh:
+                with os.fdopen(open_regular(real), "rb") as fh:
                     if _is_binary(fh.read(BINARY_SNIFF)):
                         continue
                     fh.seek(0)
-                    for n, raw in enumerate(fh, start=1):
+                    for n, raw in enumerate(capped_lines(fh, LINE_MAX_BYTES), start=1):
+                        if raw is OVERLONG:
+                            continue
                         line = raw.decode("utf-8", "replace").rstrip("\r\n")
                         if not rx.search(line):
                             continue
@@ -596,7 +670,7 @@ class ToolBox:
             text += f"\n[… {extra} more matching lines not shown; narrow the pattern or the path]"
         return text
 
-    def _search_transcripts(self, args: dict) -> str:
+    def _search_transcripts_here(self, args: dict) -> str:
         from mem.core import grep
 
         try:
@@ -689,8 +763,7 @@ class ToolBox:
         content = args["content"]
         with self._locked(rel):
             try:
-                with open(real, "rb") as fh:
-                    current = fh.read()
+                current = read_bytes(real)
             except FileNotFoundError:
                 current = None
             old = current.decode("utf-8", "replace") if current is not None else None
@@ -721,8 +794,7 @@ class ToolBox:
             raise ToolError("old_string and new_string are the same; nothing to do")
         with self._locked(rel):
             try:
-                with open(real, "rb") as fh:
-                    data = fh.read()
+                data = read_bytes(real)
             except FileNotFoundError:
                 raise ToolError(f"{rel} does not exist; use write to create it") from None
             if _is_binary(data[:BINARY_SNIFF]):
@@ -1048,6 +1120,7 @@ def run_agent(
     from mem.core.jobs.llm import ModelError, Usage
 
     started = time.monotonic()
+    toolbox.deadline = None if deadline_s is None else started + deadline_s
     usage = Usage()
     budget = Budget.for_model(getattr(getattr(model, "config", None), "model", None), max_tokens)
     labels: dict[str, str] = {}  # tool_use id -> "read foo.md", for the notes that replace results

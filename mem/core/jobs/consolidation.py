@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from mem.core.memdir.layout import DREAM_LOCK
-from mem.core.memdir.files import pid_running
+from mem.core.memdir.files import pid_running, read_text
 
 LOCK_NAME = DREAM_LOCK
 HOLDER_STALE_S = 60 * 60
@@ -40,8 +40,7 @@ def holder(memory_dir: str) -> tuple[int | None, int]:
     path = lock_path(memory_dir)
     try:
         st = os.stat(path)
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            body = fh.read().strip()
+        body = read_text(path, 64, errors="replace", head=True).strip()  # a FIFO here is refused, not waited on
     except OSError:
         return None, 0
     m = re.match(r"[+-]?\d+", body)  # parseInt semantics: leading digits

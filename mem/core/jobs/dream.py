@@ -36,6 +36,7 @@ from datetime import date
 
 from mem.core.jobs import consolidation
 from mem.core.memdir import scratch
+from mem.core.memdir.files import read_text
 from mem.core.errors import LockedError, MemError, RefusedError
 from mem.core.memdir.layout import INDEX_NAME, INDEX_NOTES, LOGS_PREFIX, UNINDEXED_DIRS
 from mem.core.memdir.store import MemoryDir
@@ -267,8 +268,10 @@ def _memories(root: str) -> list:
     for h in manifest.scan(root, limit=None):
         if h.relpath.startswith(SKIP_DIRS):
             continue
-        with open(h.path, encoding="utf-8", errors="replace") as fh:
-            body = parse_frontmatter(fh.read()).content
+        try:
+            body = parse_frontmatter(read_text(h.path, errors="replace")).content
+        except OSError:
+            continue  # gone, or past the size cap: not this dream's to merge
         out.append(Memory(h.relpath, h.name or "", h.description or "", h.type, body, h.mtime_ms))
     return out
 
@@ -451,8 +454,7 @@ def validate(root: str, before_root: str, changes: scratch.Changes | None = None
         path = os.path.join(root, rel)
         if os.path.islink(path):
             continue
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        text = read_text(path, errors="replace")
         found = first_secret(text)
         if found is not None:
             problems.append(f"{rel}: contains a secret ({found.label}, rule {found.rule_id})")
@@ -498,8 +500,7 @@ def _links_to_deleted(root: str, changes: scratch.Changes) -> list[str]:
     for rel, path in sorted(tree_files(root).items()):
         if not is_memory(rel) or is_index(rel) or rel.startswith(SKIP_DIRS) or os.path.islink(path):
             continue
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        text = read_text(path, errors="replace")
         for m in _LINK.finditer(text):
             target = os.path.normpath(os.path.join(os.path.dirname(rel), m.group(1).strip("<>").split("#")[0]))
             if target.replace(os.sep, "/") in gone:

@@ -610,9 +610,10 @@ def team_sections(memory: MemoryDir) -> list[tuple[str, str]]:
     from mem.core.team.routing import ROUTING_GUIDANCE
 
     guidance_text = ROUTING_GUIDANCE.split("\n", 1)[1].strip("\n")  # without its own heading
+    from mem.core.memdir.files import read_text
+
     try:
-        with open(os.path.join(memory.root, TEAM_INDEX_NAME), encoding="utf-8", errors="replace") as fh:
-            team_index = fh.read().strip() or "(team/MEMORY.md is empty)"
+        team_index = read_text(os.path.join(memory.root, TEAM_INDEX_NAME), errors="replace").strip() or "(team/MEMORY.md is empty)"
     except OSError:
         team_index = "(team/MEMORY.md does not exist yet; create it when you save the first team memory)"
     return [("Private and team memory", guidance_text),

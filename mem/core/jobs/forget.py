@@ -316,6 +316,11 @@ def named_file(memory: MemoryDir, query: str) -> Search | None:
     q = query.strip()
     if not q.endswith(".md") or any(c.isspace() for c in q):
         return None
+    link = _link_out(memory, q)
+    if link is not None:  # never read what it points at: only the link goes (MEMORY.md's too)
+        _refuse_off_limits(link, index_ok=True)
+        return Search(query, "file", [Candidate(link, None, None, reason="a symbolic link leading out of the "
+                                                "memory directory: the link is removed, not what it points at")])
     real = memory.resolve(q)  # PathEscapeError (exit 4) for a way out
     rel = os.path.relpath(real, memory.real_root).replace(os.sep, "/")
     _refuse_off_limits(rel)
@@ -332,10 +337,30 @@ def named_file(memory: MemoryDir, query: str) -> Search | None:
     return Search(query, "file", [Candidate(rel, h.description, h.type, None, total)])
 
 
-def _refuse_off_limits(rel: str) -> None:
+def _link_out(memory, name: str) -> str | None:
+    """The relpath of ``name`` when it is a symbolic link inside the directory leading out of it, else None."""
+    from mem.core.memdir.files import within
+
+    lexical = os.path.normpath(os.path.join(memory.root, name))
+    if not (within(lexical, os.path.normpath(memory.root)) and os.path.islink(lexical)):
+        return None
+    if within(os.path.realpath(lexical), memory.real_root):
+        return None
+    return os.path.relpath(lexical, memory.root).replace(os.sep, "/")
+
+
+def _before(memory, rel: str) -> bytes:
+    """What ``rel`` holds now: a link's target for a link leading out (never the bytes behind it)."""
+    if _link_out(memory, rel) is not None:
+        return os.fsencode(os.readlink(os.path.join(memory.root, rel)))
+    with open(os.path.join(memory.real_root, rel), "rb") as fh:
+        return fh.read()
+
+
+def _refuse_off_limits(rel: str, *, index_ok: bool = False) -> None:
     from mem.core.memdir.layout import INDEX_NAME
 
-    if rel.rsplit("/", 1)[-1] == INDEX_NAME:
+    if rel.rsplit("/", 1)[-1] == INDEX_NAME and not index_ok:
         raise RefusedError(f"refused {rel}: it is a memory index, not a memory (mem index --rebuild tidies it)")
     if rel.startswith(LOGS_PREFIX):
         raise RefusedError(f"refused {rel}: daily logs are append-only")
@@ -574,6 +599,10 @@ def plan(memory: MemoryDir, chosen: list[Candidate]) -> list[Change]:
         by_file.setdefault(c.relpath, []).append(c)
     changes = []
     for rel, cands in by_file.items():
+        if _link_out(memory, rel) is not None:
+            _refuse_off_limits(rel, index_ok=True)
+            changes.append(Change(rel, "delete", _before(memory, rel), None, []))
+            continue
         real = memory.resolve(rel)
         if os.path.relpath(real, memory.real_root).replace(os.sep, "/") != rel:
             raise RefusedError(f"refused {rel}: it is a link to another file")
@@ -610,7 +639,7 @@ def _apply(memory, changes: list[Change]) -> tuple[list[str], list[str]]:
     deleted, updated = [], []
     for c in changes:
         if c.action == "delete":
-            memory.delete(c.relpath)
+            memory.delete(c.relpath, allow_index=_link_out(memory, c.relpath) is not None)
             deleted.append(c.relpath)
         else:
             # Only bytes the file already had, minus an entry: not re-judged for secrets, or a memory
@@ -676,9 +705,8 @@ def apply(memory: MemoryDir, search: Search, chosen: list[Candidate], *, dry_run
         result.duration_s = time.monotonic() - started
         return result
     for c in changes:  # nobody changed a file between the plan and now
-        with open(os.path.join(memory.real_root, c.relpath), "rb") as fh:
-            if fh.read() != c.before:
-                raise MemError(f"{c.relpath} changed since it was searched; run mem forget again")
+        if _before(memory, c.relpath) != c.before:
+            raise MemError(f"{c.relpath} changed since it was searched; run mem forget again")
     try:
         with memory.operation("forget", [search.query]):
             result.deleted, result.updated = _apply(memory, changes)

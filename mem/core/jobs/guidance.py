@@ -142,9 +142,10 @@ def existing_memories(memory_dir: str, *, index_budget: int = INDEX_BUDGET) -> E
 
     headers = [h for h in manifest.scan(memory_dir) if not h.relpath.startswith(LOGS_PREFIX)] if os.path.isdir(memory_dir) else []
     listing = manifest.format_manifest(headers) if headers else "(none yet)"
+    from mem.core.memdir.files import read_text
+
     try:
-        with open(os.path.join(memory_dir, INDEX_NAME), encoding="utf-8", errors="replace", newline="") as fh:
-            raw_index = fh.read()
+        raw_index = read_text(os.path.join(memory_dir, INDEX_NAME), errors="replace", newline="")
     except OSError:
         raw_index = None
     listed = {h.relpath for h in headers}

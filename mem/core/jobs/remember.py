@@ -209,9 +209,10 @@ def pinned_target(memory, request: RememberRequest, policy, scope: str | None) -
 
 
 def _read(path: str) -> str | None:
+    from mem.core.memdir.files import read_bytes
+
     try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "surrogateescape")
+        return read_bytes(path).decode("utf-8", "surrogateescape")
     except FileNotFoundError:
         return None
 

@@ -78,8 +78,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     job = Job("session", model=model)
     template = session.load_template()
     session.init(path, template)
-    with open(path, encoding="utf-8") as fh:
-        before = fh.read()
+    before = session.read_notes(path)
     name = os.path.basename(path)
     toolbox = ToolBox(os.path.dirname(path),
                       policy=WritePolicy(only=(name,), suffixes=(), require_frontmatter=False, exclude=()),
@@ -90,8 +89,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     conversation = redact(render_for_model(transcript.messages, max_chars=MAX_TRANSCRIPT_CHARS))
     prompt = build_prompt(path, redact(before), conversation, session.custom_prompt())
     outcome = job.agent(SYSTEM, prompt, toolbox)
-    with open(path, encoding="utf-8") as fh:
-        after = fh.read()
+    after = session.read_notes(path)
     problems = session.check_structure(template, after) if after != before else []
     if problems:
         from mem.core.memdir.store import atomic_write

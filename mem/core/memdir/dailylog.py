@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from mem.core.errors import UsageError
+from mem.core.memdir.files import read_bytes
 from mem.core.memdir.layout import daily_log
 
 
@@ -53,8 +54,7 @@ def append(store, text: str, *, now: float | None = None) -> LogEntry:
     with file_lock(store.state.log_lock):
         path = os.path.join(store.root, rel)
         try:
-            with open(path, "rb") as fh:
-                old = fh.read().decode("utf-8", "replace")
+            old = read_bytes(path).decode("utf-8", "replace")  # a FIFO here is refused, not waited on
         except FileNotFoundError:
             old = None
         base = old or ""

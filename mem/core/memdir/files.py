@@ -1,12 +1,19 @@
-"""Bytes onto disk safely (the temp-file + fsync + rename every writer of mem uses), and whether a lock holder lives.
+"""Bytes onto disk safely (the temp-file + fsync + rename every writer of mem uses), bytes off it
+within bounds (regular files only, a size cap on every read), and whether a lock holder lives.
 
-Example: atomic_write("/m/a.md", b"...") leaves either the old file or the new one, never half.
+Example: atomic_write("/m/a.md", b"...") leaves either the old file or the new one, never half;
+read_bytes("/m/a.md") refuses a FIFO or a device named a.md instead of blocking on it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
+from collections.abc import Iterator
+
+from mem.core.errors import ExitCode
 
 
 def current_umask() -> int:
@@ -78,3 +85,135 @@ def pid_running(pid: int | None) -> bool:
     except PermissionError:
         return True  # it exists, under another user
     return True
+
+
+# --- bounded reading ---------------------------------------------------------------------------------
+
+#: The most one read of a memory file (a topic file, an index, a daily log, session notes) takes.
+#: Topic files are a few kilobytes and an index is injected up to 25,000 units: a file past this is
+#: not a memory but an accident (or a trap: a sparse file, /dev/zero behind a link), and is refused.
+MAX_MEMORY_BYTES = 8 << 20
+#: How much of a file a scan looks at for its frontmatter (30 lines are asked for; this bounds long ones).
+MAX_HEAD_BYTES = 1 << 20
+
+
+class RefusedRead(OSError):
+    """A read refused for what the file is: an OSError to readers, exit 4 (refused) to the CLI."""
+
+    exit_code = ExitCode.REFUSED
+
+
+class NotRegularFile(RefusedRead):
+    """A FIFO, device or socket where a file was expected: never opened for reading."""
+
+
+class FileTooLarge(RefusedRead):
+    """A regular file larger than the read's cap."""
+
+
+class LinkOut(RefusedRead):
+    """A symbolic link leading out of the directory a read is confined to."""
+
+
+def within(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or under it (both as given: pass real paths for real answers)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_kind(mode: int) -> str:
+    """``a FIFO``, ``a character device``... for a stat mode that is not a regular file's."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def not_regular(path: str, mode: int) -> OSError:
+    if stat.S_ISDIR(mode):
+        return IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)  # as open() says it
+    return NotRegularFile(errno.EINVAL, f"not a regular file ({file_kind(mode)})", path)
+
+
+def open_regular(path: str, *, inside: str | None = None) -> int:
+    """A read-only descriptor of the regular file at ``path``; NotRegularFile for anything else.
+
+    Anything else is never opened: a FIFO would block the open (and the hook with it) until a
+    writer came, a device could be read without end. The file is stat'ed first, then opened
+    non-blocking and checked again, so one swapped in between cannot block either. A symbolic
+    link is followed; with ``inside``, one leading out of that directory is refused (LinkOut).
+    """
+    if inside is not None and not within(os.path.realpath(path), os.path.realpath(inside)):
+        raise LinkOut(errno.EXDEV, f"a symbolic link to {os.path.realpath(path)}, outside {inside}", path)
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise not_regular(path, st.st_mode)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular(path, st.st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_bytes(path: str, limit: int = MAX_MEMORY_BYTES, *, head: bool = False, inside: str | None = None) -> bytes:
+    """The bytes of a regular file, at most ``limit`` of them.
+
+    A longer file raises FileTooLarge, unless ``head`` asks for only its first ``limit`` bytes.
+    Example: ``read_bytes(path, 4096, head=True)`` for a preview, ``read_bytes(path)`` to edit it.
+    """
+    fd = open_regular(path, inside=inside)
+    try:
+        chunks = []
+        left = limit + 1  # one byte more tells a file over the cap
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        if not head:
+            raise FileTooLarge(errno.EFBIG, f"larger than {limit:,} bytes", path)
+        data = data[:limit]
+    return data
+
+
+def read_text(path: str, limit: int = MAX_MEMORY_BYTES, *, errors: str = "strict", newline: str | None = None,
+              head: bool = False, inside: str | None = None) -> str:
+    """``read_bytes`` decoded as ``open(path, encoding="utf-8", errors=..., newline=...).read()`` would."""
+    import io
+
+    data = read_bytes(path, limit, head=head, inside=inside)
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=errors, newline=newline).read()
+
+
+def read_lines(path: str, max_line: int) -> Iterator[bytes]:
+    """``capped_lines`` of the regular file at ``path``."""
+    with os.fdopen(open_regular(path), "rb") as fh:
+        yield from capped_lines(fh, max_line)
+
+
+#: What ``capped_lines`` gives in place of a line past its cap: no parser takes it for data.
+OVERLONG = b"\0"
+
+
+def capped_lines(fh, max_line: int) -> Iterator[bytes]:
+    """The lines of a binary file object (newline kept), none longer than ``max_line``: a longer
+    one comes back as ``OVERLONG`` in its place, its bytes skipped, so line numbers stay right."""
+    while True:
+        line = fh.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) > max_line and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = fh.readline(1 << 20)
+            yield OVERLONG
+            continue
+        yield line

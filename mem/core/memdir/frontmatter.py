@@ -106,15 +106,42 @@ class YamlError(ValueError):
     pass
 
 
+#: What one frontmatter may hold, its aliases expanded: a real one has a dozen values, two levels.
+#: Aliases share what they point at, so loading a "billion laughs" is cheap; what is costly is
+#: every later walk over it (a description joined from a list, a JSON dump): it is refused here.
+MAX_YAML_VALUES = 10_000
+MAX_YAML_DEPTH = 32
+
+
 def load_yaml(text: str) -> Any:
     import yaml
 
     try:
-        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader subclass
+        value = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 - a safe loader subclass
     except yaml.YAMLError as exc:
         raise YamlError(str(exc).splitlines()[0] if str(exc) else "invalid YAML") from exc
     except (ValueError, TypeError, RecursionError) as exc:
         raise YamlError(str(exc)) from exc
+    _check_bounds(value)
+    return value
+
+
+def _check_bounds(value: Any) -> None:
+    """YamlError when ``value`` nests deeper than MAX_YAML_DEPTH or expands past MAX_YAML_VALUES
+    (a walk without recursion that stops at the limit, so a self-referencing alias ends it too)."""
+    stack = [(value, 1)]
+    count = 0
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > MAX_YAML_VALUES:
+            raise YamlError(f"more than {MAX_YAML_VALUES:,} values once its aliases are expanded")
+        if depth > MAX_YAML_DEPTH:
+            raise YamlError(f"nested more than {MAX_YAML_DEPTH} levels deep")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
 
 
 def quote_problematic_values(frontmatter_text: str) -> str:

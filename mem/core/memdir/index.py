@@ -348,14 +348,14 @@ def rebuild_team(raw: str | None, team_root: str, headers: list[MemoryHeader]) -
 def check_headers(root: str, headers: list[MemoryHeader]) -> None:
     """Add the costlier problems to each header: not in its index, carries a secret."""
     from mem.core.guards.secrets import scan as scan_secrets
+    from mem.core.memdir.files import read_text
 
     listed: dict[str, set[str] | None] = {}
 
     def pointers_of(where: str) -> set[str] | None:
         if where not in listed:
             try:
-                with open(os.path.join(root, where), encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
+                text = read_text(os.path.join(root, where), errors="replace", head=True)
                 listed[where] = {p.relpath for p in parse_pointers(text) if p.relpath}
             except OSError:
                 listed[where] = None
@@ -371,8 +371,7 @@ def check_headers(root: str, headers: list[MemoryHeader]) -> None:
             elif rel not in pointers:
                 h.warnings.append(Problem("not-indexed", f"no pointer to it in {where}"))
         try:
-            with open(h.path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            text = read_text(h.path, errors="replace")
         except OSError as exc:
             h.warnings.append(Problem("unreadable", exc.strerror or str(exc)))
             continue

@@ -13,8 +13,13 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import sys
 import time
 from collections.abc import Iterator
+from typing import NamedTuple
+
+from mem.core.memdir.files import file_kind, within
 
 #: The index file, at the top of the memory directory and of team/.
 INDEX_NAME = "MEMORY.md"
@@ -109,21 +114,77 @@ def walk_entries(root: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
             yield rel, entry, is_dir
 
 
-def walk_topic_files(root: str) -> Iterator[tuple[str, os.DirEntry]]:
-    """(relpath, entry) for every ``*.md`` under root except ``MEMORY.md``.
+class Skipped(NamedTuple):
+    """A file a walk met and left out: not a regular file, or a link leading out of the directory."""
 
-    A directory named ``*.md`` is yielded too, as Claude's readdir lists it;
-    reading it fails later and drops it, as in Claude.
+    relpath: str
+    path: str
+    code: str  # "not-regular" | "link-out"
+    message: str
+
+
+_warned: set[str] = set()
+
+
+def _skip_reason(entry: os.DirEntry, real_root: str) -> tuple[str, str] | None:
+    """Why a file met by a walk is not one to read: ("", "") to leave it out without a word (a
+    directory), or None when it is a file to read (or fails to stat: its reader reports that)."""
+    try:
+        if entry.is_symlink():
+            target = os.path.realpath(entry.path)
+            if not within(target, real_root):
+                return "link-out", f"a symbolic link to {target}, outside the directory"
+        if entry.is_file():  # the link's target; the directory entry's own type otherwise (no stat)
+            return None
+        mode = entry.stat().st_mode
+    except OSError:
+        return None  # a dangling link, a link loop: as unreadable as a file vanished, for the reader to say
+    if stat.S_ISDIR(mode):
+        return "", ""
+    return "not-regular", f"{file_kind(mode)}, not a regular file"
+
+
+def walk_files(root: str, suffix: str = "", *, skipped: list[Skipped] | None = None
+               ) -> Iterator[tuple[str, os.DirEntry]]:
+    """(relpath, entry) of every regular file under root whose name ends in ``suffix``.
+
+    Only regular files, or symbolic links to one inside the directory, are yielded: a FIFO
+    would block its reader, a device feed it without end, and a link leading out would read
+    (and a hook inject) a file the directory does not hold. Those are left out with a warning
+    on stderr, or, given ``skipped``, recorded there for the caller to report instead.
     """
-    for rel, entry, _is_dir in walk_entries(root):
-        if entry.name.endswith(TOPIC_SUFFIX) and entry.name != INDEX_NAME:
+    real_root = os.path.realpath(root)
+    for rel, entry, is_dir in walk_entries(root):
+        if is_dir or not entry.name.endswith(suffix):
+            continue
+        reason = _skip_reason(entry, real_root)
+        if reason is None:
+            yield rel, entry
+        elif reason[0] and skipped is not None:
+            skipped.append(Skipped(rel, entry.path, *reason))
+        elif reason[0] and entry.path not in _warned:
+            _warned.add(entry.path)
+            sys.stderr.write(f"mem: warning: {entry.path}: skipped: {reason[1]}\n")
+
+
+def walk_topic_files(root: str, *, skipped: list[Skipped] | None = None) -> Iterator[tuple[str, os.DirEntry]]:
+    """(relpath, entry) for every ``*.md`` under root except ``MEMORY.md`` (regular files only: ``walk_files``)."""
+    for rel, entry in walk_files(root, TOPIC_SUFFIX, skipped=skipped):
+        if entry.name != INDEX_NAME:
             yield rel, entry
 
 
 def tree_files(root: str) -> dict[str, str]:
-    """relpath -> absolute path of every file or link under root (links not followed), content only."""
+    """relpath -> absolute path of every file or link under root (links not followed), content only.
+
+    FIFOs, devices and sockets are no content: copying one would block or never end.
+    """
     out: dict[str, str] = {}
     for rel, entry, is_dir in walk_entries(root):
-        if not is_dir and is_content(rel):
+        try:
+            kept = not is_dir and (entry.is_symlink() or entry.is_file(follow_symlinks=False))
+        except OSError:
+            continue
+        if kept and is_content(rel):
             out[rel] = entry.path
     return out

@@ -13,7 +13,8 @@ import os
 import time
 from typing import Any, NamedTuple
 
-from mem.core.memdir.layout import is_log, walk_topic_files
+from mem.core.memdir.files import MAX_HEAD_BYTES, open_regular
+from mem.core.memdir.layout import Skipped, is_log, walk_topic_files
 from mem.core.memdir.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
 
 MAX_MEMORY_FILES = 200
@@ -79,13 +80,16 @@ def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:
     """The first ``max_lines`` lines, BOM and CRs stripped, joined by newlines."""
     chunks = []
     newlines = 0
-    with open(path, "rb") as fh:
-        while newlines < max_lines:
-            chunk = fh.read(8192)
+    fd = open_regular(path)
+    try:
+        while newlines < max_lines and len(chunks) * 8192 < MAX_HEAD_BYTES:
+            chunk = os.read(fd, 8192)
             chunks.append(chunk)
             if len(chunk) < 8192:
-                break  # the end of the file: no need to ask again
+                break  # the end of the file (or a short read: either way enough for a head)
             newlines += chunk.count(b"\n")
+    finally:
+        os.close(fd)
     text = b"".join(chunks).decode("utf-8", "replace")
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -139,16 +143,29 @@ def header_of(path: str, relpath: str, st: os.stat_result) -> MemoryHeader:
 MAX_DESCRIPTION = 200
 
 
-def scan(root: str, *, limit: int | None = MAX_MEMORY_FILES, cache_dir: str | None = None) -> list[MemoryHeader]:
+def skipped_header(skipped: Skipped) -> MemoryHeader:
+    """A file the scan left out (a FIFO, a link out), as a header carrying that one problem."""
+    try:
+        st = os.lstat(skipped.path)
+        mtime_ms, size = st.st_mtime_ns // 1_000_000, st.st_size
+    except OSError:
+        mtime_ms = size = 0
+    return MemoryHeader(skipped.path, skipped.relpath, mtime_ms, size, None, None, None, None,
+                        [Problem(skipped.code, skipped.message)])
+
+
+def scan(root: str, *, limit: int | None = MAX_MEMORY_FILES, cache_dir: str | None = None,
+         skipped: list[Skipped] | None = None) -> list[MemoryHeader]:
     """The manifest: newest first, ``limit`` entries (None for all).
 
     With ``cache_dir``, what each file's frontmatter said is kept there between
     runs (see ``HeaderCache``), so a hook called on every prompt opens only the
-    files that changed.
+    files that changed. Files that are no memory to read (a FIFO, a link out)
+    are left out: warned about, or listed in ``skipped`` when given.
     """
     cache = HeaderCache(os.path.join(cache_dir, HeaderCache.NAME)) if cache_dir else None
     headers = []
-    for rel, entry in walk_topic_files(root):
+    for rel, entry in walk_topic_files(root, skipped=skipped):
         try:
             st = entry.stat()  # follows a symlinked file, as readFile would
             header = cache.get(entry.path, rel, st) if cache else None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
-from mem.core.memdir.files import atomic_write, current_umask, fsync_dir
+from mem.core.memdir.files import atomic_write, current_umask, fsync_dir, read_text
 from mem.core.memdir.layout import INDEX_NAME, TEMP_FILE
 
 STALE_TEMP_AFTER = 600
@@ -248,8 +248,7 @@ class MemoryDir:
         with self.index_lock():
             path = os.path.join(self.root, name)
             try:
-                with open(path, encoding="utf-8", newline="") as fh:
-                    old = fh.read()
+                old = read_text(path, newline="")  # a FIFO index is refused, not waited on
             except FileNotFoundError:
                 old = None
             new = change(old)
