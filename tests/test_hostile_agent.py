@@ -105,7 +105,8 @@ def test_reads_are_capped_per_line(tmp_path):
 HOLD = textwrap.dedent("""
     import sys, time
     from mem.core.jobs.extract import RunLock
-    assert RunLock(sys.argv[1]).acquire()
+    from mem.core.memdir.store import MemoryDir
+    assert RunLock(MemoryDir(sys.argv[1])).acquire()
     print("held", flush=True)
     time.sleep(600)
 """)
@@ -113,12 +114,13 @@ HOLD = textwrap.dedent("""
 
 def test_a_job_killed_with_sigkill_releases_the_extract_lock(memdir):
     from mem.core.jobs.extract import RunLock
+    from mem.core.memdir.store import MemoryDir
 
     proc = subprocess.Popen([sys.executable, "-c", HOLD, str(memdir)], stdout=subprocess.PIPE, text=True,
                             env=dict(os.environ))
     try:
         assert proc.stdout.readline() == "held\n"
-        lock = RunLock(str(memdir))
+        lock = RunLock(MemoryDir(memdir))
         assert not lock.acquire()
         assert lock.holder()["pid"] == proc.pid and lock.holder()["alive"]
     finally:
