@@ -193,12 +193,14 @@ class Surfaced:
 
     @property
     def block(self) -> str:
+        from mem.core.tags import neutralise  # memory text cannot close or open the wrapper
+
         if self.shared:
             from mem.core.team.routing import wrap_team_content
 
             # Shared memory arrives marked as such, as Claude Code marks its team memory.
-            return reminder(self.header, wrap_team_content(self.content))
-        return reminder(self.header, self.content)
+            return reminder(neutralise(self.header), wrap_team_content(self.content))
+        return reminder(neutralise(self.header), neutralise(self.content))
 
     @property
     def chars(self) -> int:
