@@ -20,7 +20,7 @@ def client_options(f: Callable) -> Callable:
     @click.option("--repo", metavar="OWNER/REPO",
                   help="The repository whose team memory this is (default: MEM_TEAM_REPO, then the git remote).")
     @click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, metavar="S",
-                  help="Seconds to wait for one request.")
+                  help="Seconds the whole exchange with the server may take (one deadline, retries included).")
     @memory_dir_options
     @format_options
     @functools.wraps(f)
@@ -213,19 +213,8 @@ def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
     cfg = make_config()
     http = client.Http(cfg)
     try:
-        pulled = client.pull(cfg, http=http, use_etag=False, keep_local_edits=True)
-        if fmt == "text":
-            _report_pull(pulled)
-        _say_pull(pulled)
-        try:
-            pushed = client.push(cfg, http=http)
-        except client.PushFailed as exc:
-            if fmt != "text":
-                render.out_record({"pull": pulled.as_dict(), "push": exc.result.as_dict()}, fmt)
-            else:
-                _report_push(exc.result)
-            _warn_skipped(exc.result.skipped)
-            raise
+        with http.deadline():  # one deadline for the pull and the push
+            pulled, pushed = _sync(cfg, http, fmt)
     finally:
         http.close()
     if fmt != "text":
@@ -234,6 +223,24 @@ def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
         _report_push(pushed)
     _say_push(pushed)
     _refused_exit(ctx, pulled.refused + pushed.refused)
+
+
+def _sync(cfg, http, fmt: str):
+    from mem.core.team import client
+
+    pulled = client.pull(cfg, http=http, use_etag=False, keep_local_edits=True)
+    if fmt == "text":
+        _report_pull(pulled)
+    _say_pull(pulled)
+    try:
+        return pulled, client.push(cfg, http=http)
+    except client.PushFailed as exc:
+        if fmt != "text":
+            render.out_record({"pull": pulled.as_dict(), "push": exc.result.as_dict()}, fmt)
+        else:
+            _report_push(exc.result)
+        _warn_skipped(exc.result.skipped)
+        raise
 
 
 @team_cmd.command("status")
