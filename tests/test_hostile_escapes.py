@@ -115,3 +115,30 @@ def test_the_word_hook_as_a_pattern_is_not_hook_mode(memdir, run_mem):
 def test_a_hooks_own_usage_error_still_exits_0(memdir, run_mem):
     p = run_mem("recall", "--hook", "--no-such-option", input="{}")
     assert p.returncode == 0 and p.stdout == "" and p.stderr.startswith("mem: hook: ")
+
+
+# --- names with control characters ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a\nb.md", "deploys\r.md", "x\x1b[2J.md", "sep\u2028.md", "nel\x85.md"])
+def test_a_name_with_a_control_character_is_refused_in_one_line(memdir, run_mem, name):
+    (memdir / "MEMORY.md").write_text("- [A](a.md) — a\n", encoding="utf-8")
+    p = run_mem("remember", "--offline", "--type", "user", "--name", "x", "--description", "d", "--file", name,
+                "the user likes tabs")
+    assert p.returncode == 4 and p.stdout == ""
+    assert p.stderr.startswith("mem: error: refused path ") and p.stderr.count("\n") == 1
+    assert "control character" in p.stderr and "\x1b" not in p.stderr
+    assert sorted(f.name for f in memdir.iterdir()) == ["MEMORY.md"]
+    assert (memdir / "MEMORY.md").read_text(encoding="utf-8") == "- [A](a.md) — a\n"
+
+
+def test_the_write_path_refuses_control_characters_in_names(memdir):
+    from mem.core.errors import PathEscapeError
+    from mem.core.memdir.store import MemoryDir
+
+    store = MemoryDir(str(memdir))
+    with pytest.raises(PathEscapeError, match="control character"):
+        store.write("sub\ndir/a.md", "x\n")
+    with pytest.raises(PathEscapeError, match="control character"):
+        store.write(str(memdir / "a\tb.md"), "x\n")
+    assert store.write("fine name.md", "x\n").created

@@ -178,3 +178,14 @@ def test_deeply_nested_json_is_400_not_500(server, depth):
         assert status == 400, (depth, body[:40])
         assert doc["error"]["type"] == "invalid_request_error"
     assert http(server, "GET", token=tok)[0] == 404  # nothing was stored, and the server still answers
+
+
+# --- names from the network reach a terminal without their escape sequences ---------------------------
+
+
+def test_escape_sequences_in_key_names_are_not_printed(hostile, mem_exe, memdir):
+    p, _ = pull(mem_exe, hostile(escape_names), memdir)
+    assert "\x1b" not in p.stdout + p.stderr and "\x07" not in p.stdout + p.stderr
+    assert "created team/ok.md" in p.stdout
+    assert "team/evil\\x1b]0;pwned\\x07\\x1b[2J.md: not synced" in p.stderr
+    assert sorted(f.name for f in (memdir / "team").iterdir()) == ["ok.md"]

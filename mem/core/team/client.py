@@ -357,6 +357,10 @@ def _error_from(resp: Response, what: str) -> MemError:
     message = None
     if body and isinstance(body.get("error"), dict):
         message = body["error"].get("message")
+    if isinstance(message, str):
+        from mem.core.guards.control import printable
+
+        message = printable(message)
     detail = f": {message}" if message else ""
     if resp.status in (401, 403):
         hint = " (check MEM_TEAM_TOKEN)" if resp.status == 401 else ""
@@ -412,9 +416,11 @@ class Skipped:
         return d
 
     def describe(self) -> str:
+        from mem.core.guards.control import printable  # a key from a server may hold escape sequences
+
         if self.reason == "secret":
-            return f"team/{self.key}: not synced: it contains a secret ({self.label}, rule {self.rule_id})"
-        return f"team/{self.key}: not synced: {self.detail or self.reason}"
+            return f"team/{printable(self.key)}: not synced: it contains a secret ({self.label}, rule {self.rule_id})"
+        return f"team/{printable(self.key)}: not synced: {printable(self.detail or self.reason)}"
 
 
 def walk_team(team_dir: str) -> Iterator[tuple[str, str]]:
