@@ -142,3 +142,91 @@ def test_the_write_path_refuses_control_characters_in_names(memdir):
     with pytest.raises(PathEscapeError, match="control character"):
         store.write(str(memdir / "a\tb.md"), "x\n")
     assert store.write("fine name.md", "x\n").created
+
+
+# --- the disk says no: a documented exit status, and hooks that still serve ---------------------------------
+
+
+def _unshare_works() -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=16k none /mnt"],
+                           capture_output=True)
+    return probe.returncode == 0
+
+
+needs_mounts = pytest.mark.skipif(not _unshare_works(), reason="cannot mount a tmpfs in a private mount namespace here")
+
+
+def _in_namespace(mem_exe: str, tmp_path: Path, setup: str, *mem_args: str, stdin: str = "", after: str = ""):
+    """Run ``setup``, ``mem MEM_ARGS``, then ``after`` in a private mount namespace (its mounts vanish with it).
+
+    Returns (exit status, stdout, stderr) of mem; ``after`` may copy what it needs into $OUT.
+    """
+    import os
+    import shlex
+    import subprocess
+
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    script = (f"set -e\n{setup}\nset +e\n{shlex.quote(mem_exe)} {' '.join(map(shlex.quote, mem_args))} "
+              f'>"$OUT/stdout" 2>"$OUT/stderr"\necho $? >"$OUT/rc"\n{after}\n')
+    p = subprocess.run(["unshare", "-rm", "sh", "-c", script], input=stdin, capture_output=True, text=True,
+                       env={**os.environ, "OUT": str(out)}, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return int((out / "rc").read_text()), (out / "stdout").read_text(), (out / "stderr").read_text()
+
+
+REMEMBER = ("remember", "--offline", "--type", "user", "--name", "tabs", "--description", "the user likes tabs",
+            "The user wants tabs, not spaces.")
+
+
+@needs_mounts
+def test_disk_full_is_its_own_exit_status_and_keeps_what_was_there(memdir, tmp_path, mem_exe):
+    seed = "- [A](a.md) — a\n"
+    rc, out, err = _in_namespace(mem_exe, tmp_path, f"""
+        mount -t tmpfs -o size=64k none "$MEM_DIR"
+        printf '%s' '{seed}' > "$MEM_DIR/MEMORY.md"
+        head -c 1M /dev/zero > "$MEM_DIR/.filler" 2>/dev/null || true
+    """, *REMEMBER, after='ls -A "$MEM_DIR" > "$OUT/files"; cp "$MEM_DIR/MEMORY.md" "$OUT/index"')
+    assert rc == 74 and out == ""
+    assert err.startswith("mem: error: No space left on device") and err.count("\n") == 1
+    assert (tmp_path / "out/index").read_text() == seed
+    assert (tmp_path / "out/files").read_text().split() == [".filler", "MEMORY.md"]  # no half-written topic file
+
+
+@needs_mounts
+def test_read_only_memory_dir_is_its_own_exit_status(memdir, tmp_path, mem_exe):
+    rc, out, err = _in_namespace(mem_exe, tmp_path, """
+        mount -t tmpfs -o size=1m none "$MEM_DIR"
+        mount -o remount,ro "$MEM_DIR"
+    """, *REMEMBER)
+    assert rc == 74 and out == ""
+    assert err.startswith("mem: error: Read-only file system") and err.count("\n") == 1
+
+
+@needs_mounts
+def test_a_read_only_state_dir_still_lets_the_recall_hook_serve(memdir, tmp_path, mem_exe):
+    write_memory(memdir, "deploys.md", name="deploys", description="staging deploys and the release process",
+                 type="project", body="Staging first.\n")
+    rc, out, err = _in_namespace(mem_exe, tmp_path, """
+        mkdir -p "$MEM_STATE_DIR"
+        mount --bind "$MEM_STATE_DIR" "$MEM_STATE_DIR"
+        mount -o remount,ro,bind "$MEM_STATE_DIR"
+    """, "recall", "--hook", "--offline", stdin=_prompt_payload(memdir, "how do staging deploys work"))
+    assert rc == 0, err
+    ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "Staging first." in ctx
+
+
+def test_storage_errors_are_told_apart_from_bugs():
+    import errno
+
+    from mem.core.errors import is_storage_error
+
+    for code in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+        assert is_storage_error(OSError(code, "x"))
+    assert not is_storage_error(OSError(errno.EIO, "x")) and not is_storage_error(ValueError("x"))

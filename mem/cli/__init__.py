@@ -13,7 +13,7 @@ import sys
 import click
 
 from mem import __version__
-from mem.core.errors import ExitCode, MemError
+from mem.core.errors import ExitCode, MemError, is_storage_error
 
 # name -> "module:attribute"; the order here is the order in --help.
 COMMANDS = {
@@ -155,9 +155,13 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
             return 0
         from mem import render
 
-        hint = "" if debug_enabled() else " (run with --debug for a traceback)"
-        render.error(f"{_describe(exc)}{hint}")
-        code = ExitCode.FAILURE
+        if is_storage_error(exc):  # the disk said no (full, read-only...): not a bug of ours
+            render.error(_describe(exc))
+            code = ExitCode.STORAGE
+        else:
+            hint = "" if debug_enabled() else " (run with --debug for a traceback)"
+            render.error(f"{_describe(exc)}{hint}")
+            code = ExitCode.FAILURE
     try:
         sys.stdout.flush()
     except BrokenPipeError:
