@@ -13,7 +13,7 @@ from mem.core.errors import ExitCode
 
 @click.command("scan")
 @click.option("--all", "all_", is_flag=True, help="List every topic file, not only the newest 200.")
-@click.option("--check", is_flag=True, help="Report problems (frontmatter, type, description, index, secrets); exit 1 if any.")
+@click.option("--check", is_flag=True, help="Report problems (frontmatter, type, description, index, secrets, poisoning); exit 1 if any.")
 @click.option("--secrets", is_flag=True,
               help="Audit every file of the memory directory for secrets: rule and file:line of each, never the secret; exit 1 if any.")
 @memory_dir_options

@@ -147,7 +147,11 @@ def pull_cmd(ctx: click.Context, no_cache: bool, make_config, fmt: str) -> None:
 
     Files that already match are not touched. A file you had edited and not
     pushed is replaced too, as one operation of the history (`mem undo ID` brings it back). Files
-    deleted here come back: deletions do not propagate.
+    deleted here come back: deletions do not propagate. A file the poisoning
+    guard flags (a permission grant, a forged reminder: see mem lint) is not
+    written: it is kept in the state directory's team-quarantine/, named on
+    stderr and in --json ("reason": "poison", "quarantined": its path), and
+    the exit status is 4.
 
     \b
     Example:

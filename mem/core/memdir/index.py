@@ -346,7 +346,8 @@ def rebuild_team(raw: str | None, team_root: str, headers: list[MemoryHeader]) -
 
 
 def check_headers(root: str, headers: list[MemoryHeader]) -> None:
-    """Add the costlier problems to each header: not in its index, carries a secret."""
+    """Add the costlier problems to each header: not in its index, carries a secret, reads as poisoning."""
+    from mem.core.guards import poison
     from mem.core.guards.secrets import scan as scan_secrets
 
     listed: dict[str, set[str] | None] = {}
@@ -380,6 +381,11 @@ def check_headers(root: str, headers: list[MemoryHeader]) -> None:
             h.warnings.append(
                 Problem("secret", f"line {finding.line} looks like a secret ({finding.label}, rule {finding.rule_id})")
             )
+        report = poison.scan_text(text)
+        if report.flagged:  # a grant, a forged reminder...: what team pull would have quarantined
+            first = max(report.findings, key=lambda f: f.weight)
+            h.warnings.append(Problem("poison", f"line {first.line} {first.message} (rule {first.rule_id}; "
+                                                "`mem lint` shows every finding)"))
 
 
 # --- pointers kept up to date as memories are written ----------------------------------------------

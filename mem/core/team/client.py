@@ -403,16 +403,19 @@ def _get_with_retries(http: Http, query: str, headers: dict, ok: tuple[int, ...]
 @dataclass(frozen=True)
 class Skipped:
     key: str
-    reason: str  # "secret", "too-large", "invalid-key", "not-utf8", "unreadable", "over-entry-cap"
+    reason: str  # "secret", "poison", "too-large", "invalid-key", "not-utf8", "unreadable", "over-entry-cap"
     detail: str | None = None
     rule_id: str | None = None
     label: str | None = None
+    quarantined: str | None = None  # "poison": where the server's text was kept instead
 
     def as_dict(self) -> dict:
         d = {"key": self.key, "reason": self.reason, "detail": self.detail}
         if self.rule_id:
             d["rule_id"] = self.rule_id
             d["label"] = self.label
+        if self.quarantined:
+            d["quarantined"] = self.quarantined
         return d
 
     def describe(self) -> str:
@@ -420,6 +423,8 @@ class Skipped:
 
         if self.reason == "secret":
             return f"team/{printable(self.key)}: not synced: it contains a secret ({self.label}, rule {self.rule_id})"
+        if self.reason == "poison":
+            return f"team/{printable(self.key)}: quarantined: {printable(self.detail or '')}"
         return f"team/{printable(self.key)}: not synced: {printable(self.detail or self.reason)}"
 
 
@@ -506,7 +511,7 @@ class PullResult:
 
     @property
     def refused(self) -> list[Skipped]:
-        return [s for s in self.skipped if s.reason in ("secret", "invalid-key")]
+        return [s for s in self.skipped if s.reason in ("secret", "poison", "invalid-key")]
 
     def as_dict(self) -> dict:
         return {"repo": self.repo, "url": self.url, "status": self.status, "version": self.version,
@@ -608,6 +613,10 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
         if len(data) > MAX_FILE_SIZE_BYTES:
             result.skipped.append(Skipped(key, "too-large", f"over the {MAX_FILE_SIZE_BYTES:,}-byte limit"))
             continue
+        refused = _quarantine_if_poisoned(store, key, content)
+        if refused is not None:
+            result.skipped.append(refused)
+            continue
         try:
             with open(real, "rb") as fh:
                 old = fh.read()
@@ -662,6 +671,27 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
                     "overwritten_local": [TEAM_PREFIX + k for k in result.overwritten_local]},
         )
     return result
+
+
+def _quarantine_if_poisoned(store, key: str, content: str) -> Skipped | None:
+    """None for text the poisoning guard passes; else keep it in the state dir's quarantine, not in team/.
+
+    Team memory reaches every teammate's agent: one teammate (or the server)
+    must not plant a permission grant or a forged reminder for all of them.
+    ``key`` has been checked (keys.key_path), so it is a safe relative path.
+    """
+    from mem.core.guards import poison
+    from mem.core.memdir.files import atomic_write
+
+    report = poison.scan_text(content)
+    if not report.flagged:
+        return None
+    first = max(report.findings, key=lambda f: f.weight)
+    path = os.path.join(store.state.team_quarantine, *key.split("/"))
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    atomic_write(path, content.encode("utf-8"))
+    detail = f"line {first.line} {first.message} (rule {first.rule_id}); kept in {path}"
+    return Skipped(key, "poison", detail, first.rule_id, first.category, path)
 
 
 # --- push ---------------------------------------------------------------------------------------
