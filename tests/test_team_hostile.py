@@ -217,3 +217,18 @@ def test_scan_check_reports_poison_already_in_team(memdir, run_mem):
     p = run_mem("scan", "--check")
     assert p.returncode == 1
     assert p.stdout.startswith("team/approve.md: poison: line ") and "(rule " in p.stdout
+
+
+def deeply_nested(h: _Handler) -> None:
+    body = b'{"content": {"entries": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+
+
+def test_a_deeply_nested_answer_is_a_protocol_error_not_a_crash(hostile, mem_exe, memdir):
+    p, _ = pull(mem_exe, hostile(deeply_nested), memdir)
+    assert p.returncode == 70
+    assert p.stderr == "mem: error: the team server's answer is not team memory data (no content.entries)\n"

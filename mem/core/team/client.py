@@ -202,7 +202,7 @@ class Response:
     def json(self) -> dict | None:
         try:
             doc = json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested past the parser's depth
             return None
         return doc if isinstance(doc, dict) else None
 
