@@ -46,9 +46,10 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
 
         headers = manifest.scan(root, limit=None if all_ else manifest.MAX_MEMORY_FILES, cache_dir=cache_dir(root))
     if check:
-        from mem.core.memdir.index import check_headers
+        from mem.core.memdir.index import check_headers, check_poison
 
         check_headers(root, headers)
+        check_poison(headers)
     if fmt != "text":
         render.out_rows((h.as_dict() for h in headers), fmt, None)
     elif check:

@@ -346,8 +346,7 @@ def rebuild_team(raw: str | None, team_root: str, headers: list[MemoryHeader]) -
 
 
 def check_headers(root: str, headers: list[MemoryHeader]) -> None:
-    """Add the costlier problems to each header: not in its index, carries a secret, reads as poisoning."""
-    from mem.core.guards import poison
+    """Add the costlier problems to each header: not in its index, carries a secret."""
     from mem.core.guards.secrets import scan as scan_secrets
 
     listed: dict[str, set[str] | None] = {}
@@ -381,8 +380,23 @@ def check_headers(root: str, headers: list[MemoryHeader]) -> None:
             h.warnings.append(
                 Problem("secret", f"line {finding.line} looks like a secret ({finding.label}, rule {finding.rule_id})")
             )
+
+
+def check_poison(headers: list[MemoryHeader]) -> None:
+    """Add a "poison" problem to each header whose file the poisoning guard flags (what team pull quarantines).
+
+    ``mem status`` reports these through mem lint itself; ``mem scan --check`` through this.
+    """
+    from mem.core.guards import poison
+
+    for h in headers:
+        try:
+            with open(h.path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue  # check_headers reports it unreadable
         report = poison.scan_text(text)
-        if report.flagged:  # a grant, a forged reminder...: what team pull would have quarantined
+        if report.flagged:
             first = max(report.findings, key=lambda f: f.weight)
             h.warnings.append(Problem("poison", f"line {first.line} {first.message} (rule {first.rule_id}; "
                                                 "`mem lint` shows every finding)"))
