@@ -95,6 +95,7 @@ EXIT_MEANINGS = {
     3: "Configuration missing: no API key or model where one is required.",
     4: "Refused for safety: a secret, a path escaping the memory directory, a structure violation.",
     5: "A lock is held and --wait was not given.",
+    74: "The disk refused a write: no space left, over quota, read-only file system, or permission denied.",
     70: "Unexpected failure; one line on stderr (a traceback with --debug or MEM_DEBUG=1).",
     130: "Interrupted (Ctrl-C).",
     141: "Standard output was closed early, for example when piped to head(1); nothing is printed.",

@@ -12,7 +12,7 @@ from mem.core.errors import ExitCode
 def test_codes_are_the_documented_ones():
     assert {c.name: int(c) for c in ExitCode} == {
         "OK": 0, "NOT_FOUND": 1, "USAGE": 2, "CONFIG": 3, "REFUSED": 4, "LOCKED": 5,
-        "FAILURE": 70, "INTERRUPTED": 130, "BROKEN_PIPE": 141,
+        "STORAGE": 74, "FAILURE": 70, "INTERRUPTED": 130, "BROKEN_PIPE": 141,
     }
     assert ExitCode.CHECK_FAILED is ExitCode.NOT_FOUND
 
@@ -47,7 +47,13 @@ def test_usage_error_is_2(memdir):
 
 
 def test_hook_flag_turns_every_failure_into_exit_0(memdir):
-    # No command takes --hook yet; a usage error in hook mode must still exit 0 quietly.
-    r = CliRunner().invoke(cli, ["scan", "--hook"], catch_exceptions=False)
+    # A usage error in hook mode must still exit 0 quietly.
+    r = CliRunner().invoke(cli, ["recall", "--hook", "--no-such-option"], input="{}", catch_exceptions=False)
     assert r.exit_code == 0 and r.stdout == ""
     assert r.stderr.startswith("mem: hook: ") and r.stderr.count("\n") == 1
+
+
+def test_hook_mode_comes_only_from_the_commands_own_option(memdir):
+    # scan takes no --hook: the word is an unknown option, not hook mode; grep's -e takes it as a pattern.
+    assert CliRunner().invoke(cli, ["scan", "--hook"], catch_exceptions=False).exit_code == 2
+    assert CliRunner().invoke(cli, ["grep", "-e", "--hook"], catch_exceptions=False).exit_code == 1

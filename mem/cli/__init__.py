@@ -14,7 +14,7 @@ import sys
 import click
 
 from mem import __version__
-from mem.core.errors import ExitCode, MemError
+from mem.core.errors import ExitCode, MemError, is_storage_error
 
 # name -> "module:attribute"; the order here is the order in --help.
 COMMANDS = {
@@ -90,11 +90,39 @@ class MemGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv = list(sys.argv[1:] if args is None else args)
         # A hook must never break the agent's session: whatever happens, exit 0.
-        hook = "--hook" in argv
+        hook = _hook_mode(self, argv)
         code = run(self, argv, prog_name or "mem", complete_var, hook, **extra)
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _hook_mode(group: click.Group, argv: list[str]) -> bool:
+    """True when the command run is given its own ``--hook`` option.
+
+    The word elsewhere (``mem grep -e --hook``, a query after ``--``) is data. The
+    arguments are parsed as click will parse them, without callbacks or type
+    checks (unknown options are passed over, so ``mem recall --hook --bogus``
+    is still a hook and exits 0). If they do not parse at all, a ``--hook``
+    before any ``--`` counts.
+    """
+    cmd: click.Command | None = group
+    args, parent, name = list(argv), None, "mem"
+    try:
+        while isinstance(cmd, click.Group):
+            parent = cmd.make_context(name, args, parent=parent, resilient_parsing=True)
+            # click 8.2 renamed protected_args (and warns on the old name); read whichever this click has.
+            protected = vars(parent).get("_protected_args", vars(parent).get("protected_args", []))
+            rest = [*protected, *parent.args]
+            if not rest:
+                return False
+            name, args = rest[0], rest[1:]
+            cmd = cmd.get_command(parent, name)
+        if cmd is None:
+            return False
+        return bool(cmd.make_context(name, args, parent=parent, resilient_parsing=True).params.get("hook"))
+    except Exception:  # noqa: BLE001 - the arguments do not parse: click reports that later
+        return "--hook" in argv[: argv.index("--")] if "--" in argv else "--hook" in argv
 
 
 def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) -> int:
@@ -135,9 +163,13 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
             return 0
         from mem import render
 
-        code = getattr(exc, "exit_code", ExitCode.FAILURE)  # an OSError that says why, e.g. files.NotRegularFile
-        hint = "" if debug_enabled() or code != ExitCode.FAILURE else " (run with --debug for a traceback)"
-        render.error(f"{_describe(exc)}{hint}")
+        if is_storage_error(exc):  # the disk said no (full, read-only...): not a bug of ours
+            render.error(_describe(exc))
+            code = ExitCode.STORAGE
+        else:
+            code = getattr(exc, "exit_code", ExitCode.FAILURE)  # an OSError that says why, e.g. files.NotRegularFile
+            hint = "" if debug_enabled() or code != ExitCode.FAILURE else " (run with --debug for a traceback)"
+            render.error(f"{_describe(exc)}{hint}")
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -13,7 +13,7 @@ from mem.core.errors import ExitCode
 
 @click.command("scan")
 @click.option("--all", "all_", is_flag=True, help="List every topic file, not only the newest 200.")
-@click.option("--check", is_flag=True, help="Report problems (frontmatter, type, description, index, secrets); exit 1 if any.")
+@click.option("--check", is_flag=True, help="Report problems (frontmatter, type, description, index, secrets, poisoning); exit 1 if any.")
 @click.option("--secrets", is_flag=True,
               help="Audit every file of the memory directory for secrets: rule and file:line of each, never the secret; exit 1 if any.")
 @memory_dir_options
@@ -38,19 +38,20 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
         if check or all_:
             raise click.UsageError("--secrets audits every file; it does not go with --check or --all")
         ctx.exit(_audit_secrets(root, fmt))
+    skipped = [] if check else None  # --check reports them as problems rather than warn
     if not os.path.isdir(root):
         render.info(f"no memory directory at {root}")
         headers = []
     else:
         from mem.core.memdir.state import cache_dir
 
-        skipped = [] if check else None  # --check reports them as problems rather than warn
         headers = manifest.scan(root, limit=None if all_ else manifest.MAX_MEMORY_FILES, cache_dir=cache_dir(root),
                                 skipped=skipped)
     if check:
-        from mem.core.memdir.index import check_headers
+        from mem.core.memdir.index import check_headers, check_poison
 
         check_headers(root, headers)
+        check_poison(headers)
         headers += [manifest.skipped_header(s) for s in skipped or ()]
     if fmt != "text":
         render.out_rows((h.as_dict() for h in headers), fmt, None)

@@ -217,8 +217,9 @@ def compact_cmd(session_id, project, file_, hook, fmt) -> None:
             return
         if payload.source != "compact":
             return
-        text = session.compact_context(path)
-        out = render_output("SessionStart", text)
+        from mem.core.tags import neutralise  # notes from a transcript cannot close the client's reminder
+
+        out = render_output("SessionStart", neutralise(session.compact_context(path)))
         if out:
             render.out(out)
         return

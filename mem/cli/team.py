@@ -11,6 +11,7 @@ import click
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode
+from mem.core.guards.control import printable  # names and messages from a server reach a terminal
 
 
 def client_options(f: Callable) -> Callable:
@@ -20,7 +21,7 @@ def client_options(f: Callable) -> Callable:
     @click.option("--repo", metavar="OWNER/REPO",
                   help="The repository whose team memory this is (default: MEM_TEAM_REPO, then the git remote).")
     @click.option("--timeout", type=click.FloatRange(min=0.1), default=30.0, show_default=True, metavar="S",
-                  help="Seconds to wait for one request.")
+                  help="Seconds the whole exchange with the server may take (one deadline, retries included).")
     @memory_dir_options
     @format_options
     @functools.wraps(f)
@@ -95,18 +96,18 @@ def _refused_exit(ctx: click.Context, refused) -> None:
 
 def _report_pull(result) -> None:
     for key in result.created:
-        render.out(f"created team/{key}")
+        render.out(f"created team/{printable(key)}")
     for key in result.updated:
-        render.out(f"updated team/{key}")
+        render.out(f"updated team/{printable(key)}")
 
 
 def _say_pull(result) -> None:
     _warn_skipped(result.skipped)
     for key in result.overwritten_local:
-        render.warn(f"team/{key}: your unpushed edit was replaced by the server's copy; "
+        render.warn(f"team/{printable(key)}: your unpushed edit was replaced by the server's copy; "
                     f"`mem undo {result.snapshot[:12]}` brings it back")
     for key in result.kept_local:
-        render.info(f"team/{key}: kept your unpushed edit (the server's copy had not changed)")
+        render.info(f"team/{printable(key)}: kept your unpushed edit (the server's copy had not changed)")
     if result.status == "not_modified":
         render.info(f"team memory of {result.repo}: not modified since the last pull")
     elif result.status == "empty":
@@ -121,13 +122,13 @@ def _say_pull(result) -> None:
 
 def _report_push(result) -> None:
     for key in result.uploaded:
-        render.out(f"pushed team/{key}")
+        render.out(f"pushed team/{printable(key)}")
 
 
 def _say_push(result) -> None:
     _warn_skipped(result.skipped)
     for key in result.overwrote:
-        render.warn(f"team/{key}: a teammate had changed it too; yours replaced theirs "
+        render.warn(f"team/{printable(key)}: a teammate had changed it too; yours replaced theirs "
                     "(the server keeps their version in its history)")
     n = len(result.uploaded)
     if n:
@@ -146,7 +147,11 @@ def pull_cmd(ctx: click.Context, no_cache: bool, make_config, fmt: str) -> None:
 
     Files that already match are not touched. A file you had edited and not
     pushed is replaced too, as one operation of the history (`mem undo ID` brings it back). Files
-    deleted here come back: deletions do not propagate.
+    deleted here come back: deletions do not propagate. A file the poisoning
+    guard flags (a permission grant, a forged reminder: see mem lint) is not
+    written: it is kept in the state directory's team-quarantine/, named on
+    stderr and in --json ("reason": "poison", "quarantined": its path), and
+    the exit status is 4.
 
     \b
     Example:
@@ -213,19 +218,8 @@ def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
     cfg = make_config()
     http = client.Http(cfg)
     try:
-        pulled = client.pull(cfg, http=http, use_etag=False, keep_local_edits=True)
-        if fmt == "text":
-            _report_pull(pulled)
-        _say_pull(pulled)
-        try:
-            pushed = client.push(cfg, http=http)
-        except client.PushFailed as exc:
-            if fmt != "text":
-                render.out_record({"pull": pulled.as_dict(), "push": exc.result.as_dict()}, fmt)
-            else:
-                _report_push(exc.result)
-            _warn_skipped(exc.result.skipped)
-            raise
+        with http.deadline():  # one deadline for the pull and the push
+            pulled, pushed = _sync(cfg, http, fmt)
     finally:
         http.close()
     if fmt != "text":
@@ -234,6 +228,24 @@ def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
         _report_push(pushed)
     _say_push(pushed)
     _refused_exit(ctx, pulled.refused + pushed.refused)
+
+
+def _sync(cfg, http, fmt: str):
+    from mem.core.team import client
+
+    pulled = client.pull(cfg, http=http, use_etag=False, keep_local_edits=True)
+    if fmt == "text":
+        _report_pull(pulled)
+    _say_pull(pulled)
+    try:
+        return pulled, client.push(cfg, http=http)
+    except client.PushFailed as exc:
+        if fmt != "text":
+            render.out_record({"pull": pulled.as_dict(), "push": exc.result.as_dict()}, fmt)
+        else:
+            _report_push(exc.result)
+        _warn_skipped(exc.result.skipped)
+        raise
 
 
 @team_cmd.command("status")
@@ -258,7 +270,7 @@ def status_cmd(ctx: click.Context, offline: bool, check: bool, make_config, fmt:
     result = client.status(make_config(), offline=offline)
     if fmt == "text":
         for c in result.changes:
-            render.out(f"{c['state']:<15} team/{c['key']}")
+            render.out(f"{c['state']:<15} team/{printable(c['key'])}")
         where = "as last seen" if offline else (f"version {result.remote['version']}" if result.remote else "no data yet")
         if result.in_sync:
             render.info(f"team/ is in sync with {result.repo} ({where}; {result.files} files)")
@@ -312,7 +324,7 @@ def watch_cmd(debounce: float, poll: float, pull_every: float, max_backoff: floa
             if (s["key"], s["reason"]) not in warned:
                 warned.add((s["key"], s["reason"]))
                 what = f"it contains a secret ({s['label']})" if s["reason"] == "secret" else s["detail"] or s["reason"]
-                render.warn(f"team/{s['key']}: not synced: {what}")
+                render.warn(f"team/{printable(s['key'])}: not synced: {printable(what)}")
 
     def emit(event: dict) -> None:
         if fmt != "text":
@@ -327,14 +339,14 @@ def watch_cmd(debounce: float, poll: float, pull_every: float, max_backoff: floa
         elif kind == "pull":
             n = len(event["created"]) + len(event["updated"])
             if n or event["status"] == "updated":
-                render.info(f"pulled {n} file{'s' * (n != 1)}: " + ", ".join(f"team/{k}" for k in event["created"] + event["updated"]))
+                render.info(f"pulled {n} file{'s' * (n != 1)}: " + ", ".join(f"team/{printable(k)}" for k in event["created"] + event["updated"]))
             warn_new(event["skipped"])
         elif kind == "push":
             if event["uploaded"]:
-                render.info(f"pushed {len(event['uploaded'])}: " + ", ".join(f"team/{k}" for k in event["uploaded"]))
+                render.info(f"pushed {len(event['uploaded'])}: " + ", ".join(f"team/{printable(k)}" for k in event["uploaded"]))
             warn_new(event["skipped"])
         elif kind == "error":
-            render.warn(f"{event['operation']} failed: {event['message']}"
+            render.warn(f"{event['operation']} failed: {printable(event['message'])}"
                         + ("" if event["transient"] else " (not retrying until the next change)"))
         elif kind == "retry":
             render.info(f"retrying in {event['after_s']:g}s")

@@ -104,11 +104,15 @@ class ContextFile:
 
     def block(self) -> str:
         """``Contents of PATH (description):`` and the content, as Claude Code renders it."""
+        from mem.core.tags import neutralise  # Claude Code puts this text inside <system-reminder>
+
         if self.kind == "teammem":
-            body = f'<team-memory-content source="shared">\n{self.content}\n</team-memory-content>'
+            from mem.core.team.routing import wrap_team_content
+
+            body = wrap_team_content(self.content)
         else:
-            body = self.content
-        return f"Contents of {self.path}{self.description}:\n\n{body}"
+            body = neutralise(self.content)
+        return f"Contents of {neutralise(self.path)}{self.description}:\n\n{body}"
 
     def as_dict(self) -> dict:
         return {

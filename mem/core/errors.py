@@ -6,6 +6,7 @@ at the edge. Exit codes are defined here and nowhere else.
 
 from __future__ import annotations
 
+import errno
 from enum import IntEnum
 
 
@@ -22,12 +23,23 @@ class ExitCode(IntEnum):
     REFUSED = 4
     #: a lock is held and --wait was not given
     LOCKED = 5
+    #: the disk refused a write: no space, over quota, read-only, or permission denied (EX_IOERR)
+    STORAGE = 74
     #: unexpected failure (EX_SOFTWARE)
     FAILURE = 70
     #: interrupted by Ctrl-C
     INTERRUPTED = 130
     #: stdout was closed early (e.g. piped to head), as SIGPIPE would end a C tool
     BROKEN_PIPE = 141
+
+
+#: OSError numbers that mean the storage refused, not that mem went wrong: exit STORAGE, not FAILURE.
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """True for a full disk, a quota, a read-only file system or a permission refused."""
+    return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
 
 
 class MemError(Exception):

@@ -222,7 +222,9 @@ def _index_section(part: IndexPart, title: str, empty: str, *, shared: bool = Fa
         from mem.core.team.routing import wrap_team_content
 
         return f"{title}\n\n{wrap_team_content(part.content)}"
-    return f"{title}\n\n{part.content}"
+    from mem.core.tags import neutralise  # the client wraps hook context in <system-reminder>
+
+    return f"{title}\n\n{neutralise(part.content)}"
 
 
 def build(memory_dir: str, mode: str = "full", *, max_chars: int | None = None) -> Prompt:

@@ -195,12 +195,14 @@ class Surfaced:
 
     @property
     def block(self) -> str:
+        from mem.core.tags import neutralise  # memory text cannot close or open the wrapper
+
         if self.shared:
             from mem.core.team.routing import wrap_team_content
 
             # Shared memory arrives marked as such, as Claude Code marks its team memory.
-            return reminder(self.header, wrap_team_content(self.content))
-        return reminder(self.header, self.content)
+            return reminder(neutralise(self.header), wrap_team_content(self.content))
+        return reminder(neutralise(self.header), neutralise(self.content))
 
     @property
     def chars(self) -> int:
@@ -617,16 +619,36 @@ def _save_state(state: SessionState, memory_dir: str) -> None:
     atomic_write(state.path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
 
 
+def _save_state_if_possible(state: SessionState, memory_dir: str) -> None:
+    """Save the session's state unless the state dir refuses writes: the memories are surfaced all the same."""
+    from mem.core.errors import is_storage_error
+
+    try:
+        _save_state(state, memory_dir)
+    except OSError as exc:
+        if not is_storage_error(exc):
+            raise
+
+
 @contextlib.contextmanager
 def session(memory_dir: str, session_id: str | None) -> Iterator[SessionState | None]:
     """The session's state, locked for the whole recall (concurrent hooks queue up)."""
     if not session_id:
         yield None
         return
+    from mem.core.errors import is_storage_error
     from mem.core.memdir.store import file_lock
 
     path = session_file(memory_dir, session_id)
-    with file_lock(path + ".lock"):
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(file_lock(path + ".lock"))
+        except OSError as exc:
+            if not is_storage_error(exc):
+                raise
+            # The state dir refuses writes (read-only, full): recall all the same, from what it holds.
+            yield _load_state(path, session_id)
+            return
         state = _load_state(path, session_id)
         yield state
     if state.created:
@@ -817,7 +839,7 @@ def recall(
             now = int(time.time() * 1000) if now_ms is None else now_ms
             for item in result.selected:
                 state.add(item, now)
-            _save_state(state, memory_dir)
+            _save_state_if_possible(state, memory_dir)
         result.session_bytes = already + result.surfaced_bytes
     return _done(result, started)
 

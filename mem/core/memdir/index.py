@@ -381,6 +381,26 @@ def check_headers(root: str, headers: list[MemoryHeader]) -> None:
             )
 
 
+def check_poison(headers: list[MemoryHeader]) -> None:
+    """Add a "poison" problem to each header whose file the poisoning guard flags (what team pull quarantines).
+
+    ``mem status`` reports these through mem lint itself; ``mem scan --check`` through this.
+    """
+    from mem.core.guards import poison
+
+    for h in headers:
+        try:
+            with open(h.path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue  # check_headers reports it unreadable
+        report = poison.scan_text(text)
+        if report.flagged:
+            first = max(report.findings, key=lambda f: f.weight)
+            h.warnings.append(Problem("poison", f"line {first.line} {first.message} (rule {first.rule_id}; "
+                                                "`mem lint` shows every finding)"))
+
+
 # --- pointers kept up to date as memories are written ----------------------------------------------
 
 

@@ -140,6 +140,11 @@ class StateDir:
     def team_state(self) -> str:
         return self._at("team-sync.json")
 
+    @property
+    def team_quarantine(self) -> str:
+        """Team files a pull refused as poisoning, kept under their keys for inspection."""
+        return self._at("team-quarantine")
+
     # history
     @property
     def history(self) -> str:

@@ -3,9 +3,10 @@
 Every file ``mem`` writes inside a memory directory goes through
 ``MemoryDir.write`` (or ``delete``): the target is resolved and contained
 (no NUL, no ``..`` escape, no absolute path elsewhere, no symlink or dangling
-link leading out), the content is scanned for secrets, and the bytes land by
-temp file + fsync + rename in the same directory. Read-modify-write of
-MEMORY.md happens under a lock kept in the state directory.
+link leading out, no control character in the name), the content is scanned
+for secrets, and the bytes land by temp file + fsync + rename in the same
+directory. Read-modify-write of MEMORY.md happens under a lock kept in the
+state directory.
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ class MemoryDir:
 
     def write(self, target: str, content: str | bytes, *, scan: bool = True) -> WriteResult:
         """Atomically write ``content`` to ``target`` inside the memory directory."""
+        from mem.core.guards.control import has_control, printable
+
+        if has_control(os.path.relpath(target, self.root) if os.path.isabs(target) else target):
+            # A newline in a name would split the index line that points to it.
+            raise PathEscapeError(f"refused path {printable(target)}: its name contains a control character")
         real = self.resolve(target)
         data = content.encode("utf-8") if isinstance(content, str) else content
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")

@@ -12,6 +12,11 @@ and a lock there keeps a ``mem team watch`` and a manual push from
 interleaving. Every write into team/ goes through MemoryDir (containment,
 secret scan, atomic rename). Files over 250,000 bytes are skipped both ways;
 a file with a secret is never sent; deletions do not propagate.
+
+A hostile or broken server cannot hold a command or fill the disk: ``--timeout``
+is a deadline for the whole pull, push, sync or status (a server that drips one
+byte at a time is cut off when it passes), an answer over MAX_RESPONSE_BYTES is
+refused unread, and so is one with more than MAX_PULL_ENTRIES entries.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
 
 USER_AGENT = "mem-team"
+#: The largest answer read from a server (the default server keeps 1000 entries of at most 250,000 bytes).
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: The most entries a pull takes; a server that sends more is refused and nothing is written.
+MAX_PULL_ENTRIES = 5000
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -38,7 +47,8 @@ USER_AGENT = "mem-team"
 class TeamError(MemError):
     """The server could not be reached or did not follow the contract (exit 70)."""
 
-    #: "network", "timeout", "http", "parse", "conflict", "too_many_entries", "body_too_large"
+    #: "network", "timeout", "http", "parse", "conflict", "too_many_entries", "body_too_large",
+    #: "response_too_large"
     kind = "http"
 
     def __init__(self, message: str, *, kind: str = "http", status: int | None = None, body: dict | None = None):
@@ -192,7 +202,7 @@ class Response:
     def json(self) -> dict | None:
         try:
             doc = json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested past the parser's depth
             return None
         return doc if isinstance(doc, dict) else None
 
@@ -202,7 +212,12 @@ class Response:
 
 
 class Http:
-    """One keep-alive connection to the team server (reopened when the server closed it)."""
+    """One keep-alive connection to the team server (reopened when the server closed it).
+
+    Every request of one operation (``with http.deadline():``) shares one
+    deadline, ``cfg.timeout`` seconds from its start: a socket timeout alone
+    restarts with every byte, so a watchdog shuts the socket when time is up.
+    """
 
     def __init__(self, cfg: Config):
         from urllib.parse import urlsplit
@@ -215,6 +230,36 @@ class Http:
         self.prefix = parts.path.rstrip("/")
         self._conn = None
         self.requests = 0
+        self._deadline: float | None = None
+        self._expired = False
+
+    @contextlib.contextmanager
+    def deadline(self) -> Iterator[None]:
+        """One deadline for the requests made inside; nested uses keep the outer one."""
+        if self._deadline is not None:
+            yield
+            return
+        self._deadline = time.monotonic() + self.cfg.timeout
+        try:
+            yield
+        finally:
+            self._deadline = None
+
+    def remaining(self) -> float:
+        return self.cfg.timeout if self._deadline is None else self._deadline - time.monotonic()
+
+    def _timed_out(self) -> TeamError:
+        return TeamError(f"the team server {self.cfg.url} did not answer within {self.cfg.timeout:g}s", kind="timeout")
+
+    def _expire(self) -> None:
+        """Watchdog: the deadline passed while a request was running; end it by closing the socket."""
+        import socket
+
+        self._expired = True
+        sock = getattr(self._conn, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -245,32 +290,66 @@ class Http:
             all_headers["Authorization"] = f"Bearer {self.cfg.token}"
         if body is not None:
             all_headers["Content-Type"] = "application/json"
+        import threading
+
         for attempt in (1, 2):
+            left = self.remaining()
+            if left <= 0:
+                self.close()
+                raise self._timed_out()
             reused = self._conn is not None
             conn = self._connection()
+            conn.timeout = min(self.cfg.timeout, left)
+            if conn.sock is not None:
+                conn.sock.settimeout(conn.timeout)
+            self._expired = False
+            watchdog = threading.Timer(left, self._expire)
+            watchdog.daemon = True
+            watchdog.start()
             try:
                 conn.request(method, target, body=body, headers=all_headers)
                 resp = conn.getresponse()
-                data = resp.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                data = self._read_capped(resp)
+                if self._expired:  # the watchdog shut the socket: what came is cut short
+                    raise self._timed_out()
+            except TeamError:
                 self.close()
-                # A kept-alive connection the server had closed: once more on a new one. A PUT
-                # repeated this way is safe: it carries If-Match or If-None-Match.
-                if reused and attempt == 1:
-                    continue
-                raise TeamError(f"cannot reach the team server {self.cfg.url}: {exc or type(exc).__name__}", kind="network") from None
-            except TimeoutError:
-                self.close()
-                raise TeamError(f"the team server {self.cfg.url} did not answer within {self.cfg.timeout:g}s", kind="timeout") from None
+                raise
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
-                reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+                if self._expired or isinstance(exc, TimeoutError):
+                    raise self._timed_out() from None
+                if isinstance(exc, (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)):
+                    # A kept-alive connection the server had closed: once more on a new one. A PUT
+                    # repeated this way is safe: it carries If-Match or If-None-Match.
+                    if reused and attempt == 1:
+                        continue
+                    reason = str(exc) or type(exc).__name__
+                else:
+                    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
                 raise TeamError(f"cannot reach the team server {self.cfg.url}: {reason}", kind="network") from None
+            finally:
+                watchdog.cancel()
             self.requests += 1
             if resp.will_close:
                 self.close()
             return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
         raise AssertionError("unreachable")
+
+    def _read_capped(self, resp) -> bytes:
+        """The body, or a TeamError when it is over MAX_RESPONSE_BYTES (said or found: at most that much is read)."""
+        length = resp.getheader("Content-Length")
+        if length and length.strip().isdigit() and int(length) > MAX_RESPONSE_BYTES:
+            raise self._too_large(int(length))
+        data = resp.read(MAX_RESPONSE_BYTES + 1)
+        if len(data) > MAX_RESPONSE_BYTES:
+            raise self._too_large(None)
+        return data
+
+    def _too_large(self, size: int | None) -> TeamError:
+        said = f" ({size:,} bytes)" if size is not None else ""
+        return TeamError(f"the team server {self.cfg.url} sent an answer over the {MAX_RESPONSE_BYTES:,}-byte "
+                         f"limit{said}: refused", kind="response_too_large")
 
 
 def _error_from(resp: Response, what: str) -> MemError:
@@ -278,6 +357,10 @@ def _error_from(resp: Response, what: str) -> MemError:
     message = None
     if body and isinstance(body.get("error"), dict):
         message = body["error"].get("message")
+    if isinstance(message, str):
+        from mem.core.guards.control import printable
+
+        message = printable(message)
     detail = f": {message}" if message else ""
     if resp.status in (401, 403):
         hint = " (check MEM_TEAM_TOKEN)" if resp.status == 401 else ""
@@ -308,7 +391,10 @@ def _get_with_retries(http: Http, query: str, headers: dict, ok: tuple[int, ...]
             if not getattr(error, "transient", False) or attempt >= retries:
                 raise error
         attempt += 1
-        sleep(retry_delay(attempt))
+        delay = retry_delay(attempt)
+        if delay >= http.remaining():  # no time left for another try within the deadline
+            raise error
+        sleep(delay)
 
 
 # --- reading team/ -------------------------------------------------------------------------------
@@ -317,22 +403,29 @@ def _get_with_retries(http: Http, query: str, headers: dict, ok: tuple[int, ...]
 @dataclass(frozen=True)
 class Skipped:
     key: str
-    reason: str  # "secret", "too-large", "invalid-key", "not-utf8", "unreadable", "over-entry-cap"
+    reason: str  # "secret", "poison", "too-large", "invalid-key", "not-utf8", "unreadable", "over-entry-cap"
     detail: str | None = None
     rule_id: str | None = None
     label: str | None = None
+    quarantined: str | None = None  # "poison": where the server's text was kept instead
 
     def as_dict(self) -> dict:
         d = {"key": self.key, "reason": self.reason, "detail": self.detail}
         if self.rule_id:
             d["rule_id"] = self.rule_id
             d["label"] = self.label
+        if self.quarantined:
+            d["quarantined"] = self.quarantined
         return d
 
     def describe(self) -> str:
+        from mem.core.guards.control import printable  # a key from a server may hold escape sequences
+
         if self.reason == "secret":
-            return f"team/{self.key}: not synced: it contains a secret ({self.label}, rule {self.rule_id})"
-        return f"team/{self.key}: not synced: {self.detail or self.reason}"
+            return f"team/{printable(self.key)}: not synced: it contains a secret ({self.label}, rule {self.rule_id})"
+        if self.reason == "poison":
+            return f"team/{printable(self.key)}: quarantined: {printable(self.detail or '')}"
+        return f"team/{printable(self.key)}: not synced: {printable(self.detail or self.reason)}"
 
 
 def walk_team(team_dir: str) -> Iterator[tuple[str, str]]:
@@ -418,7 +511,7 @@ class PullResult:
 
     @property
     def refused(self) -> list[Skipped]:
-        return [s for s in self.skipped if s.reason in ("secret", "invalid-key")]
+        return [s for s in self.skipped if s.reason in ("secret", "poison", "invalid-key")]
 
     def as_dict(self) -> dict:
         return {"repo": self.repo, "url": self.url, "status": self.status, "version": self.version,
@@ -444,6 +537,9 @@ def _parse_data(resp: Response) -> tuple[dict[str, str], dict[str, str] | None, 
     entries = content.get("entries") if isinstance(content, dict) else None
     if not isinstance(entries, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in entries.items()):
         raise TeamError("the team server's answer is not team memory data (no content.entries)", kind="parse")
+    if len(entries) > MAX_PULL_ENTRIES:
+        raise TeamError(f"the team server sent {len(entries):,} entries, over the {MAX_PULL_ENTRIES:,} a pull takes: "
+                        "refused, nothing written", kind="too_many_entries")
     checks = content.get("entryChecksums")
     if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
         checks = None
@@ -464,7 +560,7 @@ def pull(cfg: Config, *, http: Http | None = None, state: SyncState | None = Non
     own = http is None
     http = http or Http(cfg)
     try:
-        with sync_lock(cfg):
+        with http.deadline(), sync_lock(cfg):
             st = state or load_state(cfg)
             result = _pull(cfg, http, st, use_etag=use_etag, keep_local=keep_local_edits, retries=retries, sleep=sleep)
             save_state(cfg, st)
@@ -516,6 +612,10 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
             continue
         if len(data) > MAX_FILE_SIZE_BYTES:
             result.skipped.append(Skipped(key, "too-large", f"over the {MAX_FILE_SIZE_BYTES:,}-byte limit"))
+            continue
+        refused = _quarantine_if_poisoned(store, key, content)
+        if refused is not None:
+            result.skipped.append(refused)
             continue
         try:
             with open(real, "rb") as fh:
@@ -573,6 +673,27 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
     return result
 
 
+def _quarantine_if_poisoned(store, key: str, content: str) -> Skipped | None:
+    """None for text the poisoning guard passes; else keep it in the state dir's quarantine, not in team/.
+
+    Team memory reaches every teammate's agent: one teammate (or the server)
+    must not plant a permission grant or a forged reminder for all of them.
+    ``key`` has been checked (keys.key_path), so it is a safe relative path.
+    """
+    from mem.core.guards import poison
+    from mem.core.memdir.files import atomic_write
+
+    report = poison.scan_text(content)
+    if not report.flagged:
+        return None
+    first = max(report.findings, key=lambda f: f.weight)
+    path = os.path.join(store.state.team_quarantine, *key.split("/"))
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    atomic_write(path, content.encode("utf-8"))
+    detail = f"line {first.line} {first.message} (rule {first.rule_id}); kept in {path}"
+    return Skipped(key, "poison", detail, first.rule_id, first.category, path)
+
+
 # --- push ---------------------------------------------------------------------------------------
 
 
@@ -614,7 +735,7 @@ def push(cfg: Config, *, http: Http | None = None, state: SyncState | None = Non
     own = http is None
     http = http or Http(cfg)
     try:
-        with sync_lock(cfg):
+        with http.deadline(), sync_lock(cfg):
             st = state or load_state(cfg)
             try:
                 return _push(cfg, http, st)
@@ -737,8 +858,9 @@ def sync(cfg: Config, *, http: Http | None = None, state: SyncState | None = Non
     own = http is None
     http = http or Http(cfg)
     try:
-        pulled = pull(cfg, http=http, state=state, use_etag=False, keep_local_edits=True)
-        return SyncResult(pulled, push(cfg, http=http, state=state))
+        with http.deadline():  # one deadline for both halves
+            pulled = pull(cfg, http=http, state=state, use_etag=False, keep_local_edits=True)
+            return SyncResult(pulled, push(cfg, http=http, state=state))
     finally:
         if own:
             http.close()
@@ -781,7 +903,8 @@ def status(cfg: Config, *, offline: bool = False, http: Http | None = None) -> S
         own = http is None
         http = http or Http(cfg)
         try:
-            resp = _get_with_retries(http, "&view=hashes", {}, (200, 404), "status", retries=0)
+            with http.deadline():
+                resp = _get_with_retries(http, "&view=hashes", {}, (200, 404), "status", retries=0)
         finally:
             if own:
                 http.close()

@@ -70,12 +70,13 @@ def target_relpath(relpath: str, scope: str) -> str:
 def wrap_team_content(text: str) -> str:
     """Team memory text inside the shared-content wrapper.
 
-    A closing tag inside the text is defused (``<\\/team-memory-content>``) so
-    content synced from teammates cannot end the wrapper early and pass the
-    rest off as something else.
+    Wrapper tags inside the text are broken (``<\\/team-memory-content>``,
+    mem.core.tags.neutralise) so content synced from teammates cannot end the
+    wrapper early, or open a reminder, and pass the rest off as something else.
     """
-    body = text.replace(TEAM_WRAPPER_CLOSE[:-1], "<\\/" + TEAM_WRAPPER_CLOSE[2:-1])
-    return f"{TEAM_WRAPPER_OPEN}\n{body}\n{TEAM_WRAPPER_CLOSE}"
+    from mem.core.tags import neutralise
+
+    return f"{TEAM_WRAPPER_OPEN}\n{neutralise(text)}\n{TEAM_WRAPPER_CLOSE}"
 
 
 def check_team_write(content: str):

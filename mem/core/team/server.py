@@ -416,6 +416,8 @@ class TeamRequestHandler(BaseHTTPRequestHandler):
             doc = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             raise HttpError(400, "invalid_request_error", "the body is not JSON") from None
+        except RecursionError:  # nested deeper than the parser goes: the client's fault, not ours
+            raise HttpError(400, "invalid_request_error", "the body is nested too deeply") from None
         entries = doc.get("entries") if isinstance(doc, dict) else None
         if not isinstance(entries, dict):
             raise HttpError(400, "invalid_request_error", 'the body must be {"entries": {key: content}}')
