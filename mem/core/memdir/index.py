@@ -387,13 +387,13 @@ def check_poison(headers: list[MemoryHeader]) -> None:
     ``mem status`` reports these through mem lint itself; ``mem scan --check`` through this.
     """
     from mem.core.guards import poison
+    from mem.core.memdir.files import read_text
 
     for h in headers:
         try:
-            with open(h.path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            text = read_text(h.path, errors="replace")
         except OSError:
-            continue  # check_headers reports it unreadable
+            continue  # check_headers reports it unreadable (too large, not a regular file...)
         report = poison.scan_text(text)
         if report.flagged:
             first = max(report.findings, key=lambda f: f.weight)
