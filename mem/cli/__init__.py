@@ -37,6 +37,8 @@ COMMANDS = {
     "status": "mem.cli.status:status_cmd",
     "verify": "mem.cli.verify:verify_cmd",
     "team": "mem.cli.team:team_cmd",
+    "hooks": "mem.cli.hooks:hooks_cmd",
+    "cron": "mem.cli.cron:cron_cmd",
 }
 
 

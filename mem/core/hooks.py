@@ -124,7 +124,44 @@ def read_payload(stream: TextIO | None = None, **kwargs: Any) -> HookPayload:
     stream = sys.stdin if stream is None else stream
     buffer = getattr(stream, "buffer", None)
     data = buffer.read(MAX_PAYLOAD_BYTES + 1) if buffer is not None else stream.read(MAX_PAYLOAD_BYTES + 1)
-    return parse_payload(data, **kwargs)
+    payload = parse_payload(data, **kwargs)
+    mark_fired(payload)
+    return payload
+
+
+def subcommand(args: list[str]) -> str:
+    """The subcommand words of mem's arguments, joined by "-": ``session compact --hook`` -> "session-compact"."""
+    words = []
+    for word in args:
+        if word.startswith("-"):
+            if words:
+                break
+            continue
+        words.append(word)
+    return "-".join(words)
+
+
+def mark_fired(payload: HookPayload, argv: list[str] | None = None) -> None:
+    """Note that this hook ran, for ``mem hooks status`` (one small file; never fails the hook)."""
+    import json
+    import sys
+
+    from mem.core.memdir.manifest import now_iso
+    from mem.core.memdir.state import hook_stamp
+
+    command = subcommand(sys.argv[1:] if argv is None else argv)
+    if not payload.hook_event_name or not command or "/" in command or "/" in payload.hook_event_name:
+        return
+    try:
+        path = hook_stamp(payload.client, payload.hook_event_name, command)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, json.dumps({"time": now_iso(), "session_id": payload.session_id}).encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 def render_output(event: str, additional_context: str | None) -> str:
