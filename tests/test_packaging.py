@@ -39,12 +39,13 @@ def man_finds(prefix: Path, page: str) -> str | None:
 
 
 def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
+    # --ignore-installed: without it pip uninstalls the mem of the running environment first
     src = tmp_path / "src"
     src.mkdir()
     copy_sources(src)
     prefix = tmp_path / "prefix"
     p = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "--no-deps", "--no-compile", "--prefix", str(prefix), str(src)],
+                        "--no-deps", "--no-compile", "--ignore-installed", "--prefix", str(prefix), str(src)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     man1 = prefix / "share" / "man" / "man1"
