@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import FIXTURES, write_memory
+
 from mem.cli import cli
 from mem.core import install, paths
 
@@ -297,3 +297,27 @@ def test_installed_entries_run_as_the_client_runs_them_without_mem_on_path(isola
     assert fired[("PreCompact", None, "session compact --hook")] is None
     qstatus = subprocess.run([mem_exe, "hooks", "status", "--client", "qwen", "--json"], capture_output=True, text=True)
     assert [e["last_fired"] is not None for e in json.loads(qstatus.stdout)["entries"]] == [True]
+
+
+@pytest.mark.parametrize("command, ours", [
+    ("/opt/mem/bin/mem recall --hook", ["/opt/mem/bin/mem"]),
+    ("mem extract --hook --background", ["mem"]),
+    ("'/home/u/my tools/mem' session compact --hook", ["/home/u/my tools/mem"]),
+    ("/usr/bin/python3 /home/u/mem.pyz prompt --hook", ["/usr/bin/python3", "/home/u/mem.pyz"]),
+    ("/venv/bin/python -m mem recall --hook", ["/venv/bin/python", "-m", "mem"]),
+    ("mem recall", None),  # not a hook entry
+    ("memo recall --hook", None),
+    ("~/bin/my-hook --hook recall", None),
+    ("echo 'unbalanced", None),
+])
+def test_which_commands_are_mems(command, ours):
+    assert install.launcher(command) == ours
+
+
+def test_status_warns_when_claude_code_runs_no_hooks(isolated_env, mem_exe):
+    path = settings_file(isolated_env)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"disableAllHooks": true}\n')
+    assert invoke("hooks", "install", "--mem", mem_exe).exit_code == 0
+    r = invoke("hooks", "status")
+    assert r.exit_code == 1 and "runs no user or project hook here: disableAllHooks in user settings" in r.stderr

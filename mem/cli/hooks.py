@@ -9,8 +9,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options
-
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact")
+from mem.core.hooks import EVENTS
 
 
 def target_options(f: Callable) -> Callable:

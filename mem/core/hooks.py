@@ -27,6 +27,8 @@ CONTEXT_LIMIT = 9_500
 MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 
 BASE_FIELDS = ("session_id", "transcript_path", "cwd", "hook_event_name")
+#: The events mem's hooks are installed on (``mem hooks install``).
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact")
 
 
 class HookPayload(NamedTuple):

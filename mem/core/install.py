@@ -10,7 +10,8 @@ key keeps its value and place, the indent is the file's own, nothing is
 written when nothing changes, and a copy of the old file goes to the state
 directory first. A file that is not a JSON object is never touched.
 
-uses: paths (settings locations), memdir.files (atomic_write), memdir.state (backups, hook stamps).
+uses: paths (settings locations), hooks (subcommand names), memdir.files (atomic_write), memdir.state
+(backups, hook stamps).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from mem.core.errors import RefusedError, UsageError
 
 CLIENTS = ("claude", "qwen")
 SCOPES = ("user", "project", "local")
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact")
 #: Our subcommands that take --hook: how a command is recognised as ours.
 HOOK_COMMANDS = ("prompt", "recall", "extract", "session")
 
