@@ -165,3 +165,10 @@ def test_run_loads_the_env_file(tools, mem_exe, isolated_env, tmp_path):
 def test_bad_time_is_a_usage_error(tools, mem_exe):
     p = mem(mem_exe, "cron", "install", "--at", "25:00")
     assert p.returncode == 2 and "expected HH:MM" in p.stderr
+
+
+def test_without_crontab_or_systemd_install_says_what_is_missing(tools, mem_exe, tmp_path):
+    env = {**os.environ, "MEM_CRONTAB": str(tmp_path / "no-such-crontab")}
+    p = mem(mem_exe, "cron", "install", env=env)
+    assert p.returncode == 3 and p.stderr.count("\n") == 1
+    assert "no-such-crontab is not installed (Debian/Ubuntu: apt install cron)" in p.stderr

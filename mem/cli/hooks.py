@@ -88,7 +88,7 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     events = install.select_events(client, only, without)
     change = install.plan(client, scope, install=True, events=events, mem=install.mem_words(mem_path),
                           project=project)
-    if scope == "project" and client == "claude":
+    if scope == "project":
         render.warn(f"{change.path} is usually checked in: its hooks name this machine's mem; "
                     "--scope local keeps them to you")
     return _finish(change, dry_run, fmt, "installed")

@@ -152,7 +152,8 @@ def _run(argv: list[str], *, stdin: str | None = None, env: Mapping[str, str] | 
         proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60,
                               env=None if env is None else dict(env))
     except FileNotFoundError:
-        raise ConfigError(f"{argv[0]} is not installed") from None
+        hint = " (Debian/Ubuntu: apt install cron)" if os.path.basename(argv[0]) == "crontab" else ""
+        raise ConfigError(f"{argv[0]} is not installed{hint}") from None
     except subprocess.TimeoutExpired:
         raise MemError(f"{' '.join(argv)} did not answer in 60 s") from None
     if check and proc.returncode != 0:
