@@ -152,7 +152,7 @@ def _run(argv: list[str], *, stdin: str | None = None, env: Mapping[str, str] | 
         proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60,
                               env=None if env is None else dict(env))
     except FileNotFoundError:
-        hint = " (Debian/Ubuntu: apt install cron)" if os.path.basename(argv[0]) == "crontab" else ""
+        hint = " (Debian/Ubuntu: apt install cron)" if "crontab" in os.path.basename(argv[0]) else ""
         raise ConfigError(f"{argv[0]} is not installed{hint}") from None
     except subprocess.TimeoutExpired:
         raise MemError(f"{' '.join(argv)} did not answer in 60 s") from None
