@@ -410,6 +410,7 @@ def check_runs(words: list[str], env: Mapping[str, str] | None = None) -> str | 
 
 def last_fired(client: str, event: str, command: str, env: Mapping[str, str] | None = None) -> str | None:
     from mem.core.hooks import subcommand
+    from mem.core.memdir.manifest import iso_utc_ms
     from mem.core.memdir.state import hook_stamp
 
     words = launcher(command) or []
@@ -418,10 +419,10 @@ def last_fired(client: str, event: str, command: str, env: Mapping[str, str] | N
     except ValueError:
         return None
     try:
-        with open(hook_stamp(client, event, sub, env), encoding="utf-8") as fh:
-            return json.loads(fh.read()).get("time")
-    except (OSError, ValueError, AttributeError):
+        mtime = os.stat(hook_stamp(client, event, sub, env)).st_mtime_ns
+    except OSError:
         return None
+    return iso_utc_ms(mtime // 1_000_000)
 
 
 def entries(client: str, scope: str, project: str | None = None, env: Mapping[str, str] | None = None,

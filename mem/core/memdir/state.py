@@ -157,8 +157,8 @@ def settings_backups(env: Mapping[str, str] | None = None) -> str:
 
 
 def hook_stamp(client: str, event: str, command: str, env: Mapping[str, str] | None = None) -> str:
-    """When a hook of ours last read its payload: one small file per client, event and subcommand."""
-    return os.path.join(state_root(env), "hooks-fired", f"{client}.{event}.{command}.json")
+    """When a hook of ours last read its payload: the mtime of one empty file per client, event and subcommand."""
+    return os.path.join(state_root(env), "hooks-fired", f"{client}.{event}.{command}")
 
 
 def cron_log(env: Mapping[str, str] | None = None) -> str:
