@@ -12,7 +12,7 @@ VIA = ("auto", "systemd", "cron")
 
 @click.group("cron")
 def cron_cmd() -> None:
-    """Schedule the nightly consolidation of every project's memory, remove it, check it.
+    """Schedule, remove or check the nightly dream of all projects.
 
     The job runs `<absolute path of mem> cron run`: it loads
     ~/.config/mem/cron.env, runs `mem dream --all-projects -q` and appends the

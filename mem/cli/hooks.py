@@ -45,10 +45,11 @@ def event_options(f: Callable) -> Callable:
 
 @click.group("hooks")
 def hooks_cmd() -> None:
-    """Install mem's hooks into Claude Code's or qwen-code's settings, remove them, check them.
+    """Install, remove or check mem's hooks in a client's settings.
 
-    The entries are those the README documents, each running mem by its
-    absolute path, so they work under whatever PATH the client has.
+    The entries, written into Claude Code's or qwen-code's settings file,
+    are those the README documents, each running mem by its absolute path,
+    so they work under whatever PATH the client has.
 
     \b
     Example:

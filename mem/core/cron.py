@@ -185,9 +185,14 @@ def read_crontab(env: Mapping[str, str] | None = None) -> str:
     raise MemError(f"crontab -l failed (exit {proc.returncode}){': ' + said if said else ''}")
 
 
+def is_ours(line: str) -> bool:
+    """A crontab line mem wrote: its comment starts with the marker."""
+    return line.rstrip().endswith(MARKER) or MARKER + " " in line
+
+
 def plan_crontab(current: str, line: str | None) -> str:
     """The crontab with our line (or, with None, without it); every other line as it was."""
-    kept = [ln for ln in current.splitlines() if not ln.rstrip().endswith(MARKER) and MARKER + " " not in ln]
+    kept = [ln for ln in current.splitlines() if not is_ours(ln)]
     if line is not None:
         kept.append(line)
     return "".join(ln + "\n" for ln in kept)
@@ -305,7 +310,7 @@ def status(env: Mapping[str, str] | None = None) -> dict:
     jobs = []
     try:
         for line in read_crontab(env).splitlines():
-            if line.rstrip().endswith(MARKER) or MARKER + " " in line:
+            if is_ours(line):
                 jobs.append({"via": "cron", "entry": line})
     except ConfigError:
         pass
@@ -316,7 +321,8 @@ def status(env: Mapping[str, str] | None = None) -> dict:
             jobs.append({"via": "systemd", "entry": m.group(1) if m else unit})
     for job in jobs:
         command = job["entry"].split(MARKER)[0]
-        words = _job_launcher(command)
+        # the escapes each scheduler needs for %: \% in a crontab, %% in a unit
+        words = _job_launcher(command.replace("\\%", "%") if job["via"] == "cron" else command.replace("%%", "%"))
         job["problem"] = check_runs(words, env) if words else "no `mem cron run` command in it"
         job["runs"] = job["problem"] is None
     path = env_file(env)
@@ -332,8 +338,9 @@ def status(env: Mapping[str, str] | None = None) -> dict:
 
 
 def _job_launcher(command: str) -> list[str] | None:
+    """The words before ``cron run`` in a crontab line or ExecStart, the schedule fields left out."""
     try:
-        words = shlex.split(command.replace("\\%", "%"))
+        words = shlex.split(command)
     except ValueError:
         return None
     for i in range(len(words) - 1):
