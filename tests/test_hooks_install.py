@@ -321,3 +321,11 @@ def test_status_warns_when_claude_code_runs_no_hooks(isolated_env, mem_exe):
     assert invoke("hooks", "install", "--mem", mem_exe).exit_code == 0
     r = invoke("hooks", "status")
     assert r.exit_code == 1 and "runs no user or project hook here: disableAllHooks in user settings" in r.stderr
+
+
+def test_status_in_the_home_directory_lists_each_file_once(isolated_env, mem_exe, monkeypatch):
+    monkeypatch.chdir(isolated_env)  # <project>/.claude/settings.json is ~/.claude/settings.json here
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(isolated_env / ".claude"))
+    assert invoke("hooks", "install", "--mem", mem_exe, "--only", "UserPromptSubmit").exit_code == 0
+    report = json.loads(invoke("hooks", "status", "--json").stdout)
+    assert [(e["scope"], e["event"]) for e in report["entries"]] == [("user", "UserPromptSubmit")]
