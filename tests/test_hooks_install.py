@@ -329,3 +329,15 @@ def test_status_in_the_home_directory_lists_each_file_once(isolated_env, mem_exe
     assert invoke("hooks", "install", "--mem", mem_exe, "--only", "UserPromptSubmit").exit_code == 0
     report = json.loads(invoke("hooks", "status", "--json").stdout)
     assert [(e["scope"], e["event"]) for e in report["entries"]] == [("user", "UserPromptSubmit")]
+
+
+@pytest.mark.parametrize("title, client", [("Use with Claude Code", "claude"), ("Use with qwen-code", "qwen")])
+def test_the_readme_shows_what_install_writes(isolated_env, mem_exe, title, client):
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```json\n(.*?)```", section, re.S)
+    assert invoke("hooks", "install", "--client", client, "--mem", mem_exe).exit_code == 0
+    written = settings_file(isolated_env) if client == "claude" else isolated_env / ".qwen" / "settings.json"
+    assert json.loads(written.read_text()) == json.loads(block.replace("/path/to/mem", mem_exe))
