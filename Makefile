@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets clean
+.PHONY: install uninstall all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets clean
 
 all: test
 
@@ -47,6 +47,27 @@ test-fast: $(STAMP)
 ## zipapp: dist/mem.pyz, compiled and reproducible
 zipapp: $(STAMP)
 	$(BIN)/python scripts/build_zipapp.py dist/mem.pyz
+
+## install: the zipapp as $(PREFIX)/bin/mem, the man pages and the shell completions (PREFIX=~/.local for you alone; DESTDIR for packagers)
+PREFIX ?= /usr/local
+DEST    = $(DESTDIR)$(PREFIX)
+INSTALLED = $(DEST)/bin/mem $(DEST)/share/bash-completion/completions/mem \
+	$(DEST)/share/zsh/site-functions/_mem $(DEST)/share/fish/vendor_completions.d/mem.fish
+ZIPAPP ?= dist/mem.pyz
+install: $(ZIPAPP)
+	install -d $(DEST)/bin $(DEST)/share/man/man1 $(DEST)/share/bash-completion/completions \
+		$(DEST)/share/zsh/site-functions $(DEST)/share/fish/vendor_completions.d
+	install -m 755 $(ZIPAPP) $(DEST)/bin/mem
+	install -m 644 man/*.1 $(DEST)/share/man/man1/
+	install -m 644 completions/mem.bash $(DEST)/share/bash-completion/completions/mem
+	install -m 644 completions/_mem $(DEST)/share/zsh/site-functions/_mem
+	install -m 644 completions/mem.fish $(DEST)/share/fish/vendor_completions.d/mem.fish
+
+uninstall:
+	rm -f $(INSTALLED) $(addprefix $(DEST)/share/man/man1/,$(notdir $(wildcard man/*.1)))
+
+dist/mem.pyz: $(STAMP) pyproject.toml $(shell find mem -name '*.py')
+	$(BIN)/python scripts/build_zipapp.py $@
 
 ## docs: regenerate man pages and shell completions from the commands
 docs: $(STAMP)

@@ -43,8 +43,10 @@ def stage(site: str) -> None:
                 lines = [line for line in fh if not line.startswith(f"{name}/direct_url.json,")]
             with open(record, "w", encoding="utf-8") as fh:
                 fh.writelines(lines)
-    # pip leaves bin/ scripts with this interpreter's path in their shebang.
+    # pip leaves bin/ scripts with this interpreter's path in their shebang, and share/ holds the
+    # man pages and completions (`make install` puts those where man and the shells look).
     shutil.rmtree(os.path.join(site, "bin"), ignore_errors=True)
+    shutil.rmtree(os.path.join(site, "share"), ignore_errors=True)
 
 
 def replace_main(archive: str, main_py: bytes) -> None:

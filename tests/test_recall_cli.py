@@ -156,7 +156,7 @@ def test_readme_hook_blocks_are_valid_settings_that_run(project_for_readme, run_
                 for hook in group["hooks"]:
                     assert hook["type"] == "command" and hook["timeout"] > 5
                     argv = hook["command"].split()
-                    assert argv[0] == "mem" and "--hook" in argv
+                    assert argv[0].endswith("/mem") and "--hook" in argv  # an absolute path, as mem hooks install writes
                     stdin = json.dumps({"session_id": "readme", "cwd": str(project_for_readme),
                                         "hook_event_name": event, "source": group.get("matcher", "startup"),
                                         "transcript_path": str(transcript), "trigger": "manual",

@@ -44,6 +44,8 @@ COMMANDS = {
     "relocate": "mem.cli.relocate:relocate_cmd",
     "promote": "mem.cli.promote:promote_cmd",
     "demote": "mem.cli.promote:demote_cmd",
+    "hooks": "mem.cli.hooks:hooks_cmd",
+    "cron": "mem.cli.cron:cron_cmd",
 }
 
 

@@ -156,5 +156,20 @@ def events_log(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(state_root(env), "events.jsonl")
 
 
+def settings_backups(env: Mapping[str, str] | None = None) -> str:
+    """Copies of client settings files taken before ``mem hooks`` edits them."""
+    return os.path.join(state_root(env), "settings-backups")
+
+
+def hook_stamp(client: str, event: str, command: str, env: Mapping[str, str] | None = None) -> str:
+    """When a hook of ours last read its payload: the mtime of one empty file per client, event and subcommand."""
+    return os.path.join(state_root(env), "hooks-fired", f"{client}.{event}.{command}")
+
+
+def cron_log(env: Mapping[str, str] | None = None) -> str:
+    """The output of the nightly ``mem dream --all-projects`` that ``mem cron`` installs."""
+    return os.path.join(state_root(env), "cron.log")
+
+
 def session_state(session_id: str, env: Mapping[str, str] | None = None) -> str:
     return os.path.join(state_root(env), "sessions", session_id + ".json")

@@ -1,0 +1,401 @@
+"""The nightly ``mem dream --all-projects``: a systemd user timer where one works, else a crontab line.
+
+Example: plan_crontab("", ["/opt/mem/bin/mem"], "04:30") == "30 4 * * * /opt/mem/bin/mem cron run # mem-cron ...\\n"
+
+Both run ``<absolute mem> cron run``, which loads the environment file (mode 0600,
+``~/.config/mem/cron.env``: the API key and anything else the job needs, never in the
+crontab or the unit), runs ``mem dream --all-projects -q`` and appends its output,
+a timestamp and its exit status to ``<state>/cron.log``.
+
+uses: install (which mem), memdir.state (log path), memdir.files (atomic_write).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import time
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from mem.core.errors import ConfigError, MemError, UsageError
+
+#: Every crontab line mem writes ends with this comment; uninstall removes exactly those lines.
+MARKER = "# mem-cron"
+UNIT = "mem-dream"
+#: Variables copied into a new environment file when set where `mem cron install` runs (no secrets).
+CARRIED = ("CLAUDE_CONFIG_DIR", "CLAUDE_CODE_REMOTE_MEMORY_DIR", "MEM_STATE_DIR", "ANTHROPIC_BASE_URL",
+           "MEM_MODEL", "MEM_MODEL_DREAM", "MEM_CONTEXT_WINDOW", "MEM_MAX_OUTPUT_TOKENS")
+KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+LOG_MAX_BYTES = 1024 * 1024
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def config_dir(env: Mapping[str, str] | None = None) -> str:
+    env = _env(env)
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    return os.path.join(base, "mem")
+
+
+def env_file(env: Mapping[str, str] | None = None) -> str:
+    """The environment of the nightly job: KEY=VALUE lines, mode 0600."""
+    return os.path.join(config_dir(env), "cron.env")
+
+
+def unit_dir(env: Mapping[str, str] | None = None) -> str:
+    env = _env(env)
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    return os.path.join(base, "systemd", "user")
+
+
+def parse_time(at: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d{1,2}):(\d{2})", at.strip())
+    if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59:
+        raise UsageError(f"--at {at}: expected HH:MM, 00:00 to 23:59")
+    return int(m.group(1)), int(m.group(2))
+
+
+def job_command(mem: list[str], wait: bool = False, env: Mapping[str, str] | None = None) -> str:
+    """``<mem> cron run --env-file <absolute path>``: nothing in it depends on cron's PATH or HOME."""
+    return " ".join([*(shlex.quote(w) for w in mem), "cron", "run", "--env-file", shlex.quote(env_file(env)),
+                     *(["--wait"] if wait else [])])
+
+
+# ---------------------------------------------------------------------------------------------
+# The environment file
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """KEY=VALUE lines (``export`` and quotes allowed, ``#`` comments), as sh and systemd read them."""
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        return out
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").lstrip()
+        key, sep, value = line.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise ConfigError(f"{path}:{n}: expected KEY=VALUE")
+        try:
+            words = shlex.split(value, comments=True)
+        except ValueError as exc:
+            raise ConfigError(f"{path}:{n}: {exc}") from None
+        out[key] = " ".join(words)
+    return out
+
+
+def ensure_env_file(env: Mapping[str, str] | None = None, *, with_key: bool = False) -> tuple[str, bool]:
+    """The environment file, created 0600 if missing (with ``with_key``, the key set from ``env``).
+
+    Returns (path, written). An existing file is only tightened to 0600 and, with ``with_key``,
+    given the current key; its other lines stay.
+    """
+    from mem.core.memdir.files import atomic_write
+
+    env = _env(env)
+    path = env_file(env)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+        existed = True
+    except FileNotFoundError:
+        lines = [
+            "# The environment of the nightly `mem cron run` (mem dream --all-projects), read as KEY=VALUE",
+            "# lines. Keep this file mode 0600: a model key here is how the job reaches a model.",
+            "# Without a key the dream runs in its mechanical (offline) mode.",
+            *(f"{k}={shlex.quote(env[k])}" for k in CARRIED if env.get(k)),
+            "# ANTHROPIC_API_KEY=...",
+        ]
+        existed = False
+    if with_key:
+        present = [k for k in KEYS if env.get(k)]
+        if not present:
+            raise ConfigError("--with-key: neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set here")
+        lines = [ln for ln in lines if not re.match(rf"\s*(export\s+)?({'|'.join(KEYS)})=", ln)]
+        lines += [f"{k}={shlex.quote(env[k])}" for k in present]
+    if existed and not with_key:
+        os.chmod(path, 0o600)
+        return path, False
+    old_mask = os.umask(0o077)
+    try:
+        atomic_write(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    finally:
+        os.umask(old_mask)
+    os.chmod(path, 0o600)
+    return path, True
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the job is scheduled
+
+
+def _tool(name: str, env: Mapping[str, str] | None) -> list[str]:
+    """The crontab or systemctl command; MEM_CRONTAB / MEM_SYSTEMCTL name another (tests, odd systems)."""
+    value = _env(env).get(f"MEM_{name.upper()}")
+    return shlex.split(value) if value else [name]
+
+
+def _run(argv: list[str], *, stdin: str | None = None, env: Mapping[str, str] | None = None,
+         check: bool = True) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60,
+                              env=None if env is None else dict(env))
+    except FileNotFoundError:
+        hint = " (Debian/Ubuntu: apt install cron)" if "crontab" in os.path.basename(argv[0]) else ""
+        raise ConfigError(f"{argv[0]} is not installed{hint}") from None
+    except subprocess.TimeoutExpired:
+        raise MemError(f"{' '.join(argv)} did not answer in 60 s") from None
+    if check and proc.returncode != 0:
+        said = " ".join((proc.stderr or proc.stdout).split())
+        raise MemError(f"{' '.join(argv)} failed (exit {proc.returncode}){': ' + said if said else ''}")
+    return proc
+
+
+def systemd_works(env: Mapping[str, str] | None = None) -> bool:
+    try:
+        return _run([*_tool("systemctl", env), "--user", "show-environment"], env=env, check=False).returncode == 0
+    except MemError:
+        return False
+
+
+def choose(via: str, env: Mapping[str, str] | None = None) -> str:
+    if via in ("systemd", "cron"):
+        return via
+    return "systemd" if systemd_works(env) else "cron"
+
+
+def read_crontab(env: Mapping[str, str] | None = None) -> str:
+    proc = _run([*_tool("crontab", env), "-l"], env=env, check=False)
+    if proc.returncode == 0:
+        return proc.stdout
+    if "no crontab" in (proc.stderr + proc.stdout).lower():
+        return ""
+    said = " ".join((proc.stderr or proc.stdout).split())
+    raise MemError(f"crontab -l failed (exit {proc.returncode}){': ' + said if said else ''}")
+
+
+def is_ours(line: str) -> bool:
+    """A crontab line mem wrote: its comment starts with the marker."""
+    return line.rstrip().endswith(MARKER) or MARKER + " " in line
+
+
+def plan_crontab(current: str, line: str | None) -> str:
+    """The crontab with our line (or, with None, without it); every other line as it was."""
+    kept = [ln for ln in current.splitlines() if not is_ours(ln)]
+    if line is not None:
+        kept.append(line)
+    return "".join(ln + "\n" for ln in kept)
+
+
+def crontab_line(mem: list[str], at: str, wait: bool = False, env: Mapping[str, str] | None = None) -> str:
+    hour, minute = parse_time(at)
+    # cron turns an unescaped % into a newline
+    command = job_command(mem, wait, env).replace("%", "\\%")
+    return f"{minute} {hour} * * * {command} {MARKER} nightly dream; mem cron uninstall removes it"
+
+
+def unit_files(mem: list[str], at: str, wait: bool = False, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    hour, minute = parse_time(at)
+    service = (
+        "# Written by mem cron install; mem cron uninstall removes it.\n"
+        "[Unit]\n"
+        "Description=mem: nightly memory consolidation (mem dream --all-projects)\n\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        f"ExecStart={job_command(mem, wait, env).replace('%', '%%')}\n"  # % starts a systemd specifier
+    )
+    timer = (
+        "# Written by mem cron install; mem cron uninstall removes it.\n"
+        "[Unit]\n"
+        "Description=mem: nightly memory consolidation\n\n"
+        "[Timer]\n"
+        f"OnCalendar=*-*-* {hour:02d}:{minute:02d}:00\n"
+        "Persistent=true\n\n"
+        "[Install]\n"
+        "WantedBy=timers.target\n"
+    )
+    folder = unit_dir(env)
+    return {os.path.join(folder, f"{UNIT}.service"): service, os.path.join(folder, f"{UNIT}.timer"): timer}
+
+
+class Result(NamedTuple):
+    via: str
+    changed: bool
+    where: str  # "crontab" or the timer unit's path
+    entry: str  # the crontab line or the ExecStart command
+    env_file: str
+    log: str
+
+    def as_dict(self) -> dict:
+        return self._asdict()
+
+
+def install(mem: list[str], *, at: str = "04:30", via: str = "auto", wait: bool = False,
+            env: Mapping[str, str] | None = None) -> Result:
+    """Schedule the nightly job (replacing one of ours, by any path); nothing changes if it is already so."""
+    from mem.core.memdir.state import cron_log
+
+    via = choose(via, env)
+    path = env_file(env)
+    if via == "cron":
+        line = crontab_line(mem, at, wait, env)
+        current = read_crontab(env)
+        new = plan_crontab(current, line)
+        if new != current:
+            _run([*_tool("crontab", env), "-"], stdin=new, env=env)
+        return Result("cron", new != current, "crontab", line, path, cron_log(env))
+    from mem.core.memdir.files import atomic_write
+
+    changed = False
+    files = unit_files(mem, at, wait, env)
+    for unit, text in files.items():
+        try:
+            with open(unit, encoding="utf-8") as fh:
+                same = fh.read() == text
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.makedirs(os.path.dirname(unit), exist_ok=True)
+            atomic_write(unit, text.encode("utf-8"))
+            changed = True
+    systemctl = [*_tool("systemctl", env), "--user"]
+    if changed:
+        _run([*systemctl, "daemon-reload"], env=env)
+    _run([*systemctl, "enable", "--now", f"{UNIT}.timer"], env=env)
+    timer = next(p for p in files if p.endswith(".timer"))
+    return Result("systemd", changed, timer, job_command(mem, wait, env), path, cron_log(env))
+
+
+def uninstall(*, via: str = "auto", env: Mapping[str, str] | None = None) -> list[str]:
+    """Remove our crontab line and our units, wherever they are; what was removed. The env file stays."""
+    removed = []
+    try:
+        current = read_crontab(env)
+    except ConfigError:
+        current = None
+    if current is not None and via in ("auto", "cron"):
+        new = plan_crontab(current, None)
+        if new != current:
+            _run([*_tool("crontab", env), "-"], stdin=new, env=env)
+            removed.append("crontab line")
+    if via in ("auto", "systemd"):
+        units = [p for p in unit_files([], "00:00", env=env) if os.path.exists(p)]
+        if units:
+            if systemd_works(env):
+                _run([*_tool("systemctl", env), "--user", "disable", "--now", f"{UNIT}.timer"], env=env, check=False)
+            for p in units:
+                os.unlink(p)
+                removed.append(p)
+            if systemd_works(env):
+                _run([*_tool("systemctl", env), "--user", "daemon-reload"], env=env, check=False)
+    return removed
+
+
+def status(env: Mapping[str, str] | None = None) -> dict:
+    """Where the job is scheduled, what it runs and whether that runs, the env file, the last run."""
+    from mem.core.install import check_runs
+    from mem.core.memdir.state import cron_log
+
+    jobs = []
+    try:
+        for line in read_crontab(env).splitlines():
+            if is_ours(line):
+                jobs.append({"via": "cron", "entry": line})
+    except ConfigError:
+        pass
+    for unit in unit_files([], "00:00", env=env):
+        if unit.endswith(".service") and os.path.exists(unit):
+            with open(unit, encoding="utf-8") as fh:
+                m = re.search(r"^ExecStart=(.*)$", fh.read(), re.M)
+            jobs.append({"via": "systemd", "entry": m.group(1) if m else unit})
+    for job in jobs:
+        command = job["entry"].split(MARKER)[0]
+        # the escapes each scheduler needs for %: \% in a crontab, %% in a unit
+        words = _job_launcher(command.replace("\\%", "%") if job["via"] == "cron" else command.replace("%%", "%"))
+        job["problem"] = check_runs(words, env) if words else "no `mem cron run` command in it"
+        job["runs"] = job["problem"] is None
+    path = env_file(env)
+    info: dict = {"path": path, "exists": os.path.exists(path)}
+    if info["exists"]:
+        info["mode"] = oct(os.stat(path).st_mode & 0o777)
+        try:
+            info["keys"] = sorted(read_env_file(path))
+        except ConfigError as exc:
+            info["problem"] = str(exc)
+    log = cron_log(env)
+    return {"jobs": jobs, "env_file": info, "log": log, "last_run": last_run(log)}
+
+
+def _job_launcher(command: str) -> list[str] | None:
+    """The words before ``cron run`` in a crontab line or ExecStart, the schedule fields left out."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for i in range(len(words) - 1):
+        if words[i:i + 2] == ["cron", "run"]:
+            return [w for w in words[:i] if not re.fullmatch(r"[\d*/,-]+", w)] if i else None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The job itself
+
+
+def last_run(log: str) -> dict | None:
+    """The newest run in the log: its start time and exit status (None while it runs)."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 65536))
+            text = fh.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    starts = list(re.finditer(r"^== (\S+) start: (.*)$", text, re.M))
+    if not starts:
+        return None
+    start = starts[-1]
+    end = re.search(r"^== (\S+) exit (\d+)", text[start.end():], re.M)
+    return {"started": start.group(1), "ended": end.group(1) if end else None,
+            "exit": int(end.group(2)) if end else None}
+
+
+def run(mem: list[str], *, wait: bool = False, path: str | None = None,
+        env: Mapping[str, str] | None = None) -> int:
+    """What the schedule runs: the env file loaded, the dream run, its output logged; the dream's exit status."""
+    from mem.core.memdir.manifest import now_iso
+    from mem.core.memdir.state import cron_log
+
+    base = dict(_env(env))
+    path = path or env_file(base)
+    child = dict(base)
+    if os.path.exists(path):
+        if os.stat(path).st_mode & 0o077:
+            raise ConfigError(f"{path} is readable by others; chmod 600 it (it may hold a key)")
+        child.update(read_env_file(path))
+    log = cron_log(child)
+    os.makedirs(os.path.dirname(log), mode=0o700, exist_ok=True)
+    try:
+        if os.path.getsize(log) > LOG_MAX_BYTES:
+            os.replace(log, log + ".1")
+    except FileNotFoundError:
+        pass
+    argv = [*mem, "dream", "--all-projects", "-q", *(["--wait"] if wait else [])]
+    started = time.monotonic()
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(f"== {now_iso()} start: {' '.join(shlex.quote(a) for a in argv)}\n")
+        out.flush()
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=child)
+        note = " (another dream held the lock: skipped; install with --wait to wait instead)" if proc.returncode == 5 else ""
+        out.write(f"== {now_iso()} exit {proc.returncode} after {time.monotonic() - started:.1f} s{note}\n")
+    return proc.returncode

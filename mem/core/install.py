@@ -1,0 +1,464 @@
+"""Hook entries written into a client's settings file, and the ``mem`` they run.
+
+Example: plan_install("claude", "user", mem=["/opt/mem/bin/mem"]).changed  # True the first time
+
+The entries are the ones the README documents. Every command names ``mem`` by
+its absolute path (a client, like cron, runs hooks with whatever PATH it was
+started with: a bare ``mem`` there is ``sh: mem: not found``, exit 127, and
+memory silently off). The settings file is edited, not rewritten: every other
+key keeps its value and place, the indent is the file's own, nothing is
+written when nothing changes, and a copy of the old file goes to the state
+directory first. A file that is not a JSON object is never touched.
+
+uses: paths (settings locations), hooks (subcommand names), memdir.files (atomic_write), memdir.state
+(backups, hook stamps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from mem.core.errors import RefusedError, UsageError
+
+CLIENTS = ("claude", "qwen")
+SCOPES = ("user", "project", "local")
+#: Our subcommands that take --hook: how a command is recognised as ours.
+HOOK_COMMANDS = ("prompt", "recall", "extract", "session")
+
+
+class Group(NamedTuple):
+    """One matcher group of one event: the handlers mem adds, as (arguments, timeout in s)."""
+
+    event: str
+    matcher: str | None
+    handlers: tuple[tuple[str, int], ...]
+
+
+#: The README's entries. Claude Code: instructions at start, recall per prompt, extraction at
+#: the end of a turn, session notes across a compaction.
+CLAUDE_GROUPS = (
+    Group("SessionStart", None, (("prompt --hook", 10),)),
+    Group("SessionStart", "compact", (("recall --hook", 10), ("session compact --hook", 10))),
+    Group("UserPromptSubmit", None, (("recall --hook", 15),)),
+    Group("Stop", None, (("extract --hook --background", 10),)),
+    Group("PreCompact", None, (("session compact --hook", 10),)),
+)
+#: qwen-code puts MEMORY.md and its own memory instructions into the system prompt and extracts
+#: memories itself; what it lacks is recall (reference/real-clients.md, qwen-code).
+QWEN_GROUPS = (Group("UserPromptSubmit", None, (("recall --hook", 15),)),)
+
+
+def groups_for(client: str) -> tuple[Group, ...]:
+    return CLAUDE_GROUPS if client == "claude" else QWEN_GROUPS
+
+
+def events_for(client: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(g.event for g in groups_for(client)))
+
+
+def select_events(client: str, only: Iterable[str] = (), without: Iterable[str] = ()) -> tuple[str, ...]:
+    """The events to act on: every one mem installs for the client, or ``only``, minus ``without``."""
+    known = events_for(client)
+    only, without = tuple(only), tuple(without)
+    for name in (*only, *without):
+        if name not in known:
+            raise UsageError(f"mem installs no {name} hook for {client} (its hooks: {', '.join(known)})")
+    chosen = tuple(e for e in known if (not only or e in only) and e not in without)
+    if not chosen:
+        raise UsageError("no hook left to act on (--only and --without leave nothing)")
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+# Which mem
+
+
+def running_mem(argv0: str | None = None, executable: str | None = None) -> list[str]:
+    """The words that start this ``mem`` from anywhere: its absolute path, or python and the zipapp.
+
+    Example: running_mem("/opt/venv/bin/mem") == ["/opt/venv/bin/mem"]
+    """
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = sys.executable if executable is None else executable
+    if argv0 and os.path.basename(argv0) not in ("__main__.py", "-c", "-m"):
+        path = os.path.abspath(argv0)
+        if os.path.isfile(path):
+            # a zipapp run as `python3 mem.pyz` may not be executable itself
+            return [path] if os.access(path, os.X_OK) else [os.path.abspath(executable), path]
+    return [os.path.abspath(executable), "-m", "mem"]
+
+
+def mem_words(mem: str | None) -> list[str]:
+    """``--mem PATH`` as words (made absolute), or the running mem."""
+    if not mem:
+        return running_mem()
+    path = os.path.abspath(os.path.expanduser(mem))
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise UsageError(f"--mem {mem}: not an executable file")
+    return [path]
+
+
+def command_line(mem: list[str], args: str) -> str:
+    return " ".join([*(shlex.quote(w) for w in mem), args])
+
+
+def launcher(command: str) -> list[str] | None:
+    """The words that start mem in a hook command of ours, or None when the command is not ours.
+
+    Ours: a program named ``mem`` (or a ``*.pyz``, or ``python -m mem``) run with one of
+    our hook subcommands and ``--hook``, whatever path it is given by.
+    Example: launcher("/usr/bin/mem recall --hook") == ["/usr/bin/mem"]
+    """
+    if not isinstance(command, str):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if "--hook" not in words:
+        return None
+    for i, word in enumerate(words):
+        if word in HOOK_COMMANDS:
+            head = words[:i]
+            break
+    else:
+        return None
+    if not head:
+        return None
+    name = os.path.basename(head[0])
+    if len(head) == 1 and (name == "mem" or name.endswith(".pyz")):
+        return head
+    if len(head) == 2 and head[1].endswith(".pyz"):
+        return head
+    if head[1:] == ["-m", "mem"]:
+        return head
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings files
+
+
+def settings_path(client: str, scope: str, project: str | None = None,
+                  env: Mapping[str, str] | None = None) -> str:
+    """The settings file the client reads for a scope.
+
+    Example: settings_path("claude", "local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
+    """
+    from mem.core import paths
+
+    if client not in CLIENTS:
+        raise UsageError(f"unknown client {client!r} (expected claude or qwen)")
+    if scope == "user":
+        if client == "claude":
+            return os.path.join(paths.config_home(env), "settings.json")
+        return os.path.join(paths.qwen_home(paths.home_dir(env)), "settings.json")
+    root = paths.project_root(project or os.getcwd())
+    if client == "qwen":
+        if scope == "local":
+            raise UsageError("qwen-code has no local settings file; use --scope user or project")
+        return os.path.join(root, ".qwen", "settings.json")
+    if scope == "project":
+        return os.path.join(root, ".claude", "settings.json")
+    if scope == "local":
+        return os.path.join(root, ".claude", "settings.local.json")
+    raise UsageError(f"unknown scope {scope!r} (expected user, project or local)")
+
+
+class SettingsFile(NamedTuple):
+    path: str  # the file written (a symlink's target)
+    text: str | None  # None: absent
+    data: dict
+
+
+def read_settings(path: str) -> SettingsFile:
+    """The file's JSON object; RefusedError (exit 4) when it cannot be read or is not one."""
+    target = os.path.realpath(path)
+    try:
+        with open(target, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return SettingsFile(target, None, {})
+    except OSError as exc:
+        raise RefusedError(f"cannot read {path}: {exc.strerror or exc}") from None
+    text = raw.decode("utf-8-sig", "strict") if raw else ""
+    if not text.strip():
+        return SettingsFile(target, text, {})
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RefusedError(f"{path} is not valid JSON ({exc}); fix it by hand, mem leaves it as it is") from None
+    if not isinstance(data, dict):
+        raise RefusedError(f"{path} is not a JSON object; mem leaves it as it is")
+    hooks = data.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise RefusedError(f"{path}: \"hooks\" is not an object; mem leaves it as it is")
+    for event, groups in (hooks or {}).items():
+        if not isinstance(groups, list):
+            raise RefusedError(f"{path}: hooks.{event} is not a list; mem leaves it as it is")
+    return SettingsFile(target, text, data)
+
+
+def dump_like(data: dict, original: str | None) -> str:
+    """``data`` as JSON in the style of ``original``: its indent, its separators, its final newline.
+
+    A new file gets two spaces and a newline, as Claude Code writes its own.
+    Example: dump_like({"a": 1}, '{\\n\\t"b": 2\\n}') == '{\\n\\t"a": 1\\n}'
+    """
+    if original is None or not original.strip():
+        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    body = original.strip()
+    match = re.search(r"\n([ \t]+)\S", body)
+    if match:
+        text = json.dumps(data, ensure_ascii=False, indent=match.group(1))
+    else:
+        spaced = re.search(r'"\s*:\s+\S', body) is not None or not re.search(r'"\s*:\S', body)
+        text = json.dumps(data, ensure_ascii=False, separators=(", ", ": ") if spaced else (",", ":"))
+    return text + ("\n" if original.endswith("\n") else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Editing the hooks
+
+
+def _strip_ours(groups: list) -> tuple[list, int | None]:
+    """The groups without our handlers (a group left empty goes), and where the first of ours was."""
+    out: list = []
+    first = None
+    for group in groups:
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(handlers, list):
+            out.append(group)
+            continue
+        kept = [h for h in handlers if not (isinstance(h, dict) and launcher(h.get("command")))]
+        if len(kept) == len(handlers):
+            out.append(group)
+            continue
+        if first is None:
+            first = len(out)
+        if kept:
+            out.append({**group, "hooks": kept})
+    return out, first
+
+
+def _our_group(group: Group, mem: list[str]) -> dict:
+    entry: dict = {}
+    if group.matcher is not None:
+        entry["matcher"] = group.matcher
+    entry["hooks"] = [{"type": "command", "command": command_line(mem, args), "timeout": timeout}
+                      for args, timeout in group.handlers]
+    return entry
+
+
+def with_hooks(data: dict, client: str, events: Iterable[str], mem: list[str]) -> dict:
+    """A copy of the settings with our entries for ``events`` (replacing any older ones of ours)."""
+    hooks = dict(data.get("hooks") or {})
+    for event in events:
+        ours = [_our_group(g, mem) for g in groups_for(client) if g.event == event]
+        kept, first = _strip_ours(list(hooks.get(event) or []))
+        at = len(kept) if first is None else first
+        hooks[event] = kept[:at] + ours + kept[at:]
+    return {**data, "hooks": hooks}  # an existing "hooks" keeps its place
+
+
+def without_hooks(data: dict, events: Iterable[str]) -> dict:
+    """A copy of the settings with our entries for ``events`` gone, and nothing else."""
+    if not isinstance(data.get("hooks"), dict):
+        return data
+    hooks = dict(data["hooks"])
+    for event in events:
+        if event not in hooks:
+            continue
+        kept, first = _strip_ours(list(hooks[event]))
+        if first is None:
+            continue
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    out = dict(data)
+    if hooks:
+        out["hooks"] = hooks
+    elif data["hooks"]:
+        del out["hooks"]  # we emptied it
+    return out
+
+
+class Change(NamedTuple):
+    """What an install or uninstall does to one settings file."""
+
+    client: str
+    scope: str
+    path: str
+    changed: bool
+    before: str | None  # the file's text; None when absent
+    after: str
+    events: tuple[str, ...]
+    backup: str | None = None
+    reformatted: bool = False  # other keys' formatting could not be kept byte for byte
+
+    def as_dict(self) -> dict:
+        return {"client": self.client, "scope": self.scope, "settings": self.path, "changed": self.changed,
+                "events": list(self.events), "backup": self.backup, "reformatted": self.reformatted}
+
+
+def plan(client: str, scope: str, *, install: bool, events: Iterable[str], mem: list[str] | None = None,
+         project: str | None = None, env: Mapping[str, str] | None = None) -> Change:
+    """What install (or uninstall) would write; nothing is written."""
+    path = settings_path(client, scope, project, env)
+    current = read_settings(path)
+    events = tuple(events)
+    if install:
+        new = with_hooks(current.data, client, events, mem or running_mem())
+    else:
+        new = without_hooks(current.data, events)
+    if new == current.data and current.text is not None:
+        return Change(client, scope, current.path, False, current.text, current.text, events)
+    after = dump_like(new, current.text)
+    kept = current.text is None or dump_like(current.data, current.text) == current.text
+    return Change(client, scope, current.path, True, current.text, after, events, reformatted=not kept)
+
+
+def apply(change: Change, env: Mapping[str, str] | None = None) -> Change:
+    """Write a planned change: the old file copied to the state directory, then the new one atomically.
+
+    Refuses (exit 4) when the file changed since it was planned.
+    """
+    if not change.changed:
+        return change
+    from mem.core.memdir.files import atomic_write
+
+    now = read_settings(change.path)
+    if now.text != change.before:
+        raise RefusedError(f"{change.path} changed while mem was editing it; run the command again")
+    backup = None
+    if change.before is not None:
+        backup = _backup(change, env)
+    os.makedirs(os.path.dirname(change.path), exist_ok=True)
+    atomic_write(change.path, change.after.encode("utf-8"))
+    return change._replace(backup=backup)
+
+
+def _backup(change: Change, env: Mapping[str, str] | None) -> str:
+    import time
+
+    from mem.core.memdir.files import atomic_write
+    from mem.core.memdir.state import settings_backups
+
+    folder = settings_backups(env)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = f"{change.client}-{change.scope}-{stamp}"
+    name, n = f"{base}.json", 1
+    while os.path.exists(os.path.join(folder, name)):
+        n += 1
+        name = f"{base}-{n}.json"
+    path = os.path.join(folder, name)
+    atomic_write(path, (change.before or "").encode("utf-8"))
+    os.chmod(path, 0o600)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Status
+
+
+class Entry(NamedTuple):
+    """One of our hook handlers found in a settings file."""
+
+    client: str
+    scope: str
+    settings: str
+    event: str
+    matcher: str | None
+    command: str
+    runs: bool
+    problem: str | None  # why it does not run
+    last_fired: str | None  # ISO time of the last hook payload read for this client and event
+
+    def as_dict(self) -> dict:
+        return self._asdict()
+
+
+#: What a client gives its hooks at worst: cron's PATH, and the minimal one of a GUI-launched client.
+MINIMAL_PATH = "/usr/bin:/bin"
+
+
+def check_runs(words: list[str], env: Mapping[str, str] | None = None) -> str | None:
+    """None when ``<words> --version`` runs under the minimal PATH; else what went wrong, in one line."""
+    import subprocess
+
+    run_env = dict(os.environ if env is None else env)
+    run_env["PATH"] = MINIMAL_PATH
+    command = " ".join(shlex.quote(w) for w in words) + " --version"
+    try:
+        proc = subprocess.run(["/bin/sh", "-c", command], env=run_env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if proc.returncode == 0 and proc.stdout.startswith("mem "):
+        return None
+    said = " ".join((proc.stderr or proc.stdout).split())[:200]
+    return f"exit {proc.returncode} with PATH={MINIMAL_PATH}" + (f": {said}" if said else "")
+
+
+def last_fired(client: str, event: str, command: str, env: Mapping[str, str] | None = None) -> str | None:
+    from mem.core.hooks import subcommand
+    from mem.core.memdir.manifest import iso_utc_ms
+    from mem.core.memdir.state import hook_stamp
+
+    words = launcher(command) or []
+    try:
+        sub = subcommand(shlex.split(command)[len(words):])
+    except ValueError:
+        return None
+    try:
+        mtime = os.stat(hook_stamp(client, event, sub, env)).st_mtime_ns
+    except OSError:
+        return None
+    return iso_utc_ms(mtime // 1_000_000)
+
+
+def entries(client: str, scope: str, project: str | None = None, env: Mapping[str, str] | None = None,
+            checked: dict | None = None) -> list[Entry]:
+    """Our handlers in one settings file, each checked: does its mem run, when did it last fire."""
+    path = settings_path(client, scope, project, env)
+    data = read_settings(path).data
+    checked = {} if checked is None else checked
+    found = []
+    for event, groups in (data.get("hooks") or {}).items():
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for h in handlers if isinstance(handlers, list) else ():
+                words = launcher(h.get("command")) if isinstance(h, dict) else None
+                if not words:
+                    continue
+                key = tuple(words)
+                if key not in checked:
+                    checked[key] = check_runs(words, env)
+                problem = checked[key]
+                matcher = group.get("matcher")
+                found.append(Entry(client, scope, path, event, matcher if isinstance(matcher, str) else None,
+                                   h["command"], problem is None, problem,
+                                   last_fired(client, event, h["command"], env)))
+    return found
+
+
+def disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The settings that keep Claude Code from running user and project hooks, if any."""
+    from mem.core import paths
+
+    settings = paths.load_settings(paths.project_root(project or os.getcwd()), env=env)
+    hit = settings.first("disableAllHooks", accept=lambda v: v is True)
+    if hit:
+        return f"disableAllHooks in {hit[1].label}"
+    hit = settings.first("allowManagedHooksOnly", names=("policy",), accept=lambda v: v is True)
+    if hit:
+        return f"allowManagedHooksOnly in {hit[1].label}"
+    return None
