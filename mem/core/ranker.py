@@ -483,7 +483,8 @@ def _unit_words(kind: str, ts: tuple[str, ...], matched: set[str]) -> float:
 
 def query_terms(text: str) -> Query:
     weights: dict[str, float] = {}
-    units = list(_units(text))
+    # A word said twice is one word of the query: "docker stop and docker kill" is not half about docker.
+    units = list(dict.fromkeys(_units(text)))
     for kind, ts in units:
         if kind != "cjk":
             w = 1.0 / len(ts)  # a camelCase word or a Korean compound is one word, however it is split
