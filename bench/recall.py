@@ -315,7 +315,7 @@ def render(q: dict, lat: dict | None, rounds: int) -> str:
         "for one. What changed: a word said twice in a query counts once toward its words and a memory's "
         "coverage (\"docker stop and docker kill\" shared one word, not two of five); scores are unchanged, "
         "the held-out figures too. The false surfaces left are the hits a hybrid selector should send to the "
-        "model: each covers fewer than half the query's words (Hit.coverage < Query.words / 2). Two of the "
+        "model: each scores under 0.9 (0.62-0.87) and shares two words of the query. Two of the "
         "three held-out ones are arguably relevant (user_role.md asks that frontend code such as hooks be "
         "explained in backend terms and basic programming explanations be skipped, for q129 and q062); their "
         "labels were left as they are.",
