@@ -36,8 +36,11 @@ counts as one and a half words, not two. A memory is returned only if its
 score clears an absolute threshold (evidence that does not happen by chance),
 a relative one (no long tail under a clear winner), and — when it shares a
 single word with a longer query — a higher bar, since one shared word is the
-commonest way for an unrelated memory to match. An unrelated question
-therefore selects nothing.
+commonest way for an unrelated memory to match (a word said twice counts
+once). An unrelated question therefore mostly selects nothing; what it still
+selects shares two common words of the question and scores under about 0.9,
+as a memory sharing two words of a long relevant question can: words alone
+cannot tell them apart (bench/RESULTS.md), the model path can.
 """
 
 from __future__ import annotations
@@ -483,7 +486,8 @@ def _unit_words(kind: str, ts: tuple[str, ...], matched: set[str]) -> float:
 
 def query_terms(text: str) -> Query:
     weights: dict[str, float] = {}
-    units = list(_units(text))
+    # A word said twice is one word of the query: "docker stop and docker kill" is not half about docker.
+    units = list(dict.fromkeys(_units(text)))
     for kind, ts in units:
         if kind != "cjk":
             w = 1.0 / len(ts)  # a camelCase word or a Korean compound is one word, however it is split
