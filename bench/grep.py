@@ -40,6 +40,8 @@ GOAL = 1.5
 RARE = "reconcile_ledger_entries"
 #: Appears in about one record in 25.
 COMMON = "pytest -q"
+#: Appears in the message text of every user and assistant record (and in their raw JSON).
+EVERY = "errors.py"
 
 WORDS = (
     "the a to of and in is for that this with on it be as by we can should will not are from or "
@@ -93,11 +95,11 @@ class Corpus:
         x = r.random()
         if x < 0.0005:
             self.rare += 1
-            return text + f"\nthen call {RARE}() on the batch"
-        if x < 0.0405:
+            text += f"\nthen call {RARE}() on the batch"
+        elif x < 0.0405:
             self.common += 1
-            return text + f"\nrun `{COMMON}` again"
-        return text
+            text += f"\nrun `{COMMON}` again"
+        return text + f"\nsee src/{EVERY}"
 
     def session(self, cwd: str, target_bytes: int) -> list[str]:
         r = self.rng
@@ -143,7 +145,7 @@ class Corpus:
                                   "usage": usage}})
                 tool = r.choice(TOOLS)
                 tool_id = "toolu_" + new_uuid().replace("-", "")[:24]
-                path = f"{cwd}/src/{r.choice(WORDS)}/{r.choice(WORDS)}.py"
+                path = f"{cwd}/src/{r.choice(WORDS)}/{EVERY}"
                 if tool == "Bash":
                     tool_input = {"command": self.sprinkle(f"cd {cwd} && {r.choice(WORDS)} --{r.choice(WORDS)} \"{r.choice(WORDS)}\""),
                                   "description": self.sentence(5)}
@@ -153,7 +155,7 @@ class Corpus:
                 elif tool == "Write":
                     tool_input = {"file_path": path, "content": self.sprinkle(self.code(r.randint(10, 120)))}
                 else:
-                    tool_input = {"file_path": path} if tool == "Read" else {"pattern": r.choice(WORDS), "path": cwd}
+                    tool_input = {"file_path": path} if tool == "Read" else {"pattern": r.choice(WORDS), "path": path}
                 emit({"type": "assistant", "uuid": new_uuid(), "requestId": "req_" + msg_id[4:],
                       "message": {"id": msg_id, "type": "message", "role": "assistant", "model": "claude-opus-4-8",
                                   "content": [{"type": "tool_use", "id": tool_id, "name": tool, "input": tool_input}],

@@ -240,29 +240,31 @@ class _Output:
     def name_prefix(self, display: str) -> str:
         return self.paint(display, _NAME) + self.paint(":", _SEP)
 
-    def prefix(self, display: str, number: int, sep: str) -> str:
-        out = ""
-        if self.names:
-            out += self.paint(display, _NAME) + self.paint(sep, _SEP)
-        if self.numbers:
-            out += self.paint(str(number), _NUMBER) + self.paint(sep, _SEP)
-        return out
-
     def file(self, result) -> None:
+        """A file's lines, written in one call (a write per line costs more than the search)."""
         display = result.target.display
+        parts: list[str] = []
+        add = parts.append
+        # The name part of each line's head is painted once per file; the number per line.
+        names = {sep: self.paint(display, _NAME) + self.paint(sep, _SEP) if self.names else "" for sep in ":-"}
         for group in result.groups:
             if self.separators and self.printed_group:
-                render.out(self.paint("--", _SEP))
+                add(self.paint("--", _SEP) + "\n")
             self.printed_group = True
             for line in group:
+                sep = ":" if line.selected else "-"
+                head = names[sep]
+                if self.numbers:
+                    head += (self.paint(str(line.number), _NUMBER) + self.paint(sep, _SEP) if self.color
+                             else f"{line.number}{sep}")
                 if self.only:
                     if line.selected:
-                        head = self.prefix(display, line.number, ":")
                         for a, b in line.spans:
-                            render.out(head + self.paint(line.text[a:b], _MATCH))
+                            add(head + self.paint(line.text[a:b], _MATCH) + "\n")
                     continue
-                head = self.prefix(display, line.number, ":" if line.selected else "-")
-                render.out(head + self.body(line))
+                add(head + self.body(line) + "\n")
+        if parts:
+            render.out("".join(parts), nl=False)
 
     def body(self, line) -> str:
         if not (self.color and line.selected and line.spans):

@@ -21,6 +21,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from mem.core.errors import UsageError
 
@@ -92,8 +93,7 @@ class Line:
     message_line: int | None = None  # transcripts: 1-based line within the decoded message
 
 
-@dataclass(frozen=True)
-class MessageRef:
+class MessageRef(NamedTuple):
     session_id: str | None
     uuid: str | None
     timestamp: str | None
@@ -138,6 +138,9 @@ class Matcher:
         self._whole: list[re.Pattern] | None = (
             [] if fixed and not self.multiline and not invert and all(self.patterns) else None
         )
+        #: One literal matched case-sensitively anywhere: str.find beats a regex by 2-3×.
+        self._plain = (self.patterns[0] if self._whole is not None and len(self.patterns) == 1
+                       and not (ignore_case or word or whole_line) else None)
         for p in self.patterns:
             source = _literal_source(p, ignore_case) if fixed else p
             if word:
@@ -178,7 +181,10 @@ class Matcher:
         ``text``, when given, is ``"\\n".join(lines)`` (saves joining it again).
         """
         if self._whole is not None:
-            return self._whole_text_spans(lines, "\n".join(lines) if text is None else text)
+            out: list[list[tuple[int, int]] | None] = [None] * len(lines)
+            for i, _, spans in self.hits("\n".join(lines) if text is None else text):
+                out[i] = spans
+            return out
         out: list[list[tuple[int, int]] | None] = []
         if not self.multiline:
             for text in lines:
@@ -215,27 +221,40 @@ class Matcher:
             return [[] if spans is None else None for spans in per_line]
         return per_line
 
-    def _whole_text_spans(self, lines: list[str], text: str) -> list[list[tuple[int, int]] | None]:
-        out: list[list[tuple[int, int]] | None] = [None] * len(lines)
+    def hits(self, text: str) -> list[tuple[int, int, list[tuple[int, int]]]] | None:
+        """(line index, offset of the line in ``text``, spans) of each selected line of ``text``, in order.
+
+        Only for what one search of the whole text answers (a literal without a
+        newline, not inverted); None otherwise, when ``line_spans`` must look at
+        each line. Lines without a match are never split out.
+        """
+        if self._whole is None:
+            return None
+        if self._plain is not None:
+            return _find_hits(text, self._plain)
+        found: dict[int, tuple[int, list[tuple[int, int]]]] = {}
+        count = text.count
         for rx in self._whole:
+            line = at = 0  # line index of offset `at`
             for m in rx.finditer(text):
                 start = m.start()
-                i = text.count("\n", 0, start)
-                line_start = text.rfind("\n", 0, start) + 1
-                spans = out[i]
-                if spans is None:
-                    spans = out[i] = []
+                line += count("\n", at, start)
+                at = start
+                hit = found.get(line)
+                if hit is None:
+                    hit = found[line] = (text.rfind("\n", 0, start) + 1, [])
                 if m.end() > start:
-                    spans.append((start - line_start, m.end() - line_start))
+                    hit[1].append((start - hit[0], m.end() - hit[0]))
+        out = sorted((i, start, spans) for i, (start, spans) in found.items())
         if len(self._whole) > 1:
-            for i, spans in enumerate(out):
-                if spans and len(spans) > 1:
+            for _, _, spans in out:
+                if len(spans) > 1:
                     spans.sort()
                     merged = [spans[0]]
                     for span in spans[1:]:
                         if span[0] >= merged[-1][1]:
                             merged.append(span)
-                    out[i] = merged
+                    spans[:] = merged
         return out
 
     def prefilter(self) -> _Prefilter | None:
@@ -262,6 +281,31 @@ class Matcher:
             # One pass over a lowered chunk serves every needle; lower them all alike.
             needles = {n.lower() for n in needles}
         return _Prefilter(sorted(needles, key=len, reverse=True), lower)
+
+
+def _find_hits(text: str, literal: str) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """Matcher.hits for one case-sensitive literal."""
+    out: list[tuple[int, int, list[tuple[int, int]]]] = []
+    find = text.find
+    pos = find(literal)
+    if pos == -1:
+        return out
+    n = len(literal)
+    line = at = 0
+    current = -1
+    start = 0
+    spans: list[tuple[int, int]] = []
+    while pos != -1:
+        line += text.count("\n", at, pos)
+        at = pos
+        if line != current:
+            current = line
+            start = text.rfind("\n", 0, pos) + 1
+            spans = []
+            out.append((line, start, spans))
+        spans.append((pos - start, pos - start + n))
+        pos = find(literal, pos + n)
+    return out
 
 
 # --- the prefilter -------------------------------------------------------------------------------
@@ -613,9 +657,14 @@ class Searcher:
         file_mtime = None
         if self._buffer is None:
             self._buffer = bytearray(2 * CHUNK)  # reused from file to file
+        context = o.before or o.after
         for number, offset, raw in _records(target.path, self._prefilter, result, progress, self._buffer):
-            parsed = transcripts.parse_lines([raw])
-            for message in parsed.messages:
+            obj = transcripts.load_record(raw)
+            messages = transcripts.record_messages(obj)
+            if not messages:
+                continue
+            session = obj.get("sessionId") or obj.get("session_id") or stem
+            for message in messages:
                 if message.kind == "meta":
                     continue
                 role = "tool" if message.kind == "tool_result" else message.role
@@ -632,22 +681,48 @@ class Searcher:
                 text = message_text(message)
                 if not text:
                     continue
-                lines = text.split("\n")
-                ref = MessageRef(message.session_id or parsed.session_id or stem, message.uuid,
-                                 message.timestamp, role, message.kind)
-                last = len(lines) - 1
+                hits = None if context else self.matcher.hits(text)
+                if hits is not None:  # the common case: no line is split out but those selected
+                    if not hits:
+                        continue
+                    ref = MessageRef(message.session_id or session, message.uuid, message.timestamp, role,
+                                     message.kind)
+                    group: list[Line] = []
+                    previous = -2
+                    for i, start, spans in hits:
+                        if budget is not None and result.selected >= budget:
+                            break
+                        if i != previous + 1 and group:  # as _with_context groups them
+                            if o.collect:
+                                result.groups.append(group)
+                            group = []
+                        previous = i
+                        end = text.find("\n", start)
+                        eol = "\n"
+                        if end == -1:
+                            end, eol = len(text), ""
+                        group.append(Line(number, text[start:end], eol, offset, spans, True, ref, i + 1))
+                        result.selected += 1
+                        result.matches += len(spans)
+                    if o.collect and group:
+                        result.groups.append(group)
+                else:
+                    lines = text.split("\n")
+                    ref = MessageRef(message.session_id or session, message.uuid, message.timestamp, role,
+                                     message.kind)
+                    last = len(lines) - 1
 
-                def make(i: int, spans, selected: bool, _lines=lines, _ref=ref, _last=last) -> Line:
-                    return Line(number, _lines[i], "\n" if i < _last else "", offset, spans or [], selected,
-                                _ref, i + 1)
+                    def make(i: int, spans, selected: bool, _lines=lines, _ref=ref, _last=last) -> Line:
+                        return Line(number, _lines[i], "\n" if i < _last else "", offset, spans or [], selected,
+                                    _ref, i + 1)
 
-                picked = self.matcher.line_spans(lines, text)
-                remaining = None if budget is None else budget - result.selected
-                groups, count, matches = _with_context(picked, make, o.before, o.after, remaining)
-                result.selected += count
-                result.matches += matches
-                if o.collect:
-                    result.groups.extend(groups)
+                    picked = self.matcher.line_spans(lines, text)
+                    remaining = None if budget is None else budget - result.selected
+                    groups, count, matches = _with_context(picked, make, o.before, o.after, remaining)
+                    result.selected += count
+                    result.matches += matches
+                    if o.collect:
+                        result.groups.extend(groups)
                 if budget is not None and result.selected >= budget:
                     return
 
