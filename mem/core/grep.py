@@ -343,7 +343,7 @@ def _json_escape(text: str, ascii_hex: str | None) -> str:
             out.append("\\\\")
         elif o < 0x20:
             out.append({"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\u{o:04x}"))
-        elif o < 0x80 or ascii_hex is None:
+        elif o < 0x7F or ascii_hex is None:  # ASCII-only writers escape DEL too
             out.append(ch)
         elif o > 0xFFFF:
             o -= 0x10000
@@ -372,8 +372,10 @@ def _needles(literal: str, ignore_case: bool, folds: bool = True) -> set[bytes] 
     When a case-insensitive regex may fold i, k or s onto a non-ASCII letter
     (``folds``), runs stop at those letters, or the non-ASCII forms are
     searched too. None when no sound needle exists (a case-insensitive
-    non-ASCII letter).
+    non-ASCII letter, or U+FFFD, which invalid UTF-8 decodes to).
     """
+    if "\ufffd" in literal:  # what invalid UTF-8 decodes to: any bad byte may stand for it
+        return None
     unsafe = _FOLDS_OUTSIDE_ASCII | {c.upper() for c in _FOLDS_OUTSIDE_ASCII} if folds and ignore_case else frozenset()
     pieces = literal.split("\n")  # a match across lines holds every piece, each in one JSON string
     best = max(pieces, key=lambda s: max((len(r) for r in _safe_runs(s, unsafe)), default=0))
@@ -384,7 +386,8 @@ def _needles(literal: str, ignore_case: bool, folds: bool = True) -> set[bytes] 
     elif len(run) >= _MIN_RUN:
         chosen = {run}
     else:
-        piece = max(pieces, key=len)
+        # Some writers escape "/", "<", ">", "&" and "'", others do not: no needle holds them.
+        piece = max((part for p in pieces for part in re.split(r"[/<>&']", p)), key=len)
         if not piece:
             return None
         if ignore_case and any(ord(c) > 0x7F and c.lower() != c.upper() for c in piece):
