@@ -484,6 +484,7 @@ class FileResult:
     error: str | None = None
     skipped: bool = False  # filtered out by --type / --since before being searched
     elapsed_ns: int = 0
+    rendered: str | None = None  # the groups as output text, when a worker rendered them (groups then empty)
 
 
 def walk(root: str, suffix: str) -> Iterator[tuple[str, str]]:
@@ -731,13 +732,16 @@ class Searcher:
 
 
 def search_all(searcher: Searcher, targets: list[Target], *, workers: int | None = None,
-               progress: Progress | None = None) -> Iterator[FileResult]:
+               progress: Progress | None = None,
+               render: Callable[[FileResult], str] | None = None) -> Iterator[FileResult]:
     """Search ``targets`` in order, in parallel worker processes when that pays.
 
     Transcript trees of many megabytes are searched by forked workers (files
     dealt out in turn, results read back in order), so a search of a large
-    corpus uses every core; anything small, or stdin, runs here. ``workers``
-    None picks by size and CPU count; 0 or 1 means here.
+    corpus uses the idle cores; anything small, or stdin, runs here. A worker
+    turns each result's lines into text with ``render``, when given (sending
+    text back costs a fraction of sending the lines). ``workers`` None picks
+    by size and idle CPUs; 0 or 1 means here, where nothing is rendered.
     """
     if workers is None:
         workers = _workers_for(targets)
@@ -745,18 +749,17 @@ def search_all(searcher: Searcher, targets: list[Target], *, workers: int | None
         for target in targets:
             yield searcher.search(target, progress)
         return
-    yield from _forked(searcher, targets, workers)
+    yield from _forked(searcher, targets, workers, render)
 
 
 PARALLEL_MIN_BYTES = 64 << 20
 
 
 def _workers_for(targets: list[Target]) -> int:
-    """Worker processes worth forking: none for small or few files, stdin, or a small or busy machine.
+    """Worker processes worth forking: none for small or few files, stdin, or a busy machine.
 
-    Measured on a 2-CPU VM, two workers were slower than one process (the
-    second CPU is rarely free), so workers start at 4 CPUs, one per idle CPU
-    beside ours, up to 4.
+    One per idle CPU, up to 4, when at least two are idle (ours counts as
+    idle: while workers search, this process only writes what they send).
     """
     if not hasattr(os, "fork") or len(targets) < 4:
         return 0
@@ -768,9 +771,7 @@ def _workers_for(targets: list[Target]) -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    if cpus < 4:
-        return 0
-    workers = min(cpus - 1 - _busy_cpus(), 4, len(targets))
+    workers = min(cpus - _busy_cpus(), 4, len(targets))
     return workers if workers >= 2 else 0
 
 
@@ -787,7 +788,8 @@ def _busy_cpus() -> int:
             return 0
 
 
-def _forked(searcher: Searcher, targets: list[Target], workers: int) -> Iterator[FileResult]:
+def _forked(searcher: Searcher, targets: list[Target], workers: int,
+            render: Callable[[FileResult], str] | None) -> Iterator[FileResult]:
     import pickle
     import signal
 
@@ -808,6 +810,9 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int) -> Iterator
                         for i in range(k, len(targets), workers):
                             try:
                                 result = searcher.search(targets[i])
+                                if render is not None and result.groups:
+                                    result.rendered = render(result)
+                                    result.groups = []
                             except Exception as exc:  # noqa: BLE001 - reported by the parent
                                 result = FileResult(targets[i], error=f"{type(exc).__name__}: {exc}")
                             pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
