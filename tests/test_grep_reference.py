@@ -224,11 +224,13 @@ def fast(path: str, matcher: core.Matcher, o: core.Options) -> list[tuple]:
 
 @pytest.fixture(params=["msgspec", "stdlib"])
 def decoder(request, monkeypatch):
+    monkeypatch.setattr(transcripts, "_fast", ())
+    monkeypatch.setattr(transcripts, "_decoded", 0)
     if request.param == "stdlib":
-        monkeypatch.setattr(transcripts, "_fast", ())
-        monkeypatch.setattr(transcripts, "_looked", True)
+        monkeypatch.setattr(transcripts, "FAST_AFTER", -1)  # never looked for
     else:
         pytest.importorskip("msgspec")
+        monkeypatch.setattr(transcripts, "FAST_AFTER", 1)  # from the first record on
     return request.param
 
 
@@ -254,6 +256,7 @@ def test_fast_search_selects_what_the_reference_does(tmp_path, decoder, seed):
             continue
         want = reference(data, matcher, o)
         assert fast(str(path), matcher, o) == want, (patterns, flags, o)
+    assert bool(transcripts._fast) == (decoder == "msgspec" and transcripts._decoded > 0)
 
 
 def test_load_record_reads_what_the_stdlib_reads():

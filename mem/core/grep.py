@@ -36,7 +36,7 @@ MAX_RECORD = 256 << 20
 
 # --- --since -------------------------------------------------------------------------------------
 
-_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|hours?|d|days?|w|weeks?)\s*(?:ago)?\s*$", re.I)
+_RELATIVE = r"(?i)^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|hours?|d|days?|w|weeks?)\s*(?:ago)?\s*$"  # compiled when used
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -48,7 +48,7 @@ def parse_since(value: str, now: float | None = None) -> float:
     from datetime import datetime
 
     now = time.time() if now is None else now
-    m = _RELATIVE.match(value)
+    m = re.match(_RELATIVE, value)
     if m:
         unit = m.group(2).lower()
         unit = "m" if unit.startswith("mi") or unit == "m" else unit[0]
@@ -948,6 +948,7 @@ def _records(path: str, prefilter: _Prefilter | None, result: FileResult, progre
         counted_at = 0  # file offset up to which newlines are counted ...
         counted = 0  # ... and how many there were
         skipping = False  # inside an overlong record: drop bytes up to its end
+        next_line = -1  # file offset of the line after the last record yielded
         while True:
             if fill > MAX_RECORD:
                 # An overlong record: forget what we have of it and skip to its end.
@@ -985,11 +986,15 @@ def _records(path: str, prefilter: _Prefilter | None, result: FileResult, progre
                 start = end if skipping else nl + 1
             for line_start, line_end in _candidates(buf, start, end, prefilter):
                 at = base + line_start
-                if counted_at < base:
-                    counted += _count_newlines(fd, counted_at, base)
-                    counted_at = base
-                counted += _newlines(buf, counted_at - base, line_start)
+                if at == next_line:  # the record right after the last one yielded
+                    counted += 1
+                else:
+                    if counted_at < base:
+                        counted += _count_newlines(fd, counted_at, base)
+                        counted_at = base
+                    counted += _newlines(buf, counted_at - base, line_start)
                 counted_at = at
+                next_line = base + line_end + 1
                 yield counted + 1, at, bytes(view[line_start:line_end])
             if not own and counted_at < base + end:
                 counted += buf.count(b"\n", max(counted_at - base, 0), end)

@@ -97,9 +97,12 @@ def read_transcript(path: str) -> Transcript:
         return parse_lines(fh)
 
 
-#: msgspec's JSON decoder and the errors it raises, once looked for; () when it is not installed.
+#: msgspec's JSON decoder and the errors it raises; () until looked for, or when not installed.
 _fast: tuple = ()
-_looked = False
+#: Records decoded so far. msgspec is looked for at the FAST_AFTER-th: importing it costs
+#: more than the stdlib takes to decode a few records (a rare match in a large tree).
+_decoded = 0
+FAST_AFTER = 200
 
 
 def load_record(raw: bytes) -> Any:
@@ -110,15 +113,16 @@ def load_record(raw: bytes) -> Any:
     surrogates, whitespace JSON does not allow) goes to the stdlib, so the
     result is the same either way.
     """
-    global _fast, _looked
-    if not _looked:
-        _looked = True
-        try:
-            import msgspec
+    global _fast, _decoded
+    if not _fast:
+        _decoded += 1
+        if _decoded == FAST_AFTER:
+            try:
+                import msgspec
 
-            _fast = (msgspec.json.Decoder().decode, (msgspec.DecodeError, ValueError, RecursionError))
-        except ImportError:
-            pass
+                _fast = (msgspec.json.Decoder().decode, (msgspec.DecodeError, ValueError, RecursionError))
+            except ImportError:
+                pass
     if _fast:
         try:
             return _fast[0](raw)
