@@ -328,7 +328,8 @@ def main() -> int:
         "",
         "Lines printed (grep and rg print raw JSONL records, mem the decoded message lines that hold the literal): "
         + "; ".join(f"{total / 1e6:.0f} MB {case}: grep {hits['grep']}, mem {hits['mem']}"
-                    for total, _, case, _, _, hits in rows) + ".",
+                    for total, _, case, _, _, hits in rows)
+        + f". Records generated with the rare literal in their message text, in the largest corpus: {corpus.rare}.",
     ]
     if not has_rg:
         lines += ["", "rg was not installed, so it was not run (`apt-get install ripgrep`)."]

@@ -244,8 +244,8 @@ def test_fast_search_selects_what_the_reference_does(tmp_path, decoder, seed):
     for _ in range(6):
         fixed = rng.random() < 0.6
         patterns = [pattern(rng, rng.choice(texts), fixed) for _ in range(rng.choice([1, 1, 1, 2, 3]))]
-        flags = dict(fixed=fixed, ignore_case=rng.random() < 0.4, word=rng.random() < 0.1,
-                     whole_line=rng.random() < 0.05, invert=rng.random() < 0.05)
+        flags = {"fixed": fixed, "ignore_case": rng.random() < 0.4, "word": rng.random() < 0.1,
+                 "whole_line": rng.random() < 0.05, "invert": rng.random() < 0.05}
         context = rng.random() < 0.2
         o = core.Options(before=rng.randint(0, 2) if context else 0, after=rng.randint(0, 2) if context else 0,
                          max_count=rng.choice([None, None, None, 1, 3]) if not context else None,

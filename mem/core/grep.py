@@ -167,12 +167,7 @@ class Matcher:
                 if m.end() > m.start():
                     spans.append(m.span())
         if len(self.regexes) > 1 and spans:
-            spans.sort()
-            merged = [spans[0]]
-            for s in spans[1:]:
-                if s[0] >= merged[-1][1]:
-                    merged.append(s)
-            spans = merged
+            spans = _disjoint(spans)
         return found, spans
 
     def line_spans(self, lines: list[str], text: str | None = None) -> list[list[tuple[int, int]] | None]:
@@ -249,12 +244,7 @@ class Matcher:
         if len(self._whole) > 1:
             for _, _, spans in out:
                 if len(spans) > 1:
-                    spans.sort()
-                    merged = [spans[0]]
-                    for span in spans[1:]:
-                        if span[0] >= merged[-1][1]:
-                            merged.append(span)
-                    spans[:] = merged
+                    spans[:] = _disjoint(spans)
         return out
 
     def prefilter(self) -> _Prefilter | None:
@@ -281,6 +271,16 @@ class Matcher:
             # One pass over a lowered chunk serves every needle; lower them all alike.
             needles = {n.lower() for n in needles}
         return _Prefilter(sorted(needles, key=len, reverse=True), lower)
+
+
+def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans sorted, each that overlaps an earlier one dropped (several patterns matched a line)."""
+    spans = sorted(spans)
+    out = [spans[0]]
+    for span in spans[1:]:
+        if span[0] >= out[-1][1]:
+            out.append(span)
+    return out
 
 
 def _find_hits(text: str, literal: str) -> list[tuple[int, int, list[tuple[int, int]]]]:
