@@ -347,8 +347,9 @@ def main() -> int:
         "How mem keeps up: each file is read in large chunks and searched for the literal's bytes (in every "
         "spelling a JSON writer may give it); only records holding it are decoded (msgspec when installed, "
         "else the stdlib), only the lines of a message that hold a match are split out, and each file's output "
-        "is written in one call. rg searches with several threads; grep and mem with one (mem forks workers "
-        "only on machines of 4 CPUs or more).",
+        "is written in one call. rg searches with several threads, grep with one; mem forks a worker per idle "
+        "CPU (up to 4, for trees over 64 MB) only when at least two are idle, so on a loaded machine it runs "
+        "alone. The CPU column shows what each costs whatever the load.",
         "",
     ]
     from results import write_section

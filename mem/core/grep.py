@@ -9,8 +9,10 @@ newlines or CJK matches although the JSON escapes them.
 Speed over large transcript trees comes from never decoding a record that
 cannot match: files are read in large binary chunks and searched for a
 literal every match must contain, in each form a JSON writer may have given
-it (``_Prefilter``); only records holding one are parsed. Line numbers are
-counted only where something was found.
+it (``_Prefilter``); only records holding one are parsed (``transcripts.load_record``:
+msgspec when installed), only the lines of a message a literal is found in
+are split out (``Matcher.hits``), and workers send back rendered text. Line
+numbers are counted only where something was found.
 """
 
 from __future__ import annotations
@@ -849,7 +851,10 @@ def message_text(message) -> str:
     Text and thinking blocks as written; a tool call as its name, then each
     string (or number) in its arguments on its own line; a tool result's text.
     Every line of it lies inside one JSON string of the record, which is what
-    lets the prefilter look at raw bytes.
+    lets the prefilter look at raw bytes. (Not quite: a value that is not a
+    string where text belongs, say a tool result's output given as an object,
+    is shown as JSON, which the record may space or escape otherwise; a literal
+    reaching into that JSON's punctuation can be missed.)
     """
     parts: list[str] = []
     for block in message.blocks:
