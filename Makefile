@@ -95,7 +95,7 @@ bench-recall: $(STAMP) zipapp
 bench-team: $(STAMP)
 	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python bench/team.py
 
-## bench-grep: mem grep --transcripts against grep -rn on a generated 1 GB corpus (~2 min, 1 GB of /tmp), into bench/RESULTS.md
+## bench-grep: mem grep --transcripts against grep -rn -F and rg -F on generated 280 MB and 1 GB corpora (~5 min, 1 GB of /tmp), into bench/RESULTS.md
 bench-grep: $(STAMP)
 	$(BIN)/python bench/grep.py
 

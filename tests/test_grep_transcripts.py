@@ -258,6 +258,34 @@ def test_parallel_workers_give_the_same_results(tmp_path):
     assert flat(core.search_all(searcher, targets, workers=2)) == flat(core.search_all(searcher, targets, workers=0))
 
 
+@pytest.mark.parametrize("json_output", [False, True])
+def test_workers_render_what_this_process_would(tmp_path, capsys, json_output):
+    from mem.cli.grep import _JsonOutput, _Output
+
+    rng = random.Random(7)
+    targets = []
+    for i in range(6):
+        path = tmp_path / f"s{i}.jsonl"
+        texts = [" ".join(rng.choice(["alpha", "beta", "東京", 'q"x"', "\n"]) for _ in range(8)) for _ in range(40)]
+        _write(path, texts, [i % 2 == 0] * len(texts))
+        targets.append(core.Target(str(path), path.name, "transcript"))
+    searcher = core.Searcher(core.Matcher(["alpha"], fixed=True), core.Options(before=1))
+
+    def output(workers: int) -> str:
+        out = _JsonOutput() if json_output else _Output(False, True, True, False, True)
+        for result in core.search_all(searcher, targets, workers=workers, render=out.render):
+            assert (result.rendered is not None) == (workers > 1 and result.selected > 0)
+            out.file(result)
+        if json_output:
+            out.summary()
+        text = capsys.readouterr().out
+        return re.sub(r'"(elapsed|elapsed_total)":\{[^}]*\}', "", text) if json_output else text
+
+    here = output(0)
+    assert "alpha" in here and ("--" in here or json_output)
+    assert output(2) == here
+
+
 def test_progress_line_is_drawn_and_erased(monkeypatch):
     from mem.cli.grep import _Progress
 

@@ -172,7 +172,8 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
 
     any_selected = False
     errors = False
-    results = core.search_all(searcher, targets, progress=progress.tick if progress else None)
+    results = core.search_all(searcher, targets, progress=progress.tick if progress else None,
+                              render=(json_out or out).render)
     try:
         for result in results:
             target = result.target
@@ -240,29 +241,39 @@ class _Output:
     def name_prefix(self, display: str) -> str:
         return self.paint(display, _NAME) + self.paint(":", _SEP)
 
-    def prefix(self, display: str, number: int, sep: str) -> str:
-        out = ""
-        if self.names:
-            out += self.paint(display, _NAME) + self.paint(sep, _SEP)
-        if self.numbers:
-            out += self.paint(str(number), _NUMBER) + self.paint(sep, _SEP)
-        return out
-
-    def file(self, result) -> None:
+    def render(self, result) -> str:
+        """A file's lines as text, -- between its groups when context is shown."""
         display = result.target.display
-        for group in result.groups:
-            if self.separators and self.printed_group:
-                render.out(self.paint("--", _SEP))
-            self.printed_group = True
+        parts: list[str] = []
+        add = parts.append
+        # The name part of each line's head is painted once per file; the number per line.
+        names = {sep: self.paint(display, _NAME) + self.paint(sep, _SEP) if self.names else "" for sep in ":-"}
+        for k, group in enumerate(result.groups):
+            if self.separators and k:
+                add(self.paint("--", _SEP) + "\n")
             for line in group:
+                sep = ":" if line.selected else "-"
+                head = names[sep]
+                if self.numbers:
+                    head += (self.paint(str(line.number), _NUMBER) + self.paint(sep, _SEP) if self.color
+                             else f"{line.number}{sep}")
                 if self.only:
                     if line.selected:
-                        head = self.prefix(display, line.number, ":")
                         for a, b in line.spans:
-                            render.out(head + self.paint(line.text[a:b], _MATCH))
+                            add(head + self.paint(line.text[a:b], _MATCH) + "\n")
                     continue
-                head = self.prefix(display, line.number, ":" if line.selected else "-")
-                render.out(head + self.body(line))
+                add(head + self.body(line) + "\n")
+        return "".join(parts)
+
+    def file(self, result) -> None:
+        """A file's lines (rendered by a search worker, or here), written in one call."""
+        text = result.rendered if result.rendered is not None else self.render(result)
+        if not text:
+            return
+        if self.separators and self.printed_group:
+            text = self.paint("--", _SEP) + "\n" + text
+        self.printed_group = True
+        render.out(text, nl=False)
 
     def body(self, line) -> str:
         if not (self.color and line.selected and line.spans):
@@ -288,22 +299,12 @@ class _JsonOutput:
         self.totals = dict(searches=0, searches_with_match=0, bytes_searched=0, bytes_printed=0,
                            matched_lines=0, matches=0, elapsed_ns=0)
 
-    def emit(self, obj: dict) -> int:
-        line = self.encode(obj) + "\n"
-        sys.stdout.write(line)
-        return len(line.encode("utf-8", "surrogatepass"))
-
-    def file(self, result) -> None:
+    def render(self, result) -> str:
+        """A file's begin, match, context and end lines."""
         from mem.core.grep import byte_spans
 
-        t = self.totals
-        t["searches"] += 1
-        t["bytes_searched"] += result.bytes_searched
-        t["elapsed_ns"] += result.elapsed_ns
-        if not result.groups:
-            return
         path = {"text": result.target.path if result.target.path != "-" else "<stdin>"}
-        printed = self.emit({"type": "begin", "data": {"path": path}})
+        lines = [self.encode({"type": "begin", "data": {"path": path}})]
         for group in result.groups:
             for line in group:
                 text = line.text + line.eol
@@ -322,21 +323,34 @@ class _JsonOutput:
                     m = line.message
                     data.update(session_id=m.session_id, uuid=m.uuid, timestamp=m.timestamp,
                                 role=m.role, kind=m.kind, message_line=line.message_line)
-                printed += self.emit({"type": "match" if line.selected else "context", "data": data})
+                lines.append(self.encode({"type": "match" if line.selected else "context", "data": data}))
+        printed = sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
         stats = _stats(result.elapsed_ns, 1, 1 if result.selected else 0, result.bytes_searched, printed,
                        result.selected, result.matches)
-        self.emit({"type": "end", "data": {"path": path, "binary_offset": None, "stats": stats}})
+        lines.append(self.encode({"type": "end", "data": {"path": path, "binary_offset": None, "stats": stats}}))
+        return "\n".join(lines) + "\n"
+
+    def file(self, result) -> None:
+        t = self.totals
+        t["searches"] += 1
+        t["bytes_searched"] += result.bytes_searched
+        t["elapsed_ns"] += result.elapsed_ns
+        text = result.rendered if result.rendered is not None else self.render(result) if result.groups else ""
+        if not text:
+            return
+        end = text.rindex("\n", 0, len(text) - 1) + 1  # the end line does not count as printed
         t["searches_with_match"] += 1 if result.selected else 0
-        t["bytes_printed"] += printed
+        t["bytes_printed"] += len(text[:end].encode("utf-8", "surrogatepass"))
         t["matched_lines"] += result.selected
         t["matches"] += result.matches
+        render.out(text, nl=False)
 
     def summary(self) -> None:
         t = self.totals
         stats = _stats(t["elapsed_ns"], t["searches"], t["searches_with_match"], t["bytes_searched"],
                        t["bytes_printed"], t["matched_lines"], t["matches"])
-        self.emit({"type": "summary", "data": {"elapsed_total": _duration(time.perf_counter_ns() - self.started),
-                                               "stats": stats}})
+        elapsed = _duration(time.perf_counter_ns() - self.started)
+        render.out(self.encode({"type": "summary", "data": {"elapsed_total": elapsed, "stats": stats}}))
 
 
 def _duration(ns: int) -> dict:

@@ -9,8 +9,10 @@ newlines or CJK matches although the JSON escapes them.
 Speed over large transcript trees comes from never decoding a record that
 cannot match: files are read in large binary chunks and searched for a
 literal every match must contain, in each form a JSON writer may have given
-it (``_Prefilter``); only records holding one are parsed. Line numbers are
-counted only where something was found.
+it (``_Prefilter``); only records holding one are parsed (``transcripts.load_record``:
+msgspec when installed), only the lines of a message a literal is found in
+are split out (``Matcher.hits``), and workers send back rendered text. Line
+numbers are counted only where something was found.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from mem.core.errors import UsageError
 
@@ -35,7 +38,7 @@ MAX_RECORD = 256 << 20
 
 # --- --since -------------------------------------------------------------------------------------
 
-_RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|hours?|d|days?|w|weeks?)\s*(?:ago)?\s*$", re.I)
+_RELATIVE = r"(?i)^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|hours?|d|days?|w|weeks?)\s*(?:ago)?\s*$"  # compiled when used
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
@@ -47,7 +50,7 @@ def parse_since(value: str, now: float | None = None) -> float:
     from datetime import datetime
 
     now = time.time() if now is None else now
-    m = _RELATIVE.match(value)
+    m = re.match(_RELATIVE, value)
     if m:
         unit = m.group(2).lower()
         unit = "m" if unit.startswith("mi") or unit == "m" else unit[0]
@@ -92,8 +95,7 @@ class Line:
     message_line: int | None = None  # transcripts: 1-based line within the decoded message
 
 
-@dataclass(frozen=True)
-class MessageRef:
+class MessageRef(NamedTuple):
     session_id: str | None
     uuid: str | None
     timestamp: str | None
@@ -138,6 +140,9 @@ class Matcher:
         self._whole: list[re.Pattern] | None = (
             [] if fixed and not self.multiline and not invert and all(self.patterns) else None
         )
+        #: One literal matched case-sensitively anywhere: str.find beats a regex by 2-3×.
+        self._plain = (self.patterns[0] if self._whole is not None and len(self.patterns) == 1
+                       and not (ignore_case or word or whole_line) else None)
         for p in self.patterns:
             source = _literal_source(p, ignore_case) if fixed else p
             if word:
@@ -164,12 +169,7 @@ class Matcher:
                 if m.end() > m.start():
                     spans.append(m.span())
         if len(self.regexes) > 1 and spans:
-            spans.sort()
-            merged = [spans[0]]
-            for s in spans[1:]:
-                if s[0] >= merged[-1][1]:
-                    merged.append(s)
-            spans = merged
+            spans = _disjoint(spans)
         return found, spans
 
     def line_spans(self, lines: list[str], text: str | None = None) -> list[list[tuple[int, int]] | None]:
@@ -178,7 +178,10 @@ class Matcher:
         ``text``, when given, is ``"\\n".join(lines)`` (saves joining it again).
         """
         if self._whole is not None:
-            return self._whole_text_spans(lines, "\n".join(lines) if text is None else text)
+            out: list[list[tuple[int, int]] | None] = [None] * len(lines)
+            for i, _, spans in self.hits("\n".join(lines) if text is None else text):
+                out[i] = spans
+            return out
         out: list[list[tuple[int, int]] | None] = []
         if not self.multiline:
             for text in lines:
@@ -215,27 +218,35 @@ class Matcher:
             return [[] if spans is None else None for spans in per_line]
         return per_line
 
-    def _whole_text_spans(self, lines: list[str], text: str) -> list[list[tuple[int, int]] | None]:
-        out: list[list[tuple[int, int]] | None] = [None] * len(lines)
+    def hits(self, text: str) -> list[tuple[int, int, list[tuple[int, int]]]] | None:
+        """(line index, offset of the line in ``text``, spans) of each selected line of ``text``, in order.
+
+        Only for what one search of the whole text answers (a literal without a
+        newline, not inverted); None otherwise, when ``line_spans`` must look at
+        each line. Lines without a match are never split out.
+        """
+        if self._whole is None:
+            return None
+        if self._plain is not None:
+            return _find_hits(text, self._plain)
+        found: dict[int, tuple[int, list[tuple[int, int]]]] = {}
+        count = text.count
         for rx in self._whole:
+            line = at = 0  # line index of offset `at`
             for m in rx.finditer(text):
                 start = m.start()
-                i = text.count("\n", 0, start)
-                line_start = text.rfind("\n", 0, start) + 1
-                spans = out[i]
-                if spans is None:
-                    spans = out[i] = []
+                line += count("\n", at, start)
+                at = start
+                hit = found.get(line)
+                if hit is None:
+                    hit = found[line] = (text.rfind("\n", 0, start) + 1, [])
                 if m.end() > start:
-                    spans.append((start - line_start, m.end() - line_start))
+                    hit[1].append((start - hit[0], m.end() - hit[0]))
+        out = sorted((i, start, spans) for i, (start, spans) in found.items())
         if len(self._whole) > 1:
-            for i, spans in enumerate(out):
-                if spans and len(spans) > 1:
-                    spans.sort()
-                    merged = [spans[0]]
-                    for span in spans[1:]:
-                        if span[0] >= merged[-1][1]:
-                            merged.append(span)
-                    out[i] = merged
+            for _, _, spans in out:
+                if len(spans) > 1:
+                    spans[:] = _disjoint(spans)
         return out
 
     def prefilter(self) -> _Prefilter | None:
@@ -262,6 +273,41 @@ class Matcher:
             # One pass over a lowered chunk serves every needle; lower them all alike.
             needles = {n.lower() for n in needles}
         return _Prefilter(sorted(needles, key=len, reverse=True), lower)
+
+
+def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans sorted, each that overlaps an earlier one dropped (several patterns matched a line)."""
+    spans = sorted(spans)
+    out = [spans[0]]
+    for span in spans[1:]:
+        if span[0] >= out[-1][1]:
+            out.append(span)
+    return out
+
+
+def _find_hits(text: str, literal: str) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """Matcher.hits for one case-sensitive literal."""
+    out: list[tuple[int, int, list[tuple[int, int]]]] = []
+    find = text.find
+    pos = find(literal)
+    if pos == -1:
+        return out
+    n = len(literal)
+    line = at = 0
+    current = -1
+    start = 0
+    spans: list[tuple[int, int]] = []
+    while pos != -1:
+        line += text.count("\n", at, pos)
+        at = pos
+        if line != current:
+            current = line
+            start = text.rfind("\n", 0, pos) + 1
+            spans = []
+            out.append((line, start, spans))
+        spans.append((pos - start, pos - start + n))
+        pos = find(literal, pos + n)
+    return out
 
 
 # --- the prefilter -------------------------------------------------------------------------------
@@ -299,7 +345,7 @@ def _json_escape(text: str, ascii_hex: str | None) -> str:
             out.append("\\\\")
         elif o < 0x20:
             out.append({"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\u{o:04x}"))
-        elif o < 0x80 or ascii_hex is None:
+        elif o < 0x7F or ascii_hex is None:  # ASCII-only writers escape DEL too
             out.append(ch)
         elif o > 0xFFFF:
             o -= 0x10000
@@ -328,8 +374,10 @@ def _needles(literal: str, ignore_case: bool, folds: bool = True) -> set[bytes] 
     When a case-insensitive regex may fold i, k or s onto a non-ASCII letter
     (``folds``), runs stop at those letters, or the non-ASCII forms are
     searched too. None when no sound needle exists (a case-insensitive
-    non-ASCII letter).
+    non-ASCII letter, or U+FFFD, which invalid UTF-8 decodes to).
     """
+    if "\ufffd" in literal:  # what invalid UTF-8 decodes to: any bad byte may stand for it
+        return None
     unsafe = _FOLDS_OUTSIDE_ASCII | {c.upper() for c in _FOLDS_OUTSIDE_ASCII} if folds and ignore_case else frozenset()
     pieces = literal.split("\n")  # a match across lines holds every piece, each in one JSON string
     best = max(pieces, key=lambda s: max((len(r) for r in _safe_runs(s, unsafe)), default=0))
@@ -340,7 +388,8 @@ def _needles(literal: str, ignore_case: bool, folds: bool = True) -> set[bytes] 
     elif len(run) >= _MIN_RUN:
         chosen = {run}
     else:
-        piece = max(pieces, key=len)
+        # Some writers escape "/", "<", ">", "&" and "'", others do not: no needle holds them.
+        piece = max((part for p in pieces for part in re.split(r"[/<>&']", p)), key=len)
         if not piece:
             return None
         if ignore_case and any(ord(c) > 0x7F and c.lower() != c.upper() for c in piece):
@@ -437,6 +486,7 @@ class FileResult:
     error: str | None = None
     skipped: bool = False  # filtered out by --type / --since before being searched
     elapsed_ns: int = 0
+    rendered: str | None = None  # the groups as output text, when a worker rendered them (groups then empty)
 
 
 def walk(root: str, suffix: str) -> Iterator[tuple[str, str]]:
@@ -615,9 +665,14 @@ class Searcher:
         file_mtime = None
         if self._buffer is None:
             self._buffer = bytearray(2 * CHUNK)  # reused from file to file
+        context = o.before or o.after
         for number, offset, raw in _records(target.path, self._prefilter, result, progress, self._buffer):
-            parsed = transcripts.parse_lines([raw])
-            for message in parsed.messages:
+            obj = transcripts.load_record(raw)
+            messages = transcripts.record_messages(obj)
+            if not messages:
+                continue
+            session = obj.get("sessionId") or obj.get("session_id") or stem
+            for message in messages:
                 if message.kind == "meta":
                     continue
                 role = "tool" if message.kind == "tool_result" else message.role
@@ -634,34 +689,63 @@ class Searcher:
                 text = message_text(message)
                 if not text:
                     continue
-                lines = text.split("\n")
-                ref = MessageRef(message.session_id or parsed.session_id or stem, message.uuid,
-                                 message.timestamp, role, message.kind)
-                last = len(lines) - 1
+                hits = None if context else self.matcher.hits(text)
+                if hits is not None:  # the common case: no line is split out but those selected
+                    if not hits:
+                        continue
+                    ref = MessageRef(message.session_id or session, message.uuid, message.timestamp, role,
+                                     message.kind)
+                    group: list[Line] = []
+                    previous = -2
+                    for i, start, spans in hits:
+                        if budget is not None and result.selected >= budget:
+                            break
+                        if i != previous + 1 and group:  # as _with_context groups them
+                            if o.collect:
+                                result.groups.append(group)
+                            group = []
+                        previous = i
+                        end = text.find("\n", start)
+                        eol = "\n"
+                        if end == -1:
+                            end, eol = len(text), ""
+                        group.append(Line(number, text[start:end], eol, offset, spans, True, ref, i + 1))
+                        result.selected += 1
+                        result.matches += len(spans)
+                    if o.collect and group:
+                        result.groups.append(group)
+                else:
+                    lines = text.split("\n")
+                    ref = MessageRef(message.session_id or session, message.uuid, message.timestamp, role,
+                                     message.kind)
+                    last = len(lines) - 1
 
-                def make(i: int, spans, selected: bool, _lines=lines, _ref=ref, _last=last) -> Line:
-                    return Line(number, _lines[i], "\n" if i < _last else "", offset, spans or [], selected,
-                                _ref, i + 1)
+                    def make(i: int, spans, selected: bool, _lines=lines, _ref=ref, _last=last) -> Line:
+                        return Line(number, _lines[i], "\n" if i < _last else "", offset, spans or [], selected,
+                                    _ref, i + 1)
 
-                picked = self.matcher.line_spans(lines, text)
-                remaining = None if budget is None else budget - result.selected
-                groups, count, matches = _with_context(picked, make, o.before, o.after, remaining)
-                result.selected += count
-                result.matches += matches
-                if o.collect:
-                    result.groups.extend(groups)
+                    picked = self.matcher.line_spans(lines, text)
+                    remaining = None if budget is None else budget - result.selected
+                    groups, count, matches = _with_context(picked, make, o.before, o.after, remaining)
+                    result.selected += count
+                    result.matches += matches
+                    if o.collect:
+                        result.groups.extend(groups)
                 if budget is not None and result.selected >= budget:
                     return
 
 
 def search_all(searcher: Searcher, targets: list[Target], *, workers: int | None = None,
-               progress: Progress | None = None) -> Iterator[FileResult]:
+               progress: Progress | None = None,
+               render: Callable[[FileResult], str] | None = None) -> Iterator[FileResult]:
     """Search ``targets`` in order, in parallel worker processes when that pays.
 
     Transcript trees of many megabytes are searched by forked workers (files
     dealt out in turn, results read back in order), so a search of a large
-    corpus uses every core; anything small, or stdin, runs here. ``workers``
-    None picks by size and CPU count; 0 or 1 means here.
+    corpus uses the idle cores; anything small, or stdin, runs here. A worker
+    turns each result's lines into text with ``render``, when given (sending
+    text back costs a fraction of sending the lines). ``workers`` None picks
+    by size and idle CPUs; 0 or 1 means here, where nothing is rendered.
     """
     if workers is None:
         workers = _workers_for(targets)
@@ -669,18 +753,17 @@ def search_all(searcher: Searcher, targets: list[Target], *, workers: int | None
         for target in targets:
             yield searcher.search(target, progress)
         return
-    yield from _forked(searcher, targets, workers)
+    yield from _forked(searcher, targets, workers, render)
 
 
 PARALLEL_MIN_BYTES = 64 << 20
 
 
 def _workers_for(targets: list[Target]) -> int:
-    """Worker processes worth forking: none for small or few files, stdin, or a small or busy machine.
+    """Worker processes worth forking: none for small or few files, stdin, or a busy machine.
 
-    Measured on a 2-CPU VM, two workers were slower than one process (the
-    second CPU is rarely free), so workers start at 4 CPUs, one per idle CPU
-    beside ours, up to 4.
+    One per idle CPU, up to 4, when at least two are idle (ours counts as
+    idle: while workers search, this process only writes what they send).
     """
     if not hasattr(os, "fork") or len(targets) < 4:
         return 0
@@ -692,9 +775,7 @@ def _workers_for(targets: list[Target]) -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    if cpus < 4:
-        return 0
-    workers = min(cpus - 1 - _busy_cpus(), 4, len(targets))
+    workers = min(cpus - _busy_cpus(), 4, len(targets))
     return workers if workers >= 2 else 0
 
 
@@ -711,7 +792,8 @@ def _busy_cpus() -> int:
             return 0
 
 
-def _forked(searcher: Searcher, targets: list[Target], workers: int) -> Iterator[FileResult]:
+def _forked(searcher: Searcher, targets: list[Target], workers: int,
+            render: Callable[[FileResult], str] | None) -> Iterator[FileResult]:
     import pickle
     import signal
 
@@ -732,6 +814,9 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int) -> Iterator
                         for i in range(k, len(targets), workers):
                             try:
                                 result = searcher.search(targets[i])
+                                if render is not None and result.groups:
+                                    result.rendered = render(result)
+                                    result.groups = []
                             except Exception as exc:  # noqa: BLE001 - reported by the parent
                                 result = FileResult(targets[i], error=f"{type(exc).__name__}: {exc}")
                             pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -768,7 +853,10 @@ def message_text(message) -> str:
     Text and thinking blocks as written; a tool call as its name, then each
     string (or number) in its arguments on its own line; a tool result's text.
     Every line of it lies inside one JSON string of the record, which is what
-    lets the prefilter look at raw bytes.
+    lets the prefilter look at raw bytes. (Not quite: a value that is not a
+    string where text belongs, say a tool result's output given as an object,
+    is shown as JSON, which the record may space or escape otherwise; a literal
+    reaching into that JSON's punctuation can be missed.)
     """
     parts: list[str] = []
     for block in message.blocks:
@@ -869,6 +957,7 @@ def _records(path: str, prefilter: _Prefilter | None, result: FileResult, progre
         counted_at = 0  # file offset up to which newlines are counted ...
         counted = 0  # ... and how many there were
         skipping = False  # inside an overlong record: drop bytes up to its end
+        next_line = -1  # file offset of the line after the last record yielded
         while True:
             if fill > MAX_RECORD:
                 # An overlong record: forget what we have of it and skip to its end.
@@ -906,11 +995,15 @@ def _records(path: str, prefilter: _Prefilter | None, result: FileResult, progre
                 start = end if skipping else nl + 1
             for line_start, line_end in _candidates(buf, start, end, prefilter):
                 at = base + line_start
-                if counted_at < base:
-                    counted += _count_newlines(fd, counted_at, base)
-                    counted_at = base
-                counted += _newlines(buf, counted_at - base, line_start)
+                if at == next_line:  # the record right after the last one yielded
+                    counted += 1
+                else:
+                    if counted_at < base:
+                        counted += _count_newlines(fd, counted_at, base)
+                        counted_at = base
+                    counted += _newlines(buf, counted_at - base, line_start)
                 counted_at = at
+                next_line = base + line_end + 1
                 yield counted + 1, at, bytes(view[line_start:line_end])
             if not own and counted_at < base + end:
                 counted += buf.count(b"\n", max(counted_at - base, 0), end)
