@@ -164,6 +164,16 @@ def reminder(header: str, content: str) -> str:
     return f"<system-reminder>\n{header}\n\n{content}\n</system-reminder>"
 
 
+def hook_block(item: Surfaced, wrapped: bool) -> str:
+    """One memory as injected: Claude Code's exact ``<system-reminder>`` block, or plain text.
+
+    Plain (its header, a blank line, its text) is for a client that escapes
+    hook context (``hooks.escapes_context``): there the tags would reach the
+    model as ``&lt;system-reminder>`` noise around every memory.
+    """
+    return item.block if wrapped else f"{item.header}\n\n{item.content}"
+
+
 class Surfaced:
     """One memory as it is injected."""
 
@@ -694,8 +704,8 @@ class RecallResult:
     def surfaced_bytes(self) -> int:
         return sum(s.chars for s in self.selected)
 
-    def context(self, separator: str = "\n") -> str:
-        return separator.join(s.block for s in self.selected)
+    def context(self, separator: str = "\n", *, wrapped: bool = True) -> str:
+        return separator.join(hook_block(s, wrapped) for s in self.selected)
 
     def as_dict(self) -> dict:
         return {
