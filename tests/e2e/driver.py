@@ -43,9 +43,10 @@ CLAUDE_HOOKS = {
     "Stop": [{"hooks": [{"type": "command", "command": "mem extract --hook --background", "timeout": 10}]}],
     "PreCompact": [{"hooks": [{"type": "command", "command": "mem session compact --hook", "timeout": 10}]}],
 }
+# No "timeout" for qwen-code: 0.15.10 reads it as milliseconds (15 kills the hook), 0.24.4 as seconds.
 QWEN_HOOKS = {
-    "SessionStart": [{"hooks": [{"type": "command", "command": "mem prompt --hook", "timeout": 10}]}],
-    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "mem recall --hook --offline", "timeout": 15}]}],
+    "SessionStart": [{"hooks": [{"type": "command", "command": "mem prompt --hook"}]}],
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "mem recall --hook --offline"}]}],
 }
 RECORDED_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "PreCompact", "PostCompact",
                    "Notification", "PreToolUse", "PostToolUse")
@@ -98,7 +99,7 @@ class Session:
         hooks = json.loads(json.dumps(CLAUDE_HOOKS if client == "claude" else QWEN_HOOKS))
         recorder = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'dumphook.py'))} {shlex.quote(str(self.hook_log))}"
         for event in RECORDED_EVENTS:
-            hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": recorder, "timeout": 10}]})
+            hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": recorder}]})
         settings: dict = {"hooks": hooks}
         if client == "qwen":
             settings["security"] = {"auth": {"selectedType": "openai"}}

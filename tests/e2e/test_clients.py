@@ -92,8 +92,10 @@ def test_a_memory_the_client_writes_is_read_back_by_mem(session, server):
 def test_compact_runs_the_session_hooks(session):
     if session.client != "claude":
         pytest.skip("qwen-code has no /compact in headless mode")
-    first = session.run("the staging deploy failed with a migration timeout again, what should I do")
-    assert first.returncode == 0, first.stderr
+    for prompt, extra in (("the staging deploy failed with a migration timeout again", ()),
+                          ("and what about the rollback plan for it", ("--continue",))):
+        before = session.run(prompt, *extra)  # a session too short is "Not enough messages to compact"
+        assert before.returncode == 0, before.stderr
     run = session.run("/compact keep the deploy notes", "--continue")
     assert run.returncode == 0, run.stderr
     assert fired(run, "PreCompact")

@@ -116,6 +116,10 @@ class MemoryDir:
             old, created = None, True
         if old == data:
             return WriteResult(real, rel, created=False, changed=False)
+        if rel.endswith(".md"):
+            from mem.core.memdir.frontmatter import keep_modified_true  # Claude Code's metadata.modified
+
+            data = keep_modified_true(old, data)
         parent = os.path.dirname(real)
         self._makedirs(parent)
         self._record(rel, real, old, data, lambda: atomic_write(real, data))
