@@ -72,3 +72,25 @@ def test_remember_update_keeps_the_stamp_true(memdir, run_mem):
     assert "3.1 release" in text
     assert modified_of(text) > "2026-11-20T10:00:00.000Z"
     assert "originSessionId: 5b0d2c36-2f7e-4d0e-9b55-0c1d4a1e2f3a" in text
+
+
+def test_freshness_is_the_files_mtime_not_the_stamp(memdir, run_mem):
+    # Claude Code 2.1.330 dates a surfaced memory by its mtime; metadata.modified does not count
+    stamped = CC330.replace("2026-11-20T10:00:00.000Z", iso_utc_ms(time.time() * 1000))
+    (memdir / "release-freeze.md").write_text(stamped)
+    month_ago = time.time() - 30 * 86400
+    os.utime(memdir / "release-freeze.md", (month_ago, month_ago))
+    p = run_mem("recall", "--offline", "are there deploys on fridays during the release freeze")
+    assert p.returncode == 0, p.stderr
+    assert "This memory is 30 days old." in p.stdout
+
+
+def test_undo_restores_the_clients_bytes(memdir, run_mem):
+    (memdir / "release-freeze.md").write_text(CC330)
+    p = run_mem("remember", "--update", "--file", "release-freeze.md", "--type", "project", "--name", "release-freeze",
+                "--description", "no deploys on Fridays during the release freeze", "Fridays are fine again.")
+    assert p.returncode == 0, p.stderr
+    assert modified_of((memdir / "release-freeze.md").read_text()) != "2026-11-20T10:00:00.000Z"
+    p = run_mem("undo")
+    assert p.returncode == 0, p.stderr
+    assert (memdir / "release-freeze.md").read_text() == CC330

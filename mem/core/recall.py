@@ -140,6 +140,9 @@ def truncation_note(reason: str, path: str) -> str:
 
 
 def memory_age_days(mtime_ms: int, now_ms: int) -> int:
+    # The age is the file's mtime, not the frontmatter's metadata.modified: Claude Code 2.1.330
+    # reads both when it scans the memory directory, but its recall header ("This memory is N
+    # days old") and its manifest use the mtime; the stamp only dates its memory list.
     return max(0, (now_ms - mtime_ms) // DAY_MS)
 
 

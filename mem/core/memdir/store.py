@@ -96,8 +96,12 @@ class MemoryDir:
 
     # -- the one write path --
 
-    def write(self, target: str, content: str | bytes, *, scan: bool = True) -> WriteResult:
-        """Atomically write ``content`` to ``target`` inside the memory directory."""
+    def write(self, target: str, content: str | bytes, *, scan: bool = True, restamp: bool = True) -> WriteResult:
+        """Atomically write ``content`` to ``target`` inside the memory directory.
+
+        ``restamp`` False writes the bytes as given even where the file keeps
+        Claude Code's ``metadata.modified`` (a restore from history, a teammate's file).
+        """
         real = self.resolve(target)
         data = content.encode("utf-8") if isinstance(content, str) else content
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
@@ -116,7 +120,7 @@ class MemoryDir:
             old, created = None, True
         if old == data:
             return WriteResult(real, rel, created=False, changed=False)
-        if rel.endswith(".md"):
+        if restamp and rel.endswith(".md"):
             from mem.core.memdir.frontmatter import keep_modified_true  # Claude Code's metadata.modified
 
             data = keep_modified_true(old, data)
