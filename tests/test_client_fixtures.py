@@ -86,3 +86,11 @@ def test_mem_reads_the_memory_files_each_client_writes(tmp_path, run_mem):
     # Claude Code 2.1.330 keeps type and its stamp under metadata
     text = (CC330 / "02-write-memory/memory-dir-after/release-freeze.md").read_text()
     assert "\nmetadata:\n  node_type: memory\n  type: project\n  originSessionId: " in text and "\n  modified: 20" in text
+
+
+@pytest.mark.parametrize("version, escapes", [("2.1.197", False), ("2.1.291", False), ("2.1.292", True),
+                                              ("2.1.330", True), ("3.0.0", True), ("not a version", True)])
+def test_claude_escapes_hook_context_from_2_1_292(version, escapes):
+    data = json.loads((CC330 / "01-hooks/hooks/001-UserPromptSubmit.json").read_text())
+    data["version"] = version  # should a payload ever say it, it wins over the transcript
+    assert hooks.escapes_context(hooks.parse_payload(json.dumps(data))) is escapes

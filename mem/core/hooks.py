@@ -11,8 +11,8 @@ Claude Code replaces hook output longer than 10,000 characters with a short
 stub, so whatever a hook injects must stay under ``CONTEXT_LIMIT``.
 
 How the context reaches the model differs by client and version (seen in the
-requests of the real clients, tests/e2e): Claude Code 2.1.197 passed it as it
-was; 2.1.330 prefixes "<Event> hook additional context: " and turns the ``<``
+requests of the real clients, tests/e2e): Claude Code up to 2.1.291 passes it
+as it is; from 2.1.292 (2.1.330 too) it prefixes "<Event> hook additional context: " and turns the ``<``
 of ``<system-reminder>`` / ``</system-reminder>`` into ``&lt;``; qwen-code
 (0.15.10 and 0.24.4) escapes every ``<`` and ``>``. ``escapes_context`` says
 which case a payload comes from, so a hook can send tags only where they
@@ -31,8 +31,9 @@ from mem.core.errors import UsageError
 OUTPUT_LIMIT = 10_000
 #: What we allow ourselves, leaving room for the client's own framing of the text.
 CONTEXT_LIMIT = 9_500
-#: The newest Claude Code release seen passing hook context to the model unescaped (2.1.330 escapes it).
-LAST_UNESCAPED_CLAUDE = (2, 1, 197)
+#: The last Claude Code release that passes hook context to the model unescaped: bisected over
+#: the npm releases 2.1.197..2.1.330 (2.1.291 passes ``<system-reminder>`` through, 2.1.292 escapes it).
+LAST_UNESCAPED_CLAUDE = (2, 1, 291)
 #: How much of a transcript's end is read for the client's version.
 VERSION_TAIL_BYTES = 64 * 1024
 #: A payload larger than this is not a hook payload (a transcript piped by mistake, say).
@@ -186,8 +187,7 @@ def client_version(payload: HookPayload) -> tuple[int, ...] | None:
 def escapes_context(payload: HookPayload) -> bool:
     """Whether the client escapes the tags in hook context before the model reads it.
 
-    qwen-code always has; Claude Code has since some release after 2.1.197
-    (2.1.330 does). When the version cannot be told (no transcript yet), the
+    qwen-code always has; Claude Code has since 2.1.292. When the version cannot be told (no transcript yet), the
     answer is yes: plain text reads well either way, escaped tags do not.
     """
     if payload.client == "qwen":
