@@ -94,3 +94,21 @@ def test_claude_escapes_hook_context_from_2_1_292(version, escapes):
     data = json.loads((CC330 / "01-hooks/hooks/001-UserPromptSubmit.json").read_text())
     data["version"] = version  # should a payload ever say it, it wins over the transcript
     assert hooks.escapes_context(hooks.parse_payload(json.dumps(data))) is escapes
+
+
+def test_plain_hook_text_keeps_team_memory_marked(memdir, run_mem):
+    from conftest import write_memory
+    from mem.core.team.routing import TEAM_WRAPPER_OPEN
+
+    (memdir / "team").mkdir()
+    write_memory(memdir / "team", "deploys.md", name="deploys", description="staging deploys need the migration lock",
+                 type="project", body="Take the migration lock before a staging deploy.\n")
+    write_memory(memdir, "timeouts.md", name="timeouts", description="staging deploys time out on migrations",
+                 type="project", body="Raise MIGRATION_TIMEOUT for staging deploys.\n")
+    data = json.loads((CC330 / "01-hooks/hooks/001-UserPromptSubmit.json").read_text())
+    data.update(cwd=str(memdir), prompt="the staging deploy hit a migration timeout and the lock")
+    p = run_mem("recall", "--hook", "--offline", input=json.dumps(data))
+    assert p.returncode == 0, p.stderr
+    ctx = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "<system-reminder>" not in ctx and "Raise MIGRATION_TIMEOUT" in ctx
+    assert TEAM_WRAPPER_OPEN in ctx and "Take the migration lock" in ctx

@@ -12,8 +12,9 @@ stub, so whatever a hook injects must stay under ``CONTEXT_LIMIT``.
 
 How the context reaches the model differs by client and version (seen in the
 requests of the real clients, tests/e2e): Claude Code up to 2.1.291 passes it
-as it is; from 2.1.292 (2.1.330 too) it prefixes "<Event> hook additional context: " and turns the ``<``
-of ``<system-reminder>`` / ``</system-reminder>`` into ``&lt;``; qwen-code
+as it is; from 2.1.292 (2.1.330 too) it prefixes "<Event> hook additional
+context: " and turns the ``<`` of ``<system-reminder>`` / ``</system-reminder>``
+into ``&lt;``; qwen-code
 (0.15.10 and 0.24.4) escapes every ``<`` and ``>``. ``escapes_context`` says
 which case a payload comes from, so a hook can send tags only where they
 arrive as tags.
@@ -187,8 +188,9 @@ def client_version(payload: HookPayload) -> tuple[int, ...] | None:
 def escapes_context(payload: HookPayload) -> bool:
     """Whether the client escapes the tags in hook context before the model reads it.
 
-    qwen-code always has; Claude Code has since 2.1.292. When the version cannot be told (no transcript yet), the
-    answer is yes: plain text reads well either way, escaped tags do not.
+    qwen-code always has; Claude Code has since 2.1.292. When the version
+    cannot be told (no transcript yet), the answer is yes: plain text reads
+    well either way, escaped tags do not.
     """
     if payload.client == "qwen":
         return True

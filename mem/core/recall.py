@@ -170,11 +170,13 @@ def reminder(header: str, content: str) -> str:
 def hook_block(item: Surfaced, wrapped: bool) -> str:
     """One memory as injected: Claude Code's exact ``<system-reminder>`` block, or plain text.
 
-    Plain (its header, a blank line, its text) is for a client that escapes
-    hook context (``hooks.escapes_context``): there the tags would reach the
-    model as ``&lt;system-reminder>`` noise around every memory.
+    Plain (the same block without its two tag lines: header, blank line, text;
+    a team memory keeps its shared-content marking) is for a client that
+    escapes hook context (``hooks.escapes_context``): there the tags would
+    reach the model as ``&lt;system-reminder>`` noise around every memory.
     """
-    return item.block if wrapped else f"{item.header}\n\n{item.content}"
+    block = item.block
+    return block if wrapped else block.removeprefix("<system-reminder>\n").removesuffix("\n</system-reminder>")
 
 
 class Surfaced:

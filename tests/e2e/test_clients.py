@@ -100,3 +100,19 @@ def test_compact_runs_the_session_hooks(session):
     assert run.returncode == 0, run.stderr
     assert fired(run, "PreCompact")
     assert any(p.get("source") == "compact" for p in fired(run, "SessionStart"))
+
+
+def test_later_prompts_get_the_wrapping_only_where_it_arrives_as_tags(session):
+    if session.client != "claude":
+        pytest.skip("qwen-code escapes hook context in every version")
+    first = session.run("say hello to the team for me please")  # writes the transcript that tells the version
+    assert first.returncode == 0, first.stderr
+    run = session.run("the staging deploy failed with a migration timeout again, what should I do", "--continue")
+    assert run.returncode == 0, run.stderr
+    whole = "\n".join(request_texts(driver.main_requests(run)[-1]))
+    header = f"Memory (saved today): {session.memory_dir / 'staging-deploys.md'}:"
+    if session.version == "2.1.197":  # passes hook context as it is: Claude Code's exact wrapping
+        assert f"<system-reminder>\n{header}" in whole
+    else:
+        assert header in whole and "system-reminder>\n" + header not in whole
+    assert "&lt;system-reminder" not in whole
