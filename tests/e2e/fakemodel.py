@@ -23,7 +23,9 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 _ids = itertools.count(1)
@@ -82,6 +84,8 @@ class FakeModel:
         self.main: list[Reply] = []
         self.default_text = "Done."
         self.side_text = "{}"
+        #: Seconds to wait before answering a request, from its headers and body (a slow model for some).
+        self.delay: Callable[[dict, dict], float] | None = None
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -197,13 +201,17 @@ class FakeModel:
                     body = None
                 path = self.path.split("?")[0]
                 dialect = "openai" if path.endswith("/chat/completions") else "anthropic"
-                entry = {"path": self.path, "dialect": dialect, "body": body, "main": None}
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                entry = {"path": self.path, "dialect": dialect, "body": body, "main": None,
+                         "user_agent": headers.get("user-agent", "")}
                 with fake._lock:
                     fake.requests.append(entry)
                 if not isinstance(body, dict):
                     return self._send(400, {"error": {"type": "invalid_request_error", "message": "not JSON"}})
                 if path.endswith("/count_tokens"):
                     return self._send(200, {"input_tokens": 100})
+                if fake.delay is not None:
+                    time.sleep(fake.delay(headers, body))
                 reply, entry["main"] = fake._reply_for(body)
                 entry["reply"] = reply._asdict()
                 try:
