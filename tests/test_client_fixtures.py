@@ -112,3 +112,15 @@ def test_plain_hook_text_keeps_team_memory_marked(memdir, run_mem):
     ctx = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "<system-reminder>" not in ctx and "Raise MIGRATION_TIMEOUT" in ctx
     assert TEAM_WRAPPER_OPEN in ctx and "Take the migration lock" in ctx
+
+
+def test_the_version_is_the_transcript_lines_own(tmp_path):
+    # a nested "version" (a tool's result, say) and a line cut by the tail read do not count
+    t = tmp_path / "t.jsonl"
+    pad = json.dumps({"type": "user", "version": "9.9.9", "message": {"content": "x" * hooks.VERSION_TAIL_BYTES}})
+    last = json.dumps({"type": "assistant", "version": "2.1.250", "toolUseResult": {"version": "7.0.0"}})
+    t.write_text(pad + "\n" + last + "\n")
+    data = json.loads((CC330 / "01-hooks/hooks/001-UserPromptSubmit.json").read_text())
+    data["transcript_path"] = str(t)
+    payload = hooks.parse_payload(json.dumps(data))
+    assert hooks.client_version(payload) == (2, 1, 250) and not hooks.escapes_context(payload)

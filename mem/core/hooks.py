@@ -166,20 +166,25 @@ def client_version(payload: HookPayload) -> tuple[int, ...] | None:
     before the transcript exists: then the version is unknown.
     """
     import json
-    import re
 
     found = parse_version((payload.raw or {}).get("version"))
     if found or not payload.transcript_path:
         return found
     try:
         with open(payload.transcript_path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - VERSION_TAIL_BYTES))
-            tail = fh.read().decode("utf-8", "replace")
+            start = max(0, fh.seek(0, os.SEEK_END) - VERSION_TAIL_BYTES)
+            fh.seek(start)
+            lines = fh.read().splitlines()[1 if start else 0:]  # a line cut by the seek is no line
     except OSError:
         return None
-    for m in reversed(list(re.finditer(r'"version"\s*:\s*("(?:[^"\\]|\\.)*")', tail))):
-        found = parse_version(json.loads(m.group(1)))
+    for line in reversed(lines):
+        if b'"version"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        found = parse_version(entry.get("version")) if isinstance(entry, dict) else None
         if found:
             return found
     return None
