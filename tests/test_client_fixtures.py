@@ -124,3 +124,32 @@ def test_the_version_is_the_transcript_lines_own(tmp_path):
     data["transcript_path"] = str(t)
     payload = hooks.parse_payload(json.dumps(data))
     assert hooks.client_version(payload) == (2, 1, 250) and not hooks.escapes_context(payload)
+
+
+@pytest.mark.parametrize("path, fmt, memory, tool", [
+    (FIXTURES / "transcripts/claude-code-05-tool-use-write-memory.jsonl", "claude", CC_MEMORY, "Write"),
+    (CC330 / "02-write-memory/transcript.jsonl", "claude", CC_MEMORY, "Write"),
+    (FIXTURES / "hooks/qwen-code/transcript-05.jsonl", "qwen", QC_MEMORY, "write_file"),
+    (QC0244 / "02-write-memory/transcript.jsonl", "qwen", QC_MEMORY, "write_file"),
+], ids=["claude-2.1.197", "claude-2.1.330", "qwen-0.15.10", "qwen-0.24.4"])
+def test_the_transcript_reader_on_both_generations(path, fmt, memory, tool):
+    from mem.core import transcripts
+
+    tr = transcripts.read_transcript(str(path))
+    assert tr.format == fmt and tr.skipped_lines == 0 and tr.session_id
+    humans = [m.text for m in tr.messages if m.is_human]
+    assert humans and all(h.strip() for h in humans)
+    assert any(memory + "/" in w and w.endswith(".md") for w in transcripts.memory_writes(tr.messages, memory))
+    assert tool in transcripts.recent_successful_tools(tr.messages)
+
+
+def test_the_compaction_of_claude_330_reads_as_the_older_one():
+    from mem.core import transcripts
+
+    tr = transcripts.read_transcript(str(CC330 / "03-compact/transcript.jsonl"))
+    assert tr.skipped_lines == 0
+    assert [m.kind for m in tr.messages][-5:] == ["compact_boundary", "compact_summary", "meta", "command", "command"]
+    assert [transcripts.command_text(m) for m in tr.messages[-2:]] == ["/compact keep the deploy notes", None]
+    text = transcripts.render_for_model(tr.messages[-5:])
+    assert text.splitlines()[0] == "[earlier conversation was compacted]"
+    assert "User ran the command /compact keep the deploy notes" in text
