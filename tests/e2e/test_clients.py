@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.e2e import driver
-from tests.e2e.fakemodel import FakeModel, Reply, request_texts
+# The helpers are imported as tests.e2e.*, however pytest was started (a conftest.py here would
+# shadow the suite's own `conftest` module).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.e2e import driver  # noqa: E402
+from tests.e2e.fakemodel import FakeModel, Reply, request_texts  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("MEM_E2E") != "1", reason="end-to-end: set MEM_E2E=1 (make e2e)")
 
