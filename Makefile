@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: install uninstall all demo test test-fast zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets clean
+.PHONY: install uninstall all demo test test-fast e2e zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets clean
 
 all: test
 
@@ -121,3 +121,13 @@ bench-lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+
+## e2e: the real Claude Code and qwen-code (oldest and newest pinned) with mem's hooks, against a local model server (~2 min once installed)
+# The clients come from npm into ~/.cache/mem-e2e; the runs then go inside a network namespace with
+# loopback only where the kernel allows one (unshare -rn), so nothing can reach a real model.
+e2e: $(STAMP)
+	PYTHONPATH=$(CURDIR) $(BIN)/python -c 'from tests.e2e import driver; [driver.install(c, v) for c, vs in driver.PINNED.items() for v in vs]'
+	@if unshare -rn true 2>/dev/null; then \
+	  unshare -rn sh -c 'ip link set lo up && MEM_E2E=1 PYTHONPATH=$(CURDIR) $(BIN)/python -m pytest -q -p no:cacheprovider tests/e2e'; \
+	else echo "make e2e: no network namespace here (unshare -rn refused): running on the host's loopback"; \
+	  MEM_E2E=1 PYTHONPATH=$(CURDIR) $(BIN)/python -m pytest -q -p no:cacheprovider tests/e2e; fi

@@ -146,7 +146,7 @@ def test_readme_hook_blocks_are_valid_settings_that_run(project_for_readme, run_
     transcript = project_for_readme / "t.jsonl"
     transcript.write_text('{"role": "user", "content": "hello"}\n')
     for title, events in (("Use with Claude Code", {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}),
-                          ("Use with qwen-code", {"UserPromptSubmit"})):
+                          ("Use with qwen-code", {"SessionStart", "UserPromptSubmit"})):
         blocks = re.findall(r"```json\n(.*?)```", _readme_section(title), re.S)
         assert len(blocks) == 1, title
         settings = json.loads(blocks[0])
@@ -154,7 +154,9 @@ def test_readme_hook_blocks_are_valid_settings_that_run(project_for_readme, run_
         for event, groups in settings["hooks"].items():
             for group in groups:
                 for hook in group["hooks"]:
-                    assert hook["type"] == "command" and hook["timeout"] > 5
+                    assert hook["type"] == "command"
+                    # qwen-code 0.15 reads a timeout as milliseconds: its block gives none
+                    assert hook["timeout"] > 5 if "Claude" in title else "timeout" not in hook
                     argv = hook["command"].split()
                     assert argv[0].endswith("/mem") and "--hook" in argv  # an absolute path, as mem hooks install writes
                     stdin = json.dumps({"session_id": "readme", "cwd": str(project_for_readme),

@@ -66,8 +66,10 @@ def context_of(p: subprocess.CompletedProcess, event: str = "UserPromptSubmit") 
 
 def test_claude_user_prompt_surfaces_the_relevant_memory(project, tmp_path, run_mem):
     repo, mem = project
+    # Claude Code 2.1.197 (its transcript says so) passes hook context unescaped: the exact wrapping
     p = run_mem("recall", "--hook", "--offline", input=payload(
-        "claude-code/UserPromptSubmit.json", repo, tmp_path, prompt="the staging deploy failed with a migration timeout"))
+        "claude-code/UserPromptSubmit.json", repo, tmp_path, transcript="claude-code/transcript-05.jsonl",
+        prompt="the staging deploy failed with a migration timeout"))
     ctx = context_of(p)
     assert ctx == recall.reminder(f"Memory (saved today): {mem / 'staging.md'}:", (mem / "staging.md").read_text())
     assert p.stderr == ""
@@ -134,7 +136,8 @@ def test_five_large_memories_stay_under_claudes_hook_limit(project, tmp_path, ru
         write_memory(mem, f"rollout{i}.md", name=f"rollout-{i}", description=f"rollout checklist part {i}",
                      body=body, mtime=time.time() - 30 * 86400)
     p = run_mem("recall", "--hook", "--offline", input=payload(
-        "claude-code/UserPromptSubmit.json", repo, tmp_path, prompt="walk me through the rollout checklist"))
+        "claude-code/UserPromptSubmit.json", repo, tmp_path, transcript="claude-code/transcript-05.jsonl",
+        prompt="walk me through the rollout checklist"))
     ctx = context_of(p)
     assert recall.len16(ctx) < 10_000
     assert ctx.count("<system-reminder>") == 5

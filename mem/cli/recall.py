@@ -167,6 +167,9 @@ def _hook(where: dict, *, limit, offline, model, timeout, tools, force, max_char
     if debug:
         render.info(f"hook: strategy={result.strategy} skipped={result.skipped} "
                     f"selected={[s.relpath for s in result.selected]} fallback={result.fallback_reason}")
-    out = hooks.render_output("UserPromptSubmit", result.context())
+    if result.selected and hooks.escapes_context(payload):  # tags would arrive escaped: plain text
+        out = hooks.render_output("UserPromptSubmit", result.context("\n\n", wrapped=False))
+    else:
+        out = hooks.render_output("UserPromptSubmit", result.context())
     if out:
         render.out(out)

@@ -9,6 +9,15 @@ stdout, qwen-code only the JSON form, so we always write JSON.
 
 Claude Code replaces hook output longer than 10,000 characters with a short
 stub, so whatever a hook injects must stay under ``CONTEXT_LIMIT``.
+
+How the context reaches the model differs by client and version (seen in the
+requests of the real clients, tests/e2e): Claude Code up to 2.1.291 passes it
+as it is; from 2.1.292 (2.1.330 too) it prefixes "<Event> hook additional
+context: " and turns the ``<`` of ``<system-reminder>`` / ``</system-reminder>``
+into ``&lt;``; qwen-code
+(0.15.10 and 0.24.4) escapes every ``<`` and ``>``. ``escapes_context`` says
+which case a payload comes from, so a hook can send tags only where they
+arrive as tags.
 """
 
 from __future__ import annotations
@@ -23,6 +32,11 @@ from mem.core.errors import UsageError
 OUTPUT_LIMIT = 10_000
 #: What we allow ourselves, leaving room for the client's own framing of the text.
 CONTEXT_LIMIT = 9_500
+#: The last Claude Code release that passes hook context to the model unescaped: bisected over
+#: the npm releases 2.1.197..2.1.330 (2.1.291 passes ``<system-reminder>`` through, 2.1.292 escapes it).
+LAST_UNESCAPED_CLAUDE = (2, 1, 291)
+#: How much of a transcript's end is read for the client's version.
+VERSION_TAIL_BYTES = 64 * 1024
 #: A payload larger than this is not a hook payload (a transcript piped by mistake, say).
 MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 
@@ -48,13 +62,12 @@ class HookPayload(NamedTuple):
         """``"qwen"`` for qwen-code, else ``"claude"``.
 
         qwen-code keeps transcripts under ``~/.qwen/projects/<slug>/chats/``
-        and stamps every payload with ``timestamp``; Claude Code does neither.
+        and stamps every payload with ``timestamp``; Claude Code (2.1.197 and
+        2.1.330) does neither. qwen-code 0.24 also sends ``prompt_id`` and
+        ``permission_mode``, as Claude Code does, so those tell nothing.
         """
         tp = (self.transcript_path or "").replace("\\", "/")
-        if "/.qwen/" in tp or "/chats/" in tp:
-            return "qwen"
-        raw = self.raw or {}
-        if "timestamp" in raw and "prompt_id" not in raw and "permission_mode" not in raw:
+        if "/.qwen/" in tp or "/chats/" in tp or "timestamp" in (self.raw or {}):
             return "qwen"
         return "claude"
 
@@ -179,3 +192,56 @@ def render_output(event: str, additional_context: str | None) -> str:
         return ""
     out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": additional_context}}
     return json.dumps(out, ensure_ascii=False)
+
+
+def parse_version(text: object) -> tuple[int, ...] | None:
+    """``(2, 1, 330)`` from ``"2.1.330"`` or ``"2.1.330 (Claude Code)"``; None when it is no version."""
+    import re
+
+    m = re.match(r"\s*v?(\d+(?:\.\d+)+)", text) if isinstance(text, str) else None
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def client_version(payload: HookPayload) -> tuple[int, ...] | None:
+    """The client's version, from the payload if it says, else from its transcript; None when unknown.
+
+    Neither client puts its version in the payload (2.1.330, 0.24.4), but every
+    transcript line carries ``"version"``. A session's first prompt may come
+    before the transcript exists: then the version is unknown.
+    """
+    import json
+
+    found = parse_version((payload.raw or {}).get("version"))
+    if found or not payload.transcript_path:
+        return found
+    try:
+        with open(payload.transcript_path, "rb") as fh:
+            start = max(0, fh.seek(0, os.SEEK_END) - VERSION_TAIL_BYTES)
+            fh.seek(start)
+            lines = fh.read().splitlines()[1 if start else 0:]  # a line cut by the seek is no line
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if b'"version"' not in line:
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        found = parse_version(entry.get("version")) if isinstance(entry, dict) else None
+        if found:
+            return found
+    return None
+
+
+def escapes_context(payload: HookPayload) -> bool:
+    """Whether the client escapes the tags in hook context before the model reads it.
+
+    qwen-code always has; Claude Code has since 2.1.292. When the version
+    cannot be told (no transcript yet), the answer is yes: plain text reads
+    well either way, escaped tags do not.
+    """
+    if payload.client == "qwen":
+        return True
+    version = client_version(payload)
+    return version is None or version > LAST_UNESCAPED_CLAUDE

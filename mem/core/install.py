@@ -33,11 +33,12 @@ HOOK_COMMANDS = ("prompt", "recall", "extract", "session")
 
 
 class Group(NamedTuple):
-    """One matcher group of one event: the handlers mem adds, as (arguments, timeout in s)."""
+    """One matcher group of one event: the handlers mem adds, as (arguments, timeout in s, or None
+    for the client's default)."""
 
     event: str
     matcher: str | None
-    handlers: tuple[tuple[str, int], ...]
+    handlers: tuple[tuple[str, int | None], ...]
 
 
 #: The README's entries. Claude Code: instructions at start, recall per prompt, extraction at
@@ -50,8 +51,13 @@ CLAUDE_GROUPS = (
     Group("PreCompact", None, (("session compact --hook", 10),)),
 )
 #: qwen-code puts MEMORY.md and its own memory instructions into the system prompt and extracts
-#: memories itself; what it lacks is recall (reference/real-clients.md, qwen-code).
-QWEN_GROUPS = (Group("UserPromptSubmit", None, (("recall --hook", 15),)),)
+#: memories itself; what it lacks is recall (reference/real-clients.md, qwen-code). 0.24 fires
+#: SessionStart too (0.15 does not), where prompt --hook adds the note on surfaced memories. No
+#: timeout: qwen-code 0.15 reads it as milliseconds (15 would kill the hook after 15 ms), 0.24 as seconds.
+QWEN_GROUPS = (
+    Group("SessionStart", None, (("prompt --hook", None),)),
+    Group("UserPromptSubmit", None, (("recall --hook", None),)),
+)
 
 
 def groups_for(client: str) -> tuple[Group, ...]:
@@ -251,7 +257,8 @@ def _our_group(group: Group, mem: list[str]) -> dict:
     entry: dict = {}
     if group.matcher is not None:
         entry["matcher"] = group.matcher
-    entry["hooks"] = [{"type": "command", "command": command_line(mem, args), "timeout": timeout}
+    entry["hooks"] = [{"type": "command", "command": command_line(mem, args),
+                       **({} if timeout is None else {"timeout": timeout})}
                       for args, timeout in group.handlers]
     return entry
 

@@ -142,6 +142,9 @@ def truncation_note(reason: str, path: str) -> str:
 
 
 def memory_age_days(mtime_ms: int, now_ms: int) -> int:
+    # The age is the file's mtime, not the frontmatter's metadata.modified: Claude Code 2.1.330
+    # reads both when it scans the memory directory, but its recall header ("This memory is N
+    # days old") and its manifest use the mtime; the stamp only dates its memory list.
     return max(0, (now_ms - mtime_ms) // DAY_MS)
 
 
@@ -164,6 +167,18 @@ def memory_header(path: str, mtime_ms: int, now_ms: int) -> str:
 
 def reminder(header: str, content: str) -> str:
     return f"<system-reminder>\n{header}\n\n{content}\n</system-reminder>"
+
+
+def hook_block(item: Surfaced, wrapped: bool) -> str:
+    """One memory as injected: Claude Code's exact ``<system-reminder>`` block, or plain text.
+
+    Plain (the same block without its two tag lines: header, blank line, text;
+    a team memory keeps its shared-content marking) is for a client that
+    escapes hook context (``hooks.escapes_context``): there the tags would
+    reach the model as ``&lt;system-reminder>`` noise around every memory.
+    """
+    block = item.block
+    return block if wrapped else block.removeprefix("<system-reminder>\n").removesuffix("\n</system-reminder>")
 
 
 class Surfaced:
@@ -773,8 +788,8 @@ class RecallResult:
     def surfaced_bytes(self) -> int:
         return sum(s.chars for s in self.selected)
 
-    def context(self, separator: str = "\n") -> str:
-        return separator.join(s.block for s in self.selected)
+    def context(self, separator: str = "\n", *, wrapped: bool = True) -> str:
+        return separator.join(hook_block(s, wrapped) for s in self.selected)
 
     def as_dict(self) -> dict:
         return {

@@ -300,12 +300,18 @@ def description_of(data: dict) -> str | None:
 # --- lossless documents ----------------------------------------------------
 
 
+class Verbatim(str):
+    """A scalar written as it is, unquoted (a timestamp in the form the client writes it)."""
+
+
 def dump_scalar(value: Any) -> str:
     """One YAML scalar on one line, quoted only when YAML needs it."""
     import yaml
 
     if value is None:
         return ""
+    if isinstance(value, Verbatim):
+        return str(value)
     if isinstance(value, str) and (
         "---" in value or any(c in value for c in "\n\r\x85\u2028\u2029") or not value.isprintable()
     ):
@@ -471,3 +477,39 @@ def render_new(fields: dict, body: str) -> str:
     head = "".join(f"{k}: {dump_scalar(v)}".rstrip(" ") + "\n" for k, v in fields.items())
     body = body if body.endswith("\n") or not body else body + "\n"
     return f"---\n{head}---\n\n{body}"
+
+
+def keep_modified_true(old: bytes | None, new: bytes, now_ms: int | None = None) -> bytes:
+    """``new`` with ``metadata.modified`` set to now where the file keeps that stamp.
+
+    Claude Code (2.1.330) writes ``metadata.modified`` (ISO-8601 UTC with
+    milliseconds) into the memory files it writes, and rewrites it on each of
+    its own edits; 2.1.197 wrote none. An edit ``mem`` makes to a file that has
+    the key (before or after the edit) sets it to the time of the edit, so the
+    stamp never claims a file is older than its content. Files without the key
+    are left as they are, byte for byte, and so is the rest of the frontmatter.
+
+    The client does not read this stamp for freshness: its recall ("This memory
+    is N days old") and its manifest use the file's mtime (see mem.core.recall).
+    """
+    import time
+
+    from mem.core.memdir.manifest import iso_utc_ms
+
+    def stamped(raw: bytes | None) -> bool:
+        if not raw or b"modified" not in raw:
+            return False
+        meta = parse_frontmatter(raw.decode("utf-8", "replace")).data.get("metadata")
+        return isinstance(meta, dict) and "modified" in meta
+
+    if not (stamped(new) or stamped(old)):
+        return new
+    try:
+        doc = Document(new.decode("utf-8"))
+        if not isinstance(doc.data.get("metadata", {}), dict):
+            return new
+        # Unquoted, as the client writes it: `modified: 2026-11-24T00:30:02.342Z`.
+        doc.set("metadata.modified", Verbatim(iso_utc_ms(time.time() * 1000 if now_ms is None else now_ms)))
+    except (UnicodeDecodeError, ValueError):
+        return new
+    return doc.render().encode("utf-8")

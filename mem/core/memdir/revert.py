@@ -96,7 +96,7 @@ def _apply(memory, steps: list[Step]) -> None:
         if s.target_mode == SYMLINK:
             raise RefusedError(f"{s.path}: a symbolic link is not put back by mem; recreate it by hand")
         # The user's own earlier bytes: contained and atomic, but not judged for secrets again.
-        written = memory.write(s.path, history.read_blob(s.target), scan=False)
+        written = memory.write(s.path, history.read_blob(s.target), scan=False, restamp=False)
         if s.mtime_ns is not None:  # recall orders memories by it: a restored memory keeps its age
             os.utime(written.path, ns=(s.mtime_ns, s.mtime_ns))
 

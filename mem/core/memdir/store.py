@@ -97,8 +97,12 @@ class MemoryDir:
 
     # -- the one write path --
 
-    def write(self, target: str, content: str | bytes, *, scan: bool = True) -> WriteResult:
-        """Atomically write ``content`` to ``target`` inside the memory directory."""
+    def write(self, target: str, content: str | bytes, *, scan: bool = True, restamp: bool = True) -> WriteResult:
+        """Atomically write ``content`` to ``target`` inside the memory directory.
+
+        ``restamp`` False writes the bytes as given even where the file keeps
+        Claude Code's ``metadata.modified`` (a restore from history, a teammate's file).
+        """
         from mem.core.guards.control import has_control, printable
 
         if has_control(os.path.relpath(target, self.root) if os.path.isabs(target) else target):
@@ -122,6 +126,10 @@ class MemoryDir:
             old, created = None, True
         if old == data:
             return WriteResult(real, rel, created=False, changed=False)
+        if restamp and rel.endswith(".md"):
+            from mem.core.memdir.frontmatter import keep_modified_true  # Claude Code's metadata.modified
+
+            data = keep_modified_true(old, data)
         parent = os.path.dirname(real)
         self._makedirs(parent)
         self._record(rel, real, old, data, lambda: atomic_write(real, data))

@@ -644,7 +644,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
     with store.operation("team pull", [cfg.repo]):
         for key, content, created in plan:
             try:
-                written = store.write(TEAM_PREFIX + key, content, scan=True)
+                written = store.write(TEAM_PREFIX + key, content, scan=True, restamp=False)
             except keys.InvalidKeyError as exc:
                 result.skipped.append(Skipped(key, "invalid-key", exc.reason))
                 continue
