@@ -167,7 +167,10 @@ def test_scopes_name_the_clients_files(isolated_env, tmp_path, mem_exe):
     assert r.exit_code == 0 and "--scope local keeps them to you" in r.stderr
     assert invoke("hooks", "install", "--client", "qwen", "--mem", mem_exe).exit_code == 0
     qwen = json.loads((isolated_env / ".qwen" / "settings.json").read_text())
-    assert our_commands(qwen) == [("UserPromptSubmit", None, f"{shlex.quote(mem_exe)} recall --hook")]
+    assert our_commands(qwen) == [("SessionStart", None, f"{shlex.quote(mem_exe)} prompt --hook"),
+                                  ("UserPromptSubmit", None, f"{shlex.quote(mem_exe)} recall --hook")]
+    # qwen-code 0.15 reads a hook's timeout as milliseconds: none is given
+    assert all("timeout" not in h for groups in qwen["hooks"].values() for g in groups for h in g["hooks"])
     r = invoke("hooks", "install", "--client", "qwen", "--scope", "local", "--mem", mem_exe)
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "qwen-code has no local settings file" in r.stderr
 
@@ -296,7 +299,8 @@ def test_installed_entries_run_as_the_client_runs_them_without_mem_on_path(isola
     assert fired[("Stop", None, "extract --hook --background")] is not None
     assert fired[("PreCompact", None, "session compact --hook")] is None
     qstatus = subprocess.run([mem_exe, "hooks", "status", "--client", "qwen", "--json"], capture_output=True, text=True)
-    assert [e["last_fired"] is not None for e in json.loads(qstatus.stdout)["entries"]] == [True]
+    assert {e["event"]: e["last_fired"] is not None for e in json.loads(qstatus.stdout)["entries"]} == {
+        "SessionStart": False, "UserPromptSubmit": True}
 
 
 @pytest.mark.parametrize("command, ours", [
