@@ -44,9 +44,9 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q -m 'not slow'
 
-## zipapp: dist/mem.pyz, compiled and reproducible
+## zipapp: dist/mem-pyX.Y.pyz for the venv's Python X.Y, reproducible (another: scripts/build_zipapp.py --python python3.12)
 zipapp: $(STAMP)
-	$(BIN)/python scripts/build_zipapp.py dist/mem.pyz
+	$(BIN)/python scripts/build_zipapp.py
 
 ## docs: regenerate man pages and shell completions from the commands
 docs: $(STAMP)
