@@ -194,6 +194,8 @@ def test_a_failing_model_is_its_own_route(bench_memories, fake_api):
 
 
 def test_routes_without_a_choice(memdir, fake_api, monkeypatch):
+    assert {"no-candidates", "offline", "offline-confident", "model", "deadline-fallback", "model-failed"} == set(
+        recall.ROUTES)  # the values this file sees, and the man page lists
     assert recall.recall(str(memdir), "how do we deploy").route == "no-candidates"
     write_memory(memdir, "a.md", name="a", description="deploys go through the staging cluster")
     assert recall.recall(str(memdir), "how do we deploy", offline=True).route == "offline"
