@@ -242,3 +242,51 @@ def test_the_keyed_hook_that_asks_the_model_loads_no_sdk(bench_memories, fake_ap
     loaded = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
     assert "mem.core.jobs.messages_lite" in loaded
     assert not {"anthropic", "httpx", "pydantic", "pydantic_core", "jiter"} & loaded
+
+
+@pytest.fixture
+def connect_proxy():
+    """A local proxy that tunnels CONNECT requests; yields (its URL, the targets it was asked for)."""
+    import socketserver
+    import threading
+
+    asked: list[str] = []
+
+    class Tunnel(socketserver.StreamRequestHandler):
+        def handle(self):
+            target = self.rfile.readline().decode().split()[1]
+            while self.rfile.readline() not in (b"\r\n", b""):
+                pass
+            asked.append(target)
+            host, port = target.rsplit(":", 1)
+            upstream = socket.create_connection((host, int(port)))
+            self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+            def pipe(src, dst):
+                while data := src.recv(65536):
+                    dst.sendall(data)
+                dst.shutdown(socket.SHUT_WR)
+
+            back = threading.Thread(target=pipe, args=(upstream, self.connection), daemon=True)
+            back.start()
+            pipe(self.connection, upstream)
+            back.join(5)
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Tunnel)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_proxy_the_environment_names_is_used(fake_api, connect_proxy, monkeypatch):
+    proxy, asked = connect_proxy
+    fake_api.reply_text("through the proxy")
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    assert messages_lite.create(config(), **REQUEST).text == "through the proxy"
+    assert asked == [fake_api.url.removeprefix("http://")]
+    fake_api.reply_text("around it")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert messages_lite.create(config(), **REQUEST).text == "around it"
+    assert len(asked) == 1
