@@ -26,7 +26,7 @@ def _positive(ctx, param, value):
 @click.option("--limit", type=int, default=5, show_default=True, callback=_positive, metavar="N",
               help="Surface at most this many memories.")
 @click.option("--offline", is_flag=True,
-              help="Use the offline ranker; never call a model (nor load the SDK).")
+              help="Use the offline ranker alone; never ask a model.")
 @click.option("--model", metavar="NAME",
               help="The selector model (default: MEM_MODEL_RECALL, MEM_MODEL, then ANTHROPIC_DEFAULT_SONNET_MODEL, then mem's default Sonnet).")
 @click.option("--timeout", type=float, default=5.0, show_default=True, metavar="SECONDS",
