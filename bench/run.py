@@ -246,8 +246,9 @@ def main() -> int:
     for name, s in startup.items():
         med = statistics.median(s)
         rows.append((name, med, min(s), med / base))
-    goals = {"mem scan (installed)": 6.0, "mem scan (zipapp)": 9.0,
-             "mem recall --offline (installed)": 6.0, "mem recall --offline (zipapp)": 9.0}
+    # The goals of the `mem recall --offline` rows are bench/recall.py's (make bench-recall), judged
+    # there; here they stand beside scan's so the start-up budgets are read in one table.
+    goals = {"mem scan (installed)": 6.0, "mem scan (zipapp)": 9.0}
 
     lines = [
         "## Start-up and scale (`make bench`)",
@@ -260,11 +261,12 @@ def main() -> int:
         "",
         "### Start-up: `mem scan` and `mem recall` on 200 memories, and the recall hook",
         "",
-        "| command | median | min | × `python3 -c pass` | × the keyless hook | goal |",
-        "|---|---|---|---|---|---|",
+        "| command | median | min | × `python3 -c pass` | × the keyless hook (medians) | min ÷ min | goal |",
+        "|---|---|---|---|---|---|---|",
     ]
     verdicts = []
     keyless = statistics.median(startup[HOOK_KEYLESS])
+    keyless_min = min(startup[HOOK_KEYLESS])
     for name, med, mn, ratio in rows:
         goal = goals.get(name)
         verdict = ""
@@ -272,12 +274,14 @@ def main() -> int:
             ok = ratio <= goal
             verdicts.append(ok)
             verdict = f"≤ {goal:g}× {'✔' if ok else '✘'}"
-        to_hook = f"{med / keyless:.2f}×" if name.startswith("mem recall --hook") else ""
+        to_hook = f"{med / keyless:.2f}× | {mn / keyless_min:.2f}×" if name.startswith("mem recall --hook") else " | "
         if name == HOOK_MODEL:
             ok = med / keyless <= KEYED_HOOK_GOAL
             verdicts.append(ok)
             verdict = f"≤ {KEYED_HOOK_GOAL:g}× the keyless hook {'✔' if ok else '✘'}"
         lines.append(f"| {name} | {fmt_ms(med)} | {fmt_ms(mn)} | {ratio:.2f}× | {to_hook} | {verdict} |")
+    lines += ["", "The hook goal is judged on medians; on a busy machine they scatter, so the ratio of the "
+                  "minimums is shown beside them."]
     limit = HOOK_DEADLINE + DEADLINE_SLACK
     ok = max(deadline) <= limit and offline_out
     verdicts.append(ok)
