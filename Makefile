@@ -44,16 +44,17 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q -m 'not slow'
 
-## zipapp: dist/mem.pyz, compiled and reproducible
+## zipapp: dist/mem-pyX.Y.pyz for the venv's Python X.Y, reproducible (another: scripts/build_zipapp.py --python python3.12)
 zipapp: $(STAMP)
-	$(BIN)/python scripts/build_zipapp.py dist/mem.pyz
+	$(BIN)/python scripts/build_zipapp.py
 
 ## install: the zipapp as $(PREFIX)/bin/mem, the man pages and the shell completions (PREFIX=~/.local for you alone; DESTDIR for packagers)
 PREFIX ?= /usr/local
 DEST    = $(DESTDIR)$(PREFIX)
 INSTALLED = $(DEST)/bin/mem $(DEST)/share/bash-completion/completions/mem \
 	$(DEST)/share/zsh/site-functions/_mem $(DEST)/share/fish/vendor_completions.d/mem.fish
-ZIPAPP ?= dist/mem.pyz
+PYVER  := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+ZIPAPP ?= dist/mem-py$(PYVER).pyz
 install: $(ZIPAPP)
 	install -d $(DEST)/bin $(DEST)/share/man/man1 $(DEST)/share/bash-completion/completions \
 		$(DEST)/share/zsh/site-functions $(DEST)/share/fish/vendor_completions.d
@@ -66,7 +67,7 @@ install: $(ZIPAPP)
 uninstall:
 	rm -f $(INSTALLED) $(addprefix $(DEST)/share/man/man1/,$(notdir $(wildcard man/*.1)))
 
-dist/mem.pyz: $(STAMP) pyproject.toml $(shell find mem -name '*.py')
+dist/mem-py$(PYVER).pyz: $(STAMP) pyproject.toml $(shell find mem -name '*.py')
 	$(BIN)/python scripts/build_zipapp.py $@
 
 ## docs: regenerate man pages and shell completions from the commands

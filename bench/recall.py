@@ -125,6 +125,62 @@ def load_paraphrases() -> list[dict]:
         return [{**q, "split": "paraphrase"} for q in json.load(fh)]
 
 
+def routing(queries: list[dict]) -> dict:
+    """Which way each labelled query goes with a key (mem.core.recall.ranker_is_sure), and how often
+    the ranker alone is right where it is sure: the share the model is spared, and what that costs.
+
+    "Right" is strict: nothing selected for a query with nothing relevant; otherwise every relevant
+    file selected, one of them first.
+    """
+    from mem.core import recall
+    from mem.core.memdir import manifest
+
+    index = recall.offline_index(manifest.scan(os.path.join(BENCH, "memories")))
+    out: dict = {}
+    for part in ("all", "tune", "heldout"):
+        rows = {"sure, nothing": [], "sure, a match": [], "unsure: the model decides": []}
+        for q in queries:
+            if part != "all" and q["split"] != part:
+                continue
+            hits = index.scores(q["query"])
+            best = hits[0].score if hits else 0.0
+            got = [h.key for h in index.rank(q["query"], recall.MAX_SURFACED)]
+            relevant = set(q["relevant"])
+            right = not got if not relevant else bool(got) and got[0] in relevant and relevant <= set(got)
+            if not recall.ranker_is_sure(best):
+                rows["unsure: the model decides"].append(right)
+            elif best < recall.SURE_NOTHING_BELOW:
+                rows["sure, nothing"].append(right)
+            else:
+                rows["sure, a match"].append(right)
+        out[part] = rows
+    return out
+
+
+def render_routing(r: dict) -> list[str]:
+    from mem.core import recall
+
+    lines = [
+        "### Which way a prompt goes with an API key (`mem.core.recall.ranker_is_sure`)",
+        "",
+        f"The ranker answers alone when its best raw score is under {recall.SURE_NOTHING_BELOW:g} (nothing near "
+        f"being surfaced) or at least {recall.SURE_MATCH_FROM:g} (a clear match); in between the model decides. "
+        "The bounds were chosen on the tune half. *Ranker right* is strict: nothing selected when nothing is "
+        "relevant, else every relevant file selected and one of them first.",
+        "",
+        "| route | all: share of queries | all: ranker right | tune: share | tune: right | heldout: share | heldout: right |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for route in r["all"]:
+        cells = []
+        for part in ("all", "tune", "heldout"):
+            rows, total = r[part][route], sum(len(v) for v in r[part].values())
+            cells += [f"{len(rows)}/{total} ({len(rows) / total:.0%})",
+                      f"{sum(rows)}/{len(rows)}" if rows else "—"]
+        lines.append(f"| {route} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def quality() -> dict:
     queries = load_queries()
     memory_dir = os.path.join(BENCH, "memories")
@@ -142,6 +198,7 @@ def quality() -> dict:
                 for lang in SLICES
             },
         }
+    out["routing"] = routing(queries)
     return out
 
 
@@ -153,11 +210,11 @@ def latency(rounds: int) -> dict:
     import shutil
 
     from corpus import make_memory_dir
-    from run import clean_install, measure
+    from run import clean_install, measure, zipapp_path
 
-    zipapp = os.path.join(ROOT, "dist", "mem.pyz")
+    zipapp = zipapp_path()
     if not os.path.exists(zipapp):
-        raise SystemExit("bench: dist/mem.pyz is missing; run `make zipapp` (make bench-recall does)")
+        raise SystemExit(f"bench: {os.path.relpath(zipapp, ROOT)} is missing; run `make zipapp` (make bench-recall does)")
     with tempfile.TemporaryDirectory(prefix="mem-bench-recall-") as tmp:
         # PYTHONPATH would make the installed script import a source tree (uncompiled) instead of itself.
         env = {k: v for k, v in os.environ.items()
@@ -324,6 +381,8 @@ def render(q: dict, lat: dict | None, rounds: int) -> str:
         "every query).",
         "",
     ]
+    if "routing" in q:
+        lines += render_routing(q["routing"])
     if o["misses"]:
         lines += ["Offline misses (query → relevant files not selected; what was selected):", ""]
         for m in o["misses"]:

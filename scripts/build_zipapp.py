@@ -1,19 +1,27 @@
-"""Build dist/mem.pyz with shiv: compiled on first run, byte-for-byte reproducible.
+"""Build dist/mem-pyX.Y.pyz with shiv for one Python: compiled on first run, byte-for-byte reproducible.
 
-    python scripts/build_zipapp.py [OUTPUT]
+    python scripts/build_zipapp.py [--python PYTHON] [OUTPUT]
+
+The archive carries compiled modules (pydantic-core, jiter, PyYAML's) for one
+Python minor version: PYTHON's (default: the one running this script), whose
+pip stages them. Its name says which (mem-py3.11.pyz), its shebang asks for it
+(python3.11), and its launcher refuses any other with one line naming it.
 
 Two builds of the same tree, from any two paths, give the same sha256: the
 staged site-packages drop pip's direct_url.json (it records the source path)
 and shiv --reproducible fixes every timestamp.
 
 The archive is shiv's, entry for entry, but for its __main__.py, which becomes
-scripts/zipapp_main.py: a launcher that starts straight from shiv's extraction
-cache and hands every other case to shiv's own bootstrap.
+scripts/zipapp_main.py: a launcher that checks the Python version, starts
+straight from shiv's extraction cache and hands every other case to shiv's own
+bootstrap (saying, on the first run, that it unpacks).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,13 +29,31 @@ import tempfile
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHEBANG = "/usr/bin/env -S python3 -sE"
 LAUNCHER = os.path.join(ROOT, "scripts", "zipapp_main.py")
 
 
-def stage(site: str) -> None:
+def python_version(python: str) -> tuple[int, int]:
+    out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                         check=True, capture_output=True, text=True).stdout
+    major, minor = out.strip().split(".")
+    return int(major), int(minor)
+
+
+def default_output(version: tuple[int, int]) -> str:
+    return os.path.join(ROOT, "dist", "mem-py%d.%d.pyz" % version)
+
+
+def launcher(version: tuple[int, int]) -> bytes:
+    with open(LAUNCHER, encoding="utf-8") as fh:
+        text = fh.read()
+    text, n = re.subn(r"(?m)^BUILT_FOR = \(\d+, \d+\)", "BUILT_FOR = (%d, %d)" % version, text)
+    assert n == 1, "scripts/zipapp_main.py has no BUILT_FOR line"
+    return text.encode("utf-8")
+
+
+def stage(site: str, python: str) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
          "--no-compile", "--target", site, ROOT],
         check=True,
     )
@@ -66,24 +92,28 @@ def replace_main(archive: str, main_py: bytes) -> None:
     os.replace(tmp, archive)
 
 
-def build(output: str) -> str:
-    output = os.path.abspath(output)
+def build(output: str | None = None, python: str = sys.executable) -> str:
+    version = python_version(python)
+    output = os.path.abspath(output or default_output(version))
     os.makedirs(os.path.dirname(output), exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mem-zipapp-") as tmp:
         site = os.path.join(tmp, "site-packages")
-        stage(site)
+        stage(site, python)
         env = dict(os.environ, SOURCE_DATE_EPOCH=os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
         shiv = os.path.join(os.path.dirname(sys.executable), "shiv")
         subprocess.run(
             [shiv, "--site-packages", site, "--reproducible", "--compile-pyc",
-             "-e", "mem.__main__:main", "-p", SHEBANG, "-o", output],
+             "-e", "mem.__main__:main", "-p", "/usr/bin/env -S python%d.%d -sE" % version, "-o", output],
             check=True, env=env,
         )
-    with open(LAUNCHER, "rb") as fh:
-        replace_main(output, fh.read())
+    replace_main(output, launcher(version))
     return output
 
 
 if __name__ == "__main__":
-    out = build(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "dist", "mem.pyz"))
-    print(out)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output", nargs="?", help="the archive to write (default: dist/mem-pyX.Y.pyz)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the Python to build for, whose pip stages the packages (default: this one)")
+    args = parser.parse_args()
+    print(build(args.output, args.python))

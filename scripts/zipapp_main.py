@@ -7,11 +7,26 @@
 # cache path is found from it and mem starts at once. Anything else (the first run, a
 # missing or half-removed cache, or any SHIV_* setting but SHIV_ROOT) goes to shiv's own
 # bootstrap unchanged.
+#
+# Before any of that, the Python version is checked: the archive carries compiled modules
+# (pydantic-core, jiter) for one Python minor version only, named in its file name and here.
 import os
 import sys
 
+BUILT_FOR = (3, 11)  # rewritten by scripts/build_zipapp.py for the Python it builds for
+
+if sys.version_info[:2] != BUILT_FOR:
+    sys.stderr.write(
+        "mem: %s is built for Python %d.%d, not %d.%d; run it with python%d.%d, "
+        "or use the mem zipapp built for this Python (make zipapp)\n"
+        % ((os.path.basename(sys.argv[0]),) + BUILT_FOR + tuple(sys.version_info[:2]) + BUILT_FOR)
+    )
+    sys.exit(3)  # mem's exit code for a configuration problem (mem.core.errors.ExitCode.CONFIG)
+
 
 def _cached_site_packages():
+    """(site-packages of this build in shiv's cache, whether or not unpacked yet, entry point), or
+    None when shiv's bootstrap must decide."""
     if any(key.startswith("SHIV_") and key != "SHIV_ROOT" for key in os.environ):
         return None
     import json
@@ -33,10 +48,7 @@ def _cached_site_packages():
     else:
         root = os.path.expanduser("~/.shiv")
     name = os.path.basename(os.path.realpath(sys.argv[0]))
-    site_packages = os.path.join(root, f"{name}_{env['build_id']}", "site-packages")
-    if not os.path.isdir(site_packages):
-        return None
-    return site_packages, env["entry_point"]
+    return os.path.join(root, f"{name}_{env['build_id']}", "site-packages"), env["entry_point"]
 
 
 def _run(site_packages, entry_point):
@@ -60,9 +72,13 @@ def _run(site_packages, entry_point):
 
 
 _found = _cached_site_packages()
-if _found:
+if _found and os.path.isdir(_found[0]):
     _run(*_found)
 else:
+    if _found:
+        # The first run of this build: shiv unpacks some 60 MB, which takes seconds. Say so, once.
+        sys.stderr.write("mem: first run of %s: unpacking into %s (once)\n"
+                         % (os.path.basename(sys.argv[0]), os.path.dirname(_found[0])))
     import _bootstrap
 
     _bootstrap.bootstrap()

@@ -71,7 +71,7 @@ def test_json_fields(memdir, run_mem):
     _memories(memdir)
     p = run_mem("recall", "--offline", "--json", "--session", "abc", "staging deploy timeouts")
     data = json.loads(p.stdout)
-    assert set(data) == {"strategy", "query", "memory_dir", "selected", "skipped", "fallback_reason", "fallback_detail",
+    assert set(data) == {"strategy", "route", "query", "memory_dir", "selected", "skipped", "fallback_reason", "fallback_detail",
                          "model", "tokens", "rejected", "recent_tools", "session_id", "surfaced_bytes",
                          "session_bytes", "candidates", "duration_s"}
     (s,) = data["selected"]

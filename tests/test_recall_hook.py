@@ -104,7 +104,7 @@ def test_recent_tools_and_files_already_read_come_from_the_transcript(project, t
     repo, mem = project
     # In this recorded session Claude wrote user-prefers-tabs.md with Write: it is in its context already.
     fake_api.reply_text('{"selected_memories": ["staging.md"]}')
-    p = run_mem("recall", "--hook", input=payload(
+    p = run_mem("recall", "--hook", "--always-ask", input=payload(
         "claude-code/UserPromptSubmit-05.json", repo, tmp_path, transcript="claude-code/transcript-05.jsonl",
         memory=mem, prompt="which indentation do I want, and how do staging deploys go"))
     assert "staging.md" in context_of(p)

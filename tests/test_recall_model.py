@@ -26,10 +26,15 @@ def memories(memdir):
 QUERY = "the staging deploy failed on a migration timeout"
 
 
+def ask(*args, **kw):
+    """Recall that asks the model whatever the ranker thinks (the routing has its own tests)."""
+    return recall.recall(*args, always_ask=True, **kw)
+
+
 def test_a_good_selection(memories, fake_api):
     fake_api.reply_text(json.dumps({"selected_memories": ["sub/grafana.md", "staging.md"]}),
                         input_tokens=321, output_tokens=12)
-    r = recall.recall(str(memories), QUERY, recent_tools=["Bash", "Read"], model="claude-test-model")
+    r = ask(str(memories), QUERY, recent_tools=["Bash", "Read"], model="claude-test-model")
     assert r.strategy == "model" and r.fallback_reason is None
     assert [s.relpath for s in r.selected] == ["sub/grafana.md", "staging.md"]  # the model's order
     assert all(s.score is None for s in r.selected)
@@ -53,7 +58,7 @@ def test_a_good_selection(memories, fake_api):
 
 def test_the_selector_prompt_says_what_it_must(memories, fake_api):
     fake_api.reply_text('{"selected_memories": []}')
-    recall.recall(str(memories), QUERY)
+    ask(str(memories), QUERY)
     system = fake_api.requests[0]["body"]["system"]
     text = system if isinstance(system, str) else " ".join(b["text"] for b in system)
     low = text.lower()
@@ -68,13 +73,13 @@ def test_the_selector_prompt_says_what_it_must(memories, fake_api):
 
 def test_an_empty_selection_is_an_answer(memories, fake_api):
     fake_api.reply_text('{"selected_memories": []}')
-    r = recall.recall(str(memories), QUERY)
+    r = ask(str(memories), QUERY)
     assert (r.strategy, r.selected, r.fallback_reason) == ("model", [], None)
 
 
 def test_names_not_in_the_manifest_are_dropped(memories, fake_api):
     fake_api.reply_text(json.dumps({"selected_memories": ["staging.md", "../etc/passwd", "nope.md", 7]}))
-    r = recall.recall(str(memories), QUERY)
+    r = ask(str(memories), QUERY)
     assert r.strategy == "model"
     assert [s.relpath for s in r.selected] == ["staging.md"]
     assert r.rejected == ["../etc/passwd", "nope.md", "7"]
@@ -82,7 +87,7 @@ def test_names_not_in_the_manifest_are_dropped(memories, fake_api):
 
 def test_only_unknown_names_fall_back_to_the_offline_ranker(memories, fake_api):
     fake_api.reply_text(json.dumps({"selected_memories": ["invented.md"]}))
-    r = recall.recall(str(memories), QUERY)
+    r = ask(str(memories), QUERY)
     assert (r.strategy, r.fallback_reason) == ("offline", "unknown_names")
     assert [s.relpath for s in r.selected] == ["staging.md"]
 
@@ -91,7 +96,7 @@ def test_only_unknown_names_fall_back_to_the_offline_ranker(memories, fake_api):
                                    '{"selected_memories": "staging.md"}'])
 def test_malformed_answers_fall_back(memories, fake_api, reply):
     fake_api.reply_text(reply)
-    r = recall.recall(str(memories), QUERY)
+    r = ask(str(memories), QUERY)
     assert (r.strategy, r.fallback_reason) == ("offline", "bad_response")
     assert [s.relpath for s in r.selected] == ["staging.md"]
     assert r.tokens is None
@@ -100,7 +105,7 @@ def test_malformed_answers_fall_back(memories, fake_api, reply):
 def test_overload_falls_back_without_retrying(memories, fake_api):
     fake_api.reply_status(529)
     fake_api.reply_text('{"selected_memories": ["tabs.md"]}')  # a retry would get this
-    r = recall.recall(str(memories), QUERY)
+    r = ask(str(memories), QUERY)
     assert (r.strategy, r.fallback_reason) == ("offline", "overloaded")
     assert [s.relpath for s in r.selected] == ["staging.md"]
     assert len(fake_api.requests) == 1
@@ -108,9 +113,8 @@ def test_overload_falls_back_without_retrying(memories, fake_api):
 
 def test_a_timeout_falls_back_in_time(memories, fake_api):
     fake_api.reply_text('{"selected_memories": ["tabs.md"]}', delay=6)
-    llm.model_for("recall", timeout=1).client()  # load the SDK first: the import is not what is timed
     started = time.monotonic()
-    r = recall.recall(str(memories), QUERY, timeout=0.5)
+    r = ask(str(memories), QUERY, timeout=0.5)
     assert time.monotonic() - started < 4  # the answer would have taken 6 s
     assert (r.strategy, r.fallback_reason) == ("offline", "timeout")
     assert [s.relpath for s in r.selected] == ["staging.md"]
@@ -118,7 +122,7 @@ def test_a_timeout_falls_back_in_time(memories, fake_api):
 
 def test_no_credentials_means_offline(memories, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    r = recall.recall(str(memories), QUERY)
+    r = ask(str(memories), QUERY)
     assert (r.strategy, r.fallback_reason) == ("offline", "no_credentials")
 
 
@@ -130,32 +134,32 @@ def test_offline_never_calls_the_model(memories, fake_api):
 
 def test_already_surfaced_memories_leave_the_manifest(memories, fake_api):
     fake_api.reply_text('{"selected_memories": ["staging.md"]}')
-    recall.recall(str(memories), QUERY, session_id="s")
+    ask(str(memories), QUERY, session_id="s")
     fake_api.reply_text('{"selected_memories": ["tabs.md"]}')
-    r = recall.recall(str(memories), "and the tabs question from before", session_id="s")
+    r = ask(str(memories), "and the tabs question from before", session_id="s")
     content = fake_api.requests[1]["body"]["messages"][0]["content"][0]["text"]
     assert "staging.md" not in content and "tabs.md" in content and "sub/grafana.md" in content
     assert [s.relpath for s in r.selected] == ["tabs.md"]
     # a name already surfaced is not in the manifest, so it is rejected
     fake_api.reply_text('{"selected_memories": ["staging.md", "sub/grafana.md"]}')
-    r = recall.recall(str(memories), "what about the latency dashboard", session_id="s")
+    r = ask(str(memories), "what about the latency dashboard", session_id="s")
     assert [s.relpath for s in r.selected] == ["sub/grafana.md"] and r.rejected == ["staging.md"]
 
 
 def test_model_choice_for_recall(memories, fake_api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_DEFAULT_SONNET_MODEL", "sonnet-from-env")
     fake_api.reply_text('{"selected_memories": []}')
-    recall.recall(str(memories), QUERY)
+    ask(str(memories), QUERY)
     assert fake_api.requests[-1]["body"]["model"] == "sonnet-from-env"
     monkeypatch.setenv("MEM_MODEL", "mem-model")
     fake_api.reply_text('{"selected_memories": []}')
-    recall.recall(str(memories), QUERY)
+    ask(str(memories), QUERY)
     assert fake_api.requests[-1]["body"]["model"] == "mem-model"
 
 
 def test_the_installed_command_falls_back_and_says_why(memories, fake_api, run_mem):
     fake_api.reply_status(529)
-    p = run_mem("recall", "--json", QUERY)
+    p = run_mem("recall", "--json", "--always-ask", QUERY)
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     assert (data["strategy"], data["fallback_reason"]) == ("offline", "overloaded")
@@ -165,7 +169,7 @@ def test_the_installed_command_falls_back_and_says_why(memories, fake_api, run_m
 
 def test_the_installed_command_reports_tokens(memories, fake_api, run_mem):
     fake_api.reply_text('{"selected_memories": ["tabs.md"]}', input_tokens=50, output_tokens=7)
-    p = run_mem("recall", "--json", "--recent-tools", "Bash,Edit", "--recent-tools", "Read", "which indentation style")
+    p = run_mem("recall", "--json", "--always-ask", "--recent-tools", "Bash,Edit", "--recent-tools", "Read", "which indentation style")
     data = json.loads(p.stdout)
     assert data["strategy"] == "model" and data["tokens"]["input_tokens"] == 50
     assert data["recent_tools"] == ["Bash", "Edit", "Read"]
@@ -174,7 +178,7 @@ def test_the_installed_command_reports_tokens(memories, fake_api, run_mem):
 
 def test_the_installed_command_takes_the_recall_model_setting(memories, fake_api, run_mem):
     fake_api.reply_text('{"selected_memories": ["tabs.md"]}')
-    p = run_mem("recall", "--json", "which indentation style",
+    p = run_mem("recall", "--json", "--always-ask", "which indentation style",
                 env={"MEM_MODEL": "slow-model", "MEM_MODEL_RECALL": "claude-haiku-4-5"})
     assert p.returncode == 0, p.stderr
     body = fake_api.requests[0]["body"]

@@ -1,7 +1,8 @@
-"""The zipapp runs on its own and is reproducible from any path."""
+"""The zipapp runs on its own, on the Python it was built for and no other, and is reproducible from any path."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import shutil
@@ -16,14 +17,36 @@ ROOT = Path(__file__).resolve().parent.parent
 IGNORE = shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info")
 
 pytestmark = pytest.mark.slow
+HERE = "%d.%d" % sys.version_info[:2]
+NAME = f"mem-py{HERE}.pyz"
+PYENV = os.path.expanduser("~/.pyenv")  # read before the tests' own HOME is set
 
 
-def build_from_copy(tmp: Path, name: str) -> Path:
+def build_from_copy(tmp: Path, name: str, python: str = sys.executable) -> Path:
+    """Build from a copy of the tree at another path; the archive gets its default name there."""
     src = tmp / name / "mem-src"
     shutil.copytree(ROOT, src, ignore=IGNORE)
-    out = tmp / name / "mem.pyz"
-    subprocess.run([sys.executable, str(src / "scripts" / "build_zipapp.py"), str(out)], check=True, capture_output=True)
+    r = subprocess.run([sys.executable, str(src / "scripts" / "build_zipapp.py"), "--python", python],
+                       check=True, capture_output=True, text=True)
+    out = Path(r.stdout.strip())
+    assert out.parent == src / "dist"
     return out
+
+
+def other_python() -> str | None:
+    """An interpreter of another minor version (3.10 or later, with pip), if this machine has one."""
+    names = [os.environ.get("MEM_TEST_OTHER_PYTHON", "")]
+    names += sorted(glob.glob(os.path.join(PYENV, "versions/3.*/bin/python3.*[0-9]")))
+    names += [f"/usr/bin/python3.{m}" for m in range(10, 20)] + [f"/usr/local/bin/python3.{m}" for m in range(10, 20)]
+    for name in names:
+        if not name or not os.access(name, os.X_OK):
+            continue
+        r = subprocess.run([name, "-c", "import sys, pip; print('%d.%d' % sys.version_info[:2])"],
+                           capture_output=True, text=True)
+        version = r.stdout.strip()
+        if r.returncode == 0 and version != HERE and tuple(map(int, version.split("."))) >= (3, 10):
+            return name
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -34,21 +57,26 @@ def two_builds(tmp_path_factory):
 
 def test_two_builds_from_different_paths_are_identical(two_builds):
     a, b = two_builds
+    assert a.name == b.name == NAME
     assert hashlib.sha256(a.read_bytes()).hexdigest() == hashlib.sha256(b.read_bytes()).hexdigest()
 
 
 def test_zipapp_runs_directly_and_names_itself_mem(two_builds, tmp_path, memdir):
     pyz = two_builds[0]
-    assert pyz.read_bytes().startswith(b"#!/usr/bin/env -S python3 -sE\n")
+    assert pyz.read_bytes().startswith(f"#!/usr/bin/env -S python{HERE} -sE\n".encode())
     assert os.access(pyz, os.X_OK)
     (memdir / "a.md").write_text("---\nname: a\ndescription: from the zipapp\ntype: user\n---\n")
     env = {**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")}
-    r = subprocess.run([str(pyz), "scan"], capture_output=True, text=True, env=env)
+    # Started as its shebang starts it, by this Python (python3.X on PATH may be another, or a shim).
+    r = subprocess.run([sys.executable, "-sE", str(pyz), "scan"], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("- [user] a.md (") and r.stdout.rstrip().endswith("from the zipapp")
-    r = subprocess.run([str(pyz), "--help"], capture_output=True, text=True, env=env)
+    if subprocess.run([f"python{HERE}", "-c", "pass"], capture_output=True).returncode == 0:
+        direct = subprocess.run([str(pyz), "scan"], capture_output=True, text=True, env=env)
+        assert direct.returncode == 0 and direct.stdout == r.stdout
+    r = subprocess.run([sys.executable, "-sE", str(pyz), "--help"], capture_output=True, text=True, env=env)
     assert r.stdout.startswith("Usage: mem ")
-    r = subprocess.run([str(pyz), "scan", "--bogus"], capture_output=True, text=True, env=env)
+    r = subprocess.run([sys.executable, "-sE", str(pyz), "scan", "--bogus"], capture_output=True, text=True, env=env)
     assert r.returncode == 2 and "Usage: mem scan" in r.stderr
 
 
@@ -65,10 +93,11 @@ def test_launcher_starts_from_shivs_cache_without_reopening_the_archive(two_buil
     first, imported = _imported(pyz, env, "scan")
     assert first.returncode == 0 and "launcher check" in first.stdout
     assert "_bootstrap" in imported  # first run: shiv's bootstrap extracts site-packages
-    (cached,) = (tmp_path / "shiv").glob("mem.pyz_*/site-packages")
+    assert first.stderr.count("unpacking") == 1 and f"mem: first run of {NAME}: unpacking into " in first.stderr
+    (cached,) = (tmp_path / "shiv").glob(f"{NAME}_*/site-packages")
     assert (cached / "mem" / "__init__.py").is_file()
     again, imported = _imported(pyz, env, "scan")
-    assert again.stdout == first.stdout and again.returncode == 0
+    assert again.stdout == first.stdout and again.returncode == 0 and "unpacking" not in again.stderr
     assert not {"_bootstrap", "zipfile", "compileall", "subprocess", "anthropic"} & imported
     # Any other shiv setting goes through shiv's bootstrap, as before.
     forced, imported = _imported(pyz, {**env, "SHIV_FORCE_EXTRACT": "1"}, "scan")
@@ -96,6 +125,56 @@ def test_launcher_reads_a_shiv_root_named_by_another_variable(two_builds, tmp_pa
     env = {**os.environ, "SHIV_ROOT": "$MEM_ZIPAPP_CACHE", "MEM_ZIPAPP_CACHE": str(tmp_path / "elsewhere")}
     first, imported = _imported(pyz, env, "--version")
     assert first.returncode == 0 and "_bootstrap" in imported
-    assert list((tmp_path / "elsewhere").glob("mem.pyz_*/site-packages"))
+    assert list((tmp_path / "elsewhere").glob(f"{NAME}_*/site-packages"))
     again, imported = _imported(pyz, env, "--version")
     assert again.stdout == first.stdout and "_bootstrap" not in imported
+
+
+def _wrong_python_line(r: subprocess.CompletedProcess, built: str, running: str, name: str) -> None:
+    assert r.returncode == 3 and r.stdout == ""
+    assert r.stderr == (f"mem: {name} is built for Python {built}, not {running}; run it with python{built}, "
+                        "or use the mem zipapp built for this Python (make zipapp)\n")
+
+
+def test_a_zipapp_declared_for_another_python_refuses_in_one_line(two_builds, tmp_path):
+    # The guard reads only the version the launcher declares: an archive declaring another one,
+    # started here, must stop before shiv's bootstrap (or anything compiled) is imported.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_zipapp
+
+    major, minor = sys.version_info[:2]
+    other = tmp_path / f"mem-py{major}.{minor + 1}.pyz"
+    shutil.copy(two_builds[0], other)
+    build_zipapp.replace_main(str(other), build_zipapp.launcher((major, minor + 1)))
+    env = {**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")}
+    r = subprocess.run([sys.executable, "-sE", "-X", "importtime", str(other), "scan"], capture_output=True, text=True, env=env)
+    lines = [line for line in r.stderr.splitlines() if not line.startswith("import time:")]
+    assert r.returncode == 3 and len(lines) == 1 and f"built for Python {major}.{minor + 1}, not {HERE}" in lines[0]
+    assert "_bootstrap" not in r.stderr and not (tmp_path / "shiv").exists()
+
+
+def test_one_zipapp_per_python_each_runs_on_its_own_and_refuses_the_other(two_builds, tmp_path, memdir):
+    python = other_python()
+    if python is None:
+        pytest.skip("no second Python (3.10 or later, with pip) on this machine; set MEM_TEST_OTHER_PYTHON")
+    theirs_version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                    capture_output=True, text=True, check=True).stdout.strip()
+    ours = two_builds[0]
+    theirs = build_from_copy(tmp_path, "other", python)
+    assert theirs.name == f"mem-py{theirs_version}.pyz"
+    assert theirs.read_bytes().startswith(f"#!/usr/bin/env -S python{theirs_version} -sE\n".encode())
+    write_memory(memdir, "a.md", name="a", description="deploys go through staging", type="project")
+    env = {**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")}
+    _wrong_python_line(subprocess.run([python, "-sE", str(ours), "scan"], capture_output=True, text=True, env=env),
+                       HERE, theirs_version, ours.name)
+    _wrong_python_line(subprocess.run([sys.executable, "-sE", str(theirs), "scan"], capture_output=True, text=True,
+                                      env=env), theirs_version, HERE, theirs.name)
+    for py, pyz in ((sys.executable, ours), (python, theirs)):
+        first = subprocess.run([py, "-sE", str(pyz), "scan"], capture_output=True, text=True, env=env)
+        assert first.returncode == 0 and "deploys go through staging" in first.stdout, first.stderr
+        assert "unpacking" in first.stderr
+        # The model path imports the SDK and its compiled modules: they load on this Python too.
+        r = subprocess.run([py, "-sE", str(pyz), "remember", "deploys need a second reviewer"], capture_output=True,
+                           text=True, env={**env, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+        assert "ImportError" not in r.stderr and "ModuleNotFoundError" not in r.stderr
+        assert "cannot reach the model server" in r.stderr, r.stderr

@@ -11,6 +11,9 @@ from mem import render
 from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
 
+#: How long the hook holds a prompt, at most, waiting for the model (seconds since mem started).
+HOOK_DEADLINE = 2.0
+
 
 def _positive(ctx, param, value):
     if value is not None and value < 1:
@@ -23,11 +26,16 @@ def _positive(ctx, param, value):
 @click.option("--limit", type=int, default=5, show_default=True, callback=_positive, metavar="N",
               help="Surface at most this many memories.")
 @click.option("--offline", is_flag=True,
-              help="Use the offline ranker; never call a model (nor load the SDK).")
+              help="Use the offline ranker alone; never ask a model.")
 @click.option("--model", metavar="NAME",
               help="The selector model (default: MEM_MODEL_RECALL, MEM_MODEL, then ANTHROPIC_DEFAULT_SONNET_MODEL, then mem's default Sonnet).")
 @click.option("--timeout", type=float, default=5.0, show_default=True, metavar="SECONDS",
               help="Give up on the model after this long and use the offline ranker.")
+@click.option("--deadline", type=float, metavar="SECONDS",
+              help=f"Surface the offline ranker's pick if the model has not answered this long after mem "
+                   f"started (default with --hook: {HOOK_DEADLINE:g}).")
+@click.option("--always-ask", is_flag=True,
+              help="Ask the model even when the offline ranker is sure of its answer.")
 @click.option("--recent-tools", "recent_tools", multiple=True, metavar="TOOLS",
               help="Tools the agent is using successfully, comma-separated; the selector skips their plain usage docs.")
 @click.option("--session", "session_id", metavar="ID",
@@ -43,15 +51,17 @@ def _positive(ctx, param, value):
 @format_options
 @click.pass_context
 def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: bool, model: str | None,
-               timeout: float, recent_tools: tuple[str, ...], session_id: str | None, reset_id: str | None,
-               force: bool, max_chars: int | None, hook: bool, where: dict, fmt: str) -> None:
+               timeout: float, deadline: float | None, always_ask: bool, recent_tools: tuple[str, ...],
+               session_id: str | None, reset_id: str | None, force: bool, max_chars: int | None, hook: bool,
+               where: dict, fmt: str) -> None:
     """Surface the memories relevant to a prompt, as Claude Code injects them.
 
-    A model picks at most --limit memories from the manifest when an API key
-    is set; otherwise (or with --offline, or when the model fails) a lexical
-    ranker does, and an unrelated query surfaces nothing. Each memory comes
-    wrapped in <system-reminder> with its path and age. QUERY is the words
-    given, or - to read it from stdin. Exit status 1 means nothing surfaced.
+    A lexical ranker picks at most --limit memories from the manifest, and an
+    unrelated query surfaces nothing. When an API key is set and the ranker
+    is unsure (or with --always-ask), a model picks instead; if it fails or
+    misses the deadline, the ranker's pick stands. Each memory comes wrapped
+    in <system-reminder> with its path and age. QUERY is the words given, or
+    - to read it from stdin. Exit status 1 means nothing surfaced.
 
     \b
     Example:
@@ -63,6 +73,11 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
 
     if timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")
+    if deadline is not None and deadline <= 0:
+        raise UsageError("--deadline must be more than 0 seconds")
+    if hook and deadline is None:
+        deadline = HOOK_DEADLINE
+    until = None if deadline is None else _started() + deadline
     tools = [t.strip() for arg in recent_tools for t in arg.split(",") if t.strip()]
 
     if reset_id is not None:
@@ -73,8 +88,8 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     if hook:
         if query or fmt != "text":
             raise UsageError("--hook reads the prompt from the payload on stdin; it takes no QUERY, --json or --jsonl")
-        _hook(where, limit=limit, offline=offline, model=model, timeout=timeout, tools=tools, force=force,
-              max_chars=max_chars, debug=debug_enabled())
+        _hook(where, limit=limit, offline=offline, model=model, timeout=timeout, deadline=until,
+              always_ask=always_ask, tools=tools, force=force, max_chars=max_chars, debug=debug_enabled())
         return
 
     if not query:
@@ -86,8 +101,10 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     resolution = resolve_dir(where)
     root = resolution.memory_dir
     result = recall.recall(root, text, limit=limit, offline=offline, model=model, timeout=timeout,
-                           recent_tools=tools, session_id=session_id, force=force, max_chars=max_chars,
-                           debug=debug_enabled(), enabled=_enabled(resolution))
+                           deadline=until, always_ask=always_ask, recent_tools=tools, session_id=session_id,
+                           force=force, max_chars=max_chars, debug=debug_enabled(), enabled=_enabled(resolution))
+    if debug_enabled():
+        _debug_line("recall", result)
     if fmt != "text":
         render.out_record(result.as_dict(), fmt)
     elif result.selected:
@@ -95,6 +112,23 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     _explain(result)
     if not result.selected:
         ctx.exit(ExitCode.NOT_FOUND)
+
+
+def _started() -> float:
+    """When this process started, on the time.monotonic() clock: the deadline counts the
+    interpreter's own start-up too, as the user waiting on the prompt does."""
+    import time
+
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            start_ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now  # not Linux: counted from here, some 100 ms after the start
+    return now - min(max(age, 0.0), 5.0)
 
 
 def _enabled(resolution) -> bool:
@@ -120,6 +154,13 @@ def _explain(result) -> None:
     render.info(reasons.get(result.skipped, "no memory is relevant to the query"))
 
 
+def _debug_line(what: str, result) -> None:
+    """Which way the prompt was served (see recall.ROUTES), for MEM_DEBUG=1."""
+    render.info(f"{what}: route={result.route} strategy={result.strategy} skipped={result.skipped} "
+                f"selected={[s.relpath for s in result.selected]} fallback={result.fallback_reason} "
+                f"duration={result.duration:.3f}s")
+
+
 def _reset(session_id: str, where: dict, fmt: str) -> None:
     from mem.core import recall
 
@@ -133,7 +174,8 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
     render.info(f"session {session_id}: " + ("forgot what it surfaced" if existed else "nothing recorded"))
 
 
-def _hook(where: dict, *, limit, offline, model, timeout, tools, force, max_chars, debug) -> None:
+def _hook(where: dict, *, limit, offline, model, timeout, deadline, always_ask, tools, force, max_chars,
+          debug) -> None:
     """UserPromptSubmit → the memories for the prompt; SessionStart after a compaction → reset the session."""
     from mem.core import hooks, recall
 
@@ -160,13 +202,12 @@ def _hook(where: dict, *, limit, offline, model, timeout, tools, force, max_char
             tools = tools or facts.recent_tools
             exclude = facts.touched
     result = recall.recall(
-        root, prompt, limit=limit, offline=offline, model=model, timeout=timeout,
-        recent_tools=tools, session_id=payload.session_id or None, exclude=exclude, force=force,
-        max_chars=max_chars or hooks.CONTEXT_LIMIT, debug=debug, enabled=enabled,
+        root, prompt, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
+        always_ask=always_ask, recent_tools=tools, session_id=payload.session_id or None, exclude=exclude,
+        force=force, max_chars=max_chars or hooks.CONTEXT_LIMIT, debug=debug, enabled=enabled,
     )
     if debug:
-        render.info(f"hook: strategy={result.strategy} skipped={result.skipped} "
-                    f"selected={[s.relpath for s in result.selected]} fallback={result.fallback_reason}")
+        _debug_line("hook", result)
     if result.selected and hooks.escapes_context(payload):  # tags would arrive escaped: plain text
         out = hooks.render_output("UserPromptSubmit", result.context("\n\n", wrapped=False))
     else:

@@ -2,13 +2,16 @@
 
 Two selectors return at most ``limit`` (5) topic files:
 
-* **model** — one call to a Sonnet-class model with the query, the manifest
+* **offline** — the lexical ranker of ``mem.core.ranker`` (no network, no SDK
+  import), with a threshold so an unrelated prompt selects nothing. It always
+  runs first.
+* **model** — with a key, and only where the ranker is unsure (its best score
+  between two bounds, see ``ranker_is_sure``): one call to a Sonnet-class
+  model, over the standard library's HTTP client, with the query, the manifest
   (exactly as ``mem scan`` prints it, minus what this session has already
   seen) and the recently used tools; the answer is structured JSON
   ``{"selected_memories": [...]}`` whose names are checked against the
-  manifest. Any failure falls back to the offline ranker.
-* **offline** — the lexical ranker of ``mem.core.ranker`` (no network, no SDK
-  import), with a threshold so an unrelated prompt selects nothing.
+  manifest. A failure, or no answer by the deadline, leaves the ranker's pick.
 
 Surfacing reproduces Claude Code byte for byte: each file read up to 200
 lines / 4096 UTF-8 bytes with its truncation note, a header saying how old it
@@ -449,18 +452,6 @@ def _save_index_cache(path: str, docs: dict, df: dict, index_stamp: list) -> Non
         pass  # a cache: recall works without it
 
 
-def select_offline(query: str, headers: Sequence, limit: int, cache_dir: str | None = None,
-                   exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
-    """(relpath, score) of the memories the ranker finds relevant, best first.
-
-    ``headers`` is the whole manifest (so the cached index stays whole and word
-    frequencies do not shift during a session); ``exclude`` holds the relpaths
-    that are not candidates.
-    """
-    index = offline_index(headers, cache_dir)
-    return [(h.key, h.score) for h in index.rank(query, limit, exclude)]
-
-
 # --- the model selector -------------------------------------------------------------
 
 SELECTOR_SYSTEM = """\
@@ -522,23 +513,29 @@ def select_with_model(
     limit: int = MAX_SURFACED,
     model: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    deadline: float | None = None,
     debug: bool = False,
 ) -> ModelSelection:
-    """Ask the model; ModelError (with .kind) when its answer cannot be used."""
+    """Ask the model, by ``deadline`` (a ``time.monotonic()`` instant) if given; ModelError (with
+    .kind) when its answer cannot be used.
+
+    The request goes through the standard library's HTTP client, not the SDK,
+    whose import alone takes seconds (see mem.core.jobs.messages_lite).
+    """
     import json
 
-    from mem.core.jobs import llm
+    from mem.core.jobs import llm, messages_lite
     from mem.core.memdir.manifest import format_manifest
 
     config = llm.model_config("recall", model, timeout=timeout)
-    client = llm.Model(config, debug=debug)
-    response = client.create(
+    usage = llm.Usage()
+    reply = messages_lite.create(
+        config, deadline=deadline, usage=usage, debug=debug,
         system=SELECTOR_SYSTEM.format(limit=limit),
         messages=[{"role": "user", "content": selector_message(query, format_manifest(list(headers)), recent_tools)}],
         output_config={"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}},
     )
-    tokens = client.usage.as_dict()
-    text = llm.first_text(response).strip()
+    text = reply.text.strip()
     try:
         data = json.loads(text)
     except ValueError:
@@ -558,7 +555,26 @@ def select_with_model(
     if rejected and not valid:
         raise llm.ModelError(f"the selector named only files that are not in the manifest: {', '.join(rejected[:3])}",
                              "unknown_names")
-    return ModelSelection(valid[:limit], rejected, config.model, tokens)
+    return ModelSelection(valid[:limit], rejected, config.model, usage.as_dict())
+
+
+# --- which selector answers ----------------------------------------------------------
+
+#: The offline ranker answers alone, and the model is not asked, when the best candidate's raw
+#: score (``ranker.Index.scores``, before the ranker's own thresholds) is below SURE_NOTHING_BELOW
+#: (nothing comes near being surfaced) or at least SURE_MATCH_FROM (a clear match); in between,
+#: where the ranker errs, the model decides. Chosen on the tune half of tests/fixtures/recall-bench
+#: (bench/recall.py reports the share of queries each way serves and how often the ranker is right
+#: there): every tune query outside the band but one is answered right by the ranker.
+SURE_NOTHING_BELOW = 0.5
+SURE_MATCH_FROM = 1.0
+#: How each prompt was served (``route`` in --json and in the debug line).
+ROUTES = ("no-candidates", "offline", "offline-confident", "model", "deadline-fallback", "model-failed")
+
+
+def ranker_is_sure(best_score: float) -> bool:
+    """Whether the offline ranker's answer stands without the model, from its best raw score."""
+    return best_score < SURE_NOTHING_BELOW or best_score >= SURE_MATCH_FROM
 
 
 # --- per-session state ---------------------------------------------------------------
@@ -769,6 +785,7 @@ class RecallResult:
     def __init__(self, strategy: str, query: str, memory_dir: str, *, recent_tools: Sequence[str] = (),
                  session_id: str | None = None):
         self.strategy = strategy  # model | offline | none
+        self.route: str | None = None  # one of ROUTES; None when recall was skipped before choosing
         self.query = query
         self.memory_dir = memory_dir
         self.selected: list[Surfaced] = []
@@ -794,6 +811,7 @@ class RecallResult:
     def as_dict(self) -> dict:
         return {
             "strategy": self.strategy,
+            "route": self.route,
             "query": self.query,
             "memory_dir": self.memory_dir,
             "selected": [s.as_dict() for s in self.selected],
@@ -820,6 +838,8 @@ def recall(
     offline: bool = False,
     model: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    deadline: float | None = None,
+    always_ask: bool = False,
     recent_tools: Sequence[str] = (),
     session_id: str | None = None,
     exclude: Iterable[str] = (),
@@ -832,6 +852,9 @@ def recall(
     """Select and surface the memories relevant to ``query``.
 
     ``enabled`` False (the client's auto memory is off) skips recall, as Claude Code does.
+    With a key, the model is asked only when the offline ranker is unsure (``ranker_is_sure``),
+    or always with ``always_ask``; if it has not answered by ``deadline`` (a
+    ``time.monotonic()`` instant) or within ``timeout``, the ranker's selection is surfaced.
     """
     started = time.monotonic()
     result = RecallResult("none", query, memory_dir, recent_tools=recent_tools, session_id=session_id)
@@ -846,8 +869,9 @@ def recall(
         if already >= MAX_SESSION_BYTES:
             result.skipped = "budget_exhausted"
             return _done(result, started)
-        _select(result, query, limit=limit, offline=offline, model=model, timeout=timeout, state=state,
-                exclude=exclude, max_chars=max_chars, now_ms=now_ms, debug=debug)
+        _select(result, query, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
+                always_ask=always_ask, state=state, exclude=exclude, max_chars=max_chars, now_ms=now_ms,
+                debug=debug)
         _select_user_level(result, query, limit=limit, state=state, exclude=exclude, max_chars=max_chars,
                            now_ms=now_ms)
         if state is not None and result.selected:
@@ -886,49 +910,13 @@ def stale_notes(root: str, headers: Sequence) -> dict[str, str]:
     return out
 
 
-USER_LEVEL_LABEL = "User-level memory (the user's own, shared by all their projects):"
-
-
-def _select_user_level(result: RecallResult, query: str, *, limit, state, exclude, max_chars, now_ms) -> None:
-    """After the project's own, the user-level memories (``mem promote``) for the slots left, labelled.
-
-    The offline ranker chooses them, with its threshold: no second model call on the prompt's path.
-    A project memory of the same relpath shadows the user-level one.
-    """
-    from mem.core.paths import user_memory_dir
-
-    root = user_memory_dir()
-    room = limit - len(result.selected)
-    if room <= 0 or not os.path.isdir(root) or os.path.normpath(root) == os.path.normpath(result.memory_dir):
-        return
-    from mem.core.memdir import manifest
-    from mem.core.memdir.state import cache_dir
-
-    headers = manifest.scan(root, cache_dir=cache_dir(root))
-    seen = {os.path.normpath(p) for p in exclude} | (state.surfaced_paths if state is not None else set())
-    # a project memory of the same name (a promote --copy) shadows the user-level one
-    not_candidates = {h.relpath for h in headers if os.path.normpath(h.path) in seen
-                      or os.path.exists(os.path.join(result.memory_dir, h.relpath))}
-    by_rel = {h.relpath: h for h in headers}
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    items = []
-    for rel, score in select_offline(query, headers, room, cache_dir(root), not_candidates)[:room]:
-        h = by_rel[rel]
-        try:
-            read = read_for_surfacing(h.path)
-        except OSError:
-            continue
-        header = f"{USER_LEVEL_LABEL}\n{memory_header(h.path, h.mtime_ms, now)}"
-        items.append(Surfaced(h.path, h.relpath, h.mtime_ms, h.type, h.description, score, header, read.content,
-                              read.truncated, memory_age_days(h.mtime_ms, now)))
-    if not items:
-        return
-    result.selected = result.selected + items
-    if max_chars is not None:
-        result.selected = fit_to_budget(result.selected, max_chars)
-    if result.strategy == "none":
-        result.strategy = "offline"
-    result.skipped = None
+def _best_score(index, query: str, candidates: Iterable[str]) -> float:
+    """The highest raw score the ranker gives any candidate (0 when none shares a term with the query)."""
+    docs = [d for d in index.docs if d.key in candidates]
+    hits = index.scores(query, docs)
+    return hits[0].score if hits else 0.0
+        _select_user_level(result, query, limit=limit, state=state, exclude=exclude, max_chars=max_chars,
+                           now_ms=now_ms)
 
 
 def _done(result: RecallResult, started: float) -> RecallResult:
@@ -936,15 +924,15 @@ def _done(result: RecallResult, started: float) -> RecallResult:
     return result
 
 
-def _select(result: RecallResult, query: str, *, limit, offline, model, timeout, state, exclude, max_chars,
-            now_ms, debug) -> None:
+def _select(result: RecallResult, query: str, *, limit, offline, model, timeout, deadline, always_ask, state,
+            exclude, max_chars, now_ms, debug) -> None:
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
 
     root = result.memory_dir
     headers = manifest.scan(root, cache_dir=cache_dir(root)) if os.path.isdir(root) else []
     if not headers:
-        result.skipped = "no_memories"
+        result.skipped, result.route = "no_memories", "no-candidates"
         return
     seen = {os.path.normpath(p) for p in exclude}
     if state is not None:
@@ -953,33 +941,37 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
     headers = [h for h in every if os.path.normpath(h.path) not in seen]
     result.candidates = len(headers)
     if not headers:
-        result.skipped = "all_surfaced"
+        result.skipped, result.route = "all_surfaced", "no-candidates"
         return
     by_rel = {h.relpath: h for h in headers}
 
-    chosen: list[tuple[str, float | None]] | None = None
+    # The ranker always runs first (a few ms): it is the answer when the model is not asked,
+    # fails, or is late. The whole manifest is indexed so word frequencies stay put in a session.
+    index = offline_index(every, cache_dir(root))
+    not_candidates = {h.relpath for h in every} - set(by_rel)
+    chosen: list[tuple[str, float | None]] = [(h.key, h.score) for h in index.rank(query, limit, not_candidates)]
+    result.strategy, result.route = "offline", "offline"
     if not offline:
         from mem.core.jobs import llm
 
         if not llm.has_credentials():
             result.fallback_reason = "no_credentials"
+        elif not always_ask and ranker_is_sure(_best_score(index, query, by_rel)):
+            result.route = "offline-confident"
         else:
             try:
                 picked = select_with_model(query, headers, result.recent_tools, limit=limit, model=model,
-                                           timeout=timeout, debug=debug)
+                                           timeout=timeout, deadline=deadline, debug=debug)
             except llm.ModelError as exc:
                 result.fallback_reason = exc.kind
                 result.fallback_detail = str(exc)
+                result.route = "deadline-fallback" if exc.kind == "timeout" else "model-failed"
             else:
-                result.strategy = "model"
+                result.strategy, result.route = "model", "model"
                 result.model = picked.model
                 result.tokens = picked.tokens
                 result.rejected = picked.rejected
                 chosen = [(n, None) for n in picked.names]
-    if chosen is None:
-        result.strategy = "offline"
-        not_candidates = {h.relpath for h in every} - set(by_rel)
-        chosen = select_offline(query, every, limit, cache_dir(root), not_candidates)
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
     notes = stale_notes(root, [by_rel[rel] for rel, _ in chosen[:limit]])

@@ -1,0 +1,179 @@
+"""One Messages API request over the standard library, for the recall hook.
+
+``mem recall --hook`` runs on every prompt; ``import anthropic`` alone costs
+1.3-2.8 s here, http.client about 20 ms. This client sends the selector's one
+request as the SDK would send it for ``llm.Model.create`` — the same base URL
+(``ANTHROPIC_BASE_URL``, else the public API), credentials, model, output
+budget and temperature from ``llm.model_config`` — with no retry, and maps
+failures to the same ``ModelError`` kinds. Everything else stays on the SDK.
+
+``deadline`` (a ``time.monotonic()`` instant) bounds the whole exchange:
+connecting, sending, waiting for and reading the answer each get only the
+time left, so a slow server costs at most the deadline.
+
+uses: http.client, json, llm (ModelConfig, ModelError, Usage, takes_temperature)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+from mem.core.jobs.llm import ModelConfig, ModelError, Usage, takes_temperature
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+#: The Messages API version every SDK release pyproject.toml admits understands.
+API_VERSION = "2023-06-01"
+#: Longest error text kept from a server's answer.
+ERROR_CHARS = 200
+
+
+class Reply:
+    """A Messages API response as JSON, with the two things recall reads from it."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: dict):
+        self.data = data
+
+    @property
+    def text(self) -> str:
+        """The first text block, as ``llm.first_text`` gives for an SDK response."""
+        for block in self.data.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                return block["text"]
+        return ""
+
+    @property
+    def usage(self) -> dict:
+        usage = self.data.get("usage")
+        return usage if isinstance(usage, dict) else {}
+
+
+def create(config: ModelConfig, *, deadline: float | None = None, usage: Usage | None = None,
+           debug: bool = False, **body: Any) -> Reply:
+    """POST /v1/messages with ``body`` (model and max_tokens from ``config`` unless given).
+
+    The exchange ends by ``deadline`` or ``config.timeout`` from now,
+    whichever comes first. Raises ModelError with kind overloaded (429, 529),
+    status (any other error status), timeout, connection or bad_response (an
+    answer that is not a message).
+    """
+    started = time.monotonic()
+    deadline = started + config.timeout if deadline is None else min(deadline, started + config.timeout)
+    budget = max(0.0, deadline - started)
+    body.setdefault("model", config.model)
+    body.setdefault("max_tokens", config.max_tokens)
+    if config.temperature is not None and takes_temperature(body["model"]):
+        status, data = _post(config, {**body, "temperature": config.temperature}, deadline, budget)
+        if status == 400 and "temperature" in _error_text(data):
+            status, data = _post(config, body, deadline, budget)  # a model this module does not know refused it
+    else:
+        status, data = _post(config, body, deadline, budget)
+    if status != 200:
+        kind = "overloaded" if status in (429, 529) else "status"
+        raise ModelError(f"model server answered {status}: {_error_text(data)}", kind)
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise ModelError("the model server's answer is not a message", "bad_response")
+    reply = Reply(data)
+    if usage is not None:
+        usage.add(reply.usage)
+    if debug:
+        u = reply.usage
+        sys.stderr.write(
+            f"mem: debug: model {body['model']} {time.monotonic() - started:.2f}s (stdlib client) "
+            f"in={u.get('input_tokens', '?')} out={u.get('output_tokens', '?')} stop={data.get('stop_reason', '?')}\n"
+        )
+    return reply
+
+
+def _post(config: ModelConfig, body: dict, deadline: float, budget: float) -> tuple[int, Any]:
+    """(status, the answer's JSON, or its text when it is not JSON)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    url = urlsplit(config.base_url or DEFAULT_BASE_URL)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ModelError(f"ANTHROPIC_BASE_URL is not an http(s) URL: {config.base_url}", "connection")
+    path = url.path.rstrip("/") + "/v1/messages"
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json",
+        "anthropic-version": API_VERSION,
+        "user-agent": "mem (stdlib client)",
+    }
+    if config.api_key:
+        headers["x-api-key"] = config.api_key
+    if config.auth_token:
+        headers["authorization"] = f"Bearer {config.auth_token}"
+    payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    conn = _connection(url, _left(deadline, budget))
+    try:
+        conn.connect()
+        sock = conn.sock  # kept: the connection lets go of it once the answer says it will close
+        sock.settimeout(_left(deadline, budget))
+        conn.request("POST", path, body=payload, headers=headers)
+        sock.settimeout(_left(deadline, budget))
+        response = conn.getresponse()
+        sock.settimeout(_left(deadline, budget))
+        raw = response.read()
+        status = response.status
+    except (TimeoutError, socket.timeout):
+        raise ModelError(f"model call timed out after {budget:.3g}s", "timeout") from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise ModelError(f"cannot reach the model server: {exc}", "connection") from None
+    finally:
+        conn.close()
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, raw.decode("utf-8", "replace")
+
+
+def _left(deadline: float, budget: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ModelError(f"model call timed out after {budget:.3g}s", "timeout")
+    return left
+
+
+def _connection(url, timeout: float):
+    """An HTTP(S) connection to the server, through the proxy the environment names, as the SDK would."""
+    import http.client
+
+    https = url.scheme == "https"
+    port = url.port or (443 if https else 80)
+    cls = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    proxy = _proxy(url.scheme, url.hostname)
+    if proxy is None:
+        return cls(url.hostname, port, timeout=timeout)
+    from urllib.parse import urlsplit
+
+    p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    conn = cls(p.hostname, p.port or 80, timeout=timeout)
+    conn.set_tunnel(url.hostname, port)
+    return conn
+
+
+def _proxy(scheme: str, host: str) -> str | None:
+    if not any(k.lower().endswith("_proxy") for k in os.environ):
+        return None  # the usual case: no urllib.request to import
+    from urllib.request import getproxies_environment, proxy_bypass_environment
+
+    proxy = getproxies_environment().get(scheme)
+    if proxy and not proxy_bypass_environment(host):
+        return proxy
+    return None
+
+
+def _error_text(data: Any) -> str:
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:ERROR_CHARS]
+        return json.dumps(data)[:ERROR_CHARS]
+    return " ".join(str(data).split())[:ERROR_CHARS]
