@@ -915,8 +915,51 @@ def _best_score(index, query: str, candidates: Iterable[str]) -> float:
     docs = [d for d in index.docs if d.key in candidates]
     hits = index.scores(query, docs)
     return hits[0].score if hits else 0.0
-        _select_user_level(result, query, limit=limit, state=state, exclude=exclude, max_chars=max_chars,
-                           now_ms=now_ms)
+
+
+USER_LEVEL_LABEL = "User-level memory (the user's own, shared by all their projects):"
+
+
+def _select_user_level(result: RecallResult, query: str, *, limit, state, exclude, max_chars, now_ms) -> None:
+    """After the project's own, the user-level memories (``mem promote``) for the slots left, labelled.
+
+    The offline ranker chooses them, with its threshold: no second model call on the prompt's path.
+    A project memory of the same relpath shadows the user-level one.
+    """
+    from mem.core.paths import user_memory_dir
+
+    root = user_memory_dir()
+    room = limit - len(result.selected)
+    if room <= 0 or not os.path.isdir(root) or os.path.normpath(root) == os.path.normpath(result.memory_dir):
+        return
+    from mem.core.memdir import manifest
+    from mem.core.memdir.state import cache_dir
+
+    headers = manifest.scan(root, cache_dir=cache_dir(root))
+    seen = {os.path.normpath(p) for p in exclude} | (state.surfaced_paths if state is not None else set())
+    # a project memory of the same name (a promote --copy) shadows the user-level one
+    not_candidates = {h.relpath for h in headers if os.path.normpath(h.path) in seen
+                      or os.path.exists(os.path.join(result.memory_dir, h.relpath))}
+    by_rel = {h.relpath: h for h in headers}
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    items = []
+    for rel, score in select_offline(query, headers, room, cache_dir(root), not_candidates)[:room]:
+        h = by_rel[rel]
+        try:
+            read = read_for_surfacing(h.path)
+        except OSError:
+            continue
+        header = f"{USER_LEVEL_LABEL}\n{memory_header(h.path, h.mtime_ms, now)}"
+        items.append(Surfaced(h.path, h.relpath, h.mtime_ms, h.type, h.description, score, header, read.content,
+                              read.truncated, memory_age_days(h.mtime_ms, now)))
+    if not items:
+        return
+    result.selected = result.selected + items
+    if max_chars is not None:
+        result.selected = fit_to_budget(result.selected, max_chars)
+    if result.strategy == "none":
+        result.strategy = "offline"
+    result.skipped = None
 
 
 def _done(result: RecallResult, started: float) -> RecallResult:
