@@ -203,14 +203,15 @@ def measure(cases: Sequence[Case], selections: Sequence[Sequence[str]]) -> dict:
 def run(memory_dir: str, cases: Sequence[Case], selector: str, *, limit: int = 5, model: str | None = None,
         timeout: float = 5.0, debug: bool = False) -> dict:
     """One selector over every case, as ``mem recall`` runs it (``offline``: the lexical ranker;
-    ``model``: the model path, which falls back to the ranker when the model fails)."""
+    ``model``: the model, asked for every case, falling back to the ranker when it fails)."""
     from mem.core import recall
 
     selections, times, paths = [], [], {}
     for case in cases:
         started = time.perf_counter()
+        # the model selector is asked every time (mem recall asks it only where the ranker is unsure)
         result = recall.recall(memory_dir, case.query, limit=limit, offline=selector == "offline", model=model,
-                               timeout=timeout, force=True, debug=debug)
+                               timeout=timeout, always_ask=selector == "model", force=True, debug=debug)
         times.append(time.perf_counter() - started)
         selections.append([s.relpath for s in result.selected])
         path = result.strategy if not result.fallback_reason else f"{result.strategy} ({result.fallback_reason})"

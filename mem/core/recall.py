@@ -910,6 +910,18 @@ def stale_notes(root: str, headers: Sequence) -> dict[str, str]:
     return out
 
 
+def select_offline(query: str, headers: Sequence, limit: int, cache_dir: str | None = None,
+                   exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+    """(relpath, score) of the memories the ranker finds relevant, best first.
+
+    ``headers`` is the whole manifest (so the cached index stays whole and word
+    frequencies do not shift during a session); ``exclude`` holds the relpaths
+    that are not candidates.
+    """
+    index = offline_index(headers, cache_dir)
+    return [(h.key, h.score) for h in index.rank(query, limit, exclude)]
+
+
 def _best_score(index, query: str, candidates: Iterable[str]) -> float:
     """The highest raw score the ranker gives any candidate (0 when none shares a term with the query)."""
     docs = [d for d in index.docs if d.key in candidates]
