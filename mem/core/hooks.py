@@ -214,11 +214,13 @@ def client_version(payload: HookPayload) -> tuple[int, ...] | None:
     found = parse_version((payload.raw or {}).get("version"))
     if found or not payload.transcript_path:
         return found
-    try:
-        with open(payload.transcript_path, "rb") as fh:
+    from mem.core.memdir.files import open_regular
+
+    try:  # only a regular file: a FIFO or a device named as the transcript must not hold the hook
+        with os.fdopen(open_regular(payload.transcript_path), "rb") as fh:
             start = max(0, fh.seek(0, os.SEEK_END) - VERSION_TAIL_BYTES)
             fh.seek(start)
-            lines = fh.read().splitlines()[1 if start else 0:]  # a line cut by the seek is no line
+            lines = fh.read(VERSION_TAIL_BYTES).splitlines()[1 if start else 0:]  # a line cut by the seek is no line
     except OSError:
         return None
     for line in reversed(lines):

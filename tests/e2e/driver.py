@@ -31,23 +31,6 @@ REPO_ROOT = HERE.parent.parent
 #: What a client run may take before it counts as hung (a held Stop hook, say).
 RUN_TIMEOUT = 120
 
-# The hooks of README.md ("Use with Claude Code", "Use with qwen-code"); recall offline, so no model picks.
-CLAUDE_HOOKS = {
-    "SessionStart": [
-        {"hooks": [{"type": "command", "command": "mem prompt --hook", "timeout": 10}]},
-        {"matcher": "compact", "hooks": [
-            {"type": "command", "command": "mem recall --hook", "timeout": 10},
-            {"type": "command", "command": "mem session compact --hook", "timeout": 10}]},
-    ],
-    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "mem recall --hook --offline", "timeout": 15}]}],
-    "Stop": [{"hooks": [{"type": "command", "command": "mem extract --hook --background", "timeout": 10}]}],
-    "PreCompact": [{"hooks": [{"type": "command", "command": "mem session compact --hook", "timeout": 10}]}],
-}
-# No "timeout" for qwen-code: 0.15.10 reads it as milliseconds (15 kills the hook), 0.24.4 as seconds.
-QWEN_HOOKS = {
-    "SessionStart": [{"hooks": [{"type": "command", "command": "mem prompt --hook"}]}],
-    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "mem recall --hook --offline"}]}],
-}
 RECORDED_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "PreCompact", "PostCompact",
                    "Notification", "PreToolUse", "PostToolUse")
 
@@ -96,15 +79,23 @@ class Session:
         mem = self.bin / "mem"
         mem.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m mem \"$@\"\n")
         mem.chmod(0o755)
-        hooks = json.loads(json.dumps(CLAUDE_HOOKS if client == "claude" else QWEN_HOOKS))
+        config = ".claude" if client == "claude" else ".qwen"
+        subprocess.run([str(mem), "hooks", "install", "--client", client, "--mem", str(mem)], check=True,
+                       env={**self.env(), "MEM_STATE_DIR": str(root / "install-state")}, capture_output=True)
+        settings_path = self.home / config / "settings.json"
+        settings = json.loads(settings_path.read_text())
+        hooks = settings["hooks"]
+        for groups in hooks.values():
+            for group in groups:
+                for hook in group["hooks"]:
+                    if hook["command"].endswith(" recall --hook") and group.get("matcher") != "compact":
+                        hook["command"] += " --offline"
         recorder = f"{shlex.quote(sys.executable)} {shlex.quote(str(HERE / 'dumphook.py'))} {shlex.quote(str(self.hook_log))}"
         for event in RECORDED_EVENTS:
             hooks.setdefault(event, []).append({"hooks": [{"type": "command", "command": recorder}]})
-        settings: dict = {"hooks": hooks}
         if client == "qwen":
             settings["security"] = {"auth": {"selectedType": "openai"}}
-        (self.home / config).mkdir(exist_ok=True)
-        (self.home / config / "settings.json").write_text(json.dumps(settings, indent=1))
+        settings_path.write_text(json.dumps(settings, indent=1))
 
     def env(self) -> dict:
         env = {k: os.environ[k] for k in ("LANG", "LC_ALL", "TERM", "MEM_STATE_DIR", "MEM_MANAGED_SETTINGS")
