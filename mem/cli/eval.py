@@ -50,7 +50,7 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
         raise UsageError("give a CASES file (or -) or --from-transcripts, one of the two")
     if timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")
-    resolution = resolve_dir(where)
+    resolution = resolve_dir(where, reading=True)
     root = resolution.memory_dir
     known = [h.relpath for h in manifest.scan(root)] if os.path.isdir(root) else []
 

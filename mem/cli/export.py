@@ -38,7 +38,7 @@ def export_cmd(output: str | None, form: str, logs: bool, team: bool, where: dic
     """
     from mem.core import portable
 
-    res = resolve_dir(where)
+    res = resolve_dir(where, reading=True)
     if form != "tar.gz":
         if logs:
             raise UsageError("--logs goes with the tar.gz format only")

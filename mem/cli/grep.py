@@ -140,7 +140,7 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
         many = len(args) > 1 or any(os.path.isdir(a) for a in args)
     else:
         many = True
-        res = resolve_dir(where)
+        res = resolve_dir(where, reading=not (all_projects or transcripts))
         if all_projects:
             if res.layout == "qwen":
                 root = os.path.join(paths.qwen_home(paths.home_dir()), "projects")

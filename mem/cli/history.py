@@ -34,7 +34,7 @@ def history_cmd(file: str | None, limit: int | None, diff_id: str | None, prune:
       mem history --json | jq -r '.[] | select(.command=="dream") | .id'
       mem history --redact 3f2a9c1e07b4 notes.md
     """
-    memory = memory_of(where)
+    memory = memory_of(where, reading=True)
     history = memory.history
     if not history.available():
         from mem.core.memdir.history import HistoryUnavailable

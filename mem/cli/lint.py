@@ -95,7 +95,7 @@ def _targets(paths: tuple[str, ...], where: dict) -> list[tuple[str, str]]:
     from mem.core.grep import walk
 
     if not paths:
-        root = resolve_dir(where).memory_dir
+        root = resolve_dir(where, reading=True).memory_dir
         if not os.path.isdir(root):
             render.info(f"no memory directory at {root}")
             return []

@@ -83,7 +83,7 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
 
     from mem.core import recall
 
-    resolution = resolve_dir(where)
+    resolution = resolve_dir(where, reading=True)
     root = resolution.memory_dir
     result = recall.recall(root, text, limit=limit, offline=offline, model=model, timeout=timeout,
                            recent_tools=tools, session_id=session_id, force=force, max_chars=max_chars,

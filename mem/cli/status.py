@@ -38,7 +38,7 @@ def status_cmd(show_events: bool, limit: int | None, min_hours: float, min_sessi
     """
     if limit is not None and not show_events:
         raise UsageError("-n/--limit goes with --events")
-    res = resolve_dir(where)
+    res = resolve_dir(where, reading=True)
     if show_events:
         _events(res.memory_dir, 20 if limit is None else limit, fmt)
         return

@@ -38,7 +38,7 @@ def verify_cmd(ctx: click.Context, files: tuple[str, ...], repo: str | None, all
     from mem.core.memdir.store import MemoryDir
     from mem.core.verify import fix_moved, verify
 
-    resolution = resolve_dir(where)
+    resolution = resolve_dir(where, reading=True)
     repo = repo or resolution.git_root
     if not repo:
         from mem.core.errors import ConfigError
