@@ -12,7 +12,7 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
 
 
-@click.command("eval")
+@click.command("eval", short_help="Measure recall on your memories (Recall@5, top-1, latency).")
 @click.argument("cases_file", required=False, metavar="[CASES]")
 @click.option("--from-transcripts", "transcripts", is_flag=False, flag_value="", default=None, metavar="[PATH]",
               help="Build the cases from the project's sessions (or the transcript or directory PATH): each "

@@ -13,7 +13,7 @@ from mem.core.errors import UsageError
 FORMATS = ("tar.gz", "agents-md", "gemini-md")
 
 
-@click.command("export")
+@click.command("export", short_help="Write the memory directory as one archive with a manifest.")
 @click.option("-o", "--output", metavar="FILE",
               help="Write here (default: stdout; an archive is refused on a terminal).")
 @click.option("--format", "form", type=click.Choice(FORMATS), default="tar.gz", show_default=True,

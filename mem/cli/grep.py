@@ -29,7 +29,7 @@ def _count(value: str | None, name: str) -> int | None:
     return n
 
 
-@click.command("grep", context_settings={"help_option_names": ["--help"]})
+@click.command("grep", short_help="Search memories, or transcripts as a person saw them, like grep.", context_settings={"help_option_names": ["--help"]})
 @click.argument("args", nargs=-1, metavar="PATTERN [PATH]...")
 @click.option("-e", "--regexp", "patterns", multiple=True, metavar="PATTERN",
               help="A pattern to search for; give several for any of them. PATH operands then all name files.")

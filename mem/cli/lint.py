@@ -12,7 +12,7 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
 
 
-@click.command("lint")
+@click.command("lint", short_help="Flag memories that read as permission grants or rule bypasses.")
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option("--threshold", type=float, default=1.0, show_default=True, metavar="SCORE",
               help="Flag a memory whose findings weigh at least SCORE (strong findings weigh 1, weak ones 0.5).")

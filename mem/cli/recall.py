@@ -18,7 +18,7 @@ def _positive(ctx, param, value):
     return value
 
 
-@click.command("recall")
+@click.command("recall", short_help="Surface the memories relevant to a prompt, as Claude Code does.")
 @click.argument("query", nargs=-1, metavar="QUERY...")
 @click.option("--limit", type=int, default=5, show_default=True, callback=_positive, metavar="N",
               help="Surface at most this many memories.")
