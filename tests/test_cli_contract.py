@@ -78,7 +78,11 @@ def test_secret_in_a_memory_is_reported_not_printed(run_mem, populated):
 
 
 def test_missing_memory_dir_is_empty_with_a_note(run_mem, tmp_path):
-    r = run_mem("scan", "--dir", str(tmp_path / "nope"))
+    # A project without memories yet; a missing --dir is a usage error (test_cli_conventions).
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {"MEM_DIR": "", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    r = run_mem("scan", env=env, cwd=str(project))
     assert r.returncode == 0 and r.stdout == "" and "no memory directory" in r.stderr
 
 

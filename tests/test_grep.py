@@ -138,8 +138,14 @@ def test_missing_operand_exits_2_even_with_matches(run_mem, mems):
 
 
 def test_no_memory_dir_exits_1(run_mem, tmp_path):
-    r = run_mem("grep", "x", "--dir", str(tmp_path / "absent"))
+    # A project without memories yet; a missing --dir is a usage error (exit 2).
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {"MEM_DIR": "", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    r = run_mem("grep", "x", env=env, cwd=str(project))
     assert r.returncode == 1 and "no memory directory" in r.stderr
+    r = run_mem("grep", "x", "--dir", str(tmp_path / "absent"))
+    assert r.returncode == 2 and r.stderr.startswith("mem: error: memory directory ")
 
 
 def test_symlink_loops_do_not_hang_or_crash(run_mem, mems):

@@ -122,8 +122,8 @@ def test_usage_errors(memdir, run_mem):
 
 def test_missing_memory_dir(tmp_path, run_mem):
     p = run_mem("recall", "--offline", "--dir", str(tmp_path / "none"), "staging deploy timeouts")
-    assert p.returncode == 1
-    assert "no memories in" in p.stderr
+    assert p.returncode == 2  # a typo in --dir is an error (test_cli_conventions)
+    assert "does not exist" in p.stderr
 
 
 def test_the_memory_dir_is_never_written(memdir, run_mem):

@@ -118,8 +118,8 @@ def test_secrets_option_clashes(run_mem, memdir):
 
 
 def test_no_memory_dir(run_mem, tmp_path):
-    r = run_mem("scan", "--secrets", "--dir", str(tmp_path / "absent"))
-    assert r.returncode == 0 and "no memory directory" in r.stderr
+    r = run_mem("scan", "--secrets", "--dir", str(tmp_path / "absent"))  # a typo must not pass an audit
+    assert r.returncode == 2 and "does not exist" in r.stderr
 
 
 def test_scan_all_matches_scan_on_the_first_line_of_each_rule():

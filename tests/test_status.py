@@ -69,9 +69,8 @@ def test_empty_memory_dir(memdir, project, run_mem):
 def test_missing_memory_dir_is_reported_and_nothing_is_created(tmp_path, project, run_mem, monkeypatch):
     missing = tmp_path / "nowhere"
     monkeypatch.setenv("MEM_DIR", str(missing))
-    r = run_mem("status", cwd=str(project))
-    assert r.returncode == 0, r.stderr
-    assert f"{missing}/ (MEM_DIR): does not exist yet" in r.stdout
+    r = run_mem("status", cwd=str(project))  # a typo in MEM_DIR is an error (test_cli_conventions)
+    assert r.returncode == 2 and r.stderr == f"mem: error: memory directory {missing}/ (from MEM_DIR) does not exist\n"
     assert not missing.exists()
     assert not Path(os.environ["MEM_STATE_DIR"]).exists()  # read-only: not even the state dir
 

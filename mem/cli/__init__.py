@@ -14,6 +14,7 @@ import sys
 import click
 
 from mem import __version__
+from mem.cli.common import format_options, memory_dir_options
 from mem.core.errors import ExitCode, MemError, is_storage_error
 
 # name -> "module:attribute"; the order here is the order in --help.
@@ -46,6 +47,7 @@ COMMANDS = {
     "demote": "mem.cli.promote:demote_cmd",
     "hooks": "mem.cli.hooks:hooks_cmd",
     "cron": "mem.cli.cron:cron_cmd",
+    "help": "mem.cli:help_cmd",
 }
 
 
@@ -53,7 +55,9 @@ def debug_enabled() -> bool:
     return os.environ.get("MEM_DEBUG", "") not in ("", "0") or _state["debug"]
 
 
-_state = {"debug": False}
+_state: dict = {"debug": False, "path": []}
+
+DEBUG_HELP = "Show tracebacks and model calls (also MEM_DEBUG=1)."
 
 
 class StdoutClosed(Exception):
@@ -69,7 +73,7 @@ class MemGroup(click.Group):
         if spec is None:
             return None
         module, attr = spec.split(":")
-        return getattr(importlib.import_module(module), attr)
+        return _with_debug(getattr(importlib.import_module(module), attr))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Keep COMMANDS order rather than click's alphabetical one.
@@ -77,7 +81,8 @@ class MemGroup(click.Group):
         for name in self.list_commands(ctx):
             cmd = self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
-                rows.append((name, cmd.get_short_help_str(limit=formatter.width - 6 - 12)))
+                # The whole first sentence, wrapped if it must be, never cut with "...".
+                rows.append((name, cmd.get_short_help_str(limit=1000)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -91,25 +96,28 @@ class MemGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv = list(sys.argv[1:] if args is None else args)
+        path, params = _command_line(self, argv)
+        _state.update(debug=False, path=path)
         # A hook must never break the agent's session: whatever happens, exit 0.
-        hook = _hook_mode(self, argv)
+        hook = bool(params.get("hook"))
         code = run(self, argv, prog_name or "mem", complete_var, hook, **extra)
         if standalone_mode:
             sys.exit(code)
         return code
 
 
-def _hook_mode(group: click.Group, argv: list[str]) -> bool:
-    """True when the command run is given its own ``--hook`` option.
+def _command_line(group: click.Group, argv: list[str]) -> tuple[list[str], dict]:
+    """The names of the command run (``["team", "sync"]``) and its parameters, before click runs it.
 
-    The word elsewhere (``mem grep -e --hook``, a query after ``--``) is data. The
-    arguments are parsed as click will parse them, without callbacks or type
-    checks (unknown options are passed over, so ``mem recall --hook --bogus``
-    is still a hook and exits 0). If they do not parse at all, a ``--hook``
-    before any ``--`` counts.
+    The arguments are parsed as click will parse them, without callbacks' effects
+    or type checks (unknown options are passed over, so ``mem recall --hook --bogus``
+    is still a hook and exits 0). The parameters say whether the command is given
+    its own ``--hook`` option: the word elsewhere (``mem grep -e --hook``, a query
+    after ``--``) is data. If the arguments do not parse at all, a ``--hook`` before
+    any ``--`` counts.
     """
     cmd: click.Command | None = group
-    args, parent, name = list(argv), None, "mem"
+    args, parent, name, path = list(argv), None, "mem", []
     try:
         while isinstance(cmd, click.Group):
             parent = cmd.make_context(name, args, parent=parent, resilient_parsing=True)
@@ -117,14 +125,40 @@ def _hook_mode(group: click.Group, argv: list[str]) -> bool:
             protected = vars(parent).get("_protected_args", vars(parent).get("protected_args", []))
             rest = [*protected, *parent.args]
             if not rest:
-                return False
+                return path, {}
             name, args = rest[0], rest[1:]
             cmd = cmd.get_command(parent, name)
+            path.append(name)
         if cmd is None:
-            return False
-        return bool(cmd.make_context(name, args, parent=parent, resilient_parsing=True).params.get("hook"))
+            return path, {}
+        return path, cmd.make_context(name, args, parent=parent, resilient_parsing=True).params
     except Exception:  # noqa: BLE001 - the arguments do not parse: click reports that later
-        return "--hook" in argv[: argv.index("--")] if "--" in argv else "--hook" in argv
+        hook = "--hook" in argv[: argv.index("--")] if "--" in argv else "--hook" in argv
+        return path, {"hook": hook}
+
+
+def _with_debug(cmd: click.Command) -> click.Command:
+    """``--debug`` after any command too (``mem scan --debug``), as before it."""
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _with_debug(sub)
+    elif not any(p.name == "debug" for p in cmd.params):
+        cmd.params.append(click.Option(["--debug"], is_flag=True, expose_value=False, help=DEBUG_HELP,
+                                       callback=_set_debug))
+    return cmd
+
+
+def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value and not ctx.resilient_parsing:
+        _state["debug"] = True
+    return value
+
+
+def _did_you_mean(word: str, choices) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" Did you mean '{close[0]}'?" if close else ""
 
 
 def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) -> int:
@@ -136,7 +170,12 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
         if hook:
             _hook_failed(exc.format_message())
             return 0
-        exc.show()
+        if isinstance(exc, click.UsageError) and type(exc).__name__ != "NoArgsIsHelpError":
+            from mem import render
+
+            render.error(_usage_line(exc))
+        else:
+            exc.show()
         code = exc.exit_code
     except (click.Abort, KeyboardInterrupt):
         if hook:
@@ -182,6 +221,18 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
 
 #: What an unknown option looks like when it is one (a typo of ours: ``--nmae``), not text.
 _OPTION_SHAPE = re.compile(r"--?[A-Za-z][A-Za-z0-9-]{0,40}")
+#: Likewise an unknown command (``scna``), not a pasted key.
+_COMMAND_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,30}")
+
+
+def _unknown_command(exc: click.ClickException) -> str | None:
+    """The word click refused as a subcommand, if that is the error."""
+    if not isinstance(exc, click.UsageError):
+        return None
+    if hasattr(exc, "command_name"):  # click >= 8.4: NoSuchCommand
+        return exc.command_name
+    m = re.fullmatch(r"No such command '(.*)'\.", exc.message, re.DOTALL)
+    return m.group(1) if m else None
 
 
 def _hide_arguments(exc: click.ClickException) -> None:
@@ -195,9 +246,25 @@ def _hide_arguments(exc: click.ClickException) -> None:
     if isinstance(exc, click.NoSuchOption) and not _OPTION_SHAPE.fullmatch(exc.option_name):
         exc.message = "an argument that starts with '-' is not an option; put -- before text that starts with a dash"
         exc.possibilities = None
+    unknown = _unknown_command(exc)
+    if unknown is not None:
+        exc.possibilities = None  # click >= 8.4 suggests from a group's own commands: _usage_line does, from all
+        if not _COMMAND_SHAPE.fullmatch(unknown):
+            exc.message = "No such command (the word given does not look like one, so it is not shown)."
     from mem.core.guards.secrets import redact
 
     exc.message = redact(exc.message)
+
+
+def _usage_line(exc: click.UsageError) -> str:
+    """click's four-line usage block as one line: the message and where to read more."""
+    message = exc.format_message()  # click adds "Did you mean --json?" for a misspelled option
+    ctx = exc.ctx
+    unknown = _unknown_command(exc)
+    if unknown is not None and _COMMAND_SHAPE.fullmatch(unknown) and ctx is not None and isinstance(ctx.command, click.Group):
+        message += _did_you_mean(unknown, ctx.command.list_commands(ctx))  # mem scna, mem team snyc
+    where = f" Try '{ctx.command_path} --help'." if ctx is not None else ""
+    return f"{message}{where}"
 
 
 def _print_traceback() -> None:
@@ -231,16 +298,64 @@ def _silence_stdout() -> None:
 
 @click.group(cls=MemGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="mem", message="%(prog)s %(version)s")
-@click.option("--debug", is_flag=True, help="Show tracebacks and model calls (also MEM_DEBUG=1).")
-def cli(debug: bool) -> None:
+@click.option("--debug", is_flag=True, help=DEBUG_HELP)
+@memory_dir_options
+@format_options
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, where: dict, fmt: str) -> None:
     """Keep an AI coding agent's long-term memory in plain files.
 
     Memory is a directory of Markdown topic files indexed by MEMORY.md, the
     layout Claude Code's auto memory writes. Each command does one job, writes
     data to stdout and messages to stderr.
 
+    The options below go before the command or after it (mem --dir X scan is
+    mem scan --dir X); given in both places, the command's own wins. Each goes
+    only to a command that has it (see mem help COMMAND).
+
     \b
     Example:
       mem scan --json | jq '.[].relpath'
     """
     _state["debug"] = debug
+    ctx.default_map = _pass_down(ctx)
+
+
+def _pass_down(ctx: click.Context) -> dict | None:
+    """The group's options given on the command line, as defaults for the command run."""
+    from click.core import ParameterSource
+
+    given = {p: ctx.params[p.name] for p in ctx.command.params
+             if p.name != "debug" and ctx.get_parameter_source(p.name) == ParameterSource.COMMANDLINE}
+    path = _state["path"]
+    cmd: click.Command | None = ctx.command
+    for name in path:
+        cmd = cmd.get_command(ctx, name) if isinstance(cmd, click.Group) else None
+    if not given or cmd is None or isinstance(cmd, click.Group):
+        return None  # no command (click says so) or a group without its subcommand
+    own = {p.name for p in cmd.params}
+    for param in given:
+        if param.name not in own:
+            raise click.UsageError(f"{param.opts[0]} does not apply to '{ctx.info_name} {' '.join(path)}'", ctx)
+    defaults = {param.name: value for param, value in given.items()}
+    for name in reversed(path):
+        defaults = {name: defaults}
+    return defaults
+
+
+@click.command("help")
+@click.argument("names", nargs=-1, metavar="[COMMAND [SUBCOMMAND]]")
+@click.pass_context
+def help_cmd(ctx: click.Context, names: tuple[str, ...]) -> None:
+    """Print the help of mem or of a command (mem help scan).
+
+    mem help COMMAND [SUBCOMMAND] prints what mem COMMAND [SUBCOMMAND] --help prints.
+    """
+    sub_ctx = ctx.parent
+    for name in names:
+        group = sub_ctx.command
+        cmd = group.get_command(sub_ctx, name) if isinstance(group, click.Group) else None
+        if cmd is None:
+            raise click.UsageError(f"No such command '{name}'.", sub_ctx)
+        sub_ctx = cmd.make_context(name, [], parent=sub_ctx, resilient_parsing=True)
+    click.echo(sub_ctx.get_help(), color=sub_ctx.color)

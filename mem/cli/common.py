@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 
 import click
@@ -40,8 +41,13 @@ def memory_dir_options(f: Callable) -> Callable:
     return wrapper
 
 
-def resolve_dir(where: dict):
-    """The Resolution for the options collected by ``memory_dir_options``."""
+def resolve_dir(where: dict, *, reading: bool = False):
+    """The Resolution for the options collected by ``memory_dir_options``.
+
+    ``reading``: the command reads the directory, so one named by --dir or MEM_DIR that is
+    missing or unreadable is a usage error (a typo must not make a check pass). A directory
+    found by the other rules may not exist yet: that is a project without memories.
+    """
     from mem.core.errors import UsageError
     from mem.core.paths import resolve
 
@@ -49,14 +55,22 @@ def resolve_dir(where: dict):
         raise UsageError("--agent needs --scope user, project or local")
     if where.get("scope") and not where.get("agent"):
         raise UsageError("--scope needs --agent TYPE")
-    return resolve(**where)
+    resolution = resolve(**where)
+    if reading and resolution.rule in ("--dir", "MEM_DIR"):
+        root = resolution.memory_dir
+        if not os.path.isdir(root):
+            what = "is not a directory" if os.path.lexists(root.rstrip(os.sep) or os.sep) else "does not exist"
+            raise UsageError(f"memory directory {root} (from {resolution.rule}) {what}")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise UsageError(f"memory directory {root} (from {resolution.rule}) is not readable")
+    return resolution
 
 
-def memory_of(where: dict):
-    """The MemoryDir the options collected by ``memory_dir_options`` name."""
+def memory_of(where: dict, *, reading: bool = False):
+    """The MemoryDir the options collected by ``memory_dir_options`` name (``reading``: see resolve_dir)."""
     from mem.core.memdir.store import MemoryDir
 
-    return MemoryDir(resolve_dir(where).memory_dir)
+    return MemoryDir(resolve_dir(where, reading=reading).memory_dir)
 
 
 def hook_where(where: dict, payload) -> dict:
@@ -75,6 +89,12 @@ def format_options(f: Callable) -> Callable:
     @click.option("--jsonl", "as_jsonl", is_flag=True, help="Output one JSON object per line.")
     @functools.wraps(f)
     def wrapper(*args, as_json, as_jsonl, **kwargs):
+        if as_json and as_jsonl:
+            # mem --json scan --jsonl: the command's own option wins over the one passed down.
+            source = click.get_current_context().get_parameter_source
+            passed_down = click.core.ParameterSource.DEFAULT_MAP
+            as_json = source("as_json") != passed_down
+            as_jsonl = not as_json or source("as_jsonl") != passed_down
         if as_json and as_jsonl:
             raise click.UsageError("--json and --jsonl are mutually exclusive")
         return f(*args, fmt="json" if as_json else "jsonl" if as_jsonl else "text", **kwargs)

@@ -12,7 +12,7 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
 
 
-@click.command("eval")
+@click.command("eval", short_help="Measure recall on your memories (Recall@5, top-1, latency).")
 @click.argument("cases_file", required=False, metavar="[CASES]")
 @click.option("--from-transcripts", "transcripts", is_flag=False, flag_value="", default=None, metavar="[PATH]",
               help="Build the cases from the project's sessions (or the transcript or directory PATH): each "
@@ -50,7 +50,7 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
         raise UsageError("give a CASES file (or -) or --from-transcripts, one of the two")
     if timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")
-    resolution = resolve_dir(where)
+    resolution = resolve_dir(where, reading=True)
     root = resolution.memory_dir
     known = [h.relpath for h in manifest.scan(root)] if os.path.isdir(root) else []
 

@@ -13,7 +13,7 @@ from mem.core.errors import UsageError
 FORMATS = ("tar.gz", "agents-md", "gemini-md")
 
 
-@click.command("export")
+@click.command("export", short_help="Write the memory directory as one archive with a manifest.")
 @click.option("-o", "--output", metavar="FILE",
               help="Write here (default: stdout; an archive is refused on a terminal).")
 @click.option("--format", "form", type=click.Choice(FORMATS), default="tar.gz", show_default=True,
@@ -38,7 +38,7 @@ def export_cmd(output: str | None, form: str, logs: bool, team: bool, where: dic
     """
     from mem.core import portable
 
-    res = resolve_dir(where)
+    res = resolve_dir(where, reading=True)
     if form != "tar.gz":
         if logs:
             raise UsageError("--logs goes with the tar.gz format only")

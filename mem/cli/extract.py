@@ -16,7 +16,7 @@ from mem.core.memdir.store import MemoryDir
 LOG_MAX_BYTES = 1_000_000
 
 
-@click.command("extract")
+@click.command("extract", short_help="Save what a conversation taught as memories.")
 @click.option("--transcript", metavar="PATH",
               help="The transcript to read, - for stdin: Claude Code or qwen-code JSONL, or {role, content} lines "
                    "(default: the project's newest transcript).")

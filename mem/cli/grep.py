@@ -29,7 +29,7 @@ def _count(value: str | None, name: str) -> int | None:
     return n
 
 
-@click.command("grep", context_settings={"help_option_names": ["--help"]})
+@click.command("grep", short_help="Search memories, or transcripts as a person saw them, like grep.", context_settings={"help_option_names": ["--help"]})
 @click.argument("args", nargs=-1, metavar="PATTERN [PATH]...")
 @click.option("-e", "--regexp", "patterns", multiple=True, metavar="PATTERN",
               help="A pattern to search for; give several for any of them. PATH operands then all name files.")
@@ -140,7 +140,7 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
         many = len(args) > 1 or any(os.path.isdir(a) for a in args)
     else:
         many = True
-        res = resolve_dir(where)
+        res = resolve_dir(where, reading=not (all_projects or transcripts))
         if all_projects:
             if res.layout == "qwen":
                 root = os.path.join(paths.qwen_home(paths.home_dir()), "projects")

@@ -9,7 +9,7 @@ from mem.cli.common import format_options, memory_dir_options, memory_of
 from mem.core.errors import ExitCode
 
 
-@click.command("history")
+@click.command("history", short_help="List the operations recorded for this memory directory.")
 @click.argument("file", required=False, metavar="[FILE]")
 @click.option("-n", "limit", type=click.IntRange(min=1), metavar="N", help="Show at most N operations.")
 @click.option("--diff", "diff_id", metavar="ID", help="Print the unified diff of one operation.")
@@ -34,7 +34,7 @@ def history_cmd(file: str | None, limit: int | None, diff_id: str | None, prune:
       mem history --json | jq -r '.[] | select(.command=="dream") | .id'
       mem history --redact 3f2a9c1e07b4 notes.md
     """
-    memory = memory_of(where)
+    memory = memory_of(where, reading=True)
     history = memory.history
     if not history.available():
         from mem.core.memdir.history import HistoryUnavailable

@@ -9,7 +9,7 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
 
 
-@click.command("import")
+@click.command("import", short_help="Merge a mem export archive (or a memory directory) into this one.")
 @click.argument("source", required=False, metavar="FILE|DIR")
 @click.option("--from-project", metavar="PATH", type=click.Path(file_okay=False),
               help="Import the memory directory of the project at PATH.")

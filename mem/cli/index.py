@@ -48,7 +48,7 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
         raise UsageError("--dry-run goes with --rebuild")
     if file and mode == "rebuild":
         raise UsageError("--rebuild works on the memory directory's own MEMORY.md, not FILE")
-    memory_root = resolve_dir(where).memory_dir
+    memory_root = resolve_dir(where, reading=mode != "rebuild" and not file).memory_dir
     root = layout.team_dir(memory_root) if team else memory_root
     name = layout.TEAM_INDEX if team else layout.INDEX_NAME
     index_path = os.path.join(root, layout.INDEX_NAME)

@@ -12,7 +12,7 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
 
 
-@click.command("lint")
+@click.command("lint", short_help="Flag memories that read as permission grants or rule bypasses.")
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option("--threshold", type=float, default=1.0, show_default=True, metavar="SCORE",
               help="Flag a memory whose findings weigh at least SCORE (strong findings weigh 1, weak ones 0.5).")
@@ -95,7 +95,7 @@ def _targets(paths: tuple[str, ...], where: dict) -> list[tuple[str, str]]:
     from mem.core.grep import walk
 
     if not paths:
-        root = resolve_dir(where).memory_dir
+        root = resolve_dir(where, reading=True).memory_dir
         if not os.path.isdir(root):
             render.info(f"no memory directory at {root}")
             return []

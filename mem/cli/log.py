@@ -10,7 +10,7 @@ from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
 
 
-@click.command("log")
+@click.command("log", short_help="Append a timestamped bullet to today's log under logs/.")
 @click.argument("text", nargs=-1, required=True)
 @memory_dir_options
 @format_options

@@ -8,7 +8,7 @@ from mem import render
 from mem.cli.common import memory_dir_options, resolve_dir
 
 
-@click.command("promote")
+@click.command("promote", short_help="Move a memory (FILE) to user-level memory, seen in every project.")
 @click.argument("file", metavar="FILE")
 @click.option("--to", "to", type=click.Choice(("user",)), default="user", show_default=True,
               help="Where the memory goes: the user-level memory directory (mem path --user).")
@@ -30,7 +30,7 @@ def promote_cmd(file: str, to: str, copy: bool, where: dict) -> None:
     _carry(file, where, to_user=True, keep=copy)
 
 
-@click.command("demote")
+@click.command("demote", short_help="Move a user-level memory (FILE) into this project's memory.")
 @click.argument("file", metavar="FILE")
 @click.option("--copy", is_flag=True, help="Keep the user-level copy too.")
 @memory_dir_options

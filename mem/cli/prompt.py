@@ -11,7 +11,7 @@ from mem.cli.common import format_options, hook_where, memory_dir_options, resol
 from mem.core.errors import UsageError
 
 
-@click.command("prompt")
+@click.command("prompt", short_help="Print the memory instructions and MEMORY.md for a new session.")
 @click.option("--format", "style", type=click.Choice(("text", "agents-md")), default="text", show_default=True,
               help="text: instructions and MEMORY.md; agents-md: a block to paste into AGENTS.md or GEMINI.md.")
 @click.option("--mode", type=click.Choice(("auto", "full", "supplement")), default="auto", show_default=True,

@@ -21,7 +21,7 @@ def _positive(ctx, param, value):
     return value
 
 
-@click.command("recall")
+@click.command("recall", short_help="Surface the memories relevant to a prompt, as Claude Code does.")
 @click.argument("query", nargs=-1, metavar="QUERY...")
 @click.option("--limit", type=int, default=5, show_default=True, callback=_positive, metavar="N",
               help="Surface at most this many memories.")
@@ -98,7 +98,7 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
 
     from mem.core import recall
 
-    resolution = resolve_dir(where)
+    resolution = resolve_dir(where, reading=True)
     root = resolution.memory_dir
     result = recall.recall(root, text, limit=limit, offline=offline, model=model, timeout=timeout,
                            deadline=until, always_ask=always_ask, recent_tools=tools, session_id=session_id,

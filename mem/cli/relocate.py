@@ -9,7 +9,7 @@ from mem.cli.common import format_options
 from mem.core.errors import ExitCode
 
 
-@click.command("relocate")
+@click.command("relocate", short_help="Move a project's memory and transcripts from OLD to NEW.")
 @click.argument("old", metavar="OLD")
 @click.argument("new", metavar="NEW", type=click.Path(file_okay=False))
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing; exit 1 if it would change something.")

@@ -12,7 +12,7 @@ from mem.cli.common import format_options, memory_dir_options, memory_of
 TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES, without importing it here
 
 
-@click.command("remember")
+@click.command("remember", short_help="Write one memory (TEXT, or - for stdin) and its index line.")
 @click.argument("text", nargs=-1, required=True)
 @click.option("--type", "memory_type", type=click.Choice(TYPES), help="The memory's type.")
 @click.option("--name", metavar="NAME", help="The memory's name; the file is its slug plus .md.")

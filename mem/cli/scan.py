@@ -33,7 +33,7 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
     """
     from mem.core.memdir import manifest
 
-    root = resolve_dir(where).memory_dir
+    root = resolve_dir(where, reading=True).memory_dir
     if secrets:
         if check or all_:
             raise click.UsageError("--secrets audits every file; it does not go with --check or --all")

@@ -11,7 +11,7 @@ from mem.core.errors import UsageError
 LABEL = 14  # width of the label column
 
 
-@click.command("status")
+@click.command("status", short_help="Show memories by type, index size, what is due, and problems.")
 @click.option("--events", "show_events", is_flag=True,
               help="Show the event log instead: one line per command that changed the memory directory.")
 @click.option("-n", "--limit", type=click.IntRange(min=0), default=None, metavar="N",
@@ -38,7 +38,7 @@ def status_cmd(show_events: bool, limit: int | None, min_hours: float, min_sessi
     """
     if limit is not None and not show_events:
         raise UsageError("-n/--limit goes with --events")
-    res = resolve_dir(where)
+    res = resolve_dir(where, reading=True)
     if show_events:
         _events(res.memory_dir, 20 if limit is None else limit, fmt)
         return

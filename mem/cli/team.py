@@ -60,7 +60,7 @@ class _InOrder(click.Group):
         return list(self.commands)
 
 
-@click.group("team", cls=_InOrder)
+@click.group("team", short_help="Share team/ with teammates through a team-memory server.", cls=_InOrder)
 def team_cmd() -> None:
     """Share team/ with teammates through a team-memory server, or run one.
 

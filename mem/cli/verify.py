@@ -9,7 +9,7 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode
 
 
-@click.command("verify")
+@click.command("verify", short_help="Check what memories claim about the project against its git repo.")
 @click.argument("files", nargs=-1, metavar="[FILE...]")
 @click.option("--repo", metavar="DIR", type=click.Path(file_okay=False),
               help="Check against this git repository (default: the project's git root).")
@@ -38,7 +38,7 @@ def verify_cmd(ctx: click.Context, files: tuple[str, ...], repo: str | None, all
     from mem.core.memdir.store import MemoryDir
     from mem.core.verify import fix_moved, verify
 
-    resolution = resolve_dir(where)
+    resolution = resolve_dir(where, reading=True)
     repo = repo or resolution.git_root
     if not repo:
         from mem.core.errors import ConfigError
