@@ -15,7 +15,7 @@ from mem.core.errors import ExitCode
 @click.command("dream")
 @click.option("--offline", is_flag=True, help="Mechanical consolidation without a model (what runs when no key is set).")
 @click.option("--model", metavar="MODEL", help="Model for the consolidation agent (default: MEM_MODEL_DREAM, MEM_MODEL, else the newest Sonnet).")
-@click.option("--dry-run", is_flag=True, help="Run the whole job on a scratch copy; print the unified diff; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Run the whole job on a scratch copy; print the unified diff; change nothing; exit 1 if it would change something.")
 @click.option("--force", is_flag=True, help="Skip the time and session gates (not the lock).")
 @click.option("--min-hours", type=float, default=24.0, show_default=True, metavar="H", help="Time gate: hours since the last consolidation.")
 @click.option("--min-sessions", type=int, default=5, show_default=True, metavar="N", help="Session gate: sessions touched since the last consolidation.")
@@ -87,6 +87,8 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
             continue
         results.append(result)
         _report(result, fmt, quiet, verbose or not all_projects, all_projects)
+        if result.dry_run and result.changes:
+            worst = max(worst, int(ExitCode.WOULD_CHANGE))
     if fmt == "json":
         data = [r.as_dict() for r in results]
         render.out_json(data if all_projects else (data[0] if data else None))
@@ -189,4 +191,4 @@ def _report(result, fmt: str, quiet: bool, chatty: bool, many: bool) -> None:
     for line in result.lint if chatty and not quiet else []:
         render.warn(f"{prefix}{line}")
     if not result.changes and not quiet and chatty:
-        render.info(f"{prefix}nothing to change")
+        render.info(f"{prefix}nothing {'would change' if result.dry_run else 'to change'}")
