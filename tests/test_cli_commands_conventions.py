@@ -156,3 +156,76 @@ def test_undo_dry_run_exits_1_when_there_is_something_to_take_back(memdir, run_m
     r = run_mem("undo", "--dry-run")
     assert r.returncode == 1 and r.stdout, (r.stdout, r.stderr)
     assert run_mem("undo").returncode == 0
+
+
+# --- --all-projects visits every layout mem path knows ---------------------------------------------
+
+
+@pytest.fixture
+def two_clients(isolated_env) -> dict[str, Path]:
+    """One project with memory in Claude Code's layout, one in qwen-code's, both mentioning zebras."""
+    dirs = {"claude": isolated_env / ".claude/projects/-srv-alpha/memory",
+            "qwen": isolated_env / ".qwen/projects/-srv-beta/memory"}
+    for client, d in dirs.items():
+        write_memory(d, f"{client}_zebra.md", name=f"{client} zebra", description=f"zebras in {client}")
+        (d / "MEMORY.md").write_text(f"- [{client}]({client}_zebra.md) — zebras\n", encoding="utf-8")
+    return dirs
+
+
+def test_grep_all_projects_covers_claude_and_qwen_and_layout_narrows(two_clients, run_mem, tmp_path):
+    r = run_mem("grep", "-l", "--all-projects", "zebras", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    listed = r.stdout.splitlines()
+    assert any(line.endswith("-srv-alpha/memory/claude_zebra.md") for line in listed), listed
+    assert any(line.endswith("-srv-beta/memory/qwen_zebra.md") for line in listed), listed
+    for layout, other in (("claude", "qwen"), ("qwen", "claude")):
+        r = run_mem("grep", "-l", "--all-projects", "--layout", layout, "zebras", cwd=str(tmp_path))
+        assert r.returncode == 0 and f"{layout}_zebra.md" in r.stdout and f"{other}_zebra" not in r.stdout, r
+
+
+def test_dream_all_projects_covers_claude_and_qwen_and_layout_narrows(two_clients, run_mem, tmp_path):
+    r = run_mem("dream", "--all-projects", "--offline", "--force", "-v", "--json", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert sorted(d["memory_dir"].rstrip(os.sep) for d in json.loads(r.stdout)) == sorted(map(str, two_clients.values()))
+    r = run_mem("dream", "--all-projects", "--offline", "--force", "--layout", "qwen", "--json", cwd=str(tmp_path))
+    assert [d["memory_dir"].rstrip(os.sep) for d in json.loads(r.stdout)] == [str(two_clients["qwen"])]
+
+
+# --- session status from the session id alone -----------------------------------------------------
+
+
+def test_session_status_finds_the_transcript_by_session_id(run_mem, tmp_path, isolated_env):
+    from mem.core.paths import sanitize_path
+
+    fixture = ROOT / "tests/fixtures/session/06-compact.jsonl"
+    sid = "63ec8da7-3d1c-4d82-927e-992a0039be2f"
+    folder = isolated_env / ".claude/projects" / sanitize_path(str(tmp_path))
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_bytes(fixture.read_bytes())
+    r = run_mem("session", "status", "--session", sid, "--project", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    by_id = json.loads(r.stdout)
+    r = run_mem("session", "status", "--transcript", str(fixture), "--project", str(tmp_path), "--json")
+    assert by_id == json.loads(r.stdout)
+    r = run_mem("session", "status", "--session", "0000-none", "--project", str(tmp_path))
+    assert r.returncode == 1 and "no transcript for session 0000-none" in r.stderr and "--transcript" in r.stderr
+    r = run_mem("session", "status", "--project", str(tmp_path))
+    assert r.returncode == 2 and "--session" in r.stderr
+
+
+# --- daily logs: listed as Claude Code's own scan lists them ---------------------------------------
+
+
+def test_daily_logs_are_listed_by_scan_as_claude_code_lists_them_and_never_checked(memdir, run_mem, fake_api):
+    write_memory(memdir, "topic.md", name="topic", description="a topic")
+    (memdir / "MEMORY.md").write_text("- [topic](topic.md) — a topic\n", encoding="utf-8")
+    assert run_mem("log", "deploys go out on Tuesdays").returncode == 0
+    rels = [h["relpath"] for h in json.loads(run_mem("scan", "--json").stdout)]
+    assert sorted(rels)[0].startswith("logs/") and "topic.md" in rels
+    r = run_mem("scan", "--check")
+    assert r.returncode == 0 and "logs/" not in r.stdout, (r.stdout, r.stderr)
+    log = next(rel for rel in rels if rel.startswith("logs/"))
+    fake_api.reply_text(json.dumps({"selected_memories": [log]}))
+    r = run_mem("recall", "which day do deploys go out")
+    assert log in json.dumps(fake_api.requests[0]["body"]["messages"])  # the selector is shown the log, as Claude's is
+    assert "deploys go out on Tuesdays" in r.stdout, (r.stdout, r.stderr)

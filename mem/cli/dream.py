@@ -25,7 +25,7 @@ from mem.core.errors import ExitCode
 @click.option("--undo", is_flag=True, help="Take back the newest operation (same as mem undo).")
 @click.option("--repo", metavar="DIR", type=click.Path(file_okay=False),
               help="Check the memories' claims against this git repository (default: the project's git root).")
-@click.option("--all-projects", is_flag=True, help="Dream every project memory directory under the config home (for cron).")
+@click.option("--all-projects", is_flag=True, help="Dream every project's memory directory, Claude Code's and qwen-code's (--layout narrows; for cron).")
 @click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr when a gate is closed.")
 @click.option("-v", "--verbose", is_flag=True, help="With --all-projects, report directories where nothing ran too.")
 @memory_dir_options
@@ -103,19 +103,19 @@ def _targets(where: dict, all_projects: bool, repo: str | None) -> list[tuple[st
     if not all_projects:
         res = resolve_dir(where)
         return [(res.memory_dir, res.transcripts_dir, repo or res.git_root)]
-    from mem.core.paths import projects_dir
+    from mem.core.paths import project_bases
 
-    base = projects_dir()
     out = []
-    try:
-        names = sorted(os.listdir(base))
-    except FileNotFoundError:
-        return []
-    for name in names:
-        memory = os.path.join(base, name, "memory")
-        if os.path.isdir(memory):
-            transcripts = os.path.join(base, name)
-            out.append((memory + os.sep, transcripts, _repo_of(transcripts, name)))
+    for client, memory_base, transcripts_base in project_bases(where.get("layout") or "auto"):
+        try:
+            names = sorted(os.listdir(memory_base))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            memory = os.path.join(memory_base, name, "memory")
+            if os.path.isdir(memory):
+                transcripts = os.path.join(transcripts_base, name, *(("chats",) if client == "qwen" else ()))
+                out.append((memory + os.sep, transcripts, _repo_of(transcripts, name)))
     return out
 
 
