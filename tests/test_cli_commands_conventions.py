@@ -50,6 +50,16 @@ def test_status_events_says_when_it_shows_only_the_last_ones(memdir, run_mem):
     assert len(r.stdout.splitlines()) == 3 and r.stderr == ""
 
 
+def test_forget_says_when_more_match_than_it_offers(memdir, run_mem):
+    for i in range(12):
+        write_memory(memdir, f"zebra{i}.md", name=f"zebra {i}", description=f"zebra crossing number {i}")
+    r = run_mem("forget", "--dry-run", "--offline", "--json", "zebra crossing")
+    assert len(json.loads(r.stdout)["candidates"]) == 10
+    assert "more than 10 memories match" in r.stderr and "--limit 20" in r.stderr, r.stderr
+    r = run_mem("forget", "--dry-run", "--offline", "--json", "--limit", "12", "zebra crossing")
+    assert len(json.loads(r.stdout)["candidates"]) == 12 and "match" not in r.stderr, r.stderr
+
+
 # --- one name per problem kind ---------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from mem.core.errors import ExitCode
 @click.option("--offline", is_flag=True, help="Find candidates with the offline ranker, never a model.")
 @click.option("--model", metavar="NAME", help="The model that finds candidates (default: MEM_MODEL_FORGET, MEM_MODEL, else the newest Sonnet).")
 @click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True, metavar="N",
-              help="Offer at most N candidates.")
+              help="Offer at most N candidates (stderr says when more match).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True, metavar="SECONDS",
               help="Time limit for the model call.")
 @click.option("--keep", type=click.IntRange(min=1), default=20, hidden=True,
@@ -66,6 +66,9 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
         raise NotFoundError(f"no memory matches {text!r}")
     if fmt == "text" or interactive:
         _show(search)
+    if search.more:
+        render.info(f"more than {limit} memories match; only the first {limit} are offered"
+                    + ("" if limit == 50 else f" (--limit {min(50, limit * 2)} offers more)"))
     if interactive:
         picked = _ask(len(search.candidates))
         chosen = [search.candidates[i - 1] for i in picked]
