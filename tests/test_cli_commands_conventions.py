@@ -239,3 +239,11 @@ def test_daily_logs_are_listed_by_scan_as_claude_code_lists_them_and_never_check
     r = run_mem("recall", "which day do deploys go out")
     assert log in json.dumps(fake_api.requests[0]["body"]["messages"])  # the selector is shown the log, as Claude's is
     assert "deploys go out on Tuesdays" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_hooks_install_dry_run_keeps_the_same_rule(run_mem, isolated_env):
+    r = run_mem("hooks", "install", "--dry-run")
+    assert r.returncode == 1 and not (isolated_env / ".claude/settings.json").exists(), r.stderr
+    assert run_mem("hooks", "install").returncode == 0
+    r = run_mem("hooks", "install", "--dry-run")
+    assert (r.returncode, r.stdout) == (0, ""), r.stderr
