@@ -108,10 +108,10 @@ def test_index_check_and_rebuild(run_mem, populated):
     (populated / "MEMORY.md").write_text("- [User role](user_role.md) — backend\n- [Gone](gone.md) — x\n")
     r = run_mem("index", "--check")
     assert r.returncode == 1
-    assert "MEMORY.md:2: dangling-pointer:" in r.stdout and "unindexed" in r.stdout
+    assert "MEMORY.md:2: dangling-pointer:" in r.stdout and "not-indexed" in r.stdout
     before = (populated / "MEMORY.md").read_bytes()
     r = run_mem("index", "--rebuild", "--dry-run")
-    assert r.returncode == 0 and "-- [Gone](gone.md) — x" in r.stdout and "+- [Tests](feedback_tests.md) — real DB in tests" in r.stdout
+    assert r.returncode == 1 and "-- [Gone](gone.md) — x" in r.stdout and "+- [Tests](feedback_tests.md) — real DB in tests" in r.stdout
     assert (populated / "MEMORY.md").read_bytes() == before
     r = run_mem("index", "--rebuild", "--json")
     assert r.returncode == 0

@@ -161,7 +161,7 @@ def test_dry_run_with_the_agent_leaves_the_dir_untouched(run_mem, memdir, fake_a
     fake_api.reply_tool_uses(("edit", {"file_path": "MEMORY.md", "old_string": "- [DB](c.md) — MySQL\n", "new_string": ""}))
     fake_api.reply_text("Deleted c.md.")
     r = run_mem("dream", "--force", "--dry-run", env={"ANTHROPIC_BASE_URL": fake_api.url})
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr  # it would change something
     assert "--- a/c.md" in r.stdout and "-- [DB](c.md) — MySQL" in r.stdout
     assert tree_bytes(memdir) == before
 

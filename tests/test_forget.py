@@ -88,7 +88,7 @@ def events(run_mem) -> list[dict]:
 def test_dry_run_shows_the_diff_and_changes_nothing(run_mem, seeded):
     before = tree(seeded)
     r = run_mem("forget", "--dry-run", "postgres testing")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr
     assert r.stdout.startswith("--- a/MEMORY.md\n+++ b/MEMORY.md\n")
     assert "-- [Testing](feedback-testing.md) — integration tests hit a real Postgres\n" in r.stdout
     assert "--- a/feedback-testing.md\n+++ /dev/null\n" in r.stdout
@@ -186,7 +186,7 @@ def test_logs_and_team_are_never_candidates(run_mem, seeded):
     (seeded / "team").mkdir()
     write_memory(seeded, "team/tabs.md", name="tabs", description="the team prefers tabs")
     r = run_mem("forget", "--dry-run", "--json", "tabs")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr
     assert [c["relpath"] for c in json.loads(r.stdout)["candidates"]] == ["prefs.md"]
 
 
@@ -298,7 +298,7 @@ def test_under_yes_only_confident_picks_go(run_mem, seeded, fake_api):
 def test_model_whole_file_supersedes_its_entries(run_mem, seeded, fake_api):
     fake_api.reply_text('Here you go: {"candidates": [{"file": "prefs.md", "entry": 1}, {"file": "prefs.md"}]}')
     r = run_mem("forget", "--dry-run", "--json", "editor stuff")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr
     data = json.loads(r.stdout)
     assert [(c["relpath"], c["entry_index"]) for c in data["candidates"]] == [("prefs.md", None)]
     assert data["deleted"] == ["prefs.md"]
@@ -320,7 +320,7 @@ def test_model_nonsense_fails_without_changing_anything(run_mem, seeded, fake_ap
 
 def test_offline_flag_skips_the_model(run_mem, seeded, fake_api):
     r = run_mem("forget", "--offline", "--dry-run", "kubernetes")
-    assert r.returncode == 0 and fake_api.requests == []
+    assert r.returncode == 1 and fake_api.requests == []
 
 
 # --- at a terminal ----------------------------------------------------------------------------------

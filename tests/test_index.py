@@ -91,7 +91,7 @@ def test_lint_finds_each_problem(tmp_path):
     problems = lint(raw, str(tmp_path), scan(str(tmp_path)))
     assert sorted((p.code, p.line) for p in problems) == [
         ("dangling-pointer", 3), ("duplicate-pointer", 2), ("duplicate-pointer", 5),
-        ("long-line", 5), ("outside-pointer", 4), ("unindexed", None),
+        ("long-line", 5), ("not-indexed", None), ("outside-pointer", 4),
     ]
 
 

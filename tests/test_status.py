@@ -97,8 +97,8 @@ def test_memories_index_and_problems(memdir, project, run_mem):
         ("scan", "no-frontmatter", "odd.md"),
         ("scan", "not-indexed", "team/oncall.md"),  # team/ has its own index, which is missing
         ("index", "dangling-pointer", "MEMORY.md"),
-        ("index", "unindexed", "feedback_b.md"),
-        ("index", "unindexed", "odd.md"),
+        ("index", "not-indexed", "feedback_b.md"),
+        ("index", "not-indexed", "odd.md"),
     }
     text = run_mem("status", cwd=str(project)).stdout
     assert "memories      5 memories: 1 user, 2 feedback, 1 reference, 1 untyped; 1 in team/; 2 daily logs (latest 2026-03-02)" in text

@@ -70,6 +70,7 @@ def test_dry_run_diffs_both(tmp_path, run_mem):
     write_memory(tmp_path, "mine.md", name="mine", description="private")
     _team_files(tmp_path, ["shared"])
     r = run_mem("index", "--rebuild", "--dry-run", "--dir", str(tmp_path))
+    assert r.returncode == 1  # both would change
     assert "+++ b/MEMORY.md" in r.stdout and "+++ b/team/MEMORY.md" in r.stdout
     assert not (tmp_path / "team/MEMORY.md").exists() and not (tmp_path / "MEMORY.md").exists()
 
@@ -81,7 +82,7 @@ def test_check_and_print_the_team_index(tmp_path, run_mem):
     assert r.returncode == 1
     assert r.stdout.splitlines() == [
         "team/MEMORY.md:2: dangling-pointer: pointer to gone.md, which does not exist",
-        "team/MEMORY.md: unindexed: b.md has no pointer in MEMORY.md",
+        "team/MEMORY.md: not-indexed: b.md has no pointer in MEMORY.md",
     ]
     r = run_mem("index", "--team", "--dir", str(tmp_path))
     assert r.returncode == 0 and r.stdout == "- [A](a.md)\n- [Gone](gone.md)\n"

@@ -15,7 +15,7 @@ from mem.core.errors import ExitCode
 @click.command("dream")
 @click.option("--offline", is_flag=True, help="Mechanical consolidation without a model (what runs when no key is set).")
 @click.option("--model", metavar="MODEL", help="Model for the consolidation agent (default: MEM_MODEL_DREAM, MEM_MODEL, else the newest Sonnet).")
-@click.option("--dry-run", is_flag=True, help="Run the whole job on a scratch copy; print the unified diff; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Run the whole job on a scratch copy; print the unified diff; change nothing; exit 1 if it would change something.")
 @click.option("--force", is_flag=True, help="Skip the time and session gates (not the lock).")
 @click.option("--min-hours", type=float, default=24.0, show_default=True, metavar="H", help="Time gate: hours since the last consolidation.")
 @click.option("--min-sessions", type=int, default=5, show_default=True, metavar="N", help="Session gate: sessions touched since the last consolidation.")
@@ -25,7 +25,7 @@ from mem.core.errors import ExitCode
 @click.option("--undo", is_flag=True, help="Take back the newest operation (same as mem undo).")
 @click.option("--repo", metavar="DIR", type=click.Path(file_okay=False),
               help="Check the memories' claims against this git repository (default: the project's git root).")
-@click.option("--all-projects", is_flag=True, help="Dream every project memory directory under the config home (for cron).")
+@click.option("--all-projects", is_flag=True, help="Dream every project's memory directory, Claude Code's and qwen-code's (--layout narrows; for cron).")
 @click.option("-q", "--quiet", is_flag=True, help="Say nothing on stderr when a gate is closed.")
 @click.option("-v", "--verbose", is_flag=True, help="With --all-projects, report directories where nothing ran too.")
 @memory_dir_options
@@ -87,6 +87,8 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
             continue
         results.append(result)
         _report(result, fmt, quiet, verbose or not all_projects, all_projects)
+        if result.dry_run and result.changes:
+            worst = max(worst, int(ExitCode.WOULD_CHANGE))
     if fmt == "json":
         data = [r.as_dict() for r in results]
         render.out_json(data if all_projects else (data[0] if data else None))
@@ -101,19 +103,19 @@ def _targets(where: dict, all_projects: bool, repo: str | None) -> list[tuple[st
     if not all_projects:
         res = resolve_dir(where)
         return [(res.memory_dir, res.transcripts_dir, repo or res.git_root)]
-    from mem.core.paths import projects_dir
+    from mem.core.paths import project_bases
 
-    base = projects_dir()
     out = []
-    try:
-        names = sorted(os.listdir(base))
-    except FileNotFoundError:
-        return []
-    for name in names:
-        memory = os.path.join(base, name, "memory")
-        if os.path.isdir(memory):
-            transcripts = os.path.join(base, name)
-            out.append((memory + os.sep, transcripts, _repo_of(transcripts, name)))
+    for client, memory_base, transcripts_base in project_bases(where.get("layout") or "auto"):
+        try:
+            names = sorted(os.listdir(memory_base))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            memory = os.path.join(memory_base, name, "memory")
+            if os.path.isdir(memory):
+                transcripts = os.path.join(transcripts_base, name, *(("chats",) if client == "qwen" else ()))
+                out.append((memory + os.sep, transcripts, _repo_of(transcripts, name)))
     return out
 
 
@@ -189,4 +191,4 @@ def _report(result, fmt: str, quiet: bool, chatty: bool, many: bool) -> None:
     for line in result.lint if chatty and not quiet else []:
         render.warn(f"{prefix}{line}")
     if not result.changes and not quiet and chatty:
-        render.info(f"{prefix}nothing to change")
+        render.info(f"{prefix}nothing {'would change' if result.dry_run else 'to change'}")

@@ -9,17 +9,18 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
+from mem.core.errors import ExitCode
 
 
 @click.command("forget")
 @click.argument("query", nargs=-1, required=True)
 @click.option("-y", "--yes", is_flag=True,
               help="Forget without asking (for scripts): every candidate, or only those a model is confident of.")
-@click.option("--dry-run", is_flag=True, help="Print the unified diff of forgetting every candidate; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the unified diff of forgetting every candidate; change nothing; exit 1 if it would change something.")
 @click.option("--offline", is_flag=True, help="Find candidates with the offline ranker, never a model.")
 @click.option("--model", metavar="NAME", help="The model that finds candidates (default: MEM_MODEL_FORGET, MEM_MODEL, else the newest Sonnet).")
 @click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True, metavar="N",
-              help="Offer at most N candidates.")
+              help="Offer at most N candidates (stderr says when more match).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True, metavar="SECONDS",
               help="Time limit for the model call.")
 @click.option("--keep", type=click.IntRange(min=1), default=20, hidden=True,
@@ -59,9 +60,15 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
         render.warn(f"the model named {name}, which is not a memory here; ignored")
     if not search.candidates:
         _output(forget.ForgetResult(memory.root, search, []), fmt)
+        if dry_run:  # nothing would change: exit 0, as diff(1) does for equal files
+            render.info(f"no memory matches {text!r}: nothing would be forgotten")
+            return
         raise NotFoundError(f"no memory matches {text!r}")
     if fmt == "text" or interactive:
         _show(search)
+    if search.more:
+        render.info(f"more than {limit} memories match; only the first {limit} are offered"
+                    + ("" if limit == 50 else f" (--limit {min(50, limit * 2)} offers more)"))
     if interactive:
         picked = _ask(len(search.candidates))
         chosen = [search.candidates[i - 1] for i in picked]
@@ -79,7 +86,7 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
     result = forget.apply(memory, search, chosen, dry_run=dry_run)
     _output(result, fmt)
     if dry_run:
-        return
+        raise click.exceptions.Exit(ExitCode.WOULD_CHANGE)
     n = len(chosen)
     render.info(f"forgot {n} {'memory' if n == 1 else 'memories'}; `mem undo` brings "
                 f"{'it' if n == 1 else 'them'} back (operation {(result.snapshot or '')[:12]})")

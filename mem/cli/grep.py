@@ -63,7 +63,7 @@ def _count(value: str | None, name: str) -> int | None:
               help="Only memories modified, or transcript messages sent, since WHEN: 2026-03-01, an ISO time, or an age like 7d, 24h, 30m.")
 @click.option("--transcripts", is_flag=True,
               help="Search the project's transcripts (decoded message text) instead of its memories.")
-@click.option("--all-projects", is_flag=True, help="Search every project's memories (or, with --transcripts, transcripts).")
+@click.option("--all-projects", is_flag=True, help="Search every project's memories (or, with --transcripts, transcripts): Claude Code's and qwen-code's; --layout keeps one.")
 @click.option("--role", "roles", multiple=True, type=click.Choice(["user", "assistant", "tool"]),
               help="Transcripts: only messages from the user, the assistant, or tool results (repeat for several).")
 @click.option("--json", "as_json", is_flag=True,
@@ -92,7 +92,6 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
       mem grep --transcripts --json -w deploy | jq -c 'select(.type=="match") | .data.uuid'
     """
     from mem.core import grep as core
-    from mem.core import paths
 
     args = list(args)
     if not patterns:
@@ -142,26 +141,23 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
         many = True
         res = resolve_dir(where, reading=not (all_projects or transcripts))
         if all_projects:
-            if res.layout == "qwen":
-                root = os.path.join(paths.qwen_home(paths.home_dir()), "projects")
-            elif transcripts:
-                root = paths.projects_dir()
-            else:
-                root = os.path.join(paths.memory_base(), "projects")
-            under = ("chats" if res.layout == "qwen" else None) if transcripts else "memory"
-            kind = "transcript" if transcripts else "memory"
+            targets = _all_projects_targets(where.get("layout") or "auto", transcripts)
+            if not targets:
+                render.info("nothing to search in any project (Claude Code or qwen-code)")
+                ctx.exit(ExitCode.NOT_FOUND)
         elif transcripts:
-            root, under, kind = res.transcripts_dir, None, "transcript"
+            root, kind = res.transcripts_dir, "transcript"
         else:
-            root, under, kind = res.memory_dir, None, "memory"
-        what = "transcripts" if transcripts else "memory directory"
-        if not root or not os.path.isdir(root):
-            render.info(f"no {what} at {root}")
-            ctx.exit(ExitCode.NOT_FOUND)
-        targets = core.dir_targets(root, kind, under=under)
-        if not targets:
-            render.info(f"nothing to search in {root}")
-            ctx.exit(ExitCode.NOT_FOUND)
+            root, kind = res.memory_dir, "memory"
+        if not all_projects:
+            what = "transcripts" if transcripts else "memory directory"
+            if not root or not os.path.isdir(root):
+                render.info(f"no {what} at {root}")
+                ctx.exit(ExitCode.NOT_FOUND)
+            targets = core.dir_targets(root, kind)
+            if not targets:
+                render.info(f"nothing to search in {root}")
+                ctx.exit(ExitCode.NOT_FOUND)
     show_names = {"with": True, "without": False}.get(filename or "", many)
 
     use_color = color == "always" or (color == "auto" and render.use_color(sys.stdout))
@@ -219,6 +215,28 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
     if errors:
         ctx.exit(ExitCode.USAGE)
     ctx.exit(ExitCode.OK if any_selected else ExitCode.NOT_FOUND)
+
+
+def _all_projects_targets(layout: str, transcripts: bool) -> list:
+    """Every project's memories (or transcripts), Claude Code's and qwen-code's (``layout`` keeps one).
+
+    Names are relative to the projects folder; when both clients have projects, the folder leads them.
+    """
+    from mem.core import grep as core
+    from mem.core.paths import project_bases
+
+    found = []
+    for client, memory_base, transcripts_base in project_bases(layout):
+        base = transcripts_base if transcripts else memory_base
+        if os.path.isdir(base):
+            under = ("chats" if client == "qwen" else None) if transcripts else "memory"
+            found.append((base, core.dir_targets(base, "transcript" if transcripts else "memory", under=under)))
+    found = [(base, targets) for base, targets in found if targets]
+    if len(found) < 2:
+        return [t for _, targets in found for t in targets]
+    from dataclasses import replace
+
+    return [replace(t, display=os.path.join(base, t.display)) for base, targets in found for t in targets]
 
 
 class _Output:

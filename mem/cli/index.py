@@ -17,7 +17,7 @@ from mem.core.errors import ExitCode, NotFoundError, UsageError
 @click.option("--print", "mode", flag_value="print", help="Print MEMORY.md exactly as an agent is given it (the default).")
 @click.option("--check", "mode", flag_value="check", help="Lint the index; exit 1 on problems.")
 @click.option("--rebuild", "mode", flag_value="rebuild", help="Drop stale pointers, add missing ones, keep the rest.")
-@click.option("--dry-run", is_flag=True, help="With --rebuild: print a unified diff, write nothing.")
+@click.option("--dry-run", is_flag=True, help="With --rebuild: print a unified diff, write nothing; exit 1 if it would change something.")
 @click.option("--team", is_flag=True,
               help="Work on team/MEMORY.md, the synced team index (--rebuild keeps its pointers sorted by path).")
 @click.argument("file", required=False, metavar="[FILE]")
@@ -96,6 +96,8 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
             result["team"] = _rebuild(memory, True, dry_run, fmt)
     if fmt != "text":
         render.out_record(result, fmt)
+    if dry_run and (result["changed"] or result.get("team", {}).get("changed")):
+        ctx.exit(ExitCode.WOULD_CHANGE)
 
 
 def _rebuild(memory, team: bool, dry_run: bool, fmt: str) -> dict:

@@ -126,18 +126,25 @@ def show_cmd(session_id, project, file_) -> None:
 def status_cmd(session_id, project, file_, transcript, fmt) -> None:
     """Report the token estimate and whether an update is due.
 
+    The transcript is --transcript, else the session's own in the
+    project's transcripts directory (<config home>/projects/<project>/ID.jsonl).
+
     Tokens: the transcript's last API usage plus chars/4 of what follows.
     Notes start at 10,000 tokens; an update is due after 5,000 more tokens
     and either 3 tool calls or a turn that ended without one.
 
     \b
     Example:
-      mem session status --transcript "$T" --json | jq .due
+      mem session status --session "$ID" --json | jq .due
     """
     from mem.core import session
 
     if transcript is None:
-        raise UsageError("mem session status needs --transcript PATH")
+        if not session_id:
+            raise UsageError("which session? give --session ID or --transcript PATH (or set CLAUDE_CODE_SESSION_ID)")
+        transcript = session.transcript_path(session_id, project)
+        if not os.path.isfile(transcript):
+            raise NotFoundError(f"no transcript for session {session_id} at {transcript}; give --transcript PATH")
     t = _read_transcript(transcript)
     sid, path = _where(session_id, project, file_, t, transcript)
     st = session.status(sid, path, t)

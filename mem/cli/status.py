@@ -16,13 +16,14 @@ LABEL = 14  # width of the label column
               help="Show the event log instead: one line per command that changed the memory directory.")
 @click.option("-n", "--limit", type=click.IntRange(min=0), default=None, metavar="N",
               help="With --events: the last N events (default 20; 0 for all).")
+@click.option("--all", "all_", is_flag=True, help="With --events: every event (same as -n 0).")
 @click.option("--min-hours", type=float, default=24.0, show_default=True, metavar="H",
               help="The dream time gate to judge against (as given to mem dream).")
 @click.option("--min-sessions", type=int, default=5, show_default=True, metavar="N",
               help="The dream session gate to judge against (as given to mem dream).")
 @memory_dir_options
 @format_options
-def status_cmd(show_events: bool, limit: int | None, min_hours: float, min_sessions: int, where: dict, fmt: str) -> None:
+def status_cmd(show_events: bool, limit: int | None, all_: bool, min_hours: float, min_sessions: int, where: dict, fmt: str) -> None:
     """Show memories by type, index size, last extraction and dream, what is due, and problems.
 
     Read-only and quick: no model is called and transcripts are only stat'ed.
@@ -36,11 +37,13 @@ def status_cmd(show_events: bool, limit: int | None, min_hours: float, min_sessi
       mem status --json | jq .dream.due
       mem status --events -n 5
     """
-    if limit is not None and not show_events:
-        raise UsageError("-n/--limit goes with --events")
+    if (limit is not None or all_) and not show_events:
+        raise UsageError("-n/--limit and --all go with --events")
+    if all_ and limit is not None:
+        raise UsageError("--all and -n/--limit: give one")
     res = resolve_dir(where, reading=True)
     if show_events:
-        _events(res.memory_dir, 20 if limit is None else limit, fmt)
+        _events(res.memory_dir, 0 if all_ else 20 if limit is None else limit, fmt)
         return
     from mem.core import status as st
 
@@ -54,7 +57,10 @@ def status_cmd(show_events: bool, limit: int | None, min_hours: float, min_sessi
 def _events(memory_dir: str, limit: int, fmt: str) -> None:
     from mem.core.memdir import events
 
-    rows = events.read_events(memory_dir, limit=limit or None)
+    rows = events.read_events(memory_dir, limit=limit + 1 if limit else None)
+    if limit and len(rows) > limit:
+        rows = rows[1:]
+        render.info(f"the last {limit} events shown; --all shows every one")
     render.out_rows(rows, fmt, event_line)
     if not rows and fmt == "text":
         render.info(f"no events for {memory_dir} in {events.events_path()}")

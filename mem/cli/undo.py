@@ -6,12 +6,13 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
+from mem.core.errors import ExitCode
 
 
 @click.command("undo")
 @click.argument("operation", required=False, metavar="[ID]")
 @click.option("--force", is_flag=True, help="Put the earlier versions back even over files that changed since.")
-@click.option("--dry-run", is_flag=True, help="Print the unified diff of what undo would change; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the unified diff of what undo would change; change nothing; exit 1 if it would change something.")
 @memory_dir_options
 @format_options
 def undo_cmd(operation: str | None, force: bool, dry_run: bool, where: dict, fmt: str) -> None:
@@ -43,6 +44,8 @@ def report(result, verb: str, dry_run: bool, fmt: str) -> None:
     for conflict in result.conflicts:
         render.warn(f"overwrote {conflict}")
     if dry_run:
+        if result.diff:  # it would change something: exit 1, as diff(1) does
+            raise click.exceptions.Exit(ExitCode.WOULD_CHANGE)
         return
     op = result.operation
     what = f"{result.taken_back.id[:12]} ({result.taken_back.command})" if result.taken_back else ""

@@ -15,6 +15,8 @@ class ExitCode(IntEnum):
     #: nothing found, a check failed, or a gate said no
     NOT_FOUND = 1
     CHECK_FAILED = 1
+    #: --dry-run found something it would change (as diff(1) exits 1 when files differ)
+    WOULD_CHANGE = 1
     #: usage error (click's own code)
     USAGE = 2
     #: configuration missing: no API key or model when one is required

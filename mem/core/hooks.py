@@ -137,6 +137,9 @@ def read_payload(stream: TextIO | None = None, **kwargs: Any) -> HookPayload:
     import sys
 
     stream = sys.stdin if stream is None else stream
+    if stream.isatty():  # run by hand at a terminal, where a client would pipe the payload in
+        sys.stderr.write("mem: --hook reads the hook's JSON payload on stdin, as the client sends it: "
+                         "paste one and press Ctrl-D (Ctrl-C to quit)\n")
     buffer = getattr(stream, "buffer", None)
     data = buffer.read(MAX_PAYLOAD_BYTES + 1) if buffer is not None else stream.read(MAX_PAYLOAD_BYTES + 1)
     payload = parse_payload(data, **kwargs)

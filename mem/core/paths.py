@@ -219,6 +219,21 @@ def qwen_home(home: str) -> str:
     return _join(home, ".qwen")
 
 
+def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """(client, folder of project folders with memory/, folder of their transcripts) for every layout.
+
+    Claude Code's and qwen-code's, in that order (what --all-projects visits); ``layout``
+    "claude" or "qwen" keeps one. A qwen-code project keeps its transcripts in ``chats/``.
+
+    Example: [c for c, _, _ in project_bases("qwen", {"HOME": "/h"})] == ["qwen"]
+    """
+    if layout not in LAYOUTS:
+        raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
+    qwen = _join(qwen_home(home_dir(env)), "projects")
+    bases = [("claude", _join(memory_base(env), "projects"), projects_dir(env)), ("qwen", qwen, qwen)]
+    return [b for b in bases if layout in ("auto", b[0])]
+
+
 # ---------------------------------------------------------------------------------------------
 # Overrides
 

@@ -58,16 +58,6 @@ class ProjectFolder:
         }
 
 
-def _bases(env=None) -> list[tuple[str, str, str]]:
-    """(client, folder of memory dirs, folder of transcripts) for each client's projects dir."""
-    home = paths.home_dir(env)
-    qwen = os.path.join(paths.qwen_home(home), "projects")
-    return [
-        ("claude", os.path.join(paths.memory_base(env), "projects"), paths.projects_dir(env)),
-        ("qwen", qwen, qwen),
-    ]
-
-
 def _transcripts_of(client: str, folder: str) -> list[str]:
     directory = os.path.join(folder, "chats") if client == "qwen" else folder
     try:
@@ -154,7 +144,7 @@ def project_folders(env=None) -> list[ProjectFolder]:
     """Every project folder of Claude Code and qwen-code with a memory directory or transcripts."""
     out = []
     seen = set()
-    for client, memory_base, transcripts_base in _bases(env):
+    for client, memory_base, transcripts_base in paths.project_bases(env=env):
         names = set()
         for base in {memory_base, transcripts_base}:
             try:
@@ -267,7 +257,7 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
     new_key = paths.find_canonical_git_root(new) or new
     plan = Relocation(old, new)
     home = paths.home_dir(env)
-    for client, memory_base, transcripts_base in _bases(env):
+    for client, memory_base, transcripts_base in paths.project_bases(env=env):
         old_memory = os.path.join(paths.find_project_dir(memory_base, old), MEMORY_SUBDIR)
         old_folder = paths.find_project_dir(transcripts_base, old)
         if client == "claude":

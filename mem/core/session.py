@@ -69,10 +69,19 @@ def check_session_id(session_id: str) -> str:
 
 
 def notes_path(session_id: str, project: str | None = None, env=None) -> str:
+    return os.path.join(_session_base(session_id, project, env), "session-memory", "summary.md")
+
+
+def transcript_path(session_id: str, project: str | None = None, env=None) -> str:
+    """Where Claude Code writes the session's transcript: next to its directory, ``<id>.jsonl``."""
+    return _session_base(session_id, project, env) + ".jsonl"
+
+
+def _session_base(session_id: str, project: str | None, env) -> str:
     from mem.core.paths import claude_transcripts_dir, project_root
 
     root = project_root(project or os.getcwd())
-    return os.path.join(claude_transcripts_dir(root, env=env), check_session_id(session_id), "session-memory", "summary.md")
+    return os.path.join(claude_transcripts_dir(root, env=env), check_session_id(session_id))
 
 
 def config_dir(env=None) -> str:

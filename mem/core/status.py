@@ -352,13 +352,14 @@ def _last_event(root: str, env) -> dict | None:
 
 def _problems(root: str, raw_index: str | None, headers) -> list[Problem]:
     from mem.core.memdir import index as idx
+    from mem.core.memdir.problems import NOT_INDEXED
 
     problems: list[Problem] = []
     idx.check_headers(root, headers)
     for h in sorted(headers, key=lambda h: h.relpath):
         for w in h.warnings:
             # The index lint below reports the top-level index's missing pointers once.
-            if w.code == "not-indexed" and not h.relpath.startswith(TEAM_PREFIX):
+            if w.code == NOT_INDEXED and not h.relpath.startswith(TEAM_PREFIX):
                 continue
             problems.append(Problem("scan", w.code, w.message, h.relpath))
     for p in idx.lint(raw_index, root, headers):

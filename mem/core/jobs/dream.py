@@ -231,7 +231,7 @@ def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, p
         heal_index(store, result, progress)
         problems = _problems(root, before)
         if problems:
-            progress(f"validate: {len(problems)} problem(s); asking the agent to fix them")
+            progress(f"validate: {plural(len(problems), 'problem')}; asking the agent to fix them")
             again(problems)
             heal_index(store, result, progress)
             problems = _problems(root, before)
@@ -240,7 +240,7 @@ def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, p
         problems = _problems(root, before)
     result.findings += check(root, today) + stale_claims(root, repo, today, progress)
     if result.mode == "mechanical" and result.findings:
-        result.summary += f"; {len(result.findings)} finding(s)"
+        result.summary += f"; {plural(len(result.findings), 'finding')}"
     result.near_duplicates = [{"a": f.files[0], "b": f.files[1], "similarity": f.similarity}
                               for f in result.findings if f.kind == "near-duplicate"]
     if problems:
@@ -285,6 +285,7 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> N
     from mem.core.jobs.dream_checks import normalise
 
     store = MemoryDir(root)
+    index_before = _read_bytes(store.index_path)
     progress("orient: scanning topic files")
     groups: dict[tuple, list] = {}
     for m in _memories(root):
@@ -328,9 +329,18 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> N
     result.lint = [f"{INDEX_NAME}{':' + str(p.line) if p.line else ''}: {p.code}: {p.message}"
                    for p in idx.lint(rebuilt, root, remaining)]
     result.lint += [f"{h.relpath}: {w.code}: {w.message}" for h in remaining for w in h.warnings]
-    n = len(result.duplicates)
-    result.summary = (f"merged {sum(len(g) - 1 for g in result.duplicates)} exact duplicate file(s) in {n} group(s); "
-                      "index repaired")
+    merged = sum(len(g) - 1 for g in result.duplicates)
+    would = "would " if result.dry_run else ""
+    index_changed = _read_bytes(store.index_path) != index_before
+    result.summary = (f"{would}{'merge' if would else 'merged'} {plural(merged, 'exact duplicate file')}"
+                      f" in {plural(len(result.duplicates), 'group')}; "
+                      + (f"{would}{'repair' if would else 'repaired'} {INDEX_NAME}" if index_changed
+                         else f"{INDEX_NAME} needs no repair"))
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``: a count and its noun (an English plural in -s)."""
+    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 NOTES_DESCRIPTION = "Notes written by hand in the memory index, moved here by mem dream to keep the index within its limits"
@@ -364,12 +374,12 @@ def heal_index(store, result: DreamResult, progress: Progress = _quiet) -> str |
         if fitted.prose:
             _keep_notes(store, fitted.prose)
             result.findings.append(Finding("prose-moved", [INDEX_NAME, INDEX_NOTES],
-                                           [f"{len(fitted.prose)} hand-written line(s) moved out of the index",
+                                           [f"{plural(len(fitted.prose), 'hand-written line')} moved out of the index",
                                             *fitted.prose[:2]], fixed=True))
         result.findings = [f for f in result.findings if f.kind != "unreachable"]  # this repair says it anew
         if fitted.unreachable:
             result.findings.append(Finding("unreachable", fitted.unreachable,
-                                           [f"{len(fitted.unreachable)} topic file(s) do not fit in what an agent "
+                                           [f"{plural(len(fitted.unreachable), 'topic file')} not fitting in what an agent "
                                             "is given of the index"]))
         final[0] = fitted.text
         return final[0]

@@ -147,7 +147,9 @@ def consolidate(result, root: str, transcripts_dir: str | None, model: str | Non
         result.summary = (outcome.text or "").strip() or result.summary
         _keep_older_dates(toolbox)
         if outcome.error:
-            raise job.failure(outcome, f"the consolidation agent failed after {result.turns} turn(s)")
+            from mem.core.jobs.dream import plural
+
+            raise job.failure(outcome, f"the consolidation agent failed after {plural(result.turns, 'turn')}")
 
     def again(problems: list[str]) -> None:
         note = {"type": "text", "text": FIX.format(problems="\n".join(f"- {p}" for p in problems))}

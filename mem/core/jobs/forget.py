@@ -223,6 +223,11 @@ class Search:
     rejected: list[str] = field(default_factory=list)  # what a model named that is not in the manifest
     tokens: dict | None = None
     model: str | None = None
+    more: bool = False  # more matched than the limit let through
+
+    def cap(self, limit: int) -> None:
+        self.more = self.more or len(self.candidates) > limit
+        del self.candidates[limit:]
 
 
 def _topic_headers(memory: MemoryDir) -> list:
@@ -300,9 +305,9 @@ def find_offline(memory: MemoryDir, query: str, *, limit: int = DEFAULT_LIMIT) -
                 search.candidates.append(Candidate(h.relpath, h.description, h.type, e, len(found), hit.score))
         else:
             search.candidates.append(Candidate(h.relpath, h.description, h.type, None, len(found), hit.score))
-        if len(search.candidates) >= limit:
+        if len(search.candidates) > limit:
             break
-    search.candidates = search.candidates[:limit]
+    search.cap(limit)
     return search
 
 
@@ -536,7 +541,7 @@ def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, 
             search.candidates = [c for c in search.candidates if c.relpath != cand.relpath]
         seen.add(cand.key)
         search.candidates.append(cand)
-    search.candidates = search.candidates[:limit]
+    search.cap(limit)
     return search
 
 

@@ -17,6 +17,7 @@ from mem.core.memdir.frontmatter import FRONTMATTER_RE, js_trim, strip_frontmatt
 from mem.core.memdir import manifest
 from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, index_of, is_index, is_team
 from mem.core.memdir.manifest import MemoryHeader, Problem
+from mem.core.memdir.problems import NOT_INDEXED
 from mem.core.jscompat import cut16, len16
 
 MAX_ENTRYPOINT_LINES = 200
@@ -246,7 +247,7 @@ def lint(raw: str | None, root: str, headers: list[MemoryHeader]) -> list[IndexP
             problems.append(IndexProblem("dangling-pointer", f"pointer to {p.relpath}, which does not exist", p.lineno, p.relpath))
     for h in topics:
         if h.relpath not in seen:
-            problems.append(IndexProblem("unindexed", f"{h.relpath} has no pointer in {INDEX_NAME}", None, h.relpath))
+            problems.append(IndexProblem(NOT_INDEXED, f"{h.relpath} has no pointer in {INDEX_NAME}", None, h.relpath))
     return problems
 
 
@@ -367,9 +368,9 @@ def check_headers(root: str, headers: list[MemoryHeader]) -> None:
             where, rel = owner
             pointers = pointers_of(where)
             if pointers is None:
-                h.warnings.append(Problem("not-indexed", f"no pointer to it: {where} does not exist"))
+                h.warnings.append(Problem(NOT_INDEXED, f"no pointer to it: {where} does not exist"))
             elif rel not in pointers:
-                h.warnings.append(Problem("not-indexed", f"no pointer to it in {where}"))
+                h.warnings.append(Problem(NOT_INDEXED, f"no pointer to it in {where}"))
         try:
             text = read_text(h.path, errors="replace")
         except OSError as exc:
