@@ -236,7 +236,7 @@ def test_daily_logs_are_listed_by_scan_as_claude_code_lists_them_and_never_check
     assert r.returncode == 0 and "logs/" not in r.stdout, (r.stdout, r.stderr)
     log = next(rel for rel in rels if rel.startswith("logs/"))
     fake_api.reply_text(json.dumps({"selected_memories": [log]}))
-    r = run_mem("recall", "which day do deploys go out")
+    r = run_mem("recall", "--always-ask", "which day do deploys go out")
     assert log in json.dumps(fake_api.requests[0]["body"]["messages"])  # the selector is shown the log, as Claude's is
     assert "deploys go out on Tuesdays" in r.stdout, (r.stdout, r.stderr)
 
