@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES
+from mem.core.memdir.store import MemoryDir
 from mem.cli import cli
 from mem.core import evaluate, recall
 from mem.core.paths import claude_transcripts_dir
@@ -140,7 +141,7 @@ def _recorded_session(memdir: Path, tmp_path: Path) -> Path:
     read["message"]["content"][0].update(name="Read", input={"file_path": str(memdir / "user-prefers-tabs.md")})
     lines += [user("should this Go file use tabs or spaces for indentation?"), read]
     lines.append(user("which indentation do I prefer in Python files?"))
-    context = recall.recall(str(memdir), "which indentation do I prefer: tabs", offline=True, force=True).context()
+    context = recall.recall(MemoryDir(memdir), "which indentation do I prefer: tabs", offline=True, force=True).context()
     assert "user-prefers-tabs.md" in context
     lines.append({**shown, "uuid": "h-shown", "attachment": {**shown["attachment"], "content": [context]}})
     lines.append(user("thanks, that is all"))  # nothing read or shown after it: no case

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, write_memory
+from mem.core.memdir.store import MemoryDir
 from mem.core import paths, prompt
 from mem.core.jscompat import len16
 
@@ -115,9 +116,9 @@ def test_instructions_leave_room_for_the_index_under_the_hook_limit(text):
 def test_team_memory_is_explained_only_when_there_is_one(tmp_path):
     d = tmp_path / "m"
     (d / "team").mkdir(parents=True)
-    t = prompt.build(str(d), "full").text
+    t = prompt.build(MemoryDir(d), "full").text
     assert f"`{d}/team/`" in t and "never one about the user personally" in t
-    assert "shared with the whole team" not in prompt.build(str(tmp_path / "none"), "full").text
+    assert "shared with the whole team" not in prompt.build(MemoryDir(tmp_path / "none"), "full").text
 
 
 # --- renderings -------------------------------------------------------------------
@@ -297,9 +298,9 @@ def test_team_index_is_wrapped_as_shared_even_when_cut(memdir):
     (memdir / "MEMORY.md").write_text("- [Mine](mine.md) — private\n")
     (memdir / "team").mkdir()
     (memdir / "team" / "MEMORY.md").write_text("".join(f"- [Team {i}](t{i}.md) — shared fact number {i}\n" for i in range(400)))
-    p = prompt.build(str(memdir), "full")
+    p = prompt.build(MemoryDir(memdir), "full")
     assert '## team/MEMORY.md (shared with your team)\n\n<team-memory-content source="shared">\n- [Team 0](t0.md)' in p.text
     assert p.text.rstrip().endswith("</team-memory-content>")
-    cut = prompt.build(str(memdir), "full", max_chars=6000)
+    cut = prompt.build(MemoryDir(memdir), "full", max_chars=6000)
     assert cut.shortened and len(cut.text) <= 6000
     assert "</team-memory-content>\n\n> Only part of this index fits here." in cut.text

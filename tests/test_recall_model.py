@@ -8,6 +8,7 @@ import time
 import pytest
 
 from conftest import write_memory
+from mem.core.memdir.store import MemoryDir
 from mem.core.jobs import llm
 from mem.core import recall
 from mem.core.memdir import manifest
@@ -26,9 +27,9 @@ def memories(memdir):
 QUERY = "the staging deploy failed on a migration timeout"
 
 
-def ask(*args, **kw):
+def ask(memory_dir, *args, **kw):
     """Recall that asks the model whatever the ranker thinks (the routing has its own tests)."""
-    return recall.recall(*args, always_ask=True, **kw)
+    return recall.recall(MemoryDir(memory_dir), *args, always_ask=True, **kw)
 
 
 def test_a_good_selection(memories, fake_api):
@@ -127,7 +128,7 @@ def test_no_credentials_means_offline(memories, monkeypatch):
 
 
 def test_offline_never_calls_the_model(memories, fake_api):
-    r = recall.recall(str(memories), QUERY, offline=True)
+    r = recall.recall(MemoryDir(memories), QUERY, offline=True)
     assert r.strategy == "offline" and r.fallback_reason is None
     assert fake_api.requests == []
 

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import FIXTURES, write_memory
+from mem.core.memdir.store import MemoryDir
 from mem.core import recall
 from mem.core.jobs import llm, messages_lite
 
@@ -155,22 +156,22 @@ def test_routes_are_named_in_one_place():
 
 def test_a_sure_ranker_answers_without_the_model(bench_memories, fake_api):
     query = _labelled(bench_memories, sure=True)
-    offline = recall.recall(str(bench_memories), query, offline=True)
-    r = recall.recall(str(bench_memories), query)
+    offline = recall.recall(MemoryDir(bench_memories), query, offline=True)
+    r = recall.recall(MemoryDir(bench_memories), query)
     assert fake_api.requests == []
     assert (r.route, r.strategy, r.fallback_reason) == ("offline-confident", "offline", None)
     assert [s.relpath for s in r.selected] == [s.relpath for s in offline.selected]
 
 
 def test_an_unrelated_prompt_asks_no_model(bench_memories, fake_api):
-    r = recall.recall(str(bench_memories), "what is the capital of Australia?")
+    r = recall.recall(MemoryDir(bench_memories), "what is the capital of Australia?")
     assert (r.route, r.selected, fake_api.requests) == ("offline-confident", [], [])
 
 
 def test_an_unsure_ranker_lets_the_model_decide(bench_memories, fake_api):
     query = _labelled(bench_memories, sure=False)
     fake_api.reply_text('{"selected_memories": ["user_role.md"]}')
-    r = recall.recall(str(bench_memories), query)
+    r = recall.recall(MemoryDir(bench_memories), query)
     assert len(fake_api.requests) == 1
     assert (r.route, r.strategy) == ("model", "model")
     assert [s.relpath for s in r.selected] == ["user_role.md"]
@@ -178,10 +179,10 @@ def test_an_unsure_ranker_lets_the_model_decide(bench_memories, fake_api):
 
 def test_a_late_model_leaves_the_rankers_pick(bench_memories, fake_api):
     query = _labelled(bench_memories, sure=False)
-    offline = recall.recall(str(bench_memories), query, offline=True)
+    offline = recall.recall(MemoryDir(bench_memories), query, offline=True)
     fake_api.reply_text('{"selected_memories": ["user_role.md"]}', delay=8)
     started = time.monotonic()
-    r = recall.recall(str(bench_memories), query, deadline=started + 0.5)
+    r = recall.recall(MemoryDir(bench_memories), query, deadline=started + 0.5)
     assert time.monotonic() - started < 4
     assert (r.route, r.strategy, r.fallback_reason) == ("deadline-fallback", "offline", "timeout")
     assert [s.relpath for s in r.selected] == [s.relpath for s in offline.selected]
@@ -189,25 +190,25 @@ def test_a_late_model_leaves_the_rankers_pick(bench_memories, fake_api):
 
 def test_a_failing_model_is_its_own_route(bench_memories, fake_api):
     fake_api.reply_status(529)
-    r = recall.recall(str(bench_memories), _labelled(bench_memories, sure=False))
+    r = recall.recall(MemoryDir(bench_memories), _labelled(bench_memories, sure=False))
     assert (r.route, r.fallback_reason) == ("model-failed", "overloaded")
 
 
 def test_routes_without_a_choice(memdir, fake_api, monkeypatch):
     assert {"no-candidates", "offline", "offline-confident", "model", "deadline-fallback", "model-failed"} == set(
         recall.ROUTES)  # the values this file sees, and the man page lists
-    assert recall.recall(str(memdir), "how do we deploy").route == "no-candidates"
+    assert recall.recall(MemoryDir(memdir), "how do we deploy").route == "no-candidates"
     write_memory(memdir, "a.md", name="a", description="deploys go through the staging cluster")
-    assert recall.recall(str(memdir), "how do we deploy", offline=True).route == "offline"
+    assert recall.recall(MemoryDir(memdir), "how do we deploy", offline=True).route == "offline"
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    assert recall.recall(str(memdir), "how do we deploy").route == "offline"
-    assert recall.recall(str(memdir), "").route is None  # skipped before choosing
+    assert recall.recall(MemoryDir(memdir), "how do we deploy").route == "offline"
+    assert recall.recall(MemoryDir(memdir), "").route is None  # skipped before choosing
     assert fake_api.requests == []
 
 
 def test_the_hook_says_which_way_it_went_and_keeps_its_deadline(bench_memories, fake_api, run_mem, tmp_path):
     query = _labelled(bench_memories, sure=False)
-    offline = recall.recall(str(bench_memories), query, offline=True)
+    offline = recall.recall(MemoryDir(bench_memories), query, offline=True)
     fake_api.reply_text('{"selected_memories": ["user_role.md"]}', delay=10)
     hook = json.dumps({"session_id": "s1", "transcript_path": str(tmp_path / "none.jsonl"), "cwd": str(tmp_path),
                        "hook_event_name": "UserPromptSubmit", "prompt": query})

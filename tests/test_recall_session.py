@@ -8,6 +8,7 @@ import subprocess
 import threading
 
 from conftest import write_memory
+from mem.core.memdir.store import MemoryDir
 from mem.core import recall
 from mem.core.memdir.state import state_dir
 
@@ -19,20 +20,20 @@ def _state_files(memdir):
 
 def test_a_memory_is_surfaced_once_per_session(memdir):
     write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
-    first = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    first = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
     assert [s.relpath for s in first.selected] == ["a.md"]
-    again = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    again = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
     assert again.selected == [] and again.skipped == "all_surfaced"
-    other = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s2")
+    other = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s2")
     assert [s.relpath for s in other.selected] == ["a.md"]
-    no_session = recall.recall(str(memdir), "staging deploy timeouts", offline=True)
+    no_session = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True)
     assert [s.relpath for s in no_session.selected] == ["a.md"]
 
 
 def test_state_lives_in_the_state_dir_not_the_memory_dir(memdir):
     write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
     before = sorted(os.listdir(memdir))
-    recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
     assert sorted(os.listdir(memdir)) == before
     assert _state_files(memdir) == ["s1.json"]
     data = json.loads(open(recall.session_file(str(memdir), "s1"), encoding="utf-8").read())
@@ -49,7 +50,7 @@ def test_sixty_kib_then_nothing(memdir):
                      body=body)
     total = 0
     for i in range(20):
-        r = recall.recall(str(memdir), f"how do the zork{i} quux{i} procedures work", offline=True, session_id="big")
+        r = recall.recall(MemoryDir(memdir), f"how do the zork{i} quux{i} procedures work", offline=True, session_id="big")
         if r.skipped:
             break
         assert [s.relpath for s in r.selected] == [f"n{i:02d}.md"]
@@ -66,20 +67,20 @@ def test_the_budget_counts_utf16_units(memdir, monkeypatch):
     monkeypatch.setattr(recall, "MAX_SESSION_BYTES", 100)
     write_memory(memdir, "e.md", name="staging-deploy-emoji", description="staging deploy emoji", body="😀" * 40 + "\n")
     write_memory(memdir, "f.md", name="other", description="staging deploy emoji notes", body="x\n")
-    r = recall.recall(str(memdir), "staging deploy emoji", offline=True, session_id="u", limit=1)
+    r = recall.recall(MemoryDir(memdir), "staging deploy emoji", offline=True, session_id="u", limit=1)
     content = r.selected[0].content
     assert r.session_bytes == len(content) + content.count("😀")  # two units per emoji
     assert r.session_bytes >= 100
-    assert recall.recall(str(memdir), "staging deploy emoji", offline=True, session_id="u").skipped == "budget_exhausted"
+    assert recall.recall(MemoryDir(memdir), "staging deploy emoji", offline=True, session_id="u").skipped == "budget_exhausted"
 
 
 def test_reset_forgets_a_session(memdir):
     write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
-    recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
-    path, existed = recall.reset_session(str(memdir), "s1")
+    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    path, existed = recall.reset_session(MemoryDir(memdir), "s1")
     assert existed and not os.path.exists(path)
-    assert recall.reset_session(str(memdir), "s1")[1] is False
-    r = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    assert recall.reset_session(MemoryDir(memdir), "s1")[1] is False
+    r = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
     assert [s.relpath for s in r.selected] == ["a.md"]
 
 
@@ -100,17 +101,17 @@ def test_a_damaged_state_file_starts_the_session_over(memdir):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as fh:
         fh.write("{not json")
-    r = recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    r = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
     assert [s.relpath for s in r.selected] == ["a.md"]
     assert json.loads(open(path).read())["surfaced"][0]["relpath"] == "a.md"
 
 
 def test_old_session_files_are_pruned_when_a_new_session_starts(memdir):
     write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
-    recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="old")
+    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="old")
     old = recall.session_file(str(memdir), "old")
     os.utime(old, (1_000_000_000, 1_000_000_000))
-    recall.recall(str(memdir), "staging deploy timeouts", offline=True, session_id="new")
+    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="new")
     assert not os.path.exists(old)
     assert _state_files(memdir) == ["new.json"]
 
@@ -139,9 +140,9 @@ def test_concurrent_hooks_of_one_session_never_repeat_or_corrupt(memdir, mem_exe
 def test_a_session_leaves_the_cached_index_whole(memdir):
     for i in range(3):
         write_memory(memdir, f"m{i}.md", name=f"m{i}", description=f"staging deploy rule number {i}", body="x\n")
-    recall.recall(str(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
+    recall.recall(MemoryDir(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
     cache = os.path.join(state_dir(str(memdir)), recall.INDEX_CACHE)
     before = os.stat(cache).st_mtime_ns
-    r = recall.recall(str(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
+    r = recall.recall(MemoryDir(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
     assert len(r.selected) == 1 and r.candidates == 2
     assert os.stat(cache).st_mtime_ns == before

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from conftest import write_memory
+from mem.core.memdir.store import MemoryDir
 from mem.core import recall
 
 DAY = 86_400_000
@@ -108,7 +109,7 @@ def test_recall_surfaces_blocks_in_claude_format(memdir):
     p = write_memory(memdir, "staging.md", name="staging", description="staging deploys fail on migration timeouts",
                      type="project", body="Rerun with MIGRATION_TIMEOUT=900.\n", mtime=old)
     write_memory(memdir, "tabs.md", name="tabs", description="user prefers tabs", body="Tabs.\n")
-    r = recall.recall(str(memdir), "the staging deploy failed on a migration timeout", offline=True)
+    r = recall.recall(MemoryDir(memdir), "the staging deploy failed on a migration timeout", offline=True)
     assert r.strategy == "offline"
     assert [s.relpath for s in r.selected] == ["staging.md"]
     s = r.selected[0]
@@ -125,12 +126,12 @@ def test_limit(memdir):
     for i in range(8):
         write_memory(memdir, f"deploy{i}.md", name=f"deploy-{i}", description=f"staging deploy rule {i}",
                      body="staging deploy\n")
-    r = recall.recall(str(memdir), "staging deploy rules", offline=True, limit=3)
+    r = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, limit=3)
     assert len(r.selected) == 3
 
 
 def test_nothing_to_recall_from(tmp_path):
-    r = recall.recall(str(tmp_path / "none"), "where is the staging dashboard", offline=True)
+    r = recall.recall(MemoryDir(tmp_path / "none"), "where is the staging dashboard", offline=True)
     assert (r.strategy, r.skipped, r.selected) == ("none", "no_memories", [])
 
 
@@ -143,7 +144,7 @@ def test_a_file_that_vanishes_after_the_scan_is_dropped(memdir, monkeypatch):
         return real(path)
 
     monkeypatch.setattr(recall, "read_for_surfacing", gone)
-    r = recall.recall(str(memdir), "staging deploy timeouts", offline=True)
+    r = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True)
     assert r.selected == []
 
 
@@ -161,12 +162,12 @@ def _big(memdir, n=5, lines=60, width=70):
 
 def test_five_large_memories_fit_the_hook_limit(memdir):
     _big(memdir)
-    full = recall.recall(str(memdir), "staging deploy rules", offline=True)
+    full = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True)
     assert len(full.selected) == 5
     assert all(s.truncated == "bytes" for s in full.selected)
     assert recall.len16(full.context()) > 10_000  # what Claude Code would replace with a stub
 
-    fitted = recall.recall(str(memdir), "staging deploy rules", offline=True, max_chars=9_500)
+    fitted = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, max_chars=9_500)
     ctx = fitted.context()
     assert len(fitted.selected) == 5
     assert recall.len16(ctx) <= 9_500
@@ -181,7 +182,7 @@ def test_five_large_memories_fit_the_hook_limit(memdir):
 def test_budget_keeps_short_memories_whole_and_shares_the_rest(memdir):
     _big(memdir, n=3)
     write_memory(memdir, "small.md", name="small", description="staging deploy rules in short", body="short\n")
-    r = recall.recall(str(memdir), "staging deploy rules", offline=True, max_chars=6_000)
+    r = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, max_chars=6_000)
     by = {s.relpath: s for s in r.selected}
     assert by["small.md"].truncated is None
     assert recall.len16(r.context()) <= 6_000
@@ -189,16 +190,16 @@ def test_budget_keeps_short_memories_whole_and_shares_the_rest(memdir):
 
 def test_a_budget_too_small_for_every_memory_leaves_some_out(memdir):
     _big(memdir)
-    r = recall.recall(str(memdir), "staging deploy rules", offline=True, max_chars=1_500)
+    r = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, max_chars=1_500)
     assert 1 <= len(r.selected) < 5
     assert recall.len16(r.context()) <= 1_500
-    assert recall.recall(str(memdir), "staging deploy rules", offline=True, max_chars=50).selected == []
+    assert recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, max_chars=50).selected == []
 
 
 def test_budget_counts_utf16_units(memdir):
     body = "\n".join("部署 staging 😀" * 30 for _ in range(10)) + "\n"
     for i in range(3):
         write_memory(memdir, f"e{i}.md", name=f"e{i}", description="staging deploy emoji", body=body)
-    r = recall.recall(str(memdir), "staging deploy emoji", offline=True, max_chars=3_000)
+    r = recall.recall(MemoryDir(memdir), "staging deploy emoji", offline=True, max_chars=3_000)
     assert recall.len16(r.context()) <= 3_000
     assert all("\ud83d" not in s.content for s in r.selected)  # no half surrogate pair

@@ -11,6 +11,7 @@ from mem import render
 from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
 from mem.core.errors import NotFoundError, UsageError
 from mem.core.memdir.store import MemoryDir
+from mem.core.wording import plural
 
 #: The background log is started afresh beyond this size (the previous one kept as .1).
 LOG_MAX_BYTES = 1_000_000
@@ -123,10 +124,6 @@ def _report(result, *, fmt: str, hook: bool, max_turns: int = 5, timeout: float 
             render.info(f"queued run for session {t.session or t.transcript}: {line}")
 
 
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def _describe(result, *, max_turns: int, timeout: float) -> list[str]:
     if result.error:
         return [f"failed: {result.error}"]
@@ -144,16 +141,16 @@ def _describe(result, *, max_turns: int, timeout: float) -> list[str]:
     lines = []
     saved = result.saved
     if saved:
-        lines.append(f"Saved {_plural(len(saved), 'memory', 'memories')}: {', '.join(saved)}")
+        lines.append(f"Saved {plural(len(saved), 'memory', 'memories')}: {', '.join(saved)}")
     else:
-        lines.append(f"No new memories ({_plural(result.messages, 'message', 'messages')} read, "
-                     f"{_plural(result.turns, 'turn', 'turns')})")
+        lines.append(f"No new memories ({plural(result.messages, 'message', 'messages')} read, "
+                     f"{plural(result.turns, 'turn', 'turns')})")
     if result.windows > 1:
         lines.append(f"the conversation did not fit one request: read in {result.windows} windows, in order")
     if result.indexed:
-        lines.append(f"added {_plural(len(result.indexed), 'pointer', 'pointers')} to MEMORY.md")
+        lines.append(f"added {plural(len(result.indexed), 'pointer', 'pointers')} to MEMORY.md")
     if result.refused:
-        lines.append(f"{_plural(result.refused, 'tool call was', 'tool calls were')} refused (--debug shows them)")
+        lines.append(f"{plural(result.refused, 'tool call was', 'tool calls were')} refused (--debug shows them)")
     if result.stop_reason == "max_turns":
         lines.append(f"the turn budget ({max_turns}) ran out before the model finished")
     elif result.stop_reason == "deadline":

@@ -9,7 +9,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, memory_of, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 from mem.core.errors import ExitCode, NotFoundError, UsageError
 
 
@@ -48,7 +48,7 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
         raise UsageError("--dry-run goes with --rebuild")
     if file and mode == "rebuild":
         raise UsageError("--rebuild works on the memory directory's own MEMORY.md, not FILE")
-    memory_root = resolve_dir(where, reading=mode != "rebuild" and not file).memory_dir
+    memory_root = memory_of(where, reading=mode != "rebuild" and not file).spelled
     root = layout.team_dir(memory_root) if team else memory_root
     name = layout.TEAM_INDEX if team else layout.INDEX_NAME
     index_path = os.path.join(root, layout.INDEX_NAME)

@@ -8,7 +8,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 from mem.core.errors import ExitCode, UsageError
 
 
@@ -95,7 +95,7 @@ def _targets(paths: tuple[str, ...], where: dict) -> list[tuple[str, str]]:
     from mem.core.grep import walk
 
     if not paths:
-        root = resolve_dir(where, reading=True).memory_dir
+        root = memory_of(where, reading=True).spelled
         if not os.path.isdir(root):
             render.info(f"no memory directory at {root}")
             return []

@@ -7,7 +7,8 @@ import os
 import click
 
 from mem import render
-from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, hook_where, memory_dir_options, memory_of, resolve_dir
+from mem.core.memdir.store import MemoryDir
 from mem.core.errors import UsageError
 
 
@@ -52,8 +53,9 @@ def prompt_cmd(style: str, mode: str, max_chars: int | None, hook: bool, where: 
         chosen = "agents-md"
     else:
         chosen = "supplement" if mode == "supplement" else "full"
-    root = resolve_dir(where).memory_dir
-    result = prompt.build(root, chosen, max_chars=max_chars)
+    memory = memory_of(where)
+    root = memory.spelled
+    result = prompt.build(memory, chosen, max_chars=max_chars)
     if fmt != "text":
         render.out_record(result.as_dict(), fmt)
     else:
@@ -71,7 +73,7 @@ def _hook(where: dict, mode: str, max_chars: int | None) -> None:
     resolution = resolve_dir(where)
     if mode == "auto":
         mode = "supplement" if _client_loads_it(payload, resolution, where) else "full"
-    result = prompt.build(resolution.memory_dir, mode, max_chars=max_chars or CONTEXT_LIMIT)
+    result = prompt.build(MemoryDir(resolution.memory_dir), mode, max_chars=max_chars or CONTEXT_LIMIT)
     out = hooks.render_output("SessionStart", result.text)
     if out:
         render.out(out)

@@ -8,8 +8,9 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, hook_where, memory_dir_options, memory_of, resolve_dir
 from mem.core.errors import ExitCode, UsageError
+from mem.core.memdir.store import MemoryDir
 
 #: How long the hook holds a prompt, at most, waiting for the model (seconds since mem started).
 HOOK_DEADLINE = 2.0
@@ -99,8 +100,7 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     from mem.core import recall
 
     resolution = resolve_dir(where, reading=True)
-    root = resolution.memory_dir
-    result = recall.recall(root, text, limit=limit, offline=offline, model=model, timeout=timeout,
+    result = recall.recall(MemoryDir(resolution.memory_dir), text, limit=limit, offline=offline, model=model, timeout=timeout,
                            deadline=until, always_ask=always_ask, recent_tools=tools, session_id=session_id,
                            force=force, max_chars=max_chars, debug=debug_enabled(), enabled=_enabled(resolution))
     if debug_enabled():
@@ -166,8 +166,7 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
 
     if not session_id:
         raise UsageError("--reset-session needs a session id")
-    root = resolve_dir(where).memory_dir
-    path, existed = recall.reset_session(root, session_id)
+    path, existed = recall.reset_session(memory_of(where), session_id)
     data = {"session_id": session_id, "state_file": path, "reset": existed}
     if fmt != "text":
         render.out_record(data, fmt)
@@ -182,12 +181,13 @@ def _hook(where: dict, *, limit, offline, model, timeout, deadline, always_ask, 
     payload = hooks.read_payload(events=("UserPromptSubmit", "SessionStart"))
     where = hook_where(where, payload)
     resolution = resolve_dir(where)
-    root = resolution.memory_dir
+    memory = MemoryDir(resolution.memory_dir)
+    root = memory.spelled
 
     if payload.hook_event_name == "SessionStart":
         # A compaction drops the surfaced memories from the context: they may be shown again.
         if payload.source == "compact" and payload.session_id:
-            recall.reset_session(root, payload.session_id)
+            recall.reset_session(memory, payload.session_id)
         return
     enabled, prompt = _enabled(resolution), payload.prompt or ""
     exclude: set[str] = set()
@@ -202,7 +202,7 @@ def _hook(where: dict, *, limit, offline, model, timeout, deadline, always_ask, 
             tools = tools or facts.recent_tools
             exclude = facts.touched
     result = recall.recall(
-        root, prompt, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
+        memory, prompt, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
         always_ask=always_ask, recent_tools=tools, session_id=payload.session_id or None, exclude=exclude,
         force=force, max_chars=max_chars or hooks.CONTEXT_LIMIT, debug=debug, enabled=enabled,
     )

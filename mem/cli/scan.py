@@ -7,7 +7,7 @@ import os
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of
 from mem.core.errors import ExitCode
 
 
@@ -33,7 +33,7 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
     """
     from mem.core.memdir import manifest
 
-    root = resolve_dir(where, reading=True).memory_dir
+    root = memory_of(where, reading=True).spelled
     if secrets:
         if check or all_:
             raise click.UsageError("--secrets audits every file; it does not go with --check or --all")

@@ -7,6 +7,7 @@ import click
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import UsageError
+from mem.core.wording import plural
 
 LABEL = 14  # width of the label column
 
@@ -109,10 +110,6 @@ def _when(iso: str | None) -> str:
     return f"{short} ({age})" if age else short
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
-
-
 def text_lines(s) -> list[str]:
     lines: list[str] = []
 
@@ -131,11 +128,11 @@ def text_lines(s) -> list[str]:
     if m["team"]:
         text += f"; {m['team']} in team/"
     if m["daily_logs"]:
-        text += f"; {_plural(m['daily_logs'], 'daily log')} (latest {m['latest_log']})"
+        text += f"; {plural(m['daily_logs'], 'daily log')} (latest {m['latest_log']})"
     row("memories", text)
     ix = s.index
     if ix["exists"]:
-        text = (f"MEMORY.md: {_plural(ix['pointers'], 'pointer')}, {ix['lines']}/{ix['max_lines']} lines, "
+        text = (f"MEMORY.md: {plural(ix['pointers'], 'pointer')}, {ix['lines']}/{ix['max_lines']} lines, "
                 f"{ix['size_utf16']:,}/{ix['max_size_utf16']:,} UTF-16 units")
         if ix["truncated"]:
             text += "; over the limit: agents see only part of it"
@@ -146,7 +143,7 @@ def text_lines(s) -> list[str]:
     text = "never" if not ex["last"] else f"last {_when(ex['last'])}, session {ex['last_session']}"
     if ex["pending"]:
         days = f"{ex['recent_days']:g}"
-        text += f"; {_plural(len(ex['pending']), 'session')} of the last {days} days not extracted"
+        text += f"; {plural(len(ex['pending']), 'session')} of the last {days} days not extracted"
     if ex["queued"]:
         text += f"; {ex['queued']} queued"
     row("extraction", text)

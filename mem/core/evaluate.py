@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from mem.core.errors import UsageError
+from mem.core.memdir.store import MemoryDir
 
 #: A memory's header inside surfaced context: "Memory: /abs/path.md:" or "Memory (saved today): /abs/path.md:".
 _SHOWN = re.compile(r"^Memory(?: \([^)\n]*\))?: (.+\.md):$", re.M)
@@ -210,7 +211,7 @@ def run(memory_dir: str, cases: Sequence[Case], selector: str, *, limit: int = 5
     for case in cases:
         started = time.perf_counter()
         # the model selector is asked every time (mem recall asks it only where the ranker is unsure)
-        result = recall.recall(memory_dir, case.query, limit=limit, offline=selector == "offline", model=model,
+        result = recall.recall(MemoryDir(memory_dir), case.query, limit=limit, offline=selector == "offline", model=model,
                                timeout=timeout, always_ask=selector == "model", force=True, debug=debug)
         times.append(time.perf_counter() - started)
         selections.append([s.relpath for s in result.selected])

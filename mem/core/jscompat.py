@@ -91,3 +91,11 @@ def glob_to_regex(pattern: str) -> str:
         i += 1
     out.extend(")" * depth)
     return "".join(out)
+
+
+def iso_utc_ms(mtime_ms: int) -> str:
+    """``new Date(ms).toISOString()``."""
+    import time
+
+    secs, ms = divmod(int(mtime_ms), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from mem.core.memdir.store import MemoryDir
 from mem.core.jscompat import len16
 from mem.core.memdir.index import render_as_injected
 from mem.core.memdir.layout import INDEX_NAME, TEAM_DIR
@@ -227,8 +228,9 @@ def _index_section(part: IndexPart, title: str, empty: str, *, shared: bool = Fa
     return f"{title}\n\n{neutralise(part.content)}"
 
 
-def build(memory_dir: str, mode: str = "full", *, max_chars: int | None = None) -> Prompt:
-    """The session-start memory section for ``memory_dir`` in ``mode`` (full, supplement, agents-md)."""
+def build(memory: MemoryDir, mode: str = "full", *, max_chars: int | None = None) -> Prompt:
+    """The session-start memory section for ``memory`` in ``mode`` (full, supplement, agents-md)."""
+    memory_dir = memory.spelled  # shown as the client spells it
     if mode not in MODES:
         raise ValueError(mode)
     d = _dir_display(memory_dir)

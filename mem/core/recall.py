@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from mem.core.errors import MemError
 from mem.core.jscompat import cut16, len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
 from mem.core.memdir.layout import TEAM_PREFIX
+from mem.core.memdir.store import MemoryDir
 
 MAX_SURFACED = 5
 MAX_MEMORY_LINES = 200
@@ -227,7 +228,7 @@ class Surfaced:
         return len16(self.content)
 
     def as_dict(self) -> dict:
-        from mem.core.memdir.manifest import iso_utc_ms
+        from mem.core.jscompat import iso_utc_ms
 
         return {
             "path": self.path,
@@ -614,7 +615,7 @@ class SessionState:
         return sum(int(s.get("chars", 0)) for s in self.surfaced)
 
     def add(self, item: Surfaced, now_ms: int) -> None:
-        from mem.core.memdir.manifest import iso_utc_ms
+        from mem.core.jscompat import iso_utc_ms
 
         self.surfaced.append({"path": item.path, "relpath": item.relpath, "chars": item.chars, "time": iso_utc_ms(now_ms)})
 
@@ -699,8 +700,9 @@ def _prune_sessions(directory: str) -> None:
                 os.unlink(p)
 
 
-def reset_session(memory_dir: str, session_id: str) -> tuple[str, bool]:
+def reset_session(memory: MemoryDir, session_id: str) -> tuple[str, bool]:
     """Forget what a session surfaced (after a compaction); (state file, whether it existed)."""
+    memory_dir = memory.spelled
     from mem.core.memdir.store import file_lock
 
     if not session_id:
@@ -831,7 +833,7 @@ class RecallResult:
 
 
 def recall(
-    memory_dir: str,
+    memory: MemoryDir,
     query: str,
     *,
     limit: int = MAX_SURFACED,
@@ -857,6 +859,7 @@ def recall(
     ``time.monotonic()`` instant) or within ``timeout``, the ranker's selection is surfaced.
     """
     started = time.monotonic()
+    memory_dir = memory.spelled  # shown as the client spells it
     result = RecallResult("none", query, memory_dir, recent_tools=recent_tools, session_id=session_id)
     reason = None if enabled else "auto_memory_disabled"
     reason = reason or skip_reason(query, force=force)

@@ -145,7 +145,7 @@ class Gate:
 
 
 def _iso(ms: int) -> str:
-    from mem.core.memdir.manifest import iso_utc_ms
+    from mem.core.jscompat import iso_utc_ms
 
     return iso_utc_ms(ms)
 

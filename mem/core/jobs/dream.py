@@ -40,6 +40,7 @@ from mem.core.memdir.files import read_text
 from mem.core.errors import LockedError, MemError, RefusedError
 from mem.core.memdir.layout import INDEX_NAME, INDEX_NOTES, LOGS_PREFIX, UNINDEXED_DIRS
 from mem.core.memdir.store import MemoryDir
+from mem.core.wording import plural
 
 SKIP_DIRS = UNINDEXED_DIRS
 
@@ -336,11 +337,6 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> N
                       f" in {plural(len(result.duplicates), 'group')}; "
                       + (f"{would}{'repair' if would else 'repaired'} {INDEX_NAME}" if index_changed
                          else f"{INDEX_NAME} needs no repair"))
-
-
-def plural(n: int, noun: str) -> str:
-    """``1 file``, ``2 files``: a count and its noun (an English plural in -s)."""
-    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 NOTES_DESCRIPTION = "Notes written by hand in the memory index, moved here by mem dream to keep the index within its limits"

@@ -147,7 +147,7 @@ def consolidate(result, root: str, transcripts_dir: str | None, model: str | Non
         result.summary = (outcome.text or "").strip() or result.summary
         _keep_older_dates(toolbox)
         if outcome.error:
-            from mem.core.jobs.dream import plural
+            from mem.core.wording import plural
 
             raise job.failure(outcome, f"the consolidation agent failed after {plural(result.turns, 'turn')}")
 

@@ -494,7 +494,7 @@ def keep_modified_true(old: bytes | None, new: bytes, now_ms: int | None = None)
     """
     import time
 
-    from mem.core.memdir.manifest import iso_utc_ms
+    from mem.core.jscompat import iso_utc_ms
 
     def stamped(raw: bytes | None) -> bool:
         if not raw or b"modified" not in raw:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from mem.core.memdir.files import MAX_HEAD_BYTES, open_regular
 from mem.core.memdir.layout import Skipped, is_log, walk_topic_files
+from mem.core.jscompat import iso_utc_ms
 from mem.core.memdir.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
 
 MAX_MEMORY_FILES = 200
@@ -63,12 +64,6 @@ class MemoryHeader(NamedTuple):
             "size": self.size,
             "warnings": [w.as_dict() for w in self.warnings],
         }
-
-
-def iso_utc_ms(mtime_ms: int) -> str:
-    """``new Date(ms).toISOString()``."""
-    secs, ms = divmod(int(mtime_ms), 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"
 
 
 def now_iso() -> str:

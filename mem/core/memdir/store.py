@@ -43,6 +43,8 @@ class MemoryDir:
         root = os.fspath(root)
         if "\0" in root:
             raise PathEscapeError("memory directory path contains a NUL byte")
+        #: The path as it was given (Claude Code's form ends with one separator): what output shows.
+        self.spelled = root
         self.root = os.path.abspath(root)
         self.real_root = os.path.realpath(self.root)
         self._state = None
