@@ -37,12 +37,13 @@ def export_cmd(output: str | None, form: str, logs: bool, team: bool, where: dic
       mem export --project ~/src/app | ssh laptop 'cd src/app && mem import -'
     """
     from mem.core import portable
+    from mem.core.memdir.store import MemoryDir
 
     res = resolve_dir(where, reading=True)
     if form != "tar.gz":
         if logs:
             raise UsageError("--logs goes with the tar.gz format only")
-        text = portable.render_markdown(res.memory_dir, form, team=team)
+        text = portable.render_markdown(MemoryDir(res.memory_dir), form, team=team)
         if output and output != "-":
             from mem.core.memdir.files import atomic_write
 
@@ -54,9 +55,9 @@ def export_cmd(output: str | None, form: str, logs: bool, team: bool, where: dic
     if not output or output == "-":
         if sys.stdout.isatty():
             raise UsageError("refusing to write an archive to a terminal: give -o FILE or redirect stdout")
-        manifest = portable.export_archive(res.memory_dir, sys.stdout.buffer, layout=layout, logs=logs, team=team)
+        manifest = portable.export_archive(MemoryDir(res.memory_dir), sys.stdout.buffer, layout=layout, logs=logs, team=team)
         sys.stdout.buffer.flush()
     else:
-        manifest = portable.export_archive(res.memory_dir, output, layout=layout, logs=logs, team=team)
+        manifest = portable.export_archive(MemoryDir(res.memory_dir), output, layout=layout, logs=logs, team=team)
     render.info(f"exported {len(manifest['files'])} file(s) from {res.memory_dir}"
                 + (f" to {output}" if output and output != "-" else ""))

@@ -89,13 +89,15 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def export_archive(root: str, out, *, layout: str, logs: bool = False, team: bool = False) -> dict:
-    """Write ``root`` as a tar.gz archive to ``out`` (a path or a binary stream); the manifest.
+def export_archive(memory, out, *, layout: str, logs: bool = False, team: bool = False) -> dict:
+    """Write ``memory`` (a MemoryDir) as a tar.gz archive to ``out`` (a path or a binary stream); the manifest.
 
     The archive is reproducible: members in path order, owner and mode normalised, each file's
     own mtime kept (the memory's age is part of it), the gzip header without a timestamp.
     """
     from mem import __version__
+
+    root = memory.spelled
 
     if not os.path.isdir(root):
         raise NotFoundError(f"no memory directory at {root}")
@@ -151,12 +153,14 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
 # Rendering for agents without a memory directory
 
 
-def render_markdown(root: str, form: str, *, team: bool = False) -> str:
-    """Every memory in ``root`` as one Markdown document, for AGENTS.md (Codex) or GEMINI.md (Gemini CLI).
+def render_markdown(memory, form: str, *, team: bool = False) -> str:
+    """Every memory in ``memory`` (a MemoryDir) as one Markdown document, for AGENTS.md (Codex) or
+    GEMINI.md (Gemini CLI).
 
     Grouped by type, each memory under its name with its description, frontmatter left out.
     The block sits between markers so a later export can replace it.
     """
+    root = memory.spelled
     from mem.core.memdir.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
 
     if form not in TEXT_FORMATS:
