@@ -393,3 +393,13 @@ def test_help_does_not_import_the_sdk(mem_exe):
             "assert 'anthropic' not in sys.modules and 'httpx' not in sys.modules")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     assert r.returncode == 0, r.stderr
+
+
+def test_an_index_linked_out_of_the_directory_is_refused_before_anything_is_written(run_mem, memdir, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("- [x](x.md) — someone else's file\n")
+    (memdir / "MEMORY.md").symlink_to(outside)
+    r = run_mem("remember", "--type", "user", "--name", "Tabs", "--description", "prefers tabs", "The user prefers tabs.")
+    assert r.returncode == 4 and "resolves outside the memory directory" in r.stderr
+    assert sorted(p.name for p in memdir.iterdir()) == ["MEMORY.md"]
+    assert outside.read_text() == "- [x](x.md) — someone else's file\n"

@@ -665,6 +665,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         return result
 
     job = Job("extract", model=request.model, deadline_s=request.timeout, memory=memory, debug=debug, log=log)
+    memory.resolve(INDEX_NAME)  # an index linked out of the directory: refused before the model writes anything
     os.makedirs(memory.root, exist_ok=True)
     memory.sweep_temp_files()
     team = team_enabled(memory.root)

@@ -474,6 +474,7 @@ def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = 
     _refuse_secret_options(request)
     strategy = strategy_for(request)
     memory = request.memory
+    memory.resolve(INDEX_NAME)  # an index linked out of the directory: refused before anything is written
     scope = _scope_of(memory, request)
     policy = _policy(memory, request.force)
     result = RememberResult(memory.root, strategy, scope=scope)
