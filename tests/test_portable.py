@@ -56,7 +56,7 @@ def test_round_trip_into_an_empty_directory_gives_identical_bytes(example, tmp_p
     r = mem("import", "--dir", str(empty), str(archive))
     assert r.exit_code == 0, r.stderr
     assert tree(empty) == tree(EXAMPLES)
-    assert "imported 10 file(s)" in r.stderr
+    assert "imported 10 files" in r.stderr
     # the memory keeps its age: mtimes travel in the manifest
     for rel in tree(EXAMPLES):
         if rel != "MEMORY.md":
@@ -171,7 +171,7 @@ def test_on_conflict_keep_leaves_ours_and_adds_the_rest(diverged):
     assert (ours / "feedback_terse.md").read_bytes() == (EXAMPLES / "feedback_terse.md").read_bytes()
     index = (ours / "MEMORY.md").read_text()
     assert index.count("(feedback_terse.md)") == 1 and index.count("(user_role.md)") == 1
-    assert "kept ours for 1 conflicting file(s)" in r.stderr
+    assert "kept ours for 1 conflicting file" in r.stderr
 
 
 def test_on_conflict_theirs_replaces_ours_and_undo_brings_it_back(diverged):

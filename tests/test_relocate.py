@@ -114,7 +114,7 @@ def test_relocating_into_memory_that_exists_merges_through_the_write_path(tmp_pa
     (new_memory / "MEMORY.md").write_text("- [New](project_new.md) — written after the move\n")
     r = mem("relocate", "--dry-run", str(old), str(new))
     assert r.exit_code == 1
-    assert "merge " in r.stdout and "10 file(s) to write" in r.stdout
+    assert "merge " in r.stdout and "10 files to write" in r.stdout
     r = mem("relocate", str(old), str(new))
     assert r.exit_code == 0, r.stderr
     assert set(tree(new_memory)) == set(tree(EXAMPLES)) | {"project_new.md"}

@@ -9,6 +9,7 @@ import click
 from mem import render
 from mem.cli.common import memory_dir_options, resolve_dir
 from mem.core.errors import UsageError
+from mem.core.wording import plural
 
 FORMATS = ("tar.gz", "agents-md", "gemini-md")
 
@@ -59,5 +60,5 @@ def export_cmd(output: str | None, form: str, logs: bool, team: bool, where: dic
         sys.stdout.buffer.flush()
     else:
         manifest = portable.export_archive(MemoryDir(res.memory_dir), output, layout=layout, logs=logs, team=team)
-    render.info(f"exported {len(manifest['files'])} file(s) from {res.memory_dir}"
+    render.info(f"exported {plural(len(manifest['files']), 'file')} from {res.memory_dir}"
                 + (f" to {output}" if output and output != "-" else ""))

@@ -7,6 +7,7 @@ import click
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
 from mem.core.errors import ExitCode
+from mem.core.wording import plural
 
 
 @click.command("history", short_help="List the operations recorded for this memory directory.")
@@ -44,11 +45,11 @@ def history_cmd(file: str | None, limit: int | None, diff_id: str | None, prune:
         if not file:
             raise click.UsageError("--redact ID needs the FILE whose version to remove")
         rewritten = history.redact(redact_id, _relpath(file))
-        render.info(f"removed that version of {file} from {len(rewritten)} operation(s)")
+        render.info(f"removed that version of {file} from {plural(len(rewritten), 'operation')}")
         return
     if prune:
         dropped = history.prune()
-        render.info(f"pruned {len(dropped)} operation(s)")
+        render.info(f"pruned {plural(len(dropped), 'operation')}")
         return
     history.sync()
     if diff_id:

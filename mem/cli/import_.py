@@ -7,6 +7,7 @@ import click
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
+from mem.core.wording import plural
 
 
 @click.command("import", short_help="Merge a mem export archive (or a memory directory) into this one.")
@@ -77,8 +78,8 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     for rel in result.indexed:
         render.info(f"indexed {rel}")
     kept = sum(1 for s in plan.steps if s.action == "keep")
-    render.info(f"imported {len(result.written)} file(s) into {res.memory_dir}"
-                + (f"; kept ours for {kept} conflicting file(s)" if kept else "")
+    render.info(f"imported {plural(len(result.written), 'file')} into {res.memory_dir}"
+                + (f"; kept ours for {plural(kept, 'conflicting file')}" if kept else "")
                 + ("; mem undo takes it back" if result.operation else ""))
 
 

@@ -32,6 +32,7 @@ from mem.core.memdir.layout import (
     is_team,
     tree_files,
 )
+from mem.core.wording import plural
 
 MANIFEST_NAME = "mem-manifest.json"
 MEMBER_PREFIX = "memory/"
@@ -481,7 +482,7 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
                 steps.append(Step("keep", rel, rel, note=note))
     if conflicts and policy is None:
         listed = ", ".join(conflicts[:5]) + (" …" if len(conflicts) > 5 else "")
-        raise RefusedError(f"{len(conflicts)} file(s) differ from ours: {listed}; nothing was imported. "
+        raise RefusedError(f"{plural(len(conflicts), 'file')} {'differs' if len(conflicts) == 1 else 'differ'} from ours: {listed}; nothing was imported. "
                            "Choose --on-conflict keep, theirs or both (--dry-run shows the plan)")
     landed = {s.source: s.relpath for s in steps if s.action in ("create", "rename", "replace", "same")}
     for index in sorted(r for r in source.files if is_index(r)):

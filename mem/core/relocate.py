@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from mem.core import paths
 from mem.core.errors import NotFoundError, RefusedError, UsageError
+from mem.core.wording import plural
 
 MEMORY_SUBDIR = "memory"
 #: How much of a transcript's start is read for its cwd.
@@ -287,7 +288,7 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
                         f"nothing was moved (mem import --dir {new_memory} {old_memory} --on-conflict both "
                         "merges them by hand)")
                 n = sum(1 for s in merge.steps if s.writes)
-                plan.steps.append(Move("merge", old_memory, new_memory, f"{client} memory: {n} file(s) to write"))
+                plan.steps.append(Move("merge", old_memory, new_memory, f"{client} memory: {plural(n, 'file')} to write"))
                 plan.steps.append(Move("remove", old_memory, "", "after the merge, through its own history"))
                 plan.merges.append((old_memory, target, merge))
         if not os.path.isdir(old_folder):
