@@ -191,6 +191,7 @@ def _hook(where: dict, *, limit, offline, model, timeout, deadline, always_ask, 
         return
     enabled, prompt = _enabled(resolution), payload.prompt or ""
     exclude: set[str] = set()
+    version = hooks.NOT_READ
     # The transcript is read only for a prompt recall will act on (qwen-code sends empty ones).
     wanted = enabled and recall.skip_reason(prompt, force=force) is None
     if wanted and payload.transcript_path and os.path.isfile(payload.transcript_path):
@@ -200,7 +201,7 @@ def _hook(where: dict, *, limit, offline, model, timeout, deadline, always_ask, 
             render.info(f"hook: cannot read the transcript: {exc.strerror or exc}")
         else:
             tools = tools or facts.recent_tools
-            exclude = facts.touched
+            exclude, version = facts.touched, facts.version
     result = recall.recall(
         memory, prompt, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
         always_ask=always_ask, recent_tools=tools, session_id=payload.session_id or None, exclude=exclude,
@@ -208,7 +209,7 @@ def _hook(where: dict, *, limit, offline, model, timeout, deadline, always_ask, 
     )
     if debug:
         _debug_line("hook", result)
-    if result.selected and hooks.escapes_context(payload):  # tags would arrive escaped: plain text
+    if result.selected and hooks.escapes_context(payload, version):  # tags would arrive escaped: plain text
         out = hooks.render_output("UserPromptSubmit", result.context("\n\n", wrapped=False))
     else:
         out = hooks.render_output("UserPromptSubmit", result.context())

@@ -212,8 +212,6 @@ def client_version(payload: HookPayload) -> tuple[int, ...] | None:
     transcript line carries ``"version"``. A session's first prompt may come
     before the transcript exists: then the version is unknown.
     """
-    import json
-
     found = parse_version((payload.raw or {}).get("version"))
     if found or not payload.transcript_path:
         return found
@@ -226,6 +224,13 @@ def client_version(payload: HookPayload) -> tuple[int, ...] | None:
             lines = fh.read(VERSION_TAIL_BYTES).splitlines()[1 if start else 0:]  # a line cut by the seek is no line
     except OSError:
         return None
+    return version_in_lines(lines)
+
+
+def version_in_lines(lines: list[bytes]) -> tuple[int, ...] | None:
+    """The newest ``"version"`` in a transcript's (tail's) lines; None when none says."""
+    import json
+
     for line in reversed(lines):
         if b'"version"' not in line:
             continue
@@ -239,14 +244,22 @@ def client_version(payload: HookPayload) -> tuple[int, ...] | None:
     return None
 
 
-def escapes_context(payload: HookPayload) -> bool:
+#: ``escapes_context``'s default: the transcript has not been read yet.
+NOT_READ = object()
+
+
+def escapes_context(payload: HookPayload, version=NOT_READ) -> bool:
     """Whether the client escapes the tags in hook context before the model reads it.
 
     qwen-code always has; Claude Code has since 2.1.292. When the version
     cannot be told (no transcript yet), the answer is yes: plain text reads
-    well either way, escaped tags do not.
+    well either way, escaped tags do not. ``version``: what a caller that has
+    read the transcript already found there (None: nothing), so it is not read twice.
     """
     if payload.client == "qwen":
         return True
-    version = client_version(payload)
+    if version is NOT_READ:
+        version = client_version(payload)
+    else:
+        version = parse_version((payload.raw or {}).get("version")) or version
     return version is None or version > LAST_UNESCAPED_CLAUDE

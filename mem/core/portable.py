@@ -32,6 +32,7 @@ from mem.core.memdir.layout import (
     is_team,
     tree_files,
 )
+from mem.core.memdir.files import within
 from mem.core.wording import plural
 
 MANIFEST_NAME = "mem-manifest.json"
@@ -73,10 +74,6 @@ def carried_files(root: str, *, logs: bool = False, team: bool = False) -> dict[
     return out
 
 
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def _refuse_secret(data: bytes, what: str, then: str) -> None:
     """ArchiveError ("WHAT: it contains a secret (…); THEN") when the secret scanner recognises one."""
     from mem.core.guards.secrets import first_secret
@@ -104,7 +101,7 @@ def export_archive(memory, out, *, layout: str, logs: bool = False, team: bool =
         raise NotFoundError(f"no memory directory at {root}")
     files = carried_files(root, logs=logs, team=team)
     entries, blobs = [], {}
-    if isinstance(out, (str, os.PathLike)) and _within(os.path.realpath(os.fspath(out)), os.path.realpath(root)):
+    if isinstance(out, (str, os.PathLike)) and within(os.path.realpath(os.fspath(out)), os.path.realpath(root)):
         raise UsageError(f"refusing to write the archive inside the memory directory {root}")
     for rel, path in files.items():
         with open(path, "rb") as fh:

@@ -720,11 +720,12 @@ def reset_session(memory: MemoryDir, session_id: str) -> tuple[str, bool]:
 
 
 class TranscriptFacts:
-    __slots__ = ("recent_tools", "touched")
+    __slots__ = ("recent_tools", "touched", "version")
 
-    def __init__(self, recent_tools: list[str], touched: set[str]):
+    def __init__(self, recent_tools: list[str], touched: set[str], version: tuple[int, ...] | None = None):
         self.recent_tools = recent_tools
         self.touched = touched  # files tools read or wrote since the last compaction
+        self.version = version  # the client's, as its lines say (hooks.escapes_context)
 
 
 READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
@@ -775,7 +776,9 @@ def transcript_facts(path: str, prompt: str | None, memory_dir: str) -> Transcri
                 norm = os.path.normpath(p)
                 if norm.startswith(root + os.sep):
                     touched.add(norm)
-    return TranscriptFacts(tools, touched)
+    from mem.core.hooks import version_in_lines
+
+    return TranscriptFacts(tools, touched, version_in_lines(lines))
 
 
 # --- the whole of it --------------------------------------------------------------------

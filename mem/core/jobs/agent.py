@@ -36,7 +36,8 @@ from mem.core.errors import MemError, SecretError
 from mem.core.jscompat import glob_to_regex
 from mem.core.memdir.files import OVERLONG, capped_lines, open_regular, read_bytes
 from mem.core.memdir.layout import INDEX_NAME, UNINDEXED_DIRS, is_temp_name
-from mem.core.memdir.store import MemoryDir, _within
+from mem.core.memdir.files import within
+from mem.core.memdir.store import MemoryDir
 
 #: The output a turn may take (capped further by the model's own limit).
 MAX_OUTPUT = 8_192
@@ -375,17 +376,17 @@ class ToolBox:
             candidate = os.path.normpath(path)
         else:
             candidate = os.path.normpath(os.path.join(self.memory.root, path))
-        if not any(_within(candidate, lex) or _within(candidate, real) for lex, real in self._roots):
+        if not any(within(candidate, lex) or within(candidate, real) for lex, real in self._roots):
             raise ToolError(f"refused: {path} is outside the directories you may read ({self._roots_text()})")
         if os.path.islink(candidate) and not os.path.exists(candidate):
             raise ToolError(f"refused: {path} is a dangling symbolic link")
         real = os.path.realpath(candidate)
-        if not any(_within(real, r) for _, r in self._roots):
+        if not any(within(real, r) for _, r in self._roots):
             raise ToolError(f"refused: {path} is a symbolic link leading outside the directories you may read")
         return real
 
     def _inside_roots(self, real: str) -> bool:
-        return any(_within(real, r) for _, r in self._roots)
+        return any(within(real, r) for _, r in self._roots)
 
     def _roots_text(self) -> str:
         return ", ".join(lex for lex, _ in self._roots)
@@ -395,7 +396,7 @@ class ToolBox:
         root = self.memory.real_root
         if real == root:
             return "."
-        if _within(real, root):
+        if within(real, root):
             return os.path.relpath(real, root).replace(os.sep, "/")
         return real
 
@@ -526,7 +527,7 @@ class ToolBox:
                     line = line[:READ_MAX_LINE_CHARS] + f"… [line cut: {len(line)} characters]"
                 out.append(f"{n:>6}\t{line}")
                 total += len(out[-1]) + 1
-        if _within(real, self.memory.real_root):
+        if within(real, self.memory.real_root):
             self.note_seen(real)
         if not out:
             return f"{shown} is empty." if n == 0 else f"{shown} has {n} lines; offset {offset} is past the end."

@@ -23,14 +23,12 @@ class Job:
     """One run of an agent job for ``purpose`` (a key of ``llm.JOBS``)."""
 
     def __init__(self, purpose: str, *, model: str | None = None, deadline_s: float | None = None,
-                 memory: Any = None, debug: bool = False, log: Callable[[str], None] | None = None,
-                 client: llm.Model | None = None):
+                 memory: Any = None, debug: bool = False, log: Callable[[str], None] | None = None):
         self.purpose = purpose
         self.settings = llm.JOBS[purpose]
         self.deadline_s = self.settings.deadline_s if deadline_s is None else deadline_s
         # A call may take the job's whole deadline, never more than the job's own call timeout.
-        self.model = client or llm.model_for(purpose, model, timeout=min(self.settings.timeout, self.deadline_s),
-                                             debug=debug)
+        self.model = llm.model_for(purpose, model, timeout=min(self.settings.timeout, self.deadline_s), debug=debug)
         self.memory = memory  # the MemoryDir whose audit log records the job, if it writes one
         self.log = log
         self.started = time.monotonic()

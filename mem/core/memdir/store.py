@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
-from mem.core.memdir.files import atomic_write, current_umask, fsync_dir, read_text
+from mem.core.memdir.files import atomic_write, current_umask, fsync_dir, within, read_text
 from mem.core.memdir.layout import INDEX_NAME, TEMP_FILE
 
 STALE_TEMP_AFTER = 600
@@ -30,10 +30,6 @@ class WriteResult(NamedTuple):
     relpath: str  # relative to the memory directory, with '/' separators
     created: bool
     changed: bool  # False when the content on disk was already identical
-
-
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 class MemoryDir:
@@ -80,16 +76,16 @@ class MemoryDir:
             raise PathEscapeError(f"refused path {target!r}: empty or contains a NUL byte")
         if os.path.isabs(target):
             candidate = os.path.normpath(target)
-            if not (_within(candidate, os.path.normpath(self.root)) or _within(candidate, self.real_root)):
+            if not (within(candidate, os.path.normpath(self.root)) or within(candidate, self.real_root)):
                 raise PathEscapeError(f"refused path {target}: outside the memory directory {self.root}")
         else:
             candidate = os.path.normpath(os.path.join(self.root, target))
-            if not _within(candidate, os.path.normpath(self.root)):
+            if not within(candidate, os.path.normpath(self.root)):
                 raise PathEscapeError(f"refused path {target}: it escapes the memory directory")
         if os.path.islink(candidate) and not os.path.exists(candidate):
             raise PathEscapeError(f"refused path {target}: it is a dangling symbolic link")
         real = os.path.realpath(candidate)
-        if not _within(real, self.real_root) or real == self.real_root:
+        if not within(real, self.real_root) or real == self.real_root:
             raise PathEscapeError(f"refused path {target}: it resolves outside the memory directory")
         if os.path.isdir(real):
             raise PathEscapeError(f"refused path {target}: it is a directory")
@@ -145,7 +141,7 @@ class MemoryDir:
         lexical = os.path.normpath(target if os.path.isabs(target) else os.path.join(self.root, target))
         if "\0" not in target and os.path.islink(lexical):
             parent = os.path.realpath(os.path.dirname(lexical))
-            if not _within(parent, self.real_root):
+            if not within(parent, self.real_root):
                 raise PathEscapeError(f"refused path {target}: it is outside the memory directory")
             if os.path.basename(lexical) == INDEX_NAME and not allow_index:
                 raise PathEscapeError(f"refused to delete {target}: it is a memory index")
@@ -172,7 +168,7 @@ class MemoryDir:
             from mem.core.memdir.layout import DREAM_LOCK
 
             state = os.path.realpath(self.state.path)
-            if _within(state, self.real_root):
+            if within(state, self.real_root):
                 raise RefusedError(f"the state directory {self.state.path} is inside the memory directory "
                                    f"{self.root}; point MEM_STATE_DIR elsewhere")
             self.state.ensure()  # 0700: the history holds copies of every memory
@@ -241,7 +237,7 @@ class MemoryDir:
     def _makedirs(self, parent: str) -> None:
         # Containment was checked on the resolved path; create what is missing.
         os.makedirs(parent, exist_ok=True)
-        if not _within(os.path.realpath(parent), self.real_root):
+        if not within(os.path.realpath(parent), self.real_root):
             raise PathEscapeError(f"refused directory {parent}: outside the memory directory")
 
     def sweep_temp_files(self, older_than: float = STALE_TEMP_AFTER) -> list[str]:
