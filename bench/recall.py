@@ -353,8 +353,8 @@ def render(q: dict, lat: dict | None, rounds: int) -> str:
         "(short hooks, mostly abridging the description), so the index-line field adds few words here. One rule "
         "(a Korean question word with its ending, 뭐라고, is a stop word) was found while looking at a held-out "
         "miss (q134); it sets no parameter, and the held-out figures include it (Recall@5 0.94 without it). "
-        "Which path serves each held-out query once a key is set (the model, or the ranker when it is sure) is "
-        "not measured here: that routing is built on another branch; `mem eval` shows it as *served by*.",
+        "Which path serves each query once a key is set (the model, or the ranker when it is sure) is in the "
+        "routing table below; `mem eval` shows it as *served by*.",
         "False surfaces (measured on 2026-11-25, while working on them). The tune half had none, so there was "
         "nothing to tune a surfacing rule on; 28 nothing-relevant queries of the same kind as the held-out ones "
         "(generic programming and ops questions sharing a word or two with the memories, in every slice; q153-q180) "

@@ -643,7 +643,10 @@ class Index:
         count for how common a word is)."""
         q = query_terms(query)
         skip = set(exclude)
-        hits = [h for h in self.scores(q) if h.key not in skip]
+        return self.worth_surfacing(q, [h for h in self.scores(q) if h.key not in skip], limit)
+
+    def worth_surfacing(self, q: Query, hits: list[Hit], limit: int = 5) -> list[Hit]:
+        """Of ``hits`` (``scores``' answer for ``q``), the ones ``rank`` keeps."""
         # One shared word is weak evidence: unless the query is that short, it must be strong.
         single = min(2.0, q.words / 2)
         hits = [h for h in hits if h.coverage >= single - 1e-9 or h.score >= self.min_single]

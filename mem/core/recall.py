@@ -928,13 +928,6 @@ def select_offline(query: str, headers: Sequence, limit: int, cache_dir: str | N
     return [(h.key, h.score) for h in index.rank(query, limit, exclude)]
 
 
-def _best_score(index, query: str, candidates: Iterable[str]) -> float:
-    """The highest raw score the ranker gives any candidate (0 when none shares a term with the query)."""
-    docs = [d for d in index.docs if d.key in candidates]
-    hits = index.scores(query, docs)
-    return hits[0].score if hits else 0.0
-
-
 USER_LEVEL_LABEL = "User-level memory (the user's own, shared by all their projects):"
 
 
@@ -1008,16 +1001,19 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
 
     # The ranker always runs first (a few ms): it is the answer when the model is not asked,
     # fails, or is late. The whole manifest is indexed so word frequencies stay put in a session.
+    from mem.core.ranker import query_terms
+
     index = offline_index(every, cache_dir(root))
-    not_candidates = {h.relpath for h in every} - set(by_rel)
-    chosen: list[tuple[str, float | None]] = [(h.key, h.score) for h in index.rank(query, limit, not_candidates)]
+    q = query_terms(query)
+    hits = index.scores(q, [d for d in index.docs if d.key in by_rel])  # once: the pick and how sure it is
+    chosen: list[tuple[str, float | None]] = [(h.key, h.score) for h in index.worth_surfacing(q, hits, limit)]
     result.strategy, result.route = "offline", "offline"
     if not offline:
         from mem.core.jobs import llm
 
         if not llm.has_credentials():
             result.fallback_reason = "no_credentials"
-        elif not always_ask and ranker_is_sure(_best_score(index, query, by_rel)):
+        elif not always_ask and ranker_is_sure(hits[0].score if hits else 0.0):
             result.route = "offline-confident"
         else:
             try:
