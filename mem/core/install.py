@@ -161,20 +161,16 @@ def settings_path(client: str, scope: str, project: str | None = None,
 
     if client not in CLIENTS:
         raise UsageError(f"unknown client {client!r} (expected claude or qwen)")
+    if scope not in SCOPES:
+        raise UsageError(f"unknown scope {scope!r} (expected user, project or local)")
+    if client == "claude":
+        root = "" if scope == "user" else paths.project_root(project or os.getcwd())
+        return paths.claude_settings_file(scope, root, env)
     if scope == "user":
-        if client == "claude":
-            return os.path.join(paths.config_home(env), "settings.json")
         return os.path.join(paths.qwen_home(paths.home_dir(env)), "settings.json")
-    root = paths.project_root(project or os.getcwd())
-    if client == "qwen":
-        if scope == "local":
-            raise UsageError("qwen-code has no local settings file; use --scope user or project")
-        return os.path.join(root, ".qwen", "settings.json")
-    if scope == "project":
-        return os.path.join(root, ".claude", "settings.json")
     if scope == "local":
-        return os.path.join(root, ".claude", "settings.local.json")
-    raise UsageError(f"unknown scope {scope!r} (expected user, project or local)")
+        raise UsageError("qwen-code has no local settings file; use --scope user or project")
+    return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")
 
 
 class SettingsFile(NamedTuple):

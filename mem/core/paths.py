@@ -417,6 +417,16 @@ def _flag_source(settings_file: str) -> SettingsSource:
     return SettingsSource("flag", path, data)
 
 
+def claude_settings_file(scope: str, root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """Claude Code's settings file of a scope: user (~/.claude/settings.json), project or local (the project's).
+
+    Example: claude_settings_file("local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
+    """
+    if scope == "user":
+        return _join(config_home(_environ(env), home), "settings.json")
+    return _join(root, ".claude", "settings.local.json" if scope == "local" else "settings.json")
+
+
 def load_settings(
     root: str,
     *,
@@ -430,9 +440,7 @@ def load_settings(
     """
     env = _environ(env)
     policy = managed_settings_path(env)
-    user = _join(config_home(env, home), "settings.json")
-    local = _join(root, ".claude", "settings.local.json")
-    project = _join(root, ".claude", "settings.json")
+    user, local, project = (claude_settings_file(scope, root, env, home) for scope in ("user", "local", "project"))
     sources = [SettingsSource("policy", policy, _read_json_object(policy))]
     if settings_file is not None:
         sources.append(_flag_source(settings_file))
