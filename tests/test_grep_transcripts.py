@@ -8,6 +8,7 @@ import os
 import random
 import re
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -256,6 +257,54 @@ def test_parallel_workers_give_the_same_results(tmp_path):
                 for r in results]
 
     assert flat(core.search_all(searcher, targets, workers=2)) == flat(core.search_all(searcher, targets, workers=0))
+
+
+def test_workers_keep_order_over_many_files_of_skewed_sizes(tmp_path):
+    # More files than the hand-out window, one far larger than the rest: results still come in order.
+    rng = random.Random(11)
+    targets = []
+    for i in range(40):
+        path = tmp_path / f"s{i:02d}.jsonl"
+        n = 2000 if i == 3 else rng.randint(1, 30)
+        texts = [f"{rng.choice(['alpha', 'beta'])} {i} {k}" for k in range(n)]
+        _write(path, texts, [True] * n)
+        targets.append(core.Target(str(path), path.name, "transcript", size=path.stat().st_size))
+    searcher = core.Searcher(core.Matcher(["alpha"], fixed=True), core.Options())
+
+    def flat(results):
+        return [(r.target.display, r.selected, r.error, [line.text for g in r.groups for line in g]) for r in results]
+
+    here = flat(core.search_all(searcher, targets, workers=0))
+    assert sum(selected for _, selected, _, _ in here) > 1000
+    assert flat(core.search_all(searcher, targets, workers=3)) == here
+
+
+class _DyingSearcher(core.Searcher):
+    """Kills the process searching one file: a worker lost to SIGKILL (the OOM killer, say)."""
+
+    def __init__(self, fatal: str, *args) -> None:
+        super().__init__(*args)
+        self.fatal = fatal
+
+    def search(self, target, progress=None):
+        if target.path == self.fatal:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().search(target, progress)
+
+
+def test_a_dead_worker_fails_only_its_own_files(tmp_path):
+    targets = []
+    for i in range(12):
+        path = tmp_path / f"s{i:02d}.jsonl"
+        _write(path, [f"alpha {i}"], [True])
+        targets.append(core.Target(str(path), path.name, "transcript"))
+    searcher = _DyingSearcher(targets[4].path, core.Matcher(["alpha"], fixed=True), core.Options())
+    results = list(core.search_all(searcher, targets, workers=2))
+    assert [r.target.display for r in results] == [t.display for t in targets]
+    failed = [r.target.display for r in results if r.error]
+    assert "s04.jsonl" in failed
+    assert len(failed) <= 3  # the file it died on, and at most the one queued behind it
+    assert all(r.selected == 1 for r in results if not r.error)
 
 
 @pytest.mark.parametrize("json_output", [False, True])

@@ -792,26 +792,48 @@ def _busy_cpus() -> int:
             return 0
 
 
+#: Targets handed out ahead of the one to be shown next: bounds the results held in memory
+#: while a large file is still being searched, and leaves every worker something to do.
+WINDOW_PER_WORKER = 4
+
+
 def _forked(searcher: Searcher, targets: list[Target], workers: int,
             render: Callable[[FileResult], str] | None) -> Iterator[FileResult]:
-    import pickle
-    import signal
+    """Results of ``targets`` in order, searched by ``workers`` forked processes.
 
-    readers: list = []
+    Each worker is handed the next target as soon as it sends a result back,
+    so a few large files do not leave one worker busy while the others wait
+    (files range from kilobytes to tens of megabytes). Targets are handed out
+    at most WINDOW_PER_WORKER per worker past the next one to be shown; results
+    that arrive early wait here. A worker that dies has its unfinished targets
+    reported as failed; the others go on.
+    """
+    import pickle
+    import selectors
+    import signal
+    import struct
+
+    frame = struct.Struct("<IQ")  # target index, length of the pickled result
+    n = len(targets)
+    window = max(workers * WINDOW_PER_WORKER, 2)
+    tasks: list[int] = []  # each worker's pipe for target numbers, parent side
+    results: list[int] = []  # each worker's pipe for results, parent side
     pids: list[int] = []
+    selector = selectors.DefaultSelector()
     try:
-        for k in range(workers):
-            r, w = os.pipe()
+        for _ in range(workers):
+            task_r, task_w = os.pipe()
+            result_r, result_w = os.pipe()
             pid = os.fork()
-            if pid == 0:  # a worker: search its share, send each result back in order
+            if pid == 0:  # a worker: search each target it is sent until its pipe closes
                 code = 0
                 try:
-                    os.close(r)
-                    for other in readers:
-                        other.close()
+                    for fd in (task_w, result_r, *tasks, *results):
+                        os.close(fd)
                     signal.signal(signal.SIGINT, signal.SIG_DFL)
-                    with os.fdopen(w, "wb") as out:
-                        for i in range(k, len(targets), workers):
+                    with os.fdopen(task_r, "rb") as inbox, os.fdopen(result_w, "wb") as out:
+                        while len(raw := inbox.read(4)) == 4:
+                            i = int.from_bytes(raw, "little")
                             try:
                                 result = searcher.search(targets[i])
                                 if render is not None and result.groups:
@@ -819,23 +841,95 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
                                     result.groups = []
                             except Exception as exc:  # noqa: BLE001 - reported by the parent
                                 result = FileResult(targets[i], error=f"{type(exc).__name__}: {exc}")
-                            pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+                            payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+                            out.write(frame.pack(i, len(payload)))
+                            out.write(payload)
                             out.flush()
                 except BaseException:  # noqa: BLE001 - the parent notices the missing results
                     code = 1
                 finally:
                     os._exit(code)
-            os.close(w)
-            readers.append(os.fdopen(r, "rb"))
+            os.close(task_r)
+            os.close(result_w)
+            tasks.append(task_w)
+            results.append(result_r)
             pids.append(pid)
-        for i, target in enumerate(targets):
-            try:
-                yield pickle.load(readers[i % workers])
-            except (EOFError, pickle.UnpicklingError):
-                yield FileResult(target, error="search worker failed")
+
+        owner: dict[int, int] = {}  # target handed out -> worker searching it
+        load = [0] * workers  # targets each worker has in hand
+        alive = set(range(workers))
+        done: dict[int, FileResult] = {}
+        pending = [bytearray() for _ in range(workers)]
+        handed = 0  # targets[:handed] have been handed out
+        shown = 0  # targets[:shown] have been yielded
+
+        def hand_out() -> None:
+            nonlocal handed
+            while handed < n and handed < shown + window and alive:
+                w = min(alive, key=lambda k: (load[k], k))
+                if load[w] >= 2 and handed > shown:  # every worker has one in hand and one queued
+                    return
+                try:
+                    os.write(tasks[w], handed.to_bytes(4, "little"))
+                except OSError:  # it died: its pipe is closed
+                    lost(w)
+                    continue
+                owner[handed] = w
+                load[w] += 1
+                handed += 1
+            if handed == n:
+                for w in alive:
+                    if tasks[w] >= 0:
+                        os.close(tasks[w])
+                        tasks[w] = -1
+
+        def lost(w: int) -> None:
+            alive.discard(w)
+            for i, k in list(owner.items()):
+                if k == w:
+                    done[i] = FileResult(targets[i], error="search worker failed")
+                    del owner[i]
+
+        for w, fd in enumerate(results):
+            selector.register(fd, selectors.EVENT_READ, w)
+        hand_out()
+        while shown < n:
+            while shown in done:
+                result = done.pop(shown)
+                shown += 1
+                hand_out()
+                yield result
+            if shown >= n:
+                break
+            if shown not in owner:  # nothing left to search it (every worker died)
+                done[shown] = FileResult(targets[shown], error="search worker failed")
+                continue
+            for key, _ in selector.select():
+                w = key.data
+                data = os.read(key.fd, 1 << 20)
+                if not data:
+                    selector.unregister(key.fd)
+                    lost(w)
+                    continue
+                buf = pending[w]
+                buf += data
+                while len(buf) >= frame.size:
+                    i, size = frame.unpack_from(buf)
+                    if len(buf) < frame.size + size:
+                        break
+                    done[i] = pickle.loads(buf[frame.size:frame.size + size])
+                    del buf[:frame.size + size]
+                    if owner.pop(i, None) is not None:
+                        load[w] -= 1
+            hand_out()
     finally:
-        for reader in readers:
-            reader.close()
+        selector.close()
+        for fd in (*tasks, *results):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGTERM)
