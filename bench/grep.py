@@ -222,13 +222,6 @@ def count_lines(path: str) -> int:
     return n
 
 
-def mem_exe() -> str:
-    exe = shutil.which("mem", path=os.path.dirname(sys.executable))
-    if exe is None:
-        raise SystemExit("bench: no mem console script next to this python; run `make bench-grep`")
-    return exe
-
-
 def subset(root: str, dest: str, target_mb: int) -> tuple[int, int]:
     """Link the first files of each project, in turn, under ``dest`` until they reach ``target_mb``."""
     projects = sorted(os.listdir(root))
@@ -250,7 +243,6 @@ NO_MSGSPEC = "import sys; sys.modules['msgspec'] = None; sys.argv[0] = 'mem'; fr
 
 
 def main() -> int:
-    mem = mem_exe()
     rg = shutil.which("rg")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEM_", "CLAUDE_"))}
     env["LC_ALL"] = "C.UTF-8"  # grep's fast path; the same locale for all
@@ -258,6 +250,11 @@ def main() -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     tools = ["grep"] + (["rg"] if rg else []) + ["mem"]
     with tempfile.TemporaryDirectory(prefix="mem-bench-grep-") as tmp:
+        from run import clean_install
+
+        print("bench: installing mem into a clean venv ...", file=sys.stderr)
+        mem = clean_install(os.path.join(tmp, "venv"))
+        python = os.path.join(tmp, "venv", "bin", "python")
         env.update(HOME=os.path.join(tmp, "home"), MEM_STATE_DIR=os.path.join(tmp, "state"))
         os.makedirs(env["HOME"])
         full = os.path.join(tmp, "full")
@@ -278,7 +275,7 @@ def main() -> int:
                     "grep": ["grep", "-rn", "-F", literal, root],
                     "rg": [rg or "rg", "-n", "-F", literal, root],
                     "mem": [mem, "grep", "--transcripts", "-n", "-F", literal, root],
-                    "mem, stdlib json": [sys.executable, "-c", NO_MSGSPEC, "grep", "--transcripts", "-n", "-F", literal, root],
+                    "mem, stdlib json": [python, "-c", NO_MSGSPEC, "grep", "--transcripts", "-n", "-F", literal, root],
                 }
                 run = tools + (["mem, stdlib json"] if case == "every" else [])
                 hits = {}
@@ -309,8 +306,8 @@ def main() -> int:
         "smaller corpus is its first files; deleted after). Each command runs once to warm the page cache, then "
         f"{ROUNDS} interleaved rounds; the figure is the best of the {ROUNDS}, output to a file "
         "(GNU grep quits at the first match when writing to /dev/null). "
-        "`mem` is the console script of the dev venv (bytecode compiled, as an install has it), so its start-up "
-        "is included. `mem, stdlib json` is the same run with msgspec hidden. "
+        "`mem` is a non-editable `pip install .` into a fresh venv, as users install it (bytecode compiled on "
+        "the warm-up run), so its start-up is included. `mem, stdlib json` is the same run with msgspec hidden. "
         f"Load average (1 min) before and after the timings: {load_before:.2f}, {load_after:.2f} "
         "(other work on the machine slows every command, not always alike). The last column is CPU time "
         "(user + system, workers included, best of the rounds), which the machine's load changes less than "
@@ -349,7 +346,8 @@ def main() -> int:
         "else the stdlib), only the lines of a message that hold a match are split out, and each file's output "
         "is written in one call. rg searches with several threads, grep with one; mem forks a worker per idle "
         "CPU (up to 4, for trees over 64 MB) only when at least two are idle, so on a loaded machine it runs "
-        "alone. The CPU column shows what each costs whatever the load.",
+        "alone; each worker is handed the next file as soon as it sends one back, so files of very different "
+        "sizes keep every worker busy. The CPU column shows what each costs whatever the load.",
         "",
     ]
     from results import write_section
