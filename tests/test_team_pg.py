@@ -51,7 +51,7 @@ def test_two_servers_on_one_database_serialise_writers(pg_url, tmp_path):
 
 
 def test_a_second_schema_creation_is_harmless(pg_url):
-    from mem.core.team.storage import open_store
+    from mem.core.team.stores import open_store
 
     stores = [open_store(pg_url) for _ in range(3)]
     try:

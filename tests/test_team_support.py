@@ -20,7 +20,8 @@ import pytest
 
 from mem.core.team import client
 from mem.core.team.server import JsonLog, Limits, TeamHTTPServer, make_server
-from mem.core.team.storage import SQLStore, open_store
+from mem.core.team.storage import SQLStore
+from mem.core.team.stores import open_store
 
 REPO = "acme/widgets"
 # Read at import: the autouse isolated_env fixture clears every MEM_* variable before each test.

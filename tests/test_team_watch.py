@@ -77,7 +77,7 @@ def test_it_survives_a_server_outage(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    from mem.core.team.storage import open_store
+    from mem.core.team.stores import open_store
 
     store = open_store(str(tmp_path / "t.db"))
     token = store.add_token([REPO])[1]

@@ -398,7 +398,7 @@ def serve_cmd(host: str, port: int, db: str | None, max_entries: int, max_body: 
     import threading
 
     from mem.core.team import server as srv
-    from mem.core.team.storage import open_store
+    from mem.core.team.stores import open_store
 
     import sys
 
@@ -469,7 +469,7 @@ def token_add_cmd(repos: tuple[str, ...], label: str | None, db: str | None, fmt
     Example:
       TOKEN=$(mem team token add --repo acme/widgets --db team.db | awk '{print $NF}')
     """
-    from mem.core.team.storage import open_store
+    from mem.core.team.stores import open_store
 
     store = open_store(_db(db))
     try:
@@ -493,7 +493,7 @@ def token_list_cmd(db: str | None, fmt: str) -> None:
     Example:
       mem team token list --json | jq -r '.[] | select(.revoked == null) | .id'
     """
-    from mem.core.team.storage import open_store
+    from mem.core.team.stores import open_store
 
     store = open_store(_db(db), create=False)
     try:
@@ -523,7 +523,7 @@ def token_revoke_cmd(token_id: str, db: str | None, fmt: str) -> None:
     Example:
       mem team token revoke 1a2b3c4d --db team.db
     """
-    from mem.core.team.storage import open_store
+    from mem.core.team.stores import open_store
 
     store = open_store(_db(db), create=False)
     try:

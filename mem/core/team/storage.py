@@ -2,7 +2,7 @@
 
 One SQL schema, two backends that differ only in connections and locking:
 SQLite (``store_sqlite``, the default: one file, WAL) and PostgreSQL
-(``store_pg``, through a ``postgresql://`` URL). ``open_store(db)`` picks one.
+(``store_pg``, through a ``postgresql://`` URL). ``stores.open_store(db)`` picks one.
 
 A repo's state is its entries (key → content and ``sha256:`` checksum), a
 version that grows by one with every write that changed something, and a
@@ -413,26 +413,6 @@ class SQLStore:
 
 def is_pg_url(db: str) -> bool:
     return db.startswith(("postgres://", "postgresql://"))
-
-
-def open_store(db: str, *, keep_history: int = 10, pool_size: int = 8, create: bool = True) -> SQLStore:
-    """The store at ``db``: a ``postgresql://`` URL, or else a SQLite file path (created on demand)."""
-    if not db:
-        raise UsageError("no team database given (--db PATH_OR_URL or MEM_TEAM_DB)")
-    if is_pg_url(db):
-        from mem.core.team.store_pg import PostgresStore
-
-        store: SQLStore = PostgresStore(db, keep_history=keep_history, pool_size=pool_size)
-    else:
-        from mem.core.team.store_sqlite import SQLiteStore
-
-        store = SQLiteStore(db, keep_history=keep_history, pool_size=pool_size, create=create)
-    try:
-        store.init_schema()
-    except BaseException:
-        store.close()
-        raise
-    return store
 
 
 def redact_url(db: str) -> str:
