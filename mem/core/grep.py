@@ -81,7 +81,7 @@ def timestamp_seconds(value: object) -> float | None:
 # --- matching ------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__: lighter, and one object fewer for the garbage collector to track
 class Line:
     """One output line: a selected line ("match") or a context line."""
 
