@@ -253,7 +253,7 @@ def _parse_claude(obj: dict) -> list[Message]:
             sub = "message"
         return [Message(uuid, "user", blocks, sub, timestamp, session_id)]
     if kind == "system" and obj.get("subtype") == "compact_boundary":
-        return [Message(uuid, "system", [Block("text", obj.get("content") or "")], "compact_boundary", timestamp, session_id)]
+        return [Message(uuid, "system", [Block("text", _text(obj.get("content")))], "compact_boundary", timestamp, session_id)]
     return []  # attachments, bookkeeping and other system lines carry no conversation
 
 
