@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -222,6 +223,23 @@ def fast(path: str, matcher: core.Matcher, o: core.Options) -> list[tuple]:
             for group in result.groups for line in group]
 
 
+def groups(path: str, matcher: core.Matcher, o: core.Options) -> list[int]:
+    """How many lines each group of the result holds (text output puts -- between groups)."""
+    return [len(group) for group in core.Searcher(matcher, o).search(core.Target(path, "t", "transcript")).groups]
+
+
+def runs(lines: list[tuple]) -> list[int]:
+    """The reference's lines as groups: a group is a run of adjacent lines of one record's message."""
+    sizes: list[int] = []
+    previous = None
+    for number, _, message_line, *_ in lines:
+        if previous != (number, message_line - 1):
+            sizes.append(0)
+        sizes[-1] += 1
+        previous = (number, message_line)
+    return sizes
+
+
 @pytest.fixture(params=["msgspec", "stdlib"])
 def decoder(request, monkeypatch):
     monkeypatch.setattr(transcripts, "_fast", ())
@@ -256,6 +274,12 @@ def test_fast_search_selects_what_the_reference_does(tmp_path, decoder, seed):
             continue
         want = reference(data, matcher, o)
         assert fast(str(path), matcher, o) == want, (patterns, flags, o)
+        # Unnumbered (what text output asks for): the same lines in the same groups, message_line at most left out.
+        unnumbered = replace(o, message_lines=False)
+        got = fast(str(path), matcher, unnumbered)
+        assert [g[:2] + g[3:] for g in got] == [w[:2] + w[3:] for w in want], (patterns, flags, o)
+        assert all(g[2] in (None, w[2]) for g, w in zip(got, want))
+        assert groups(str(path), matcher, unnumbered) == groups(str(path), matcher, o) == runs(want)
     assert bool(transcripts._fast) == (decoder == "msgspec" and transcripts._decoded > 0)
 
 

@@ -369,3 +369,12 @@ def test_records_across_chunks_keep_line_numbers_and_offsets(tmp_path, monkeypat
         if prefilter is None:
             got = [g for g in got if b"hit" in g[2]]
         assert got == want
+
+
+def test_a_boundary_line_whose_content_is_not_text(run_mem, tmp_path):
+    """Its content shown as JSON, as a text block's would be (it made grep fail with a TypeError)."""
+    path = tmp_path / "t.jsonl"
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b", "sessionId": SESSION}
+    path.write_text("\n".join(json.dumps({**boundary, "content": c}) for c in (5, {"n": 7}, None, "kept 9")) + "\n")
+    r = run_mem("grep", "--transcripts", "-n", "[0-9]", str(path))
+    assert (r.returncode, r.stdout, r.stderr) == (0, '1:5\n2:{"n": 7}\n4:kept 9\n', "")

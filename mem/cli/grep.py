@@ -131,6 +131,7 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
         since=since_ts,
         roles=frozenset(roles) if roles else None,
         text=text,
+        message_lines=as_json,  # only --json shows a line's number within its message
     )
 
     # What to search, and whether names are shown by default (as grep -r does for directories).

@@ -81,7 +81,7 @@ def timestamp_seconds(value: object) -> float | None:
 # --- matching ------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__: lighter, and one object fewer for the garbage collector to track
 class Line:
     """One output line: a selected line ("match") or a context line."""
 
@@ -179,7 +179,7 @@ class Matcher:
         """
         if self._whole is not None:
             out: list[list[tuple[int, int]] | None] = [None] * len(lines)
-            for i, _, spans in self.hits("\n".join(lines) if text is None else text):
+            for i, _, _, spans in self.hits("\n".join(lines) if text is None else text):
                 out[i] = spans
             return out
         out: list[list[tuple[int, int]] | None] = []
@@ -218,17 +218,19 @@ class Matcher:
             return [[] if spans is None else None for spans in per_line]
         return per_line
 
-    def hits(self, text: str) -> list[tuple[int, int, list[tuple[int, int]]]] | None:
-        """(line index, offset of the line in ``text``, spans) of each selected line of ``text``, in order.
+    def hits(self, text: str, numbered: bool = True) -> list[tuple[int | None, int, int, list[tuple[int, int]]]] | None:
+        """(line index, offset of the line in ``text``, offset of its end, spans) of each selected line of ``text``, in order.
 
         Only for what one search of the whole text answers (a literal without a
         newline, not inverted); None otherwise, when ``line_spans`` must look at
-        each line. Lines without a match are never split out.
+        each line. Lines without a match are never split out. Without
+        ``numbered``, the line index may be None: counting the lines before a
+        match costs as much as finding it.
         """
         if self._whole is None:
             return None
         if self._plain is not None:
-            return _find_hits(text, self._plain)
+            return _find_hits(text, self._plain, numbered)
         found: dict[int, tuple[int, list[tuple[int, int]]]] = {}
         count = text.count
         for rx in self._whole:
@@ -242,9 +244,12 @@ class Matcher:
                     hit = found[line] = (text.rfind("\n", 0, start) + 1, [])
                 if m.end() > start:
                     hit[1].append((start - hit[0], m.end() - hit[0]))
-        out = sorted((i, start, spans) for i, (start, spans) in found.items())
+        out = []
+        for i, (start, spans) in sorted(found.items()):
+            end = text.find("\n", start)
+            out.append((i, start, len(text) if end == -1 else end, spans))
         if len(self._whole) > 1:
-            for _, _, spans in out:
+            for _, _, _, spans in out:
                 if len(spans) > 1:
                     spans[:] = _disjoint(spans)
         return out
@@ -285,26 +290,31 @@ def _disjoint(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _find_hits(text: str, literal: str) -> list[tuple[int, int, list[tuple[int, int]]]]:
-    """Matcher.hits for one case-sensitive literal."""
-    out: list[tuple[int, int, list[tuple[int, int]]]] = []
+def _find_hits(text: str, literal: str, numbered: bool = True) -> list[tuple[int | None, int, int, list[tuple[int, int]]]]:
+    """Matcher.hits for one case-sensitive literal (which holds no newline)."""
+    out: list[tuple[int | None, int, int, list[tuple[int, int]]]] = []
     find = text.find
     pos = find(literal)
     if pos == -1:
         return out
     n = len(literal)
-    line = at = 0
-    current = -1
+    line = None
+    if numbered:
+        line = at = 0
     start = 0
+    end = -1  # where the line of the last match ends
     spans: list[tuple[int, int]] = []
     while pos != -1:
-        line += text.count("\n", at, pos)
-        at = pos
-        if line != current:
-            current = line
+        if pos > end:  # a match on a line of its own
             start = text.rfind("\n", 0, pos) + 1
+            end = find("\n", pos + n)
+            if end == -1:
+                end = len(text)
+            if numbered:
+                line += text.count("\n", at, pos)
+                at = pos
             spans = []
-            out.append((line, start, spans))
+            out.append((line, start, end, spans))
         spans.append((pos - start, pos - start + n))
         pos = find(literal, pos + n)
     return out
@@ -562,6 +572,9 @@ class Options:
     since: float | None = None  # epoch seconds
     roles: frozenset[str] | None = None  # transcripts: roles to keep
     text: bool = False  # -a: search memory files holding NUL bytes as text
+    #: Transcripts: number each selected line within its message (Line.message_line). Without
+    #: context that takes a count of the lines before each match, as long as finding it.
+    message_lines: bool = True
 
 
 Progress = Callable[[int, int], None]  # (bytes done in the current file, file size)
@@ -653,7 +666,7 @@ class Searcher:
 
     # -- transcripts
     def _search_transcript(self, target: Target, result: FileResult, progress: Progress | None) -> None:
-        from mem.core import transcripts
+        from mem.core.transcripts import load_record, record_messages
 
         o = self.options
         if target.path != "-" and o.since is not None and os.stat(target.path).st_mtime < o.since:
@@ -666,58 +679,60 @@ class Searcher:
         if self._buffer is None:
             self._buffer = bytearray(2 * CHUNK)  # reused from file to file
         context = o.before or o.after
+        # Names bound once: the loop below runs for every record that holds the literal.
+        roles, since, collect = o.roles, o.since, o.collect
+        hits_of = None if context else self.matcher.hits
+        numbered = o.message_lines
+        shown = result.groups
         for number, offset, raw in _records(target.path, self._prefilter, result, progress, self._buffer):
-            obj = transcripts.load_record(raw)
-            messages = transcripts.record_messages(obj)
-            if not messages:
-                continue
-            session = obj.get("sessionId") or obj.get("session_id") or stem
-            for message in messages:
-                if message.kind == "meta":
+            obj = load_record(raw)
+            for message in record_messages(obj):
+                kind = message.kind
+                if kind == "meta":
                     continue
-                role = "tool" if message.kind == "tool_result" else message.role
-                if o.roles is not None and role not in o.roles:
+                role = "tool" if kind == "tool_result" else message.role
+                if roles is not None and role not in roles:
                     continue
-                if o.since is not None:
+                if since is not None:
                     when = timestamp_seconds(message.timestamp)
                     if when is None:
                         if file_mtime is None:
                             file_mtime = os.stat(target.path).st_mtime if target.path != "-" else time.time()
                         when = file_mtime
-                    if when < o.since:
+                    if when < since:
                         continue
                 text = message_text(message)
                 if not text:
                     continue
-                hits = None if context else self.matcher.hits(text)
+                hits = None if hits_of is None else hits_of(text, numbered)
                 if hits is not None:  # the common case: no line is split out but those selected
                     if not hits:
                         continue
-                    ref = MessageRef(message.session_id or session, message.uuid, message.timestamp, role,
-                                     message.kind)
+                    ref = MessageRef(message.session_id or obj.get("sessionId") or obj.get("session_id") or stem,
+                                     message.uuid, message.timestamp, role, kind)
                     group: list[Line] = []
-                    previous = -2
-                    for i, start, spans in hits:
-                        if budget is not None and result.selected >= budget:
+                    previous = -2  # where the last line ended
+                    selected = result.selected
+                    size = len(text)
+                    for i, start, end, spans in hits:
+                        if budget is not None and selected >= budget:
                             break
-                        if i != previous + 1 and group:  # as _with_context groups them
-                            if o.collect:
-                                result.groups.append(group)
+                        if start != previous + 1 and group:  # as _with_context groups them
+                            if collect:
+                                shown.append(group)
                             group = []
-                        previous = i
-                        end = text.find("\n", start)
-                        eol = "\n"
-                        if end == -1:
-                            end, eol = len(text), ""
-                        group.append(Line(number, text[start:end], eol, offset, spans, True, ref, i + 1))
-                        result.selected += 1
+                        previous = end
+                        group.append(Line(number, text[start:end], "\n" if end < size else "", offset, spans, True, ref,
+                                          None if i is None else i + 1))
+                        selected += 1
                         result.matches += len(spans)
-                    if o.collect and group:
-                        result.groups.append(group)
+                    result.selected = selected
+                    if collect and group:
+                        shown.append(group)
                 else:
                     lines = text.split("\n")
-                    ref = MessageRef(message.session_id or session, message.uuid, message.timestamp, role,
-                                     message.kind)
+                    ref = MessageRef(message.session_id or obj.get("sessionId") or obj.get("session_id") or stem,
+                                     message.uuid, message.timestamp, role, kind)
                     last = len(lines) - 1
 
                     def make(i: int, spans, selected: bool, _lines=lines, _ref=ref, _last=last) -> Line:
@@ -729,8 +744,8 @@ class Searcher:
                     groups, count, matches = _with_context(picked, make, o.before, o.after, remaining)
                     result.selected += count
                     result.matches += matches
-                    if o.collect:
-                        result.groups.extend(groups)
+                    if collect:
+                        shown.extend(groups)
                 if budget is not None and result.selected >= budget:
                     return
 
@@ -952,32 +967,43 @@ def message_text(message) -> str:
     is shown as JSON, which the record may space or escape otherwise; a literal
     reaching into that JSON's punctuation can be missed.)
     """
+    blocks = message.blocks
+    if len(blocks) == 1 and blocks[0].type in _TEXT_BLOCKS:  # most records: one block of text
+        return blocks[0].text
     parts: list[str] = []
-    for block in message.blocks:
-        if block.type in ("text", "thinking", "tool_result"):
+    for block in blocks:
+        if block.type in _TEXT_BLOCKS:
             if block.text:
                 parts.append(block.text)
         elif block.type == "tool_use":
             if block.name:
                 parts.append(block.name)
-            parts.extend(_leaves(block.input))
+            _leaves(block.input, parts)
     return "\n".join(parts)
 
 
-def _leaves(value) -> Iterator[str]:
+_TEXT_BLOCKS = frozenset({"text", "thinking", "tool_result"})
+
+
+def _leaves(value, out: list[str]) -> None:
+    """Each string, number and boolean in a tool call's arguments, in order, appended to ``out``."""
     if isinstance(value, str):
         if value:
-            yield value
+            out.append(value)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _leaves(v)
+            if type(v) is str:  # most arguments: saves a call each
+                if v:
+                    out.append(v)
+            else:
+                _leaves(v, out)
     elif isinstance(value, list):
         for v in value:
-            yield from _leaves(v)
+            _leaves(v, out)
     elif isinstance(value, bool):
-        yield "true" if value else "false"
+        out.append("true" if value else "false")
     elif isinstance(value, (int, float)):
-        yield repr(value)
+        out.append(repr(value))
 
 
 def _with_context(picked, make, before: int, after: int, budget: int | None):

@@ -28,6 +28,9 @@ class Block(NamedTuple):
     is_error: bool = False
 
 
+_NO_INPUT: dict = Block._field_defaults["input"]  # the shared empty input
+
+
 class Message(NamedTuple):
     uuid: str | None
     role: str  # user | assistant | system
@@ -242,7 +245,7 @@ def _parse_claude(obj: dict) -> list[Message]:
             sub = "compact_summary"
         elif obj.get("isMeta"):
             sub = "meta"
-        elif blocks and all(b.type == "tool_result" for b in blocks):
+        elif blocks and _all_results(blocks):
             sub = "tool_result"
         elif _is_local_command(blocks):
             sub = "command"
@@ -250,8 +253,15 @@ def _parse_claude(obj: dict) -> list[Message]:
             sub = "message"
         return [Message(uuid, "user", blocks, sub, timestamp, session_id)]
     if kind == "system" and obj.get("subtype") == "compact_boundary":
-        return [Message(uuid, "system", [Block("text", obj.get("content") or "")], "compact_boundary", timestamp, session_id)]
+        return [Message(uuid, "system", [Block("text", _text(obj.get("content")))], "compact_boundary", timestamp, session_id)]
     return []  # attachments, bookkeeping and other system lines carry no conversation
+
+
+def _all_results(blocks: list[Block]) -> bool:
+    for b in blocks:
+        if b.type != "tool_result":
+            return False
+    return True
 
 
 _LOCAL_COMMAND_TAGS = ("<command-name>", "<local-command-stdout>", "<local-command-stderr>")
@@ -279,21 +289,27 @@ def _text(value: Any) -> str:
 
 
 def _claude_blocks(content: Any) -> list[Block]:
+    # Positional arguments, and the common types tested inline: this runs for every record grep decodes.
     if isinstance(content, str):
         return [Block("text", content)]
     if content is not None and not isinstance(content, list):
         raise TypeError("content is neither text nor a list of blocks")
     blocks = []
-    for b in content or []:
+    for b in content or ():
         if not isinstance(b, dict):
             continue
         t = b.get("type")
         if t == "text":
-            blocks.append(Block("text", _text(b.get("text"))))
+            text = b.get("text")
+            blocks.append(Block("text", text if isinstance(text, str) else _text(text)))
         elif t == "tool_use":
-            blocks.append(Block("tool_use", name=b.get("name") or "", input=b.get("input") if isinstance(b.get("input"), dict) else {}, id=b.get("id") or ""))
+            given = b.get("input")
+            blocks.append(Block("tool_use", "", b.get("name") or "", given if isinstance(given, dict) else _NO_INPUT,
+                                b.get("id") or ""))
         elif t == "tool_result":
-            blocks.append(Block("tool_result", _result_text(b.get("content")), id=b.get("tool_use_id") or "", is_error=bool(b.get("is_error"))))
+            result = b.get("content")
+            blocks.append(Block("tool_result", result if isinstance(result, str) else _result_text(result), "",
+                                _NO_INPUT, b.get("tool_use_id") or "", bool(b.get("is_error"))))
         elif t in ("thinking", "redacted_thinking"):
             blocks.append(Block("thinking", _text(b.get("thinking"))))
         else:
