@@ -932,7 +932,8 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
                     i, size = frame.unpack_from(buf)
                     if len(buf) < frame.size + size:
                         break
-                    done[i] = pickle.loads(buf[frame.size:frame.size + size])
+                    with memoryview(buf) as view, view[frame.size:frame.size + size] as body:
+                        done[i] = pickle.loads(body)
                     del buf[:frame.size + size]
                     if owner.pop(i, None) is not None:
                         load[w] -= 1
