@@ -755,12 +755,13 @@ def search_all(searcher: Searcher, targets: list[Target], *, workers: int | None
                render: Callable[[FileResult], str] | None = None) -> Iterator[FileResult]:
     """Search ``targets`` in order, in parallel worker processes when that pays.
 
-    Transcript trees of many megabytes are searched by forked workers (files
-    dealt out in turn, results read back in order), so a search of a large
-    corpus uses the idle cores; anything small, or stdin, runs here. A worker
-    turns each result's lines into text with ``render``, when given (sending
-    text back costs a fraction of sending the lines). ``workers`` None picks
-    by size and idle CPUs; 0 or 1 means here, where nothing is rendered.
+    Transcript trees of many megabytes are searched by forked workers (each
+    handed the next file as it finishes one, results put back in order), so a
+    search of a large corpus uses the idle cores; anything small, or stdin,
+    runs here. A worker turns each result's lines into text with ``render``,
+    when given (sending text back costs a fraction of sending the lines).
+    ``workers`` None picks by size and idle CPUs; 0 or 1 means here, where
+    nothing is rendered.
     """
     if workers is None:
         workers = _workers_for(targets)
@@ -834,7 +835,7 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
     tasks: list[int] = []  # each worker's pipe for target numbers, parent side
     results: list[int] = []  # each worker's pipe for results, parent side
     pids: list[int] = []
-    selector = selectors.DefaultSelector()
+    selector = None
     try:
         for _ in range(workers):
             task_r, task_w = os.pipe()
@@ -905,6 +906,7 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
                     done[i] = FileResult(targets[i], error="search worker failed")
                     del owner[i]
 
+        selector = selectors.DefaultSelector()  # made after the forks: no worker inherits it
         for w, fd in enumerate(results):
             selector.register(fd, selectors.EVENT_READ, w)
         hand_out()
@@ -939,7 +941,8 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
                         load[w] -= 1
             hand_out()
     finally:
-        selector.close()
+        if selector is not None:
+            selector.close()
         for fd in (*tasks, *results):
             if fd >= 0:
                 try:
