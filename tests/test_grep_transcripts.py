@@ -9,6 +9,7 @@ import random
 import re
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -288,6 +289,7 @@ class _DyingSearcher(core.Searcher):
 
     def search(self, target, progress=None):
         if target.path == self.fatal:
+            time.sleep(0.3)  # long enough for the parent to queue this worker its next file
             os.kill(os.getpid(), signal.SIGKILL)
         return super().search(target, progress)
 
@@ -301,10 +303,51 @@ def test_a_dead_worker_fails_only_its_own_files(tmp_path):
     searcher = _DyingSearcher(targets[4].path, core.Matcher(["alpha"], fixed=True), core.Options())
     results = list(core.search_all(searcher, targets, workers=2))
     assert [r.target.display for r in results] == [t.display for t in targets]
-    failed = [r.target.display for r in results if r.error]
-    assert "s04.jsonl" in failed
-    assert len(failed) <= 3  # the file it died on, and at most the one queued behind it
+    # Only the file it died on: the one queued behind it is searched by the other worker.
+    assert [(r.target.display, r.error) for r in results if r.error] == [("s04.jsonl", "search worker failed")]
     assert all(r.selected == 1 for r in results if not r.error)
+
+
+class _LoggingSearcher(core.Searcher):
+    """Appends "start N" / "end N" to a log shared by the workers; the first file is slow."""
+
+    def __init__(self, log, *args) -> None:
+        super().__init__(*args)
+        self.log = str(log)
+
+    def _note(self, line: str) -> None:
+        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, line.encode() + b"\n")
+        finally:
+            os.close(fd)
+
+    def search(self, target, progress=None):
+        number = int(Path(target.path).stem[1:])
+        self._note(f"start {number}")
+        if number == 0:
+            time.sleep(0.5)
+        result = super().search(target, progress)
+        self._note(f"end {number}")
+        return result
+
+
+def test_workers_run_at_most_a_window_ahead_of_the_output(tmp_path):
+    # While the first file is still being searched, the other worker goes on only up to the
+    # window: results that cannot be shown yet are held in memory, so they must stay few.
+    targets = []
+    for i in range(40):
+        path = tmp_path / f"s{i:02d}.jsonl"
+        _write(path, [f"alpha {i}"], [True])
+        targets.append(core.Target(str(path), path.name, "transcript"))
+    log = tmp_path / "log"
+    searcher = _LoggingSearcher(log, core.Matcher(["alpha"], fixed=True), core.Options())
+    results = list(core.search_all(searcher, targets, workers=2))
+    assert [r.selected for r in results] == [1] * 40
+    events = log.read_text().split("\n")
+    started_before = events[: events.index("end 0")]
+    assert sum(e.startswith("start") for e in started_before) <= 2 * core.WINDOW_PER_WORKER
+    assert sum(e.startswith("start") for e in events) == 40
 
 
 @pytest.mark.parametrize("json_output", [False, True])

@@ -821,8 +821,8 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
     so a few large files do not leave one worker busy while the others wait
     (files range from kilobytes to tens of megabytes). Targets are handed out
     at most WINDOW_PER_WORKER per worker past the next one to be shown; results
-    that arrive early wait here. A worker that dies has its unfinished targets
-    reported as failed; the others go on.
+    that arrive early wait here. A worker that dies fails the target it was
+    searching; those queued behind it go to another worker.
     """
     import pickle
     import selectors
@@ -872,53 +872,61 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
             pids.append(pid)
 
         owner: dict[int, int] = {}  # target handed out -> worker searching it
-        load = [0] * workers  # targets each worker has in hand
+        queued: list[list[int]] = [[] for _ in range(workers)]  # each worker's targets, in the order sent
         alive = set(range(workers))
+        retry: list[int] = []  # sent to a worker that died before starting them: to be sent again
         done: dict[int, FileResult] = {}
         pending = [bytearray() for _ in range(workers)]
-        handed = 0  # targets[:handed] have been handed out
+        handed = 0  # targets[:handed] have been handed out (some perhaps again, from retry)
         shown = 0  # targets[:shown] have been yielded
 
         def hand_out() -> None:
             nonlocal handed
-            while handed < n and handed < shown + window and alive:
-                w = min(alive, key=lambda k: (load[k], k))
-                if load[w] >= 2 and handed > shown:  # every worker has one in hand and one queued
+            while alive:
+                if retry:
+                    i = retry[0]
+                elif handed < n and handed < shown + window:
+                    i = handed
+                else:
+                    return
+                w = min(alive, key=lambda k: (len(queued[k]), k))
+                if len(queued[w]) >= 2 and i != shown:  # every worker has one in hand and one queued
                     return
                 try:
-                    os.write(tasks[w], handed.to_bytes(4, "little"))
-                except OSError:  # it died: its pipe is closed
-                    lost(w)
+                    os.write(tasks[w], i.to_bytes(4, "little"))
+                except OSError:  # it died; the end of its result pipe reports what it held
+                    alive.discard(w)
                     continue
-                owner[handed] = w
-                load[w] += 1
-                handed += 1
-            if handed == n:
-                for w in alive:
-                    if tasks[w] >= 0:
-                        os.close(tasks[w])
-                        tasks[w] = -1
+                if retry and retry[0] == i:
+                    retry.pop(0)
+                else:
+                    handed += 1
+                owner[i] = w
+                queued[w].append(i)
 
         def lost(w: int) -> None:
+            """Worker ``w`` is gone: the target it was searching failed; those queued behind it go to another."""
             alive.discard(w)
-            for i, k in list(owner.items()):
-                if k == w:
+            held, queued[w] = queued[w], []
+            for k, i in enumerate(held):
+                del owner[i]
+                if k == 0:
                     done[i] = FileResult(targets[i], error="search worker failed")
-                    del owner[i]
+                else:
+                    retry.append(i)
+            retry.sort()
 
         selector = selectors.DefaultSelector()  # made after the forks: no worker inherits it
         for w, fd in enumerate(results):
             selector.register(fd, selectors.EVENT_READ, w)
-        hand_out()
         while shown < n:
-            while shown in done:
+            hand_out()
+            if shown in done:
                 result = done.pop(shown)
                 shown += 1
-                hand_out()
                 yield result
-            if shown >= n:
-                break
-            if shown not in owner:  # nothing left to search it (every worker died)
+                continue
+            if shown not in owner:  # no worker left to search it
                 done[shown] = FileResult(targets[shown], error="search worker failed")
                 continue
             for key, _ in selector.select():
@@ -938,8 +946,7 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
                         done[i] = pickle.loads(body)
                     del buf[:frame.size + size]
                     if owner.pop(i, None) is not None:
-                        load[w] -= 1
-            hand_out()
+                        queued[w].remove(i)
     finally:
         if selector is not None:
             selector.close()
