@@ -9,6 +9,8 @@ import random
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -306,6 +308,27 @@ def test_a_dead_worker_fails_only_its_own_files(tmp_path):
     # Only the file it died on: the one queued behind it is searched by the other worker.
     assert [(r.target.display, r.error) for r in results if r.error] == [("s04.jsonl", "search worker failed")]
     assert all(r.selected == 1 for r in results if not r.error)
+
+
+def test_no_worker_can_start_so_the_search_runs_here(tmp_path):
+    # Out of file descriptors for the workers' pipes: the same results, searched in this process.
+    for i in range(6):
+        _write(tmp_path / f"s{i}.jsonl", [f"alpha {i}", "beta"], [True, True])
+    script = f"""
+import os, resource
+from mem.core import grep as core
+targets = core.path_targets([{str(tmp_path)!r}], True)
+searcher = core.Searcher(core.Matcher(["alpha"], fixed=True), core.Options())
+used = len(os.listdir("/proc/self/fd"))  # one more than are open: listdir held one
+resource.setrlimit(resource.RLIMIT_NOFILE, (used, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+print([(r.target.display, r.selected, r.error, r.rendered) for r in core.search_all(searcher, targets, workers=2)])
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    got = eval(run.stdout)  # noqa: S307 - our own repr
+    assert [(name, selected, error) for name, selected, error, _ in got] == [
+        (f"{tmp_path}/s{i}.jsonl", 1, None) for i in range(6)]
+    assert all(rendered is None for *_, rendered in got)  # searched here: nothing rendered by a worker
 
 
 class _LoggingSearcher(core.Searcher):

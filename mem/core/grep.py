@@ -831,22 +831,39 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
 
     frame = struct.Struct("<IQ")  # target index, length of the pickled result
     n = len(targets)
-    window = max(workers * WINDOW_PER_WORKER, 2)
     tasks: list[int] = []  # each worker's pipe for target numbers, parent side
     results: list[int] = []  # each worker's pipe for results, parent side
     pids: list[int] = []
     selector = None
     try:
         for _ in range(workers):
-            task_r, task_w = os.pipe()
-            result_r, result_w = os.pipe()
-            pid = os.fork()
+            try:
+                task_r, task_w = os.pipe()
+            except OSError:  # out of file descriptors: go on with the workers there are
+                break
+            try:
+                result_r, result_w = os.pipe()
+            except OSError:
+                os.close(task_r)
+                os.close(task_w)
+                break
+            # Ctrl-C between the fork and the worker's own handler would unwind the worker
+            # through the parent's code: held back until each side has its handler.
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                pid = os.fork()
+            except OSError:  # no more processes: go on with the workers there are
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                for fd in (task_r, task_w, result_r, result_w):
+                    os.close(fd)
+                break
             if pid == 0:  # a worker: search each target it is sent until its pipe closes
                 code = 0
                 try:
+                    signal.signal(signal.SIGINT, signal.SIG_DFL)
+                    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                     for fd in (task_w, result_r, *tasks, *results):
                         os.close(fd)
-                    signal.signal(signal.SIGINT, signal.SIG_DFL)
                     with os.fdopen(task_r, "rb") as inbox, os.fdopen(result_w, "wb") as out:
                         while len(raw := inbox.read(4)) == 4:
                             i = int.from_bytes(raw, "little")
@@ -865,11 +882,18 @@ def _forked(searcher: Searcher, targets: list[Target], workers: int,
                     code = 1
                 finally:
                     os._exit(code)
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(task_r)
             os.close(result_w)
             tasks.append(task_w)
             results.append(result_r)
             pids.append(pid)
+        if not pids:  # not one worker could be started: search here
+            for target in targets:
+                yield searcher.search(target)
+            return
+        workers = len(pids)
+        window = max(workers * WINDOW_PER_WORKER, 2)
 
         owner: dict[int, int] = {}  # target handed out -> worker searching it
         queued: list[list[int]] = [[] for _ in range(workers)]  # each worker's targets, in the order sent
