@@ -1,11 +1,12 @@
 """The secret gate: gitleaks-style rules that keep credentials out of memory.
 
 A port of Claude Code's team-memory secret scanner (reference §8.6, 36 rules),
-plus 7 rules of ours for what those miss (AWS secret keys, Slack webhooks, JWTs,
-passwords in URLs, Azure account keys, Telegram bot tokens, "the password is
-..."). A rule may carry an allowlist, as in gitleaks: a match whose secret it
-finds (AWS's documented example keys, ``<password>``, ``${DB_PASS}``) is not a
-secret. Findings name the rule that matched and the line it matched on, never
+plus 8 rules of ours for what those miss (AWS secret keys, Slack webhooks, JWTs,
+passwords in URLs, Azure account keys and SAS tokens, Telegram bot tokens, a
+password stated in words or on a command line, in eleven languages). A rule may
+have several forms, rows of the table under one id, and may carry an
+allowlist, as in gitleaks: a match whose secret it finds (AWS's documented
+example keys, ``<password>``, ``${DB_PASS}``) is not a secret. Findings name the rule that matched and the line it matched on, never
 the matched text.
 
     >>> from mem.core import secrets
@@ -400,8 +401,9 @@ class SecretFinding:
     line: int
 
 
-#: The 36 rules in reference order, then ours. Compiled on first access (PEP 562),
-#: so prefer ``secrets.RULES`` over ``from ... import RULES`` in module scope.
+#: The 36 rules in reference order, then ours: one row per form, the forms of one id
+#: next to each other. Compiled on first access (PEP 562), so prefer ``secrets.RULES``
+#: over ``from ... import RULES`` in module scope.
 RULES: tuple[SecretRule, ...]
 
 
