@@ -87,7 +87,8 @@ def test_dream_search_transcripts_sends_no_secret(run_mem, tmp_path, fake_api):
     # The worst a model can do: search for the secret itself. A private key spans lines, and a line of
     # its body alone is not recognisable as part of one: known gap, left out here.
     searched = [c for c in SECRETS if "\n" not in c.secret]
-    calls = [("search_transcripts", {"pattern": re.escape(c.secret[:12])}) for c in searched]
+    # A prefix, never the whole secret: the model's own call (sent back in the next request) would hold it.
+    calls = [("search_transcripts", {"pattern": re.escape(c.secret[:min(12, len(c.secret) - 4)])}) for c in searched]
     for start in range(0, len(calls), 10):
         fake_api.reply_tool_uses(*calls[start:start + 10])
     fake_api.reply_text("Nothing to change.")

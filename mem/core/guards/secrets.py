@@ -1,11 +1,12 @@
 """The secret gate: gitleaks-style rules that keep credentials out of memory.
 
 A port of Claude Code's team-memory secret scanner (reference §8.6, 36 rules),
-plus 7 rules of ours for what those miss (AWS secret keys, Slack webhooks, JWTs,
-passwords in URLs, Azure account keys, Telegram bot tokens, "the password is
-..."). A rule may carry an allowlist, as in gitleaks: a match whose secret it
-finds (AWS's documented example keys, ``<password>``, ``${DB_PASS}``) is not a
-secret. Findings name the rule that matched and the line it matched on, never
+plus 8 rules of ours for what those miss (AWS secret keys, Slack webhooks, JWTs,
+passwords in URLs, Azure account keys and SAS tokens, Telegram bot tokens, a
+password stated in words or on a command line, in eleven languages). A rule may
+have several forms, rows of the table under one id, and may carry an
+allowlist, as in gitleaks: a match whose secret it finds (AWS's documented
+example keys, ``<password>``, ``${DB_PASS}``) is not a secret. Findings name the rule that matched and the line it matched on, never
 the matched text.
 
     >>> from mem.core import secrets
@@ -55,6 +56,120 @@ REDACTED = "[REDACTED]"
 # Assembled at run time so this file holds nothing that looks like a key prefix.
 _ANT_API = "-".join(["sk", "ant", "api"])
 _ANT_ADMIN = "-".join(["sk", "ant", "admin01"])
+
+# An AWS secret access key: 40 characters of base64 with both cases and a digit or / or +, as
+# 30 random bytes have (all but 1 in 5000); and what may stand between its name and it.
+_AWS_SECRET = (r"""(?<![A-Za-z0-9/+])((?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"""
+               r"""(?=[A-Za-z0-9/+]{0,39}[0-9/+])[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])""")
+_AWS_AFTER_NAME = (r"""(?:\s{0,3}\[[^\]\n]{0,40}\])?["']?"""
+                   r"""(?:\s{0,3}(?:=>|:=|[:=])\s{0,3}|[ \t]{1,3}(?:(?:is|was)[ \t]{1,3})?)["']?""")
+
+# -- password-statement: a password given in words, by key name or on a command line. Every form
+# ends in one of two values: a word (or a quoted string) with a letter and a digit or symbol that is
+# not code (a call, an index, a dotted name) nor a path.
+_NOT_CODE = r"""(?![A-Za-z_]\w*(?:\.\w+)+(?:[\s"'\x60,;]|$))(?![/\\]|~/|\.\.?/|[A-Za-z]:\\)"""
+_PW_VALUE = (
+    _NOT_CODE
+    + r"""(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[A-Za-z])(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[0-9!#\x24%^&*+=?~@])"""
+    r"""([^\s"'\x60()\[\]{}<>,;]{5,127}[^\s"'\x60()\[\]{}<>,;.:\\])(?=[\s"'\x60,;]|\\["'\x60]|\.(?:\s|$)|$)"""
+)
+# After a word of another language the value is ASCII and ends where the text's own script (or
+# its full-width punctuation) resumes: "密码是...，" "비밀번호는 ...입니다".
+_PW_VALUE_ASCII = (
+    _NOT_CODE
+    + r"""(?=[^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]{0,127}[A-Za-z])"""
+    r"""(?=[^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]{0,127}[0-9!#\x24%^&*+=?~@])"""
+    r"""([^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]{5,127}[^\s"'\x60()\[\]{}<>,;.:\\\x7f-\U0010ffff])"""
+    r"""(?=[\s"'\x60,;\x7f-\U0010ffff]|\\["'\x60]|\.(?:\s|$)|$)"""
+)
+# "for the vpn", "of root", "on staging" (and Italian "del server", "per il db").
+_PW_FOR = r"""(?:[ \t]+(?:for|of|on|to|at|del|della|di|per)(?:[ \t]+[\w.@/-]{1,40}){1,3}?)?"""
+# An opening quote, JSON-escaped or not (a JSON string inside a JSON string: {\"passwd\": \"...\"}).
+_PW_OPEN = r"""[ \t]*(?:\\?["'\x60])?"""
+# is, was, is now, has been set to, :, =, := (and Italian è).
+_PW_IS = (r"""(?:[ \t]+(?:is|was|è|e')(?:[ \t]+now)?(?:[ \t]*:)?|[ \t]*(?::=|[:=])"""
+          r"""|(?:[ \t]+(?:is|was|has been|had been|got|will be))?(?:[ \t]+now)?[ \t]+(?:set|changed|reset|updated)[ \t]+to)""")
+_PW_NAME_KEYWORDS = ("assw", "ASSW", "assphrase", "ASSPHRASE")
+
+
+def _foreign(words: str, lookbehind: str, rest: str) -> str:
+    """A word of another language (matched from its last letters, for speed), then the rest."""
+    return f"(?:{words})(?<={lookbehind}){rest}"
+
+
+#: The forms of ``password-statement``: (source, keywords). Each is a row of the table with the
+#: rule's id, so a form runs only when one of its own words occurs. Most start with one literal
+#: (the letters before it checked by a lookbehind): ``re`` scans for that in C, 0.3-0.6 ns a
+#: character here against 10 for ``[Pp]assword...``.
+_PASSWORD_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # the password is ..., password for the vpn: ..., DB_PASSWORD=..., password set to ...,
+    # la password è ... (a row per case, each starting with one literal)
+    *((name + r"""(?:\\?["'])?""" + _PW_FOR + _PW_IS + _PW_OPEN + _PW_VALUE, keywords) for name, keywords in (
+        (r"""ass(?<=[Pp]ass)(?:word|wd|phrase)s?\b""", ("assw", "assphrase")),
+        (r"""ASS(?<=PASS)(?:WORD|WD|PHRASE)S?\b""", ("ASSW", "ASSPHRASE")),
+    )),
+    # pw: ..., pwd = ..., MYSQL_PWD=... (not PWD=/home/..., a path; two letters that could be
+    # anything, so the value is ASCII)
+    (r"""(?:pw|PW|Pw)(?<![A-Za-z0-9]..)(?:d|D)?\b["']?(?:[ \t]+(?:is|was)(?:[ \t]*:)?|[ \t]*(?::=|[:=]))"""
+     + _PW_OPEN + _PW_VALUE_ASCII,
+     ("pw", "Pw", "PW")),
+    # set the password to ..., changed my vpn password to ...
+    (r"""(?:set(?<=\bset)|Set(?<=\bSet)|SET(?<=\bSET)|chang(?<=\bchang)|Chang(?<=\bChang)|reset(?<=\breset)"""
+     r"""|Reset(?<=\bReset)|updat(?<=\bupdat)|Updat(?<=\bUpdat))(?:e|ed|ing|ting)?\b"""
+     r"""(?:[ \t]+[\w'-]{1,30}){0,3}?[ \t]+(?:[Pp]ass(?:word|wd|phrase)|PASS(?:WORD|WD|PHRASE)|pwd?|PWD?)\b"""
+     + _PW_FOR + r"""[ \t]+(?:back[ \t]+)?to""" + _PW_OPEN + _PW_VALUE,
+     _PW_NAME_KEYWORDS + ("pw", "PW")),
+    # the login is admin / ..., credentials: deploy/...
+    (r"""(?:ogin(?<=\b[Ll]ogin)|OGIN(?<=\bLOGIN)|red(?<=\b[Cc]red)(?:entials|s)|RED(?<=\bCRED)(?:ENTIALS|S))"""
+     r"""(?:[ \t]+(?:is|are|was|were)(?:[ \t]*:)?|[ \t]*:)[ \t]*[\w.@+-]{1,64}[ \t]*/[ \t]*["']?"""
+     r"""(?![^\s"'\x60,;]*/)""" + _PW_VALUE,  # a pair, not "login: via /oauth2/callback"
+     ("ogin", "OGIN", "redentials", "REDENTIALS", "reds", "REDS")),
+    # mysql -u root -p... (only glued: in "-p x" x is the database), sshpass -p ...,
+    # --password ..., openssl -passin pass:...
+    (r"""(?:mysql|mariadb)(?<![\w-]mysql)(?<![\w-]mariadb)(?:dump|admin|sh|import|check|-dump|-admin)?\b"""
+     r"""[^\n|;&]{0,200}?[ \t]-p["']?""" + _PW_VALUE,
+     ("mysql", "mariadb")),
+    (r"""sshpass(?<![\w-]sshpass)[ \t]+-p[ \t]*["']?""" + _PW_VALUE, ("sshpass",)),
+    (r"""--pass(?<![\w-]--pass)(?:word|wd)?[ \t]+["']?""" + _PW_VALUE, ("--pass",)),
+    (r"""-pass(?<![\w-]-pass)(?:in|out)?[ \t]+pass:""" + _PW_VALUE, ("-pass",)),
+    # Das Passwort ist ..., Kennwort: ...
+    (_foreign("wort|WORT", "[Pp]asswort|[Kk]ennwort|PASSWORT|KENNWORT",
+              r"""(?:es)?(?:[ \t]+(?:für|fürs|vom|von|zum|zur|des|der)(?:[ \t]+[\w.@/-]{1,40}){1,3}?)?"""
+              r"""(?:[ \t]+(?:ist|lautet|war)|[ \t]*[:=])""")
+     + r"""(?:[ \t]*:)?""" + _PW_OPEN + _PW_VALUE_ASCII,
+     ("wort", "WORT")),
+    # het wachtwoord is ...
+    (_foreign("woord|WOORD", "[Ww]achtwoord|WACHTWOORD",
+              r"""(?:[ \t]+(?:voor|van)(?:[ \t]+[\w.@/-]{1,40}){1,3}?)?(?:[ \t]+(?:is|was)|[ \t]*[:=])""")
+     + r"""(?:[ \t]*:)?""" + _PW_OPEN + _PW_VALUE_ASCII,
+     ("woord", "WOORD")),
+    # le mot de passe est ..., mdp : ...
+    *((word + r"""\b(?:[ \t]+(?:du|de|des|pour)(?:[ \t]+[\w.@/-]{1,40}){1,3}?)?(?:[ \t]+(?:est|était)|[ \t]*[:=])"""
+       r"""(?:[ \t]*:)?""" + _PW_OPEN + _PW_VALUE_ASCII, keywords) for word, keywords in (
+        (r"""de passe(?<=\b[Mm]ot de passe)""", ("de passe",)),
+        (r"""DE PASSE(?<=\bMOT DE PASSE)""", ("DE PASSE",)),
+        (r"""(?:mdp|MDP)(?<![A-Za-z0-9_]...)""", ("mdp", "MDP")),
+    )),
+    # la contraseña es ...
+    (_foreign("ontrase|ONTRASE", "[Cc]ontrase|CONTRASE",
+              r"""(?:ña|na|ÑA|NA)(?:[ \t]+(?:de|del|para)(?:[ \t]+[\w.@/-]{1,40}){1,3}?)?(?:[ \t]+(?:es|era)|[ \t]*[:=])""")
+     + r"""(?:[ \t]*:)?""" + _PW_OPEN + _PW_VALUE_ASCII,
+     ("ontrase", "ONTRASE")),
+    # a senha é ...
+    (r"""(?:senha|Senha|SENHA)(?<![A-Za-z0-9_].....)\b(?:[ \t]+(?:do|da|de|para)(?:[ \t]+[\w.@/-]{1,40}){1,3}?)?"""
+     r"""(?:[ \t]+(?:é|era)|[ \t]*[:=])(?:[ \t]*:)?""" + _PW_OPEN + _PW_VALUE_ASCII,
+     ("senha", "Senha", "SENHA")),
+    # пароль: ..., пароль от почты — ...
+    (_foreign("ароль|АРОЛЬ", "[Пп]ароль|ПАРОЛЬ",
+              r"""(?:[ \t]+(?:от|для|к|на)(?:[ \t]+[^\s:=]{1,40}){1,3}?)?[ \t]*(?:[:=]|[ \t][—–-][ \t])""")
+     + _PW_OPEN + _PW_VALUE_ASCII,
+     ("ароль", "АРОЛЬ")),
+    # 密码是..., パスワードは..., 비밀번호는 ...
+    *((word + r"""[ \t]*(?:""" + then + r"""|[:：=])""" + _PW_OPEN + _PW_VALUE_ASCII, (keyword,)) for word, keyword, then in (
+        ("密码", "密码", "是|为"), ("密碼", "密碼", "是|為"), ("口令", "口令", "是|为|為"), ("パスワード", "パスワード", "は"),
+        ("비밀번호", "비밀번호", "는"), ("패스워드", "패스워드", "는"),
+    )),
+)
 
 # (id, case-insensitive?, JS regex source, keywords). Sources are the reference
 # table verbatim; keywords are literals one of which every match must contain
@@ -170,15 +285,17 @@ _TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
      ("-----begin",)),
     # Beyond the reference: kinds its 36 rules let through (issue 21). Ours, in
     # the same dialect; a few need context (a key name, an AKIA id, a verb).
+    # A 40-character key after a name that means it (secret_key, aws_secret_access_key,
+    # --secret-access-key, SecretAccessKey, "Secret access key"), given with =, :, a space or as
+    # a CLI flag's argument (a row per case, each starting with one literal); or on the line of
+    # an access key id.
+    *(("aws-secret-access-key", False, name + _AWS_AFTER_NAME + _AWS_SECRET, keywords) for name, keywords in (
+        (r"""ecret(?<=[Ss]ecret)(?:[ _-]?[Aa]ccess)?[ _-]?[Kk]ey""", ("ecret",)),
+        (r"""ECRET(?<=SECRET)(?:[ _-]?ACCESS)?[ _-]?KEY""", ("ECRET",)),
+    )),
     ("aws-secret-access-key", False,
-     # A 40-character key after its name, or on the line of an access key id.
-     r"""(?:(?:[Ss]ecret_access_key|SECRET_ACCESS_KEY|[Ss]ecretAccessKey|[Ss]ecret (?:access key|Access Key)"""
-     r"""|aws_secret_key|AWS_SECRET_KEY)(?:\s{0,3}\[[^\]\n]{0,40}\])?["']?\s{0,3}(?:=>|:=|[:=])\s{0,3}["']?"""
-     r"""|\b(?:AKIA|ASIA)[A-Z2-7]{16}\b[^\n]{0,80}?[\s,:;|"'=])"""
-     r"""(?<![A-Za-z0-9/+])((?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])[A-Za-z0-9/+]{40})"""
-     r"""(?![A-Za-z0-9/+=])""",
-     ("ecret_access_key", "SECRET_ACCESS_KEY", "ecretAccessKey", "ecret access key", "ecret Access Key",
-      "aws_secret_key", "AWS_SECRET_KEY", "AKIA", "ASIA")),
+     r"""\b(?:AKIA|ASIA)[A-Z2-7]{16}\b[^\n]{0,80}?[\s,:;|"'=]""" + _AWS_SECRET,
+     ("AKIA", "ASIA")),
     ("slack-webhook-url", False,
      r"""hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/]{43,120})""",
      ("hooks.slack.com",)),
@@ -192,19 +309,18 @@ _TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
     ("azure-storage-account-key", False,
      r"""(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{40,100}={0,2})(?![A-Za-z0-9+/=])""",
      ("AccountKey=", "SharedAccessKey=")),
+    ("azure-sas-token", False,
+     # The signature of a shared access signature: sig= in a query that also holds the SAS
+     # version (sv=, a date) and its permissions or expiry (sp=, se=); base64, %-encoded or not.
+     r"""(?:\?|(?<![^\s"'\x60=;,(<>])(?=s[a-z]{1,3}=))"""
+     r"""(?=(?:[^\s"'\x60<>#]*&)?sv=\d{4}-\d\d-\d\d)(?=(?:[^\s"'\x60<>#]*&)?s[pe]=)"""
+     r"""(?:[^\s"'\x60<>#&]*&)*?sig=((?=[A-Za-z0-9%+/]{0,120}[A-Z])(?=[A-Za-z0-9%+/]{0,120}[a-z])"""
+     r"""[A-Za-z0-9%+/]{40,120}={0,2})(?![A-Za-z0-9%+/=])""",
+     ("sig=",)),
     ("telegram-bot-token", False,
      r"""(?<![0-9])([0-9]{8,12}:A[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])""",
      (":A",)),
-    ("password-statement", False,
-     # "the password is: ...", "password for the vpn: ...", DB_PASSWORD=...: a value that has a
-     # letter and a digit or symbol, and is not code (a call, an index, a dotted name).
-     r"""(?:[Pp]ass(?:word|wd|phrase)|PASS(?:WORD|WD|PHRASE))s?\b["']?"""
-     r"""(?:[ \t]+(?:for|of|on|to|at)(?:[ \t]+[\w.@/-]{1,40}){1,3})?"""
-     r"""(?:[ \t]+(?:is|was)(?:[ \t]*:)?|[ \t]*(?::=|[:=]))[ \t]*["'\x60]?"""
-     r"""(?![A-Za-z_]\w*(?:\.\w+)+(?:[\s"'\x60,;]|$))"""
-     r"""(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[A-Za-z])(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[0-9!#\x24%^&*+=?~@])"""
-     r"""([^\s"'\x60()\[\]{}<>,;]{5,127}[^\s"'\x60()\[\]{}<>,;.:])(?=[\s"'\x60,;]|\.(?:\s|$)|$)""",
-     ("passw", "Passw", "PASSW", "passphrase", "Passphrase", "PASSPHRASE")),
+    *(("password-statement", False, source, keywords) for source, keywords in _PASSWORD_FORMS),
 )
 
 #: A value that stands for a password rather than being one: a word, a mask, a
@@ -280,13 +396,14 @@ class SecretRule:
 class SecretFinding:
     rule_id: str
     label: str
-    #: 1-based line of the secret itself (group 1 when the rule has one, so a
+    #: 1-based line of the secret itself (its group when the rule has one, so a
     #: delimiter consumed before it does not pull the line number back).
     line: int
 
 
-#: The 36 rules in reference order, then ours. Compiled on first access (PEP 562),
-#: so prefer ``secrets.RULES`` over ``from ... import RULES`` in module scope.
+#: The 36 rules in reference order, then ours: one row per form, the forms of one id
+#: next to each other. Compiled on first access (PEP 562), so prefer ``secrets.RULES``
+#: over ``from ... import RULES`` in module scope.
 RULES: tuple[SecretRule, ...]
 
 
@@ -460,15 +577,15 @@ class _Scanner:
             allow = re.compile(_ALLOW[rule_id], re.ASCII) if rule_id in _ALLOW else None
             rules.append(SecretRule(rule_id, rule_label(rule_id), pattern, allow))
         self.rules: tuple[SecretRule, ...] = tuple(rules)
-        #: Keywords with no anchor character, tested with ``in``.
-        self.plain: list[tuple[str, int]] = []
+        #: Keywords with no anchor character, tested with ``in``, each once for all its rules.
+        self.plain: dict[str, list[int]] = {}
         groups: dict[str, list[tuple[int, bool, str]]] = {}
         for index, (_, ignore_case, _, keywords) in enumerate(table):
             for keyword in keywords:
                 anchor = _anchor(keyword)
                 if anchor is None:
                     assert not ignore_case, keyword
-                    self.plain.append((keyword, index))
+                    self.plain.setdefault(keyword, []).append(index)
                 else:
                     # The gate matches the anchor itself case-sensitively.
                     assert not (ignore_case and anchor.isalpha()), keyword
@@ -517,25 +634,41 @@ def _candidates(text: str, prefilter: bool = True):
     indexes: set[int] = set()
     for gate in scanner.gates:
         indexes |= gate.hits(text)
-    for keyword, index in scanner.plain:
+    for keyword, rules in scanner.plain.items():
         if keyword in text:
-            indexes.add(index)
+            indexes.update(rules)
     for index in sorted(indexes):
         yield scanner.rules[index]
 
 
 def _finding(rule: SecretRule, match: re.Match, text: str) -> SecretFinding:
-    start = match.start(1) if rule.pattern.groups else match.start()
+    start = match.start(match.lastindex or 0)
     return SecretFinding(rule.id, rule.label, text.count("\n", 0, start) + 1)
 
 
-def _scan(text: str, prefilter: bool = True) -> list[SecretFinding]:
-    findings = []
+def _findings(text: str, prefilter: bool = True):
+    """Yield one finding per rule id that matches ``text``, in rule order.
+
+    The rows of one id (the forms of ``password-statement``) stand next to each other in the
+    table; the finding is that of the earliest line any of them matches.
+    """
+    rule_id, best = None, None
     for rule in _candidates(text, prefilter):
+        if rule.id != rule_id:
+            if best is not None:
+                yield best
+            rule_id, best = rule.id, None
         match = rule.search(text)
         if match:
-            findings.append(_finding(rule, match, text))
-    return findings
+            finding = _finding(rule, match, text)
+            if best is None or finding.line < best.line:
+                best = finding
+    if best is not None:
+        yield best
+
+
+def _scan(text: str, prefilter: bool = True) -> list[SecretFinding]:
+    return list(_findings(text, prefilter))
 
 
 def scan(text: str) -> list[SecretFinding]:
@@ -551,20 +684,17 @@ def first_secret(text: str) -> SecretFinding | None:
 
     Example: ``if (hit := first_secret(content)): raise RefusedError(hit.label)``
     """
-    for rule in _candidates(text):
-        match = rule.search(text)
-        if match:
-            return _finding(rule, match, text)
-    return None
+    return next(_findings(text), None)
 
 
 def _secret(match: re.Match) -> str:
-    """What a match holds secret: group 1 when the rule has one, else the whole match."""
-    return match.group(1) if match.re.groups else match.group(0)
+    """What a match holds secret: its group (the last that took part, so a rule with one
+    alternative per form gives each its own), else the whole match."""
+    return match.group(match.lastindex or 0)
 
 
 def _span(match: re.Match) -> tuple[int, int]:
-    return match.span(1) if match.re.groups else match.span()
+    return match.span(match.lastindex or 0)
 
 
 def _redact(text: str, prefilter: bool = True) -> str:
@@ -583,7 +713,7 @@ def _redact(text: str, prefilter: bool = True) -> str:
 
 
 def redact(text: str) -> str:
-    """Replace every secret (group 1, else the whole match) with ``[REDACTED]``.
+    """Replace every secret (its group, else the whole match) with ``[REDACTED]``.
 
     The secrets are found in the original text by every rule, then cut out
     (overlapping ones as one), so one rule's redaction never hides the context
@@ -602,7 +732,7 @@ def scan_all(text: str) -> list[SecretFinding]:
     found: dict[tuple[int, str], SecretFinding] = {}
     order = {}
     for index, rule in enumerate(_candidates(text)):
-        order[rule.id] = index
+        order.setdefault(rule.id, index)
         for match in rule.matches(text):
             finding = _finding(rule, match, text)
             found.setdefault((finding.line, rule.id), finding)
