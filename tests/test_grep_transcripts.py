@@ -282,6 +282,16 @@ def test_workers_keep_order_over_many_files_of_skewed_sizes(tmp_path):
     assert flat(core.search_all(searcher, targets, workers=3)) == here
 
 
+def _one_line_files(tmp_path, n: int) -> list:
+    """n transcripts s00.jsonl, s01.jsonl, ... of one user line each, "alpha N"."""
+    targets = []
+    for i in range(n):
+        path = tmp_path / f"s{i:02d}.jsonl"
+        _write(path, [f"alpha {i}"], [True])
+        targets.append(core.Target(str(path), path.name, "transcript"))
+    return targets
+
+
 class _DyingSearcher(core.Searcher):
     """Kills the process searching one file: a worker lost to SIGKILL (the OOM killer, say)."""
 
@@ -297,11 +307,7 @@ class _DyingSearcher(core.Searcher):
 
 
 def test_a_dead_worker_fails_only_its_own_files(tmp_path):
-    targets = []
-    for i in range(12):
-        path = tmp_path / f"s{i:02d}.jsonl"
-        _write(path, [f"alpha {i}"], [True])
-        targets.append(core.Target(str(path), path.name, "transcript"))
+    targets = _one_line_files(tmp_path, 12)
     searcher = _DyingSearcher(targets[4].path, core.Matcher(["alpha"], fixed=True), core.Options())
     results = list(core.search_all(searcher, targets, workers=2))
     assert [r.target.display for r in results] == [t.display for t in targets]
@@ -358,11 +364,7 @@ class _LoggingSearcher(core.Searcher):
 def test_workers_run_at_most_a_window_ahead_of_the_output(tmp_path):
     # While the first file is still being searched, the other worker goes on only up to the
     # window: results that cannot be shown yet are held in memory, so they must stay few.
-    targets = []
-    for i in range(40):
-        path = tmp_path / f"s{i:02d}.jsonl"
-        _write(path, [f"alpha {i}"], [True])
-        targets.append(core.Target(str(path), path.name, "transcript"))
+    targets = _one_line_files(tmp_path, 40)
     log = tmp_path / "log"
     searcher = _LoggingSearcher(log, core.Matcher(["alpha"], fixed=True), core.Options())
     results = list(core.search_all(searcher, targets, workers=2))
