@@ -14,6 +14,7 @@ import re
 import string
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -712,6 +713,19 @@ def test_azure_sas_token(template):
 ])
 def test_azure_sas_token_near_misses(text):
     assert ids(text) == []
+
+
+@pytest.mark.parametrize("text", [
+    "?" * 50_000 + "sig=",  # a query start at every character
+    "sig=" * 12_500,  # a parameter start after every =
+    "sp=" * 16_000 + "sig=",
+])
+def test_azure_sas_token_is_linear_on_long_runs(text):
+    # Each start walked the run to its end: 50 KB took 4-15 s, so 1 MB would take an hour.
+    start = time.perf_counter()
+    redact(text)
+    first_secret(text)
+    assert time.perf_counter() - start < 1.0
 
 
 @pytest.mark.parametrize("template", [
