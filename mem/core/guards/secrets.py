@@ -64,9 +64,10 @@ _AWS_SECRET = (r"""(?<![A-Za-z0-9/+])((?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/
 _AWS_AFTER_NAME = (r"""(?:\s{0,3}\[[^\]\n]{0,40}\])?["']?"""
                    r"""(?:\s{0,3}(?:=>|:=|[:=])\s{0,3}|[ \t]{1,3}(?:(?:is|was)[ \t]{1,3})?)["']?""")
 
-# One name=value& pair of a query string before a SAS signature: bounded, and the value holds no =
-# but its base64 padding, so a run of "sig=" or "?" is not walked again from every start.
-_SAS_PARAM = r"""[^\s"'\x60<>#&?=]{1,64}=[^\s"'\x60<>#&?=]{0,400}={0,2}&"""
+# One parameter of a query string before a SAS signature, with its &: at most 256 characters, taken
+# whole (possessive), and not starting with ? or =, so that a start at each ? or sig= of a long
+# run costs a bounded walk, not one to the end of the run (quadratic).
+_SAS_PARAM = r"""(?:[^\s"'\x60<>#&?=][^\s"'\x60<>#&]{0,255}+)?&"""
 
 # -- password-statement: a password given in words, by key name or on a command line. Every form
 # ends in one of two values: a word (or a quoted string) with a letter and a digit or symbol that is
@@ -316,8 +317,7 @@ _TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
     ("azure-sas-token", False,
      # The signature of a shared access signature: sig= in a query that also holds the SAS
      # version (sv=, a date) and its permissions or expiry (sp=, se=); base64, %-encoded or not.
-     # Each lookahead walks at most 20 bounded name=value& pairs (a value has no = but its padding,
-     # no ?): unbounded, a run of ? or sig= cost a scan to the end of the run at each start.
+     # Each lookahead and the walk to sig= take at most 20 parameters (_SAS_PARAM).
      r"""(?:\?|(?<![^\s"'\x60=;,(<>])(?=s[a-z]{1,3}=))"""
      r"""(?=(?:""" + _SAS_PARAM + r"""){0,20}?sv=\d{4}-\d\d-\d\d)(?=(?:""" + _SAS_PARAM + r"""){0,20}?s[pe]=)"""
      r"""(?:""" + _SAS_PARAM + r"""){0,20}?sig=((?=[A-Za-z0-9%+/]{0,120}[A-Z])(?=[A-Za-z0-9%+/]{0,120}[a-z])"""
