@@ -73,16 +73,21 @@ _SAS_PARAM = r"""(?:[^\s"'\x60<>#&?=][^\s"'\x60<>#&]{0,255}+)?&"""
 # ends in one of two values: a word (or a quoted string) with a letter and a digit or symbol that is
 # not code (a call, an index, a dotted name) nor a path.
 _NOT_CODE = r"""(?![A-Za-z_]\w*(?:\.\w+)+(?:[\s"'\x60,;]|$))(?![/\\]|~/|\.\.?/|[A-Za-z]:\\)"""
+# Both values first check that the run of value characters is 6-129 long (the value, then a
+# backslash or a dot): taken possessively, a longer run ("pw=pw=pw=...") fails at once instead of
+# backing off 127 times at each keyword (2.3 s/MB, now 0.36).
 _PW_VALUE = (
     _NOT_CODE
-    + r"""(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[A-Za-z])(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[0-9!#\x24%^&*+=?~@])"""
+    + r"""(?=[^\s"'\x60()\[\]{}<>,;]{6,129}+(?![^\s"'\x60()\[\]{}<>,;]))"""
+    r"""(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[A-Za-z])(?=[^\s"'\x60()\[\]{}<>,;]{0,127}[0-9!#\x24%^&*+=?~@])"""
     r"""([^\s"'\x60()\[\]{}<>,;]{5,127}[^\s"'\x60()\[\]{}<>,;.:\\])(?=[\s"'\x60,;]|\\["'\x60]|\.(?:\s|$)|$)"""
 )
 # After a word of another language the value is ASCII and ends where the text's own script (or
 # its full-width punctuation) resumes: "密码是...，" "비밀번호는 ...입니다".
 _PW_VALUE_ASCII = (
     _NOT_CODE
-    + r"""(?=[^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]{0,127}[A-Za-z])"""
+    + r"""(?=[^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]{6,129}+(?![^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]))"""
+    r"""(?=[^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]{0,127}[A-Za-z])"""
     r"""(?=[^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]{0,127}[0-9!#\x24%^&*+=?~@])"""
     r"""([^\s"'\x60()\[\]{}<>,;\x7f-\U0010ffff]{5,127}[^\s"'\x60()\[\]{}<>,;.:\\\x7f-\U0010ffff])"""
     r"""(?=[\s"'\x60,;\x7f-\U0010ffff]|\\["'\x60]|\.(?:\s|$)|$)"""
