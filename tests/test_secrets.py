@@ -747,6 +747,25 @@ def test_a_private_key_after_an_unended_header_is_still_found():
     assert "MIIEowIBAAKC" not in redact(text)
 
 
+@pytest.mark.parametrize("text", [
+    "password: !secret db_password",
+    "password: !vault prod/db#password",
+    "password: vault:secret/data/db#password",
+    "password: ref+vault://secret/db#/password",
+    "password: arn:aws:secretsmanager:us-east-1:123456789012:secret:db-AbC123",
+    "password: op://Infra/prod-db/password",
+    "password: ENC[AES256_GCM,data:Zm9vYmFy,iv:abc=,tag:def=,type:str]",
+])
+def test_a_reference_to_where_the_password_is_kept_is_not_one(text):
+    assert scan(text) == []
+
+
+@pytest.mark.parametrize("value", ["!Xk9#mQ2pLz", "vaultK3y!9z", "Sops-2026!x"])
+def test_a_password_that_merely_starts_like_a_reference_is_caught(value):
+    assert [f.rule_id for f in scan(f"password: {value}")] == ["password-statement"]
+    assert value not in redact(f"password: {value}")
+
+
 def test_password_statement_is_fast_on_a_megabyte_of_keywords():
     # A keyword every three characters, each followed by a run of value characters that never
     # ends: 2.3 s when each backed off through its 127 characters, 0.36 s now.

@@ -72,7 +72,14 @@ _SAS_PARAM = r"""(?:[^\s"'\x60<>#&?=][^\s"'\x60<>#&]{0,255}+)?&"""
 # -- password-statement: a password given in words, by key name or on a command line. Every form
 # ends in one of two values: a word (or a quoted string) with a letter and a digit or symbol that is
 # not code (a call, an index, a dotted name) nor a path.
-_NOT_CODE = r"""(?![A-Za-z_]\w*(?:\.\w+)+(?:[\s"'\x60,;]|$))(?![/\\]|~/|\.\.?/|[A-Za-z]:\\)"""
+# Nor a reference to where the secret is kept: a YAML tag that loads it (Home Assistant's
+# "!secret db_password", Ansible's "!vault", CloudFormation's "!Ref"), or the address of a secret
+# store (vault:, ref+vault://, op://, an AWS Secrets Manager or SSM ARN, SOPS's ENC[...]).
+_NOT_CODE = (
+    r"""(?![A-Za-z_]\w*(?:\.\w+)+(?:[\s"'\x60,;]|$))(?![/\\]|~/|\.\.?/|[A-Za-z]:\\)"""
+    r"""(?!!(?:secret|vault|env_var|include|input|Ref|Sub|GetAtt|ImportValue)\b)"""
+    r"""(?!(?:vault|sops|op|ref\+\w+):|arn:aws:(?:secretsmanager|ssm):|ENC\[)"""
+)
 # Both values first check that the run of value characters is 6-129 long (the value, then a
 # backslash or a dot): taken possessively, a longer run ("pw=pw=pw=...") fails at once instead of
 # backing off 127 times at each keyword (2.3 s/MB, now 0.36).
