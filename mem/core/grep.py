@@ -1027,11 +1027,7 @@ def _leaves(value, out: list[str]) -> None:
             out.append(value)
     elif isinstance(value, dict):
         for v in value.values():
-            if type(v) is str:  # most arguments: saves a call each
-                if v:
-                    out.append(v)
-            else:
-                _leaves(v, out)
+            _leaves(v, out)
     elif isinstance(value, list):
         for v in value:
             _leaves(v, out)

@@ -245,7 +245,7 @@ def _parse_claude(obj: dict) -> list[Message]:
             sub = "compact_summary"
         elif obj.get("isMeta"):
             sub = "meta"
-        elif blocks and _all_results(blocks):
+        elif blocks and all(b.type == "tool_result" for b in blocks):
             sub = "tool_result"
         elif _is_local_command(blocks):
             sub = "command"
@@ -255,13 +255,6 @@ def _parse_claude(obj: dict) -> list[Message]:
     if kind == "system" and obj.get("subtype") == "compact_boundary":
         return [Message(uuid, "system", [Block("text", _text(obj.get("content")))], "compact_boundary", timestamp, session_id)]
     return []  # attachments, bookkeeping and other system lines carry no conversation
-
-
-def _all_results(blocks: list[Block]) -> bool:
-    for b in blocks:
-        if b.type != "tool_result":
-            return False
-    return True
 
 
 _LOCAL_COMMAND_TAGS = ("<command-name>", "<local-command-stdout>", "<local-command-stderr>")
@@ -289,7 +282,7 @@ def _text(value: Any) -> str:
 
 
 def _claude_blocks(content: Any) -> list[Block]:
-    # Positional arguments, and the common types tested inline: this runs for every record grep decodes.
+    # Positional arguments: this runs for every record grep decodes.
     if isinstance(content, str):
         return [Block("text", content)]
     if content is not None and not isinstance(content, list):
@@ -300,15 +293,13 @@ def _claude_blocks(content: Any) -> list[Block]:
             continue
         t = b.get("type")
         if t == "text":
-            text = b.get("text")
-            blocks.append(Block("text", text if isinstance(text, str) else _text(text)))
+            blocks.append(Block("text", _text(b.get("text"))))
         elif t == "tool_use":
             given = b.get("input")
             blocks.append(Block("tool_use", "", b.get("name") or "", given if isinstance(given, dict) else _NO_INPUT,
                                 b.get("id") or ""))
         elif t == "tool_result":
-            result = b.get("content")
-            blocks.append(Block("tool_result", result if isinstance(result, str) else _result_text(result), "",
+            blocks.append(Block("tool_result", _result_text(b.get("content")), "",
                                 _NO_INPUT, b.get("tool_use_id") or "", bool(b.get("is_error"))))
         elif t in ("thinking", "redacted_thinking"):
             blocks.append(Block("thinking", _text(b.get("thinking"))))
