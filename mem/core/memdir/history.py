@@ -284,9 +284,12 @@ class History:
         if git is None:
             raise HistoryUnavailable()
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        # A memory directory not made yet (a project no client has opened) holds nothing: git is shown
+        # an empty directory of the store's own instead, which it accepts where it refuses a missing path.
+        work_tree = self.work_tree if os.path.isdir(self.work_tree) else self._empty_tree()
         full_env.update(
             GIT_DIR=self.git_dir,
-            GIT_WORK_TREE=self.work_tree,
+            GIT_WORK_TREE=work_tree,
             GIT_INDEX_FILE=self._index_file,
             GIT_CONFIG_NOSYSTEM="1",
             GIT_CONFIG_GLOBAL=os.devnull,
@@ -304,10 +307,16 @@ class History:
             else:
                 full_env[key] = value
         # From the top of the work tree git prints paths relative to it; without one it needs none.
-        cwd = self.work_tree if os.path.isdir(self.work_tree) else self.state_dir
+        cwd = work_tree
         # The lock's descriptor goes to the child: a git that outlives a killed mem keeps the lock until it exits.
         fds = () if self._lock_fd is None else (self._lock_fd,)
         return _run([git, *_GIT_CONFIG, *args], input=input, env=full_env, cwd=cwd, pass_fds=fds)
+
+    def _empty_tree(self) -> str:
+        """An empty directory in the state dir, the work tree while the memory directory does not exist."""
+        path = os.path.join(self.state_dir, "history", "empty")
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        return path
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
