@@ -1,0 +1,215 @@
+"""The design's rules (DESIGN.md §5), checked from the source: a lesson is applied when a test fails on it.
+
+Rules that hold are asserted outright. Rules the code does not meet yet are ratchets: the count of
+violations may fall, never rise; whoever removes one lowers the number here in the same commit.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "mem"
+
+
+@cache
+def modules() -> dict[str, Path]:
+    out = {}
+    for f in PKG.rglob("*.py"):
+        name = ".".join(f.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = f
+    return out
+
+
+@cache
+def tree(name: str) -> ast.Module:
+    return ast.parse(modules()[name].read_text(encoding="utf-8"))
+
+
+@cache
+def imports() -> dict[str, frozenset[str]]:
+    """module -> the project modules it imports, at any depth of the file (function-level included)."""
+    mods = modules()
+    graph = {}
+    for m, f in mods.items():
+        package = m.split(".") if f.name == "__init__.py" else m.split(".")[:-1]
+        found = set()
+        for node in ast.walk(tree(m)):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+                names = [base, *(f"{base}.{a.name}" for a in node.names)]
+            else:
+                continue
+            for n in names:
+                while n and n not in mods:
+                    n = n.rpartition(".")[0]
+                if n and n != m and not m.startswith(n + "."):
+                    found.add(n)
+        graph[m] = frozenset(found)
+    return graph
+
+
+def cycles(graph: dict[str, frozenset[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in graph:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_cycle_finder_finds_a_cycle():
+    graph = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset({"a"})}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles():
+    assert cycles(imports()) == []
+
+
+def test_memdir_imports_only_what_the_design_allows():
+    allowed = ("mem.core.memdir", "mem.core.paths", "mem.core.jscompat", "mem.core.guards", "mem.core.errors")
+    bad = {m: sorted(i for i in deps if not i.startswith(allowed))
+           for m, deps in imports().items() if m.startswith("mem.core.memdir")}
+    assert {m: v for m, v in bad.items() if v} == {}
+
+
+#: The job modules, and the modules that are one job's own parts.
+JOBS = {
+    "mem.core.jobs.extract": (),
+    "mem.core.jobs.remember": (),
+    "mem.core.jobs.forget": (),
+    "mem.core.jobs.session_update": (),
+    "mem.core.jobs.dream": ("mem.core.jobs.dream_agent", "mem.core.jobs.dream_checks", "mem.core.jobs.consolidation"),
+}
+
+
+def test_jobs_do_not_import_each_other():
+    graph = imports()
+    owned = {part: job for job, parts in JOBS.items() for part in parts}
+    bad = []
+    for job, parts in JOBS.items():
+        for m in (job, *parts):
+            for dep in graph[m]:
+                other = dep if dep in JOBS else owned.get(dep)
+                if other is not None and other != job:
+                    bad.append(f"{m} imports {dep}")
+    assert bad == []
+
+
+def literal_owners(literal: str) -> list[str]:
+    return sorted(m for m in modules()
+                  if any(isinstance(n, ast.Constant) and n.value == literal for n in ast.walk(tree(m))))
+
+
+def test_the_index_name_is_spelled_in_the_layout_module_only():
+    assert literal_owners("MEMORY.md") == ["mem.core.memdir.layout"]
+
+
+def test_the_cli_holds_no_model_sdk_import_at_module_level():
+    """mem --help and completion import every command module: none may load an SDK on import."""
+    bad = []
+    for m in modules():
+        if not m.startswith("mem.cli"):
+            continue
+        for node in tree(m).body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                bad += [f"{m}: {n}" for n in names if n.split(".")[0] in ("anthropic", "httpx", "openai")]
+    assert bad == []
+
+
+# -- ratchets: may fall, never rise -------------------------------------------------------------
+
+def _string_params(m: str) -> list[str]:
+    out = []
+    for node in ast.walk(tree(m)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+                if arg.arg in ("root", "memory_dir") and isinstance(arg.annotation, ast.Name) \
+                        and arg.annotation.id == "str":
+                    out.append(f"{m}.{node.name}({arg.arg})")
+    return out
+
+
+#: `root: str` / `memory_dir: str` parameters in core: commands and jobs should take a MemoryDir.
+STRING_ROOTS = 117
+
+
+def test_core_signatures_take_a_memory_dir_not_a_string():
+    found = [p for m in modules() if m.startswith("mem.core") for p in _string_params(m)]
+    assert len(found) <= STRING_ROOTS, f"{len(found)} > {STRING_ROOTS}: new string roots among {found}"
+
+
+_CLIENT_COMPARE = re.compile(r"""(==|!=)\s*["'](claude|qwen|codex|gemini)["']|["'](claude|qwen|codex|gemini)["']\s*(==|!=)"""
+                             r"""|in\s*[(\[{]\s*["'](claude|qwen|codex|gemini)["']""")
+
+#: Client names compared outside a clients package: per-agent knowledge belongs in one module per client.
+CLIENT_BRANCHES = 26
+
+
+def test_client_names_are_compared_in_the_clients_package_only():
+    found = [f"{m}:{i}" for m, f in modules().items() if not m.startswith("mem.clients")
+             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if _CLIENT_COMPARE.search(line)]
+    assert len(found) <= CLIENT_BRANCHES, f"{len(found)} > {CLIENT_BRANCHES}: {found}"
+
+
+#: `global` statements: process-wide mutable state belongs in the environment object.
+GLOBALS = 2
+
+
+def test_no_new_module_level_mutable_state():
+    found = [f"{m}:{n.lineno}" for m in modules() for n in ast.walk(tree(m)) if isinstance(n, ast.Global)]
+    assert len(found) <= GLOBALS, found
+
+
+#: Modules outside team/ that import it (to learn whether the team tier is on, or its wording).
+TEAM_IMPORTERS = 7
+
+
+def test_nothing_new_imports_team_to_learn_the_layout():
+    found = sorted(m for m, deps in imports().items()
+                   if not m.startswith(("mem.core.team", "mem.cli.team")) and any(d.startswith("mem.core.team") for d in deps))
+    assert len(found) <= TEAM_IMPORTERS, found
