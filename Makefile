@@ -36,13 +36,16 @@ demo: $(STAMP)
 # those tests skip, except under CI=true, where they fail.
 PG_URL = $${MEM_TEST_PG_URL:-$$(bash scripts/ci-postgres.sh || true)}
 
+# One worker per core; a file's tests stay on one worker, so a module's fixture (a zipapp build) is made once.
+PARALLEL = -n auto --dist loadfile
+
 ## test: the whole test suite
 test: $(STAMP)
-	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q
+	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q $(PARALLEL)
 
 ## test-fast: everything but the slow artefact builds
 test-fast: $(STAMP)
-	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q -m 'not slow'
+	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q $(PARALLEL) -m 'not slow'
 
 ## zipapp: dist/mem-pyX.Y.pyz for the venv's Python X.Y, reproducible (another: scripts/build_zipapp.py --python python3.12)
 zipapp: $(STAMP)

@@ -78,7 +78,7 @@ def mem_exe() -> str:
 
 
 @pytest.fixture
-def run_mem(mem_exe):
+def run_mem_process(mem_exe):
     """Run the real ``mem`` in a subprocess; returns CompletedProcess with text output."""
 
     def run(*args: str, input: str | None = None, env: dict | None = None, cwd: str | None = None):
@@ -86,6 +86,28 @@ def run_mem(mem_exe):
             [mem_exe, *args], input=input, capture_output=True, text=True,
             env={**os.environ, **(env or {})}, cwd=cwd, timeout=60,
         )
+
+    return run
+
+
+#: Arguments whose effect only a process shows: the job detaches (forks) from the caller.
+_PROCESS_ARGS = ("--background",)
+
+
+@pytest.fixture
+def run_mem(request, run_mem_process):
+    """Run ``mem`` in this process (tests/helpers/inproc.py), with ``run_mem_process``'s return shape.
+
+    A test marked ``process`` (or a run with MEM_TEST_PROCESS=1) gets the real executable instead.
+    """
+    if request.node.get_closest_marker("process") or os.environ.get("MEM_TEST_PROCESS"):
+        return run_mem_process
+    from helpers.inproc import run_in_process
+
+    def run(*args: str, input: str | None = None, env: dict | None = None, cwd: str | None = None):
+        if any(a in _PROCESS_ARGS for a in args):
+            return run_mem_process(*args, input=input, env=env, cwd=cwd)
+        return run_in_process(list(args), input=input, env={**os.environ, **(env or {})}, cwd=cwd)
 
     return run
 

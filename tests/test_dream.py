@@ -307,6 +307,7 @@ def test_a_messy_directory_gets_its_findings_and_no_false_merge(memdir):
     assert all(d["similarity"] >= NEAR_DUPLICATE for d in r.near_duplicates)
 
 
+@pytest.mark.process  # a finished dream's lock names its process: one process cannot dream twice in a row
 def test_findings_in_json_from_the_cli(run_mem, memdir):
     from helpers.messy import messy_dir
 
@@ -358,6 +359,7 @@ def test_without_a_repository_there_are_no_stale_claims_and_no_error(tmp_path, m
     assert result.ran and stale_claims(result) == {}
 
 
+@pytest.mark.process  # a finished dream's lock names its process: one process cannot dream twice in a row
 def test_mem_dream_json_lists_the_stale_claims_of_the_project_it_runs_in(run_mem, tmp_path, memdir):
     repo = moved_repo(tmp_path / "repo")
     write_memories(memdir, STALE_MEMORIES)

@@ -182,6 +182,7 @@ def test_recorded_claude_and_qwen_transcripts(run_mem):
     assert r.returncode == 0 and r.stdout.splitlines()[0] == "The user prefers tabs over spaces."
 
 
+@pytest.mark.process  # grep reads standard input as file descriptor 0
 def test_stdin_transcript(run_mem, transcript):
     r = run_mem("grep", "--transcripts", "-n", "Deploying", "-", input=transcript.read_text(encoding="utf-8", errors="replace"))
     assert r.stdout == f"{line_of(transcript, 'a1')}:Deploying now.\n"

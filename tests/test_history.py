@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import write_memory
 
 
@@ -189,6 +191,7 @@ def test_events_and_history_agree(run_mem, memdir):
     assert event["detail"]["operation"] == op["id"]
 
 
+@pytest.mark.process  # where git is, is looked up once per process
 def test_history_without_git_says_so(run_mem, memdir, tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -100,6 +100,7 @@ def test_after_compaction_memories_may_come_again(project, tmp_path, run_mem):
     assert os.path.exists(recall.session_file(str(mem), sid))
 
 
+@pytest.mark.process  # the hook's deadline counts from the process's start
 def test_recent_tools_and_files_already_read_come_from_the_transcript(project, tmp_path, run_mem, fake_api):
     repo, mem = project
     # In this recorded session Claude wrote user-prefers-tabs.md with Write: it is in its context already.
