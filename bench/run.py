@@ -35,7 +35,7 @@ sys.path.insert(0, HERE)
 from corpus import make_memory_dir  # noqa: E402
 
 sys.path.insert(0, ROOT)
-from mem.cli.recall import HOOK_DEADLINE  # noqa: E402
+from mem.core.hooks.recall import HOOK_DEADLINE  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "25"))
 #: The keyed hook that asks the model (server answering at once) against the keyless hook.

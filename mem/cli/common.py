@@ -42,28 +42,10 @@ def memory_dir_options(f: Callable) -> Callable:
 
 
 def resolve_dir(where: dict, *, reading: bool = False):
-    """The Resolution for the options collected by ``memory_dir_options``.
+    """The Resolution for the options collected by ``memory_dir_options`` (see paths.resolve_options)."""
+    from mem.core.paths import resolve_options
 
-    ``reading``: the command reads the directory, so one named by --dir or MEM_DIR that is
-    missing or unreadable is a usage error (a typo must not make a check pass). A directory
-    found by the other rules may not exist yet: that is a project without memories.
-    """
-    from mem.core.errors import UsageError
-    from mem.core.paths import resolve
-
-    if where.get("agent") and not where.get("scope"):
-        raise UsageError("--agent needs --scope user, project or local")
-    if where.get("scope") and not where.get("agent"):
-        raise UsageError("--scope needs --agent TYPE")
-    resolution = resolve(**where)
-    if reading and resolution.rule in ("--dir", "MEM_DIR"):
-        root = resolution.memory_dir
-        if not os.path.isdir(root):
-            what = "is not a directory" if os.path.lexists(root.rstrip(os.sep) or os.sep) else "does not exist"
-            raise UsageError(f"memory directory {root} (from {resolution.rule}) {what}")
-        if not os.access(root, os.R_OK | os.X_OK):
-            raise UsageError(f"memory directory {root} (from {resolution.rule}) is not readable")
-    return resolution
+    return resolve_options(where, reading=reading)
 
 
 def memory_of(where: dict, *, reading: bool = False):
@@ -71,15 +53,6 @@ def memory_of(where: dict, *, reading: bool = False):
     from mem.core.memdir.store import MemoryDir
 
     return MemoryDir(resolve_dir(where, reading=reading).memory_dir)
-
-
-def hook_where(where: dict, payload) -> dict:
-    """The options of a hook call completed from its payload: the project is the payload's cwd
-    (unless --project says otherwise), and a qwen-code payload means the qwen layout."""
-    where = {**where, "project": where.get("project") or payload.cwd}
-    if where.get("layout") == "auto" and payload.client == "qwen":
-        where["layout"] = "qwen"
-    return where
 
 
 def format_options(f: Callable) -> Callable:

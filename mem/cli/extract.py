@@ -8,7 +8,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, hook_where, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.core.errors import NotFoundError, UsageError
 from mem.core.memdir.store import MemoryDir
 from mem.core.wording import plural
@@ -65,6 +65,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
     debug = debug_enabled()
     if hook:
         from mem.core.hooks import read_payload
+        from mem.core.hooks import hook_where
 
         payload = read_payload(require=("session_id", "transcript_path"))
         transcript = payload.transcript_path

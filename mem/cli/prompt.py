@@ -7,7 +7,7 @@ import os
 import click
 
 from mem import render
-from mem.cli.common import format_options, hook_where, memory_dir_options, memory_of, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of, resolve_dir
 from mem.core.memdir.store import MemoryDir
 from mem.core.errors import UsageError
 
@@ -67,6 +67,7 @@ def prompt_cmd(style: str, mode: str, max_chars: int | None, hook: bool, where: 
 def _hook(where: dict, mode: str, max_chars: int | None) -> None:
     from mem.core import hooks, prompt
     from mem.core.hooks import CONTEXT_LIMIT
+    from mem.core.hooks import hook_where
 
     payload = hooks.read_payload(events=("SessionStart",))
     where = hook_where(where, payload)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
 from mem import render
-from mem.cli.common import format_options, hook_where, memory_dir_options, memory_of, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, memory_of, resolve_dir
 from mem.core.errors import ExitCode, UsageError
 from mem.core.memdir.store import MemoryDir
 
-#: How long the hook holds a prompt, at most, waiting for the model (seconds since mem started).
-HOOK_DEADLINE = 2.0
+from mem.core.hooks.recall import HOOK_DEADLINE, process_started, recall_applies
 
 
 def _positive(ctx, param, value):
@@ -78,7 +76,7 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
         raise UsageError("--deadline must be more than 0 seconds")
     if hook and deadline is None:
         deadline = HOOK_DEADLINE
-    until = None if deadline is None else _started() + deadline
+    until = None if deadline is None else process_started() + deadline
     tools = [t.strip() for arg in recent_tools for t in arg.split(",") if t.strip()]
 
     if reset_id is not None:
@@ -102,7 +100,7 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     resolution = resolve_dir(where, reading=True)
     result = recall.recall(MemoryDir(resolution.memory_dir), text, limit=limit, offline=offline, model=model, timeout=timeout,
                            deadline=until, always_ask=always_ask, recent_tools=tools, session_id=session_id,
-                           force=force, max_chars=max_chars, debug=debug_enabled(), enabled=_enabled(resolution))
+                           force=force, max_chars=max_chars, debug=debug_enabled(), enabled=recall_applies(resolution))
     if debug_enabled():
         _debug_line("recall", result)
     if fmt != "text":
@@ -112,29 +110,6 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     _explain(result)
     if not result.selected:
         ctx.exit(ExitCode.NOT_FOUND)
-
-
-def _started() -> float:
-    """When this process started, on the time.monotonic() clock: the deadline counts the
-    interpreter's own start-up too, as the user waiting on the prompt does."""
-    import time
-
-    now = time.monotonic()
-    try:
-        with open("/proc/self/stat", "rb") as fh:
-            start_ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
-        with open("/proc/uptime", "rb") as fh:
-            uptime = float(fh.read().split()[0])
-        age = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return now  # not Linux: counted from here, some 100 ms after the start
-    return now - min(max(age, 0.0), 5.0)
-
-
-def _enabled(resolution) -> bool:
-    """Claude Code's auto-memory switches govern the directory its own rules chose, not one named
-    with --dir or MEM_DIR, nor qwen-code's."""
-    return resolution.auto_memory_enabled or resolution.layout != "claude"
 
 
 def _explain(result) -> None:
@@ -155,10 +130,9 @@ def _explain(result) -> None:
 
 
 def _debug_line(what: str, result) -> None:
-    """Which way the prompt was served (see recall.ROUTES), for MEM_DEBUG=1."""
-    render.info(f"{what}: route={result.route} strategy={result.strategy} skipped={result.skipped} "
-                f"selected={[s.relpath for s in result.selected]} fallback={result.fallback_reason} "
-                f"duration={result.duration:.3f}s")
+    from mem.core.hooks.recall import debug_line
+
+    render.info(debug_line(what, result))
 
 
 def _reset(session_id: str, where: dict, fmt: str) -> None:
@@ -173,45 +147,13 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
     render.info(f"session {session_id}: " + ("forgot what it surfaced" if existed else "nothing recorded"))
 
 
-def _hook(where: dict, *, limit, offline, model, timeout, deadline, always_ask, tools, force, max_chars,
-          debug) -> None:
+def _hook(where: dict, **options) -> None:
     """UserPromptSubmit → the memories for the prompt; SessionStart after a compaction → reset the session."""
-    from mem.core import hooks, recall
+    from mem.core.hooks import read_payload, recall as recall_hook
 
-    payload = hooks.read_payload(events=("UserPromptSubmit", "SessionStart"))
-    where = hook_where(where, payload)
-    resolution = resolve_dir(where)
-    memory = MemoryDir(resolution.memory_dir)
-    root = memory.spelled
-
-    if payload.hook_event_name == "SessionStart":
-        # A compaction drops the surfaced memories from the context: they may be shown again.
-        if payload.source == "compact" and payload.session_id:
-            recall.reset_session(memory, payload.session_id)
-        return
-    enabled, prompt = _enabled(resolution), payload.prompt or ""
-    exclude: set[str] = set()
-    version = hooks.NOT_READ
-    # The transcript is read only for a prompt recall will act on (qwen-code sends empty ones).
-    wanted = enabled and recall.skip_reason(prompt, force=force) is None
-    if wanted and payload.transcript_path and os.path.isfile(payload.transcript_path):
-        try:
-            facts = recall.transcript_facts(payload.transcript_path, payload.prompt, root)
-        except OSError as exc:
-            render.info(f"hook: cannot read the transcript: {exc.strerror or exc}")
-        else:
-            tools = tools or facts.recent_tools
-            exclude, version = facts.touched, facts.version
-    result = recall.recall(
-        memory, prompt, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
-        always_ask=always_ask, recent_tools=tools, session_id=payload.session_id or None, exclude=exclude,
-        force=force, max_chars=max_chars or hooks.CONTEXT_LIMIT, debug=debug, enabled=enabled,
-    )
-    if debug:
-        _debug_line("hook", result)
-    if result.selected and hooks.escapes_context(payload, version):  # tags would arrive escaped: plain text
-        out = hooks.render_output("UserPromptSubmit", result.context("\n\n", wrapped=False))
-    else:
-        out = hooks.render_output("UserPromptSubmit", result.context())
-    if out:
-        render.out(out)
+    payload = read_payload(events=("UserPromptSubmit", "SessionStart"))
+    result = recall_hook.on_prompt(payload, where, recall_hook.RecallOptions(**options))
+    for message in result.messages:
+        render.info(message)
+    if result.output:
+        render.out(result.output)

@@ -698,6 +698,29 @@ def resolve(
     return made(memory, rule, "claude")
 
 
+
+def resolve_options(where: Mapping[str, object], *, reading: bool = False) -> Resolution:
+    """The Resolution for the memory-directory options (--dir, --project, --layout, --agent,
+    --scope, --settings) given as a dict of ``resolve``'s keywords.
+
+    ``reading``: the command reads the directory, so one named by --dir or MEM_DIR that is
+    missing or unreadable is a usage error (a typo must not make a check pass). A directory
+    found by the other rules may not exist yet: that is a project without memories.
+    """
+    if where.get("agent") and not where.get("scope"):
+        raise UsageError("--agent needs --scope user, project or local")
+    if where.get("scope") and not where.get("agent"):
+        raise UsageError("--scope needs --agent TYPE")
+    resolution = resolve(**where)
+    if reading and resolution.rule in ("--dir", "MEM_DIR"):
+        root = resolution.memory_dir
+        if not os.path.isdir(root):
+            what = "is not a directory" if os.path.lexists(root.rstrip(os.sep) or os.sep) else "does not exist"
+            raise UsageError(f"memory directory {root} (from {resolution.rule}) {what}")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise UsageError(f"memory directory {root} (from {resolution.rule}) is not readable")
+    return resolution
+
 def _digest12(data: bytes) -> str:
     """12 hex digits of BLAKE2b. ``_blake2`` directly: ``import hashlib`` loads
     OpenSSL, a few milliseconds on every hook call."""

@@ -17,6 +17,7 @@ from mem.core.hooks.payload import (  # noqa: F401 - the package's interface
     read_payload,
     subcommand,
     mark_fired,
+    hook_where,
     render_output,
     parse_version,
     client_version,

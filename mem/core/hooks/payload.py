@@ -187,6 +187,15 @@ def mark_fired(payload: HookPayload, argv: list[str] | None = None) -> None:
         pass
 
 
+def hook_where(where: dict, payload: HookPayload) -> dict:
+    """The memory-directory options of a hook call completed from its payload: the project is the
+    payload's cwd (unless --project says otherwise), and a qwen-code payload means the qwen layout."""
+    where = {**where, "project": where.get("project") or payload.cwd}
+    if where.get("layout", "auto") == "auto" and payload.client == "qwen":
+        where["layout"] = "qwen"
+    return where
+
+
 def render_output(event: str, additional_context: str | None) -> str:
     """The JSON a client reads from a SessionStart or UserPromptSubmit hook; "" when there is nothing to add."""
     import json

@@ -1,0 +1,122 @@
+"""The recall hook's flow: every decision `mem recall --hook` makes, in one place.
+
+UserPromptSubmit → the memories for the prompt, rendered as the client reads them; SessionStart
+after a compaction → the session may be shown its memories again. The caller reads the payload,
+calls ``on_prompt`` (or ``on_session_start``) and prints the ``HookResult``: this module writes
+to no stream. It imports no click, so the lean entry point (mem/entry.py) can call it directly.
+
+uses: hooks.payload, paths (resolution), recall, memdir.store
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from mem.core.hooks.payload import CONTEXT_LIMIT, NOT_READ, HookPayload, escapes_context, hook_where, render_output
+
+#: How long the hook holds a prompt, at most, waiting for the model (seconds since mem started).
+HOOK_DEADLINE = 2.0
+
+
+class HookResult(NamedTuple):
+    """What a hook prints: ``output`` on stdout ("" for nothing), each of ``messages`` as one stderr line."""
+
+    output: str = ""
+    messages: tuple[str, ...] = ()
+
+
+class RecallOptions(NamedTuple):
+    """How to recall: `mem recall`'s options. ``deadline`` is a ``time.monotonic()`` instant or None."""
+
+    limit: int = 5
+    offline: bool = False
+    model: str | None = None
+    timeout: float = 5.0
+    deadline: float | None = None
+    always_ask: bool = False
+    tools: Sequence[str] = ()
+    force: bool = False
+    max_chars: int | None = None
+    debug: bool = False
+
+
+def process_started() -> float:
+    """When this process started, on the time.monotonic() clock: the hook's deadline counts the
+    interpreter's start-up and imports too, which the client waited through as well."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            start_ticks = int(fh.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return now  # not Linux: counted from here, some 100 ms after the start
+    return now - min(max(age, 0.0), 5.0)
+
+
+def recall_applies(resolution) -> bool:
+    """Whether recall runs for this directory: Claude Code's auto-memory switches govern the
+    directory its own rules chose, not one named with --dir or MEM_DIR, nor qwen-code's."""
+    return resolution.auto_memory_enabled or resolution.layout != "claude"
+
+
+def debug_line(what: str, result) -> str:
+    """Which way the prompt was served (see recall.ROUTES), for MEM_DEBUG=1."""
+    return (f"{what}: route={result.route} strategy={result.strategy} skipped={result.skipped} "
+            f"selected={[s.relpath for s in result.selected]} fallback={result.fallback_reason} "
+            f"duration={result.duration:.3f}s")
+
+
+def on_session_start(payload: HookPayload, where: dict) -> HookResult:
+    """SessionStart: a compaction drops the surfaced memories from the context, so they may be shown again."""
+    from mem.core import recall
+    from mem.core.memdir.store import MemoryDir
+    from mem.core.paths import resolve_options
+
+    if payload.source == "compact" and payload.session_id:
+        resolution = resolve_options(hook_where(where, payload))
+        recall.reset_session(MemoryDir(resolution.memory_dir), payload.session_id)
+    return HookResult()
+
+
+def on_prompt(payload: HookPayload, where: dict, options: RecallOptions) -> HookResult:
+    """UserPromptSubmit: the memories relevant to the prompt, as the hook JSON the client reads."""
+    from mem.core import recall
+    from mem.core.memdir.store import MemoryDir
+    from mem.core.paths import resolve_options
+
+    if payload.hook_event_name == "SessionStart":
+        return on_session_start(payload, where)
+    resolution = resolve_options(hook_where(where, payload))
+    memory = MemoryDir(resolution.memory_dir)
+    enabled, prompt = recall_applies(resolution), payload.prompt or ""
+    messages: list[str] = []
+    tools = list(options.tools)
+    exclude: set[str] = set()
+    version = NOT_READ
+    # The transcript is read only for a prompt recall will act on (qwen-code sends empty ones).
+    wanted = enabled and recall.skip_reason(prompt, force=options.force) is None
+    if wanted and payload.transcript_path and os.path.isfile(payload.transcript_path):
+        try:
+            facts = recall.transcript_facts(payload.transcript_path, payload.prompt, memory.spelled)
+        except OSError as exc:
+            messages.append(f"hook: cannot read the transcript: {exc.strerror or exc}")
+        else:
+            tools = tools or facts.recent_tools
+            exclude, version = facts.touched, facts.version
+    result = recall.recall(
+        memory, prompt, limit=options.limit, offline=options.offline, model=options.model,
+        timeout=options.timeout, deadline=options.deadline, always_ask=options.always_ask, recent_tools=tools,
+        session_id=payload.session_id or None, exclude=exclude, force=options.force,
+        max_chars=options.max_chars or CONTEXT_LIMIT, debug=options.debug, enabled=enabled,
+    )
+    if options.debug:
+        messages.append(debug_line("hook", result))
+    # Where the client escapes tags they would arrive as &lt;...: plain text reads better there.
+    wrapped = not (result.selected and escapes_context(payload, version))
+    context = result.context() if wrapped else result.context("\n\n", wrapped=False)
+    return HookResult(render_output("UserPromptSubmit", context), tuple(messages))
