@@ -1,12 +1,6 @@
-"""Entry point for ``python -m mem`` and the zipapp."""
+"""Entry point for ``python -m mem`` and the zipapp (the console script calls the same function)."""
 
-from mem.cli import cli
-
-
-def main() -> None:
-    # Inside a zipapp click would name the program after the file.
-    cli.main(prog_name="mem", complete_var="_MEM_COMPLETE")
-
+from mem.entry import main
 
 if __name__ == "__main__":
     main()

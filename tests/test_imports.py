@@ -13,8 +13,10 @@ PROBE = """
 import json, sys, runpy
 sys.argv = ["mem"] + sys.argv[1:]
 try:
-    from mem.cli import cli
-    cli.main(standalone_mode=False)
+    from mem.entry import main
+    main()
+except SystemExit:
+    pass
 finally:
     sys.stdout.flush()
     mods = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})
@@ -103,3 +105,16 @@ def test_recall_notes_what_verify_found_without_git_or_the_verifier(memdir):
     assert "`make ship` is no longer declared (line 7)" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "mem.core.verifynotes" in loaded  # the probe sees the notes module, so the next line means something
     assert "mem.core.verify" not in loaded and "subprocess" not in loaded
+
+
+def test_the_recall_hook_imports_no_click(memdir):
+    # The hook runs before every prompt: its command line is read without click (mem/entry.py).
+    from conftest import write_memory
+
+    write_memory(memdir, "deploy.md", name="deploy", description="how we deploy to staging", type="project")
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=("click",), input=payload)
+    assert "deploy.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"] and loaded == []
+    # any other command goes through click, so the probe can see it
+    assert probe("scan", "--dir", str(memdir), heavy=("click",))[1] != []
