@@ -38,6 +38,7 @@ COMMANDS = {
     "grep": "mem.cli.grep:grep_cmd",
     "lint": "mem.cli.lint:lint_cmd",
     "status": "mem.cli.status:status_cmd",
+    "cost": "mem.cli.cost:cost_cmd",
     "verify": "mem.cli.verify:verify_cmd",
     "team": "mem.cli.team:team_cmd",
     "export": "mem.cli.export:export_cmd",
