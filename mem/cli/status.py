@@ -171,6 +171,9 @@ def text_lines(s) -> list[str]:
         row("session notes", f"none in the last {sn['recent_days']:g} days")
     if s.last_event:
         row("last change", event_line(s.last_event))
+    if s.context_tokens is not None:
+        row("context", f"~{s.context_tokens:,} tokens at session start (index and instructions); "
+                       "per prompt: mem cost")
     row("problems", str(len(s.problems)) if s.problems else "none")
     lines += [f"  {p.text()}" for p in s.problems]
     return lines

@@ -57,6 +57,8 @@ class Status:
     snapshots: list[dict]  # the same, in the shape `mem undo` snapshots had: id, command, created, files
     session_notes: dict
     last_event: dict | None
+    #: tokens of the index and instructions a session started now is given (an estimate; `mem cost` for more)
+    context_tokens: int | None = None
     problems: list[Problem] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -108,7 +110,20 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
     )
     if exists:
         status.problems = _problems(root, raw_index, headers)
+        status.context_tokens = _context_tokens(root)
     return status
+
+
+def _context_tokens(root: str) -> int | None:
+    """The session-start context as `mem prompt` renders it, in estimated tokens."""
+    from mem.core import prompt
+    from mem.core.jobs.budget import text_tokens
+    from mem.core.memdir.store import MemoryDir
+
+    try:
+        return text_tokens(prompt.build(MemoryDir(root), "full").text)
+    except OSError:
+        return None
 
 
 # --- parts ----------------------------------------------------------------------------------------
