@@ -1,35 +1,33 @@
-"""Model calls: the only module that imports the anthropic SDK, and only when a call is made.
+"""The one factory for models: jobs ask for a model by purpose (``model_for("recall")``).
 
-Jobs ask for a model by purpose (``model_for("recall")``); this module knows
-the rest. Credentials come from ``ANTHROPIC_API_KEY`` (or
+This module knows the rest: credentials come from ``ANTHROPIC_API_KEY`` (or
 ``ANTHROPIC_AUTH_TOKEN``), the endpoint from ``ANTHROPIC_BASE_URL`` (any
 Messages-API-compatible server), the model from ``--model``, then
 ``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...), then ``MEM_MODEL`` (recall also
 honours ``ANTHROPIC_DEFAULT_SONNET_MODEL``), and each job's budget (output
-tokens, temperature, timeout, SDK retries) from ``JOBS``.
+tokens, temperature, timeout, SDK retries) from ``JOBS``. The calls themselves
+go through a backend (``mem.core.jobs.backends``), which carries the model's
+window and output limit.
+
+uses: errors, backends (ModelConfig, ModelError), backends.anthropic
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from mem.core.errors import ConfigError, MemError
+from mem.core.errors import ConfigError
+from mem.core.jobs.backends import ModelConfig, ModelError, reply_text
+from mem.core.jobs.backends.anthropic import takes_temperature
+
+__all__ = ["ModelConfig", "ModelError", "takes_temperature"]  # their home is backends/; jobs name them here
 
 #: The newest Sonnet the pinned SDK knows (checked against its deprecation list in the tests).
 DEFAULT_MODEL = "claude-sonnet-5-5"
-
-
-class ModelError(MemError):
-    """A model call failed: overloaded, timed out, refused, or answered nonsense."""
-
-    def __init__(self, message: str, kind: str = "error"):
-        super().__init__(message)
-        self.kind = kind  # overloaded | timeout | connection | status | bad_response
 
 
 class JobSettings(NamedTuple):
@@ -70,17 +68,6 @@ JOBS: dict[str, JobSettings] = {
 }
 
 
-class ModelConfig(NamedTuple):
-    model: str
-    api_key: str | None
-    auth_token: str | None
-    base_url: str | None
-    timeout: float
-    max_retries: int
-    max_tokens: int
-    temperature: float | None
-
-
 def has_credentials(env: Mapping[str, str] | None = None) -> bool:
     env = os.environ if env is None else env
     return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
@@ -111,16 +98,6 @@ def model_config(purpose: str, override: str | None = None, env: Mapping[str, st
         max_tokens=budget.max_tokens,
         temperature=budget.temperature,
     )
-
-
-def takes_temperature(model: str) -> bool:
-    """Whether ``model`` accepts a sampling temperature: Claude models of generation 5 and later,
-    and Opus from 4.7, answer 400 "temperature is deprecated for this model"."""
-    m = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?", model)
-    if m is None:
-        return True
-    version = (int(m[2]), int(m[3] or 0))
-    return version < (5, 0) and not (m[1] == "opus" and version >= (4, 7))
 
 
 def model_for(purpose: str, override: str | None = None, *, timeout: float | None = None,
@@ -156,77 +133,45 @@ class Usage:
 
 
 class Model:
-    """A configured client; accumulates token usage over its calls."""
+    """A configured backend for one job; accumulates token usage over its calls."""
 
     def __init__(self, config: ModelConfig, *, debug: bool = False):
         self.config = config
         self.usage = Usage()
         self.debug = debug
-        self._client: Any = None
+        self.backend = _backend(config)
+        self._limits: Any = None
 
-    def client(self):
-        if self._client is None:
-            import anthropic  # heavy (~2 s cold): only on the path that calls a model
-
-            self._client = anthropic.Anthropic(
-                api_key=self.config.api_key,
-                auth_token=self.config.auth_token,
-                base_url=self.config.base_url,
-                timeout=self.config.timeout,
-                max_retries=self.config.max_retries,
-            )
-        return self._client
+    def limits(self):
+        """The model's window and largest output (``budget.Limits``), asked of the backend once."""
+        if self._limits is None:
+            self._limits = self.backend.limits()
+        return self._limits
 
     def create(self, **kwargs: Any):
-        """``messages.create`` with the configured model; errors become ModelError."""
-        import anthropic
-
-        kwargs.setdefault("model", self.config.model)
-        kwargs.setdefault("max_tokens", self.config.max_tokens)
-        temperature = self.config.temperature if takes_temperature(kwargs["model"]) else None
+        """One request in the Messages shape (system, messages, tools, max_tokens...) to the backend;
+        its reply (content, usage, stop_reason); errors are ModelError."""
         started = time.monotonic()
-        try:
-            try:
-                # extra_body: SDK 2.x has no temperature argument (the newest models refuse one)
-                extra = {} if temperature is None else {"extra_body": {"temperature": temperature}}
-                response = self.client().messages.create(**kwargs, **extra)
-            except anthropic.BadRequestError as exc:
-                if temperature is None or "temperature" not in _short(exc):
-                    raise
-                temperature = None  # a model this module does not know refused it: ask again without
-                response = self.client().messages.create(**kwargs)
-        except anthropic.APITimeoutError as exc:
-            raise ModelError(f"model call timed out after {self.config.timeout:g}s", "timeout") from exc
-        except anthropic.APIConnectionError as exc:
-            raise ModelError(f"cannot reach the model server: {exc}", "connection") from exc
-        except anthropic.APIStatusError as exc:
-            kind = "overloaded" if exc.status_code in (429, 529) else "status"
-            raise ModelError(f"model server answered {exc.status_code}: {_short(exc)}", kind) from exc
+        response = self.backend.create(**kwargs)
         self.usage.add(getattr(response, "usage", None))
         if self.debug:
             u = getattr(response, "usage", None)
             sys.stderr.write(
-                f"mem: debug: model {kwargs['model']} {time.monotonic() - started:.2f}s "
+                f"mem: debug: model {kwargs.get('model') or self.config.model} {time.monotonic() - started:.2f}s "
                 f"in={getattr(u, 'input_tokens', '?')} out={getattr(u, 'output_tokens', '?')} "
                 f"stop={getattr(response, 'stop_reason', '?')}\n"
             )
         return response
 
 
-def _short(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-    return " ".join(str(exc).split())[:200]
+def _backend(config: ModelConfig):
+    from mem.core.jobs.backends.anthropic import AnthropicBackend
+
+    return AnthropicBackend(config)
 
 
 def first_text(response: Any) -> str:
-    for block in getattr(response, "content", None) or []:
-        if getattr(block, "type", None) == "text":
-            return block.text
-    return ""
+    return reply_text(response)
 
 
 def debug_enabled(env: Mapping[str, str] | None = None) -> bool:
