@@ -1157,7 +1157,8 @@ def run_agent(
                 failure = exc
             if failure.kind == "timeout" and cut:
                 return None, failure, True
-            pause = 0.5 * 2 ** attempt
+            # a server that says when to come back (429 Retry-After) is believed, within the deadline
+            pause = max(0.5 * 2 ** attempt, min(failure.retry_after or 0.0, 60.0))
             remaining = left()
             if attempt >= retries or not _retryable(failure) or (remaining is not None and remaining < pause + 1):
                 return None, failure, False

@@ -68,42 +68,122 @@ JOBS: dict[str, JobSettings] = {
 }
 
 
+class Credentials(NamedTuple):
+    """Which backend, with what, and why: the answer ``mem model`` prints (never the secret)."""
+
+    backend: str  # a name of backends.NAMES
+    api_key: str | None
+    auth_token: str | None
+    base_url: str | None
+    model: str | None  # the model this configuration names, if it names one
+    source: str  # where the credentials came from: "env ANTHROPIC_API_KEY", "~/.qwen/settings.json ..."
+    reason: str  # why this backend: "--backend", "MEM_BACKEND", "detected"
+    recall_model: str | None = None  # the recall selector's model, when the configuration names one
+
+
+#: How backends are detected when neither --backend nor MEM_BACKEND names one, in this order.
+DETECTION = ("anthropic", "claude-settings", "openai")
+
+
+def find_credentials(env: Mapping[str, str] | None = None, backend: str | None = None,
+                     cwd: str | None = None, *, run_helper: bool = True) -> Credentials | None:
+    """The backend ``backend`` (else MEM_BACKEND, else the first of DETECTION configured) with its
+    credentials, or None when it has none. ConfigError for a backend name that does not exist.
+
+    ``run_helper=False`` does not run Claude Code's apiKeyHelper (its key is then None): enough
+    to say which backend and why."""
+    env = os.environ if env is None else env
+    reason = "--backend" if backend else "MEM_BACKEND" if env.get("MEM_BACKEND") else "detected"
+    backend = backend or env.get("MEM_BACKEND") or None
+    if backend is not None and backend not in DETECTION:
+        raise ConfigError(f"no backend named {backend!r} ({reason}); backends: {', '.join(DETECTION)}")
+    for name in (backend,) if backend else DETECTION:
+        found = _credentials(name, env, cwd, run_helper)
+        if found is not None:
+            return found._replace(reason=reason)
+    return None
+
+
+def _credentials(name: str, env: Mapping[str, str], cwd: str | None, run_helper: bool) -> Credentials | None:
+    if name == "anthropic":
+        key, token = env.get("ANTHROPIC_API_KEY") or None, env.get("ANTHROPIC_AUTH_TOKEN") or None
+        if not (key or token):
+            return None
+        return Credentials("anthropic", key, token, env.get("ANTHROPIC_BASE_URL") or None, None,
+                           "env ANTHROPIC_API_KEY" if key else "env ANTHROPIC_AUTH_TOKEN", "")
+    if name == "claude-settings":
+        from mem.core.jobs.backends import claude_settings
+
+        found = claude_settings.find(env, cwd, run_helper=run_helper)
+        if found is None:
+            return None
+        return Credentials("claude-settings", found.api_key, found.auth_token, found.base_url, found.model,
+                           found.source, "", found.recall_model)
+    from mem.core.jobs.backends import qwen
+
+    found = qwen.find(env, cwd)
+    if found is None:
+        return None
+    return Credentials("openai", found.api_key, None, found.base_url, found.model, found.source, "")
+
+
 def has_credentials(env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
+    """Whether any backend is configured (``find_credentials`` finds one)."""
+    try:
+        return find_credentials(env, run_helper=False) is not None
+    except ConfigError:
+        return True  # a misspelt MEM_BACKEND: the job's own model_config says so (exit 3)
 
 
-def choose_model(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """``--model``, else MEM_MODEL_<JOB>, else MEM_MODEL, else (recall) ANTHROPIC_DEFAULT_SONNET_MODEL, else the default."""
+def choose_model(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None,
+                 configured: str | None = None) -> str:
+    """``--model``, else MEM_MODEL_<JOB>, else MEM_MODEL, else what the backend's configuration names
+    (``configured``), else (recall) ANTHROPIC_DEFAULT_SONNET_MODEL, else the default."""
     env = os.environ if env is None else env
-    return (override or env.get(f"MEM_MODEL_{purpose.upper()}") or env.get("MEM_MODEL")
+    return (override or env.get(f"MEM_MODEL_{purpose.upper()}") or env.get("MEM_MODEL") or configured
             or (purpose == "recall" and env.get("ANTHROPIC_DEFAULT_SONNET_MODEL")) or DEFAULT_MODEL)
 
 
+NO_CREDENTIALS = ("no model credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or OPENAI_API_KEY / "
+                  "OPENAI_BASE_URL with OPENAI_MODEL, or configure Claude Code or qwen-code (see mem model); "
+                  "--model/MEM_MODEL choose the model")
+
+
 def model_config(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None, *,
-                 timeout: float | None = None) -> ModelConfig:
+                 timeout: float | None = None, backend: str | None = None, cwd: str | None = None) -> ModelConfig:
     """The settings for ``purpose``'s model calls, or ConfigError naming what is missing."""
     env = os.environ if env is None else env
     budget = JOBS[purpose]
-    if not has_credentials(env):
-        raise ConfigError("no model credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); "
-                          "ANTHROPIC_BASE_URL and --model/MEM_MODEL choose the server and model")
+    found = find_credentials(env, backend, cwd)
+    if found is None:
+        raise ConfigError(NO_CREDENTIALS if not backend and not env.get("MEM_BACKEND")
+                          else f"backend {backend or env.get('MEM_BACKEND')} is not configured: {NO_CREDENTIALS}")
+    if found.backend == "openai":
+        model = override or env.get(f"MEM_MODEL_{purpose.upper()}") or env.get("MEM_MODEL") or found.model
+        if not model:
+            raise ConfigError(f"no model for the OpenAI-compatible backend ({found.source}): "
+                              "set OPENAI_MODEL or MEM_MODEL, or --model")
+    else:
+        model = choose_model(purpose, override, env, found.recall_model if purpose == "recall" else found.model)
     return ModelConfig(
-        model=choose_model(purpose, override, env),
-        api_key=env.get("ANTHROPIC_API_KEY") or None,
-        auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
-        base_url=env.get("ANTHROPIC_BASE_URL") or None,
+        model=model,
+        api_key=found.api_key,
+        auth_token=found.auth_token,
+        base_url=found.base_url,
         timeout=budget.timeout if timeout is None else timeout,
         max_retries=budget.max_retries,
         max_tokens=budget.max_tokens,
         temperature=budget.temperature,
+        backend=found.backend,
+        source=found.source,
     )
 
 
 def model_for(purpose: str, override: str | None = None, *, timeout: float | None = None,
-              debug: bool | None = None) -> Model:
+              debug: bool | None = None, backend: str | None = None) -> Model:
     """A client for ``purpose`` (a key of JOBS); ConfigError (exit 3) without credentials."""
-    return Model(model_config(purpose, override, timeout=timeout), debug=debug_enabled() if debug is None else debug)
+    return Model(model_config(purpose, override, timeout=timeout, backend=backend),
+                 debug=debug_enabled() if debug is None else debug)
 
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -112,7 +192,7 @@ _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
 class Usage:
     """Tokens summed over calls (plain class: recall imports this module on every prompt)."""
 
-    __slots__ = (*_TOKEN_FIELDS, "calls")
+    __slots__ = (*_TOKEN_FIELDS, "calls", "estimated")
 
     def __init__(self) -> None:
         for name in self.__slots__:
@@ -120,13 +200,19 @@ class Usage:
 
     def add(self, usage: Any) -> None:
         self.calls += 1
+        if isinstance(usage, dict) and usage.get("estimated"):
+            self.estimated += 1  # the server reported none: mem's estimate
         for name in _TOKEN_FIELDS:
             value = getattr(usage, name, None) if not isinstance(usage, dict) else usage.get(name)
             if isinstance(value, int):
                 setattr(self, name, getattr(self, name) + value)
 
     def as_dict(self) -> dict:
-        return {name: getattr(self, name) for name in self.__slots__}
+        """The sums; ``estimated`` (calls whose usage mem estimated) only when there were some."""
+        out = {name: getattr(self, name) for name in (*_TOKEN_FIELDS, "calls")}
+        if self.estimated:
+            out["estimated"] = self.estimated
+        return out
 
     def __repr__(self) -> str:
         return f"Usage({self.as_dict()})"
@@ -156,15 +242,20 @@ class Model:
         self.usage.add(getattr(response, "usage", None))
         if self.debug:
             u = getattr(response, "usage", None)
+            u = u if isinstance(u, dict) else {k: getattr(u, k, "?") for k in ("input_tokens", "output_tokens")}
             sys.stderr.write(
-                f"mem: debug: model {kwargs.get('model') or self.config.model} {time.monotonic() - started:.2f}s "
-                f"in={getattr(u, 'input_tokens', '?')} out={getattr(u, 'output_tokens', '?')} "
+                f"mem: debug: model {kwargs.get('model') or self.config.model} ({self.config.backend}) "
+                f"{time.monotonic() - started:.2f}s in={u.get('input_tokens', '?')} out={u.get('output_tokens', '?')} "
                 f"stop={getattr(response, 'stop_reason', '?')}\n"
             )
         return response
 
 
 def _backend(config: ModelConfig):
+    if config.backend == "openai":
+        from mem.core.jobs.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(config)
     from mem.core.jobs.backends.anthropic import AnthropicBackend
 
     return AnthropicBackend(config)
