@@ -93,3 +93,70 @@ def test_backend_choice_order(tmp_path):
     assert llm.find_credentials(env, "openai", cwd=str(tmp_path)).backend == "openai"
     with pytest.raises(ConfigError):
         llm.find_credentials(env, "bedrock", cwd=str(tmp_path))
+
+
+# --- Claude Code --------------------------------------------------------------------------------
+
+
+def claude_home(tmp_path):
+    home = tmp_path / "home"
+    project = tmp_path / "proj"
+    project.mkdir(parents=True)
+    env = env_of(home, CLAUDE_CONFIG_DIR=str(home / ".claude"))
+    return home, project, env
+
+
+def test_claude_settings_env_blocks_in_the_clients_precedence(tmp_path):
+    home, project, env = claude_home(tmp_path)
+    managed = tmp_path / "managed.json"
+    write_json(home / ".claude" / "settings.json", {"env": {"ANTHROPIC_API_KEY": "user-key", "ANTHROPIC_MODEL": "user-model",
+                                                          "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
+    write_json(project / ".claude" / "settings.json", {"env": {"ANTHROPIC_MODEL": "project-model"}})
+    write_json(project / ".claude" / "settings.local.json", {"env": {"ANTHROPIC_API_KEY": "local-key"}})
+    found = llm.find_credentials(env, cwd=str(project))
+    assert (found.backend, found.api_key, found.model, found.base_url) == \
+        ("claude-settings", "local-key", "project-model", "http://127.0.0.1:9")
+    assert found.source == f"{project}/.claude/settings.local.json env ANTHROPIC_API_KEY"
+    write_json(managed, {"env": {"ANTHROPIC_MODEL": "policy-model"}})
+    found = llm.find_credentials({**env, "MEM_MANAGED_SETTINGS": str(managed)}, cwd=str(project))
+    assert found.model == "policy-model"
+    config = llm.model_config("extract", env=env, cwd=str(project))
+    assert (config.backend, config.model, config.api_key) == ("claude-settings", "project-model", "local-key")
+
+
+def test_claude_model_variables(tmp_path):
+    home, project, env = claude_home(tmp_path)
+    write_json(home / ".claude" / "settings.json", {"env": {"ANTHROPIC_AUTH_TOKEN": "tok",
+                                                          "ANTHROPIC_DEFAULT_SONNET_MODEL": "sonnet-x"},
+                                                  "model": "opus-y"})
+    assert llm.model_config("extract", env=env, cwd=str(project)).model == "opus-y"
+    assert llm.model_config("recall", env=env, cwd=str(project)).model == "sonnet-x"
+    assert llm.model_config("extract", env={**env, "MEM_MODEL": "mine"}, cwd=str(project)).model == "mine"
+    assert llm.find_credentials(env, cwd=str(project)).source.endswith("settings.json env ANTHROPIC_AUTH_TOKEN")
+
+
+def test_api_key_helper_runs_once_per_ttl_and_its_cache_is_private(tmp_path):
+    home, project, env = claude_home(tmp_path)
+    counter = tmp_path / "runs"
+    write_json(home / ".claude" / "settings.json",
+               {"apiKeyHelper": f"echo run >> {counter}; echo helper-secret-123"})
+    first = llm.find_credentials(env, cwd=str(project))
+    assert (first.api_key, first.auth_token, first.source) == ("helper-secret-123", "helper-secret-123",
+                                                               "apiKeyHelper (~/.claude/settings.json)")
+    llm.find_credentials(env, cwd=str(project))
+    assert counter.read_text().count("run") == 1  # the second came from the cache
+    cache = home / "state" / "api-key-helper.json"
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    llm.find_credentials({**env, "CLAUDE_CODE_API_KEY_HELPER_TTL_MS": "0"}, cwd=str(project))
+    assert counter.read_text().count("run") == 2  # no cache: run again
+    # knowing which backend does not run it
+    assert llm.has_credentials(env) and llm.find_credentials(env, run_helper=False, cwd=str(project)).api_key is None
+
+
+def test_a_failing_api_key_helper_says_so_without_its_output(tmp_path):
+    home, project, env = claude_home(tmp_path)
+    write_json(home / ".claude" / "settings.json", {"apiKeyHelper": "echo leaked-secret-456; echo more >&2; exit 3"})
+    with pytest.raises(ConfigError) as exc:
+        llm.model_config("extract", env=env, cwd=str(project))
+    assert "exit 3" in str(exc.value) and "leaked-secret-456" not in str(exc.value)
+    assert not (home / "state" / "api-key-helper.json").exists()

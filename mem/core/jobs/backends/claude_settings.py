@@ -20,7 +20,6 @@ uses: errors (ConfigError), paths (load_settings, project_root), memdir.state (s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -46,8 +45,8 @@ class Found(NamedTuple):
     helper: str | None  # the apiKeyHelper command, when that is where the key comes from
 
 
-def _label(src) -> str:
-    home = os.path.expanduser("~").rstrip("/")
+def _label(src, env: Mapping[str, str]) -> str:
+    home = (env.get("HOME") or os.path.expanduser("~")).rstrip("/")
     path = src.path or "inline settings"
     return "~" + path[len(home):] if home and path.startswith(home + "/") else path
 
@@ -65,7 +64,7 @@ def merged_env(env: Mapping[str, str], cwd: str | None) -> tuple[dict[str, str],
             for key, value in block.items():
                 if isinstance(value, (str, int, float)) and not isinstance(value, bool):
                     merged[key] = str(value)
-                    where[key] = f"{_label(src)} env"
+                    where[key] = f"{_label(src, env)} env"
     return merged, where, settings
 
 
@@ -85,7 +84,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
         source = f"{where['ANTHROPIC_API_KEY']} ANTHROPIC_API_KEY"
     elif helper_found is not None:
         helper = helper_found[0]
-        source = f"apiKeyHelper ({_label(helper_found[1])})"
+        source = f"apiKeyHelper ({_label(helper_found[1], env)})"
         if run_helper:
             key = token = helper_key(helper, merged, cwd)
     else:
@@ -100,12 +99,16 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
 def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None) -> str:
     """The helper's key, from the cache while it is fresh, else by running it (ConfigError when it fails:
     the message never holds its output)."""
+    import hashlib
+
     digest = hashlib.sha256(command.encode("utf-8")).hexdigest()
     ttl = _ttl_ms(env)
     cache = _cache_path(env)
     cached = _read_cache(cache)
     now_ms = int(time.time() * 1000)
-    if cached.get("command") == digest and isinstance(cached.get("key"), str) and now_ms < cached.get("expires_ms", 0):
+    written = cached.get("written_ms", 0)
+    if cached.get("command") == digest and isinstance(cached.get("key"), str) and isinstance(written, int) \
+            and written <= now_ms < written + ttl:  # the TTL in force now decides, not the one it was written under
         return cached["key"]
     import subprocess
 
@@ -122,7 +125,7 @@ def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None) -> 
     if not key:
         raise ConfigError("apiKeyHelper printed nothing")
     if ttl > 0:
-        _write_cache(cache, {"command": digest, "expires_ms": now_ms + ttl, "key": key})
+        _write_cache(cache, {"command": digest, "written_ms": now_ms, "key": key})
     return key
 
 
