@@ -268,3 +268,49 @@ def first_text(response: Any) -> str:
 def debug_enabled(env: Mapping[str, str] | None = None) -> bool:
     env = os.environ if env is None else env
     return env.get("MEM_DEBUG", "") not in ("", "0")
+
+
+# --- which model each job uses, and whether it answers (mem model) --------------------------------
+
+
+def describe(env: Mapping[str, str] | None = None, backend: str | None = None, cwd: str | None = None) -> list[dict]:
+    """Per job: the backend, the model, where the credentials came from and why this backend
+    (``mem model``); ConfigError when none is configured. The secret is never part of it, and
+    Claude Code's apiKeyHelper is not run."""
+    env = os.environ if env is None else env
+    found = find_credentials(env, backend, cwd, run_helper=False)
+    if found is None:
+        raise ConfigError(NO_CREDENTIALS)
+    rows = []
+    for job in JOBS:
+        if found.backend == "openai":
+            model = env.get(f"MEM_MODEL_{job.upper()}") or env.get("MEM_MODEL") or found.model
+        else:
+            model = choose_model(job, None, env, found.recall_model if job == "recall" else found.model)
+        rows.append({"job": job, "backend": found.backend, "model": model, "base_url": found.base_url,
+                     "credentials": found.source, "reason": found.reason})
+    return rows
+
+
+def probe(backend: str, env: Mapping[str, str] | None = None, cwd: str | None = None,
+          timeout: float = 30.0) -> dict:
+    """One tiny request to ``backend`` with the recall job's model: its latency, or the error (one line)."""
+    started = time.monotonic()
+    row: dict[str, Any] = {"backend": backend, "model": None, "ok": False, "latency_s": None, "error": None}
+    try:
+        config = model_config("recall", env=env, timeout=timeout, backend=backend, cwd=cwd)
+        row["model"] = config.model
+        started = time.monotonic()
+        Model(config._replace(max_tokens=16)).create(
+            system="Answer with the single word OK.", messages=[{"role": "user", "content": "Are you there?"}])
+    except (ModelError, ConfigError) as exc:
+        row["error"] = " ".join(str(exc).split())
+        return row
+    row["ok"], row["latency_s"] = True, round(time.monotonic() - started, 3)
+    return row
+
+
+def configured_backends(env: Mapping[str, str] | None = None, cwd: str | None = None) -> list[str]:
+    """Every backend whose configuration is present here, in detection order."""
+    env = os.environ if env is None else env
+    return [name for name in DETECTION if _credentials(name, env, cwd, False) is not None]
