@@ -525,17 +525,31 @@ def select_with_model(
     """
     import json
 
+    import sys
+
     from mem.core.jobs import llm, messages_lite
     from mem.core.memdir.manifest import format_manifest
 
     config = llm.model_config("recall", model, timeout=timeout)
     usage = llm.Usage()
-    reply = messages_lite.create(
-        config, deadline=deadline, usage=usage, debug=debug,
+    request = dict(
         system=SELECTOR_SYSTEM.format(limit=limit),
         messages=[{"role": "user", "content": selector_message(query, format_manifest(list(headers)), recent_tools)}],
         output_config={"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}},
     )
+    if config.backend == "openai":
+        # also a standard-library client: no SDK on the hook's path
+        from mem.core.jobs.backends.openai import OpenAIBackend
+
+        started = time.monotonic()
+        reply = OpenAIBackend(config).create(deadline=deadline, **request)
+        usage.add(reply.usage)
+        if debug:
+            sys.stderr.write(f"mem: debug: model {config.model} (openai) {time.monotonic() - started:.2f}s "
+                             f"in={reply.usage.get('input_tokens')} out={reply.usage.get('output_tokens')} "
+                             f"stop={reply.stop_reason}\n")
+    else:
+        reply = messages_lite.create(config, deadline=deadline, usage=usage, debug=debug, **request)
     text = reply.text.strip()
     try:
         data = json.loads(text)
