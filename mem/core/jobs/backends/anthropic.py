@@ -48,9 +48,14 @@ class AnthropicBackend:
         if self._client is None:
             import anthropic  # heavy (~2 s cold): only on the path that calls a model
 
+            key, token = self.config.api_key, self.config.auth_token
+            # This SDK takes one credential; both (an apiKeyHelper's key, sent both ways as Claude
+            # Code sends it) go as the key and a bearer header of our own.
+            headers = {"authorization": f"Bearer {token}"} if key and token else None
             self._client = anthropic.Anthropic(
-                api_key=self.config.api_key,
-                auth_token=self.config.auth_token,
+                api_key=key,
+                auth_token=None if key else token,
+                default_headers=headers,
                 base_url=self.config.base_url,
                 timeout=self.config.timeout,
                 max_retries=self.config.max_retries,
