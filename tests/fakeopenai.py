@@ -21,7 +21,9 @@ messages, M in the completion). Please reduce the length of the messages or comp
 else the responder, else 500 "script exhausted". ``"stream": true`` gets the same answer as
 server-sent events (one chunk per piece, tool-call arguments split in two, ``data: [DONE]``).
 GET /v1/models lists the served model with ``max_model_len`` (vLLM's field) unless
-``models_report_window`` is False.
+``models_report_window`` is False; with ``flavour`` "llama.cpp" GET /props answers
+``default_generation_settings.n_ctx``, with "ollama" POST /api/show answers ``num_ctx`` in its
+``parameters`` (and a larger trained ``context_length``, which Ollama does not serve).
 
 Token counter (``prompt_tokens``): deliberately independent of mem's estimator and at least as
 high as a real tokenizer, as tests/fakeapi.py's: fakeapi.text_tokens per string (message
@@ -88,6 +90,8 @@ class FakeOpenAI:
         self.usage = True
         #: whether /v1/models reports the window (max_model_len)
         self.models_report_window = True
+        #: also answer as llama.cpp (GET /props n_ctx) or Ollama (POST /api/show num_ctx): None, "llama.cpp", "ollama"
+        self.flavour: str | None = None
         self.errors: list[BaseException] = []
         self._responder: Responder | None = None
         self._server: ThreadingHTTPServer | None = None
@@ -135,6 +139,13 @@ class FakeOpenAI:
                 model["max_model_len"] = self.context_window
             entry["status"] = 200
             return 200, {"object": "list", "data": [model]}, 0.0, {}
+        if self.flavour == "llama.cpp" and method == "GET" and path == "/props":
+            entry["status"] = 200
+            return 200, {"default_generation_settings": {"n_ctx": self.context_window}, "total_slots": 1}, 0.0, {}
+        if self.flavour == "ollama" and method == "POST" and path == "/api/show":
+            entry["status"] = 200
+            return 200, {"parameters": f"num_ctx                        {self.context_window}\nstop \"<|im_end|>\"",
+                         "model_info": {"qwen2.context_length": 131072}}, 0.0, {}
         if method != "POST" or not path.rstrip("/").endswith("/v1/chat/completions"):
             entry["status"] = 404
             return 404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}, 0.0, {}

@@ -170,3 +170,11 @@ def test_a_multi_mb_session_through_a_32k_window_reaches_the_model_whole(fake_op
     assert result.windows == len(sent) > 5
     assert [f for f in facts if not any(f in p for p in sent)] == []
     assert result.usage["calls"] == len(sent)
+
+
+@pytest.mark.parametrize("flavour", ["llama.cpp", "ollama"])
+def test_the_window_from_llama_cpp_props_or_ollama_show(fake_openai, flavour):
+    fake_openai.models_report_window = False
+    fake_openai.flavour = flavour
+    fake_openai.context_window = 12_288
+    assert llm.model_for("extract").limits().context_window == 12_288
