@@ -57,6 +57,9 @@ def test_a_malformed_tool_call_gets_one_corrective_turn(fake_openai, memdir):
     posts = [r["body"] for r in fake_openai.requests if r["method"] == "POST"]
     assert len(posts) == 3
     assert "not valid JSON" in posts[1]["messages"][-1]["content"]
+    # the malformed call goes back as text: a server that parses tool_calls in history would refuse it
+    echo = posts[1]["messages"][-2]
+    assert echo["role"] == "assistant" and "tool_calls" not in echo and "[tool call write" in echo["content"]
 
 
 def test_a_second_malformed_tool_call_fails_the_run_and_writes_nothing(fake_openai, memdir):

@@ -125,12 +125,11 @@ class OpenAIBackend:
         reply, bad = from_chat(data)
         if bad is not None:
             # One corrective turn: the model's malformed calls are shown back with what was wrong.
+            # Its answer goes back as text, not as tool_calls: some servers parse the arguments of
+            # the calls in a conversation and would refuse the malformed ones again.
             name, error = bad
             message = (data.get("choices") or [{}])[0].get("message") or {}
             body["messages"] = [*body["messages"], _assistant_echo(message),
-                                *({"role": "tool", "tool_call_id": c.get("id") or f"call_{i}",
-                                   "content": "Error: not run, see below"}
-                                  for i, c in enumerate(message.get("tool_calls") or [])),
                                 {"role": "user", "content": FIX_ARGUMENTS.format(name=name, error=error)}]
             data = self._post(body, deadline, timeout)
             reply, bad = from_chat(data)
@@ -269,8 +268,13 @@ def from_chat(data: dict) -> tuple[Reply, tuple[str, str] | None]:
 
 
 def _assistant_echo(message: dict) -> dict:
-    return {"role": "assistant", "content": message.get("content") or None,
-            **({"tool_calls": message["tool_calls"]} if message.get("tool_calls") else {})}
+    """The model's answer as plain text: what it said, and each call it tried, arguments as sent."""
+    parts = [message["content"]] if isinstance(message.get("content"), str) and message["content"] else []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            parts.append(f"[tool call {fn.get('name')} with arguments: {str(fn.get('arguments'))[:2_000]}]")
+    return {"role": "assistant", "content": "\n".join(parts) or "(no answer)"}
 
 
 # --- what servers say about their window ---------------------------------------------------------
