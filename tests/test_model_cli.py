@@ -40,3 +40,14 @@ def test_model_test_reports_latency_or_the_error_in_one_line(run_mem, fake_opena
     (row,) = json.loads(r.stdout)
     assert row["ok"] and row["latency_s"] >= 0 and row["error"] is None
     assert "not-a-secret" not in r.stdout + r.stderr
+
+
+def test_backend_on_a_job_command_chooses_the_server(run_mem, fake_openai, fake_api, memdir, tmp_path):
+    p = tmp_path / "sess-1.jsonl"
+    p.write_text("".join(json.dumps({"type": r, "uuid": u, "sessionId": "sess-1", "message": {"role": r, "content": c}}) + "\n"
+                         for u, r, c in (("u1", "user", "remember that I prefer tabs"), ("a1", "assistant", "Noted."))))
+    fake_openai.reply_text("Nothing to save.")
+    r = run_mem("extract", "--backend", "openai", "--transcript", str(p), "--json")
+    assert r.returncode == 0, r.stderr
+    assert [q["path"] for q in fake_openai.requests if q["method"] == "POST"] == ["/v1/chat/completions"]
+    assert fake_api.requests == []  # the anthropic key in the environment was not used

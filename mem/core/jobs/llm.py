@@ -1,15 +1,17 @@
 """The one factory for models: jobs ask for a model by purpose (``model_for("recall")``).
 
-This module knows the rest: credentials come from ``ANTHROPIC_API_KEY`` (or
-``ANTHROPIC_AUTH_TOKEN``), the endpoint from ``ANTHROPIC_BASE_URL`` (any
-Messages-API-compatible server), the model from ``--model``, then
-``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...), then ``MEM_MODEL`` (recall also
-honours ``ANTHROPIC_DEFAULT_SONNET_MODEL``), and each job's budget (output
-tokens, temperature, timeout, SDK retries) from ``JOBS``. The calls themselves
-go through a backend (``mem.core.jobs.backends``), which carries the model's
-window and output limit.
+This module knows the rest. The backend is ``--backend`` / ``MEM_BACKEND``, else the first
+configured of ``DETECTION``: anthropic (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``, at
+``ANTHROPIC_BASE_URL``), claude-settings (Claude Code's settings, ``backends.claude_settings``),
+openai (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``OPENAI_MODEL``, or qwen-code's provider,
+``backends.qwen``). The model is ``--model``, then ``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...),
+then ``MEM_MODEL``, then what the backend's configuration names (recall also honours
+``ANTHROPIC_DEFAULT_SONNET_MODEL``), else ``DEFAULT_MODEL`` (the openai backend has no default:
+ConfigError). Each job's budget (output tokens, temperature, timeout, SDK retries) is in
+``JOBS``. The calls go through the backend, which carries the model's window and output limit.
 
-uses: errors, backends (ModelConfig, ModelError), backends.anthropic
+uses: errors, backends (ModelConfig, ModelError), backends.anthropic, backends.openai,
+backends.claude_settings, backends.qwen
 """
 
 from __future__ import annotations
