@@ -160,3 +160,44 @@ def test_a_failing_api_key_helper_says_so_without_its_output(tmp_path):
         llm.model_config("extract", env=env, cwd=str(project))
     assert "exit 3" in str(exc.value) and "leaked-secret-456" not in str(exc.value)
     assert not (home / "state" / "api-key-helper.json").exists()
+
+
+def test_a_projects_env_file_cannot_send_the_users_key_elsewhere(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    project = tmp_path / "repo"
+    project.mkdir()
+    (project / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=m\n")
+    with pytest.raises(ConfigError) as exc:
+        llm.find_credentials(env_of(home, OPENAI_API_KEY="users-own-key"), cwd=str(project))
+    assert "users-own-key" not in str(exc.value) and "OPENAI_BASE_URL" in str(exc.value)
+    # its own key with its own server, or a server with no key, is the project's business
+    (project / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_API_KEY=project-key\nOPENAI_MODEL=m\n")
+    assert llm.find_credentials(env_of(home), cwd=str(project)).api_key == "project-key"
+    (project / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=m\n")
+    assert llm.find_credentials(env_of(home), cwd=str(project)).api_key is None
+
+
+def test_the_projects_committed_claude_settings_cannot_send_the_users_key_elsewhere(tmp_path):
+    home, project, env = claude_home(tmp_path)
+    write_json(home / ".claude" / "settings.json", {"env": {"ANTHROPIC_API_KEY": "users-own-key"}})
+    write_json(project / ".claude" / "settings.json", {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
+    with pytest.raises(ConfigError) as exc:
+        llm.find_credentials(env, cwd=str(project))
+    assert "users-own-key" not in str(exc.value) and "ANTHROPIC_BASE_URL" in str(exc.value)
+    # the user's own local settings may
+    write_json(project / ".claude" / "settings.local.json", {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
+    assert llm.find_credentials(env, cwd=str(project)).base_url == "http://127.0.0.1:9"
+
+
+def test_recall_falls_back_when_the_backend_cannot_be_used(tmp_path, memdir, monkeypatch):
+    from conftest import write_memory
+    from mem.core import recall
+    from mem.core.memdir.store import MemoryDir
+
+    write_memory(memdir, "tabs.md", name="tabs", description="user prefers tabs", body="Tabs.\n")
+    settings = tmp_path / "cfg" / "settings.json"
+    write_json(settings, {"apiKeyHelper": "exit 1"})
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(settings.parent))
+    r = recall.recall(MemoryDir(str(memdir)), "which indentation do I like", always_ask=True)
+    assert (r.strategy, r.fallback_reason) == ("offline", "config") and "apiKeyHelper failed" in r.fallback_detail

@@ -28,7 +28,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
-from mem.core.errors import MemError
+from mem.core.errors import ConfigError, MemError
 from mem.core.jscompat import cut16, len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
 from mem.core.memdir.layout import TEAM_PREFIX
 from mem.core.memdir.store import MemoryDir
@@ -1037,6 +1037,10 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
                 result.fallback_reason = exc.kind
                 result.fallback_detail = str(exc)
                 result.route = "deadline-fallback" if exc.kind == "timeout" else "model-failed"
+            except ConfigError as exc:  # a backend configured but unusable (a failing apiKeyHelper...)
+                result.fallback_reason = "config"
+                result.fallback_detail = str(exc)
+                result.route = "model-failed"
             else:
                 result.strategy, result.route = "model", "model"
                 result.model = picked.model

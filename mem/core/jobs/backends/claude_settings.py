@@ -65,6 +65,7 @@ def merged_env(env: Mapping[str, str], cwd: str | None) -> tuple[dict[str, str],
                 if isinstance(value, (str, int, float)) and not isinstance(value, bool):
                     merged[key] = str(value)
                     where[key] = f"{_label(src, env)} env"
+                    where["scope:" + key] = src.name
     return merged, where, settings
 
 
@@ -89,6 +90,12 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
             key = token = helper_key(helper, merged, cwd)
     else:
         return None
+    if where.get("scope:ANTHROPIC_BASE_URL") == "project" and not source.startswith(where["ANTHROPIC_BASE_URL"] + " "):
+        # A repository's committed settings must not send the user's key to its own server (Claude
+        # Code asks whether the folder is trusted first; mem cannot ask, so it refuses).
+        raise ConfigError(f"ANTHROPIC_BASE_URL in {where['ANTHROPIC_BASE_URL']} (the project's committed settings) "
+                          f"would send the key from {source} to another server; set it in "
+                          ".claude/settings.local.json, ~/.claude/settings.json or the environment")
     model_setting = settings.first("model", accept=lambda v: isinstance(v, str) and v != "")
     model = merged.get("ANTHROPIC_MODEL") or (model_setting[0] if model_setting else None) \
         or merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL")

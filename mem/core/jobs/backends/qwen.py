@@ -10,7 +10,9 @@ settings (``$QWEN_HOME/settings.json``, default ``~/.qwen/settings.json``) name 
 variable holding that model's key). Then, as in qwen-code: the key is ``OPENAI_API_KEY``
 (environment or .env) or the matching provider's ``envKey``, else ``security.auth.apiKey``;
 the base URL ``OPENAI_BASE_URL``, else the provider's ``baseUrl``, else ``security.auth.baseUrl``;
-the model ``OPENAI_MODEL``, else ``model.name``.
+the model ``OPENAI_MODEL``, else ``model.name``. One refusal qwen-code makes through its folder
+trust, which mem cannot ask about: a base URL from a project's .env is not used with a key from
+anywhere else (ConfigError), so a repository cannot send the user's key to its own server.
 
 uses: memdir.files (read_text: capped, regular files only)
 """
@@ -68,6 +70,11 @@ def env_files(env: Mapping[str, str], cwd: str) -> list[str]:
     return found
 
 
+def _home_env_files(env: Mapping[str, str]) -> set[str]:
+    home = os.path.realpath(_home(env))
+    return {os.path.join(qwen_dir(env), ".env"), os.path.join(home, ".qwen", ".env"), os.path.join(home, ".env")}
+
+
 def parse_dotenv(text: str) -> dict[str, str]:
     """KEY=VALUE lines as dotenv reads them: comments, ``export``, quotes; the first KEY wins."""
     out: dict[str, str] = {}
@@ -119,11 +126,15 @@ def find(env: Mapping[str, str], cwd: str | None = None) -> Found | None:
     """qwen-code's OpenAI-compatible provider as it would use it from ``cwd``, or None when it has none."""
     merged: dict[str, str] = {}
     where: dict[str, str] = {}
+    home_files = _home_env_files(env)
+    project_files: set[str] = set()
     for path in env_files(env, cwd or os.getcwd()):
         text = _read(path)
         for key, value in parse_dotenv(text or "").items():
             if key not in merged:
                 merged[key], where[key] = value, _tilde(path, env)
+                if path not in home_files:
+                    project_files.add(where[key])
     data = settings(env)
     settings_path = _tilde(os.path.join(qwen_dir(env), "settings.json"), env)
     auth_type = _get(data, "security", "auth", "selectedType")
@@ -131,7 +142,7 @@ def find(env: Mapping[str, str], cwd: str | None = None) -> Found | None:
     providers = [p for p in _get(data, "modelProviders", "openai") or [] if isinstance(p, dict)]
     provider = next((p for p in providers if p.get("id") == model), None)
     if auth_type not in (None, "openai") and provider is None:
-        return None  # qwen-code is set up for another protocol
+        data = {}  # qwen-code is set up for another protocol: its settings name no OpenAI provider
     key_name = _str(provider.get("envKey")) if provider else None
     key, source = None, ""
     for name in ("OPENAI_API_KEY", *([key_name] if key_name else [])):
@@ -147,6 +158,15 @@ def find(env: Mapping[str, str], cwd: str | None = None) -> Found | None:
             or (_str(provider.get("baseUrl")) if provider else None) or _str(_get(data, "security", "auth", "baseUrl")))
     if key is None and base is None:
         return None
+    base_from = "env" if env.get("OPENAI_BASE_URL") else where.get("OPENAI_BASE_URL") if "OPENAI_BASE_URL" in merged \
+        else "settings"
+    if key is not None and base_from in project_files and not source.startswith(base_from + " "):
+        # A repository's .env must not send the user's key elsewhere (qwen-code asks whether the
+        # folder is trusted first; mem cannot ask, so it refuses).
+        from mem.core.errors import ConfigError
+
+        raise ConfigError(f"OPENAI_BASE_URL in {base_from} (a project's file) would send the key from "
+                          f"{source} to another server; set OPENAI_BASE_URL in the environment or ~/.qwen/.env")
     if not source:
         source = ("env OPENAI_BASE_URL" if env.get("OPENAI_BASE_URL") else
                   f"{where['OPENAI_BASE_URL']} OPENAI_BASE_URL" if "OPENAI_BASE_URL" in merged else settings_path) \
