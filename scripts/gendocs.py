@@ -70,6 +70,14 @@ ENVIRONMENT = [
                           "token instead); without one recall, forget and dream work offline; extract, session "
                           "update and a remember that must place its memory exit 3."),
     ("ANTHROPIC_BASE_URL", "The Messages API server to call instead of Anthropic's."),
+    ("MEM_BACKEND", "The model backend: anthropic, claude-settings (Claude Code's settings env blocks and "
+                    "apiKeyHelper) or openai (OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL, or qwen-code's "
+                    "settings and .env files). Default: the first of these configured; mem model says which."),
+    ("OPENAI_BASE_URL", "An OpenAI-compatible chat-completions server (ending in /v1), with OPENAI_API_KEY "
+                        "(none for a local server) and OPENAI_MODEL."),
+    ("CLAUDE_CODE_API_KEY_HELPER_TTL_MS", "How long the output of Claude Code's apiKeyHelper is kept "
+                                          "(0600, in the state directory) before it is run again. "
+                                          "Default: 300000."),
     ("MEM_MODEL", "The model for every job, unless --model or the job's own variable says otherwise. "
                   "Default: claude-sonnet-5-5."),
     ("MEM_MODEL_RECALL", "The model for recall alone (it runs on every prompt: a fast one pays off); "
@@ -82,8 +90,9 @@ ENVIRONMENT = [
     ("MEM_MANAGED_SETTINGS", "The managed (policy) settings file to read instead of "
                              "/etc/claude-code/managed-settings.json; empty: read none."),
     ("MEM_CONTEXT_WINDOW", "The model's context window in tokens, for the jobs that call a model "
-                           "(default: 200,000 for Claude models and any model mem does not know); every "
-                           "request is kept inside it."),
+                           "(default: 200,000 for Claude models and any model mem does not know; for an "
+                           "OpenAI-compatible server, what it reports, else this, else 32,768, and this when "
+                           "lower than what it reports); every request is kept inside it."),
     ("MEM_MAX_OUTPUT_TOKENS", "The largest answer the model may give, in tokens (default: its known limit)."),
 ]
 

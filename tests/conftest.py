@@ -13,7 +13,7 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # Variables from the developer's shell that would change how mem resolves or behaves.
-_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_")
+_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_")
 
 
 @pytest.fixture(autouse=True)
@@ -124,6 +124,19 @@ def fake_api(monkeypatch):
     api = FakeAnthropic().start()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-a-secret")
+    yield api
+    api.stop()
+
+
+@pytest.fixture
+def fake_openai(monkeypatch):
+    """A local chat-completions server (32k window); OPENAI_BASE_URL/_API_KEY/_MODEL point at it."""
+    from fakeopenai import FakeOpenAI
+
+    api = FakeOpenAI().start()
+    monkeypatch.setenv("OPENAI_BASE_URL", api.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key-not-a-secret")
+    monkeypatch.setenv("OPENAI_MODEL", api.model)
     yield api
     api.stop()
 

@@ -9,11 +9,13 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of, resolve_dir
+from mem.cli.model import backend_option
 from mem.core.errors import ExitCode
 
 
 @click.command("dream")
 @click.option("--offline", is_flag=True, help="Mechanical consolidation without a model (what runs when no key is set).")
+@backend_option
 @click.option("--model", metavar="MODEL", help="Model for the consolidation agent (default: MEM_MODEL_DREAM, MEM_MODEL, else the newest Sonnet).")
 @click.option("--dry-run", is_flag=True, help="Run the whole job on a scratch copy; print the unified diff; change nothing; exit 1 if it would change something.")
 @click.option("--force", is_flag=True, help="Skip the time and session gates (not the lock).")

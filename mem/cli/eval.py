@@ -9,6 +9,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.model import backend_option
 from mem.core.errors import ExitCode, UsageError
 
 
@@ -19,6 +20,7 @@ from mem.core.errors import ExitCode, UsageError
                    "prompt, and the memory files the agent then read or was shown.")
 @click.option("--print-cases", is_flag=True, help="Print the cases as JSON Lines and stop (to keep or edit them).")
 @click.option("--offline", is_flag=True, help="Run the offline ranker only; never call a model.")
+@backend_option
 @click.option("--model", metavar="NAME", help="The selector model (as for mem recall).")
 @click.option("--timeout", type=float, default=5.0, show_default=True, metavar="SECONDS",
               help="Give up on the model after this long (that case falls back to the offline ranker).")

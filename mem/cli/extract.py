@@ -9,6 +9,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.model import backend_option
 from mem.core.errors import NotFoundError, UsageError
 from mem.core.memdir.store import MemoryDir
 from mem.core.wording import plural
@@ -32,6 +33,7 @@ LOG_MAX_BYTES = 1_000_000
 @click.option("--wait", is_flag=True, help="If an extraction is running on this memory directory, wait for it, then run.")
 @click.option("--no-queue", is_flag=True,
               help="If an extraction is running, exit 5 instead of queueing this one to run after it.")
+@backend_option
 @click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL_EXTRACT, MEM_MODEL, else the newest Sonnet).")
 @click.option("--max-turns", type=click.IntRange(1, 50), default=5, show_default=True, metavar="N",
               help="Model turns each run may take (a long conversation takes one run per window).")

@@ -9,6 +9,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
+from mem.cli.model import backend_option
 from mem.core.errors import ExitCode
 
 
@@ -18,6 +19,7 @@ from mem.core.errors import ExitCode
               help="Forget without asking (for scripts): every candidate, or only those a model is confident of.")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff of forgetting every candidate; change nothing; exit 1 if it would change something.")
 @click.option("--offline", is_flag=True, help="Find candidates with the offline ranker, never a model.")
+@backend_option
 @click.option("--model", metavar="NAME", help="The model that finds candidates (default: MEM_MODEL_FORGET, MEM_MODEL, else the newest Sonnet).")
 @click.option("--limit", type=click.IntRange(1, 50), default=10, show_default=True, metavar="N",
               help="Offer at most N candidates (stderr says when more match).")

@@ -8,6 +8,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of, resolve_dir
+from mem.cli.model import backend_option
 from mem.core.errors import ExitCode, UsageError
 from mem.core.memdir.store import MemoryDir
 
@@ -26,6 +27,7 @@ def _positive(ctx, param, value):
               help="Surface at most this many memories.")
 @click.option("--offline", is_flag=True,
               help="Use the offline ranker alone; never ask a model.")
+@backend_option
 @click.option("--model", metavar="NAME",
               help="The selector model (default: MEM_MODEL_RECALL, MEM_MODEL, then ANTHROPIC_DEFAULT_SONNET_MODEL, then mem's default Sonnet).")
 @click.option("--timeout", type=float, default=5.0, show_default=True, metavar="SECONDS",

@@ -8,6 +8,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
+from mem.cli.model import backend_option
 
 TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES, without importing it here
 
@@ -23,6 +24,7 @@ TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES
 @click.option("--team/--private", "team", default=None,
               help="With a team/ directory: save into team/ (shared) or outside it (default: by type).")
 @click.option("--offline", is_flag=True, help="Never call a model: --type, --name and --description are required.")
+@backend_option
 @click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL_REMEMBER, MEM_MODEL, else the newest Sonnet).")
 @click.option("--max-turns", type=click.IntRange(1, 20), default=4, show_default=True, metavar="N",
               help="Model turns the agent may take.")

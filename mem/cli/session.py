@@ -9,6 +9,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options
+from mem.cli.model import backend_option
 from mem.core.errors import NotFoundError, UsageError
 
 
@@ -161,6 +162,7 @@ def status_cmd(session_id, project, file_, transcript, fmt) -> None:
 @_transcript_option
 @click.option("--if-due", is_flag=True, help="Run only when the thresholds say an update is due.")
 @click.option("--hook", is_flag=True, help="Read a Stop hook payload on stdin; never fail the session.")
+@backend_option
 @click.option("--model", metavar="MODEL", help="Model for the note-taking agent (default: MEM_MODEL_SESSION, MEM_MODEL, else the newest Sonnet).")
 @format_options
 @click.pass_context

@@ -28,7 +28,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
-from mem.core.errors import MemError
+from mem.core.errors import ConfigError, MemError
 from mem.core.jscompat import cut16, len16  # JavaScript's .length (UTF-16 units), which Claude's limits count
 from mem.core.memdir.layout import TEAM_PREFIX
 from mem.core.memdir.store import MemoryDir
@@ -525,17 +525,31 @@ def select_with_model(
     """
     import json
 
+    import sys
+
     from mem.core.jobs import llm, messages_lite
     from mem.core.memdir.manifest import format_manifest
 
     config = llm.model_config("recall", model, timeout=timeout)
     usage = llm.Usage()
-    reply = messages_lite.create(
-        config, deadline=deadline, usage=usage, debug=debug,
+    request = dict(
         system=SELECTOR_SYSTEM.format(limit=limit),
         messages=[{"role": "user", "content": selector_message(query, format_manifest(list(headers)), recent_tools)}],
         output_config={"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}},
     )
+    if config.backend == "openai":
+        # also a standard-library client: no SDK on the hook's path
+        from mem.core.jobs.backends.openai import OpenAIBackend
+
+        started = time.monotonic()
+        reply = OpenAIBackend(config).create(deadline=deadline, **request)
+        usage.add(reply.usage)
+        if debug:
+            sys.stderr.write(f"mem: debug: model {config.model} (openai) {time.monotonic() - started:.2f}s "
+                             f"in={reply.usage.get('input_tokens')} out={reply.usage.get('output_tokens')} "
+                             f"stop={reply.stop_reason}\n")
+    else:
+        reply = messages_lite.create(config, deadline=deadline, usage=usage, debug=debug, **request)
     text = reply.text.strip()
     try:
         data = json.loads(text)
@@ -1023,6 +1037,10 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
                 result.fallback_reason = exc.kind
                 result.fallback_detail = str(exc)
                 result.route = "deadline-fallback" if exc.kind == "timeout" else "model-failed"
+            except ConfigError as exc:  # a backend configured but unusable (a failing apiKeyHelper...)
+                result.fallback_reason = "config"
+                result.fallback_detail = str(exc)
+                result.route = "model-failed"
             else:
                 result.strategy, result.route = "model", "model"
                 result.model = picked.model

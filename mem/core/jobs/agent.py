@@ -1073,8 +1073,7 @@ def _retryable(exc: Any) -> bool:
     """Worth another try: overloaded, timed out, no connection, or a 5xx from the server."""
     if exc.kind in ("overloaded", "timeout", "connection"):
         return True
-    status = getattr(exc.__cause__, "status_code", None)
-    return isinstance(status, int) and status >= 500
+    return isinstance(exc.status, int) and exc.status >= 500
 
 
 def run_agent(
@@ -1123,7 +1122,9 @@ def run_agent(
     started = time.monotonic()
     toolbox.deadline = None if deadline_s is None else started + deadline_s
     usage = Usage()
-    budget = Budget.for_model(getattr(getattr(model, "config", None), "model", None), max_tokens)
+    limits = getattr(model, "limits", None)
+    budget = Budget(limits(), max_tokens) if limits is not None else \
+        Budget.for_model(getattr(getattr(model, "config", None), "model", None), max_tokens)
     labels: dict[str, str] = {}  # tool_use id -> "read foo.md", for the notes that replace results
     if isinstance(messages, str):
         history: list[dict] = [{"role": "user", "content": messages}]
@@ -1156,7 +1157,8 @@ def run_agent(
                 failure = exc
             if failure.kind == "timeout" and cut:
                 return None, failure, True
-            pause = 0.5 * 2 ** attempt
+            # a server that says when to come back (429 Retry-After) is believed, within the deadline
+            pause = max(0.5 * 2 ** attempt, min(failure.retry_after or 0.0, 60.0))
             remaining = left()
             if attempt >= retries or not _retryable(failure) or (remaining is not None and remaining < pause + 1):
                 return None, failure, False

@@ -226,6 +226,8 @@ class Budget:
         The highest ratio seen wins, so one request of easy text cannot talk a run
         into under-counting the next; it never goes below MIN_CORRECTION.
         """
+        if isinstance(usage, dict) and usage.get("estimated"):
+            return  # our own estimate (the server reported no usage): nothing to learn
         counted = 0
         for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
             value = usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)

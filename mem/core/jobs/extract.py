@@ -677,7 +677,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         return build_prompt(memory, redact(text), count=count, dates=dates, part=part,
                             max_turns=request.max_turns, sections=sections, team=team)
 
-    budget = Budget.for_model(job.model_name, job.model.config.max_tokens)
+    budget = Budget(job.model.limits(), job.model.config.max_tokens)
     bare = prompt_for("", 0, ("0000-00-00", "0000-00-00"), (99, 99))
     base = request_tokens({"system": [{"type": "text", "text": bare.system}],
                            "messages": bare.messages(),

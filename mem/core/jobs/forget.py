@@ -458,7 +458,7 @@ def _json_object(text: str):
     return json.loads(text[start:end + 1])
 
 
-def _fitting(headers: list, query: str, system: str, config) -> list:
+def _fitting(headers: list, query: str, system: str, client) -> list:
     """``headers``, or as many of them as the model's window takes, the likeliest first.
 
     A directory of thousands of memories lists more than one request holds: the
@@ -470,7 +470,7 @@ def _fitting(headers: list, query: str, system: str, config) -> list:
     from mem.core.memdir.manifest import format_manifest
     from mem.core.recall import offline_index
 
-    budget = Budget.for_model(config.model, config.max_tokens)
+    budget = Budget(client.limits(), client.config.max_tokens)
     base = request_tokens({"system": system, "messages": [{"role": "user", "content": f"Request: {query}"}]})
     room = budget.room - base - text_tokens(str(SELECTION_SCHEMA)) - ENTRIES_BUDGET // 2
     if text_tokens(format_manifest(headers)) <= room:
@@ -512,7 +512,7 @@ def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, 
             multi[h.relpath] = found
     client = llm.Model(config, debug=debug)
     system = SELECTOR_SYSTEM.format(limit=limit, confirmation=CONFIRMED if confirmed else UNCONFIRMED)
-    shown = _fitting(headers, query, system, config)
+    shown = _fitting(headers, query, system, client)
     multi = {rel: found for rel, found in multi.items() if rel in {h.relpath for h in shown}}
     response = client.create(
         system=system,

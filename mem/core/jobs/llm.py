@@ -1,35 +1,35 @@
-"""Model calls: the only module that imports the anthropic SDK, and only when a call is made.
+"""The one factory for models: jobs ask for a model by purpose (``model_for("recall")``).
 
-Jobs ask for a model by purpose (``model_for("recall")``); this module knows
-the rest. Credentials come from ``ANTHROPIC_API_KEY`` (or
-``ANTHROPIC_AUTH_TOKEN``), the endpoint from ``ANTHROPIC_BASE_URL`` (any
-Messages-API-compatible server), the model from ``--model``, then
-``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...), then ``MEM_MODEL`` (recall also
-honours ``ANTHROPIC_DEFAULT_SONNET_MODEL``), and each job's budget (output
-tokens, temperature, timeout, SDK retries) from ``JOBS``.
+This module knows the rest. The backend is ``--backend`` / ``MEM_BACKEND``, else the first
+configured of ``DETECTION``: anthropic (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``, at
+``ANTHROPIC_BASE_URL``), claude-settings (Claude Code's settings, ``backends.claude_settings``),
+openai (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``OPENAI_MODEL``, or qwen-code's provider,
+``backends.qwen``). The model is ``--model``, then ``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...),
+then ``MEM_MODEL``, then what the backend's configuration names (recall also honours
+``ANTHROPIC_DEFAULT_SONNET_MODEL``), else ``DEFAULT_MODEL`` (the openai backend has no default:
+ConfigError). Each job's budget (output tokens, temperature, timeout, SDK retries) is in
+``JOBS``. The calls go through the backend, which carries the model's window and output limit.
+
+uses: errors, backends (ModelConfig, ModelError), backends.anthropic, backends.openai,
+backends.claude_settings, backends.qwen
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from mem.core.errors import ConfigError, MemError
+from mem.core.errors import ConfigError
+from mem.core.jobs.backends import ModelConfig, ModelError, reply_text
+from mem.core.jobs.backends.anthropic import takes_temperature
+
+__all__ = ["ModelConfig", "ModelError", "takes_temperature"]  # their home is backends/; jobs name them here
 
 #: The newest Sonnet the pinned SDK knows (checked against its deprecation list in the tests).
 DEFAULT_MODEL = "claude-sonnet-5-5"
-
-
-class ModelError(MemError):
-    """A model call failed: overloaded, timed out, refused, or answered nonsense."""
-
-    def __init__(self, message: str, kind: str = "error"):
-        super().__init__(message)
-        self.kind = kind  # overloaded | timeout | connection | status | bad_response
 
 
 class JobSettings(NamedTuple):
@@ -70,63 +70,122 @@ JOBS: dict[str, JobSettings] = {
 }
 
 
-class ModelConfig(NamedTuple):
-    model: str
+class Credentials(NamedTuple):
+    """Which backend, with what, and why: the answer ``mem model`` prints (never the secret)."""
+
+    backend: str  # a name of backends.NAMES
     api_key: str | None
     auth_token: str | None
     base_url: str | None
-    timeout: float
-    max_retries: int
-    max_tokens: int
-    temperature: float | None
+    model: str | None  # the model this configuration names, if it names one
+    source: str  # where the credentials came from: "env ANTHROPIC_API_KEY", "~/.qwen/settings.json ..."
+    reason: str  # why this backend: "--backend", "MEM_BACKEND", "detected"
+    recall_model: str | None = None  # the recall selector's model, when the configuration names one
+
+
+#: How backends are detected when neither --backend nor MEM_BACKEND names one, in this order.
+DETECTION = ("anthropic", "claude-settings", "openai")
+
+
+def find_credentials(env: Mapping[str, str] | None = None, backend: str | None = None,
+                     cwd: str | None = None, *, run_helper: bool = True) -> Credentials | None:
+    """The backend ``backend`` (else MEM_BACKEND, else the first of DETECTION configured) with its
+    credentials, or None when it has none. ConfigError for a backend name that does not exist.
+
+    ``run_helper=False`` does not run Claude Code's apiKeyHelper (its key is then None): enough
+    to say which backend and why."""
+    env = os.environ if env is None else env
+    reason = "--backend" if backend else "MEM_BACKEND" if env.get("MEM_BACKEND") else "detected"
+    backend = backend or env.get("MEM_BACKEND") or None
+    if backend is not None and backend not in DETECTION:
+        raise ConfigError(f"no backend named {backend!r} ({reason}); backends: {', '.join(DETECTION)}")
+    for name in (backend,) if backend else DETECTION:
+        found = _credentials(name, env, cwd, run_helper)
+        if found is not None:
+            return found._replace(reason=reason)
+    return None
+
+
+def _credentials(name: str, env: Mapping[str, str], cwd: str | None, run_helper: bool) -> Credentials | None:
+    if name == "anthropic":
+        key, token = env.get("ANTHROPIC_API_KEY") or None, env.get("ANTHROPIC_AUTH_TOKEN") or None
+        if not (key or token):
+            return None
+        return Credentials("anthropic", key, token, env.get("ANTHROPIC_BASE_URL") or None, None,
+                           "env ANTHROPIC_API_KEY" if key else "env ANTHROPIC_AUTH_TOKEN", "")
+    if name == "claude-settings":
+        from mem.core.jobs.backends import claude_settings
+
+        found = claude_settings.find(env, cwd, run_helper=run_helper)
+        if found is None:
+            return None
+        return Credentials("claude-settings", found.api_key, found.auth_token, found.base_url, found.model,
+                           found.source, "", found.recall_model)
+    from mem.core.jobs.backends import qwen
+
+    found = qwen.find(env, cwd)
+    if found is None:
+        return None
+    return Credentials("openai", found.api_key, None, found.base_url, found.model, found.source, "")
 
 
 def has_credentials(env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
+    """Whether any backend is configured (``find_credentials`` finds one)."""
+    try:
+        return find_credentials(env, run_helper=False) is not None
+    except ConfigError:
+        return True  # a misspelt MEM_BACKEND: the job's own model_config says so (exit 3)
 
 
-def choose_model(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """``--model``, else MEM_MODEL_<JOB>, else MEM_MODEL, else (recall) ANTHROPIC_DEFAULT_SONNET_MODEL, else the default."""
+def choose_model(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None,
+                 configured: str | None = None) -> str:
+    """``--model``, else MEM_MODEL_<JOB>, else MEM_MODEL, else what the backend's configuration names
+    (``configured``), else (recall) ANTHROPIC_DEFAULT_SONNET_MODEL, else the default."""
     env = os.environ if env is None else env
-    return (override or env.get(f"MEM_MODEL_{purpose.upper()}") or env.get("MEM_MODEL")
+    return (override or env.get(f"MEM_MODEL_{purpose.upper()}") or env.get("MEM_MODEL") or configured
             or (purpose == "recall" and env.get("ANTHROPIC_DEFAULT_SONNET_MODEL")) or DEFAULT_MODEL)
 
 
+NO_CREDENTIALS = ("no model credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or OPENAI_API_KEY / "
+                  "OPENAI_BASE_URL with OPENAI_MODEL, or configure Claude Code or qwen-code (see mem model); "
+                  "--model/MEM_MODEL choose the model")
+
+
 def model_config(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None, *,
-                 timeout: float | None = None) -> ModelConfig:
+                 timeout: float | None = None, backend: str | None = None, cwd: str | None = None) -> ModelConfig:
     """The settings for ``purpose``'s model calls, or ConfigError naming what is missing."""
     env = os.environ if env is None else env
     budget = JOBS[purpose]
-    if not has_credentials(env):
-        raise ConfigError("no model credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN); "
-                          "ANTHROPIC_BASE_URL and --model/MEM_MODEL choose the server and model")
+    found = find_credentials(env, backend, cwd)
+    if found is None:
+        raise ConfigError(NO_CREDENTIALS if not backend and not env.get("MEM_BACKEND")
+                          else f"backend {backend or env.get('MEM_BACKEND')} is not configured: {NO_CREDENTIALS}")
+    if found.backend == "openai":
+        model = override or env.get(f"MEM_MODEL_{purpose.upper()}") or env.get("MEM_MODEL") or found.model
+        if not model:
+            raise ConfigError(f"no model for the OpenAI-compatible backend ({found.source}): "
+                              "set OPENAI_MODEL or MEM_MODEL, or --model")
+    else:
+        model = choose_model(purpose, override, env, found.recall_model if purpose == "recall" else found.model)
     return ModelConfig(
-        model=choose_model(purpose, override, env),
-        api_key=env.get("ANTHROPIC_API_KEY") or None,
-        auth_token=env.get("ANTHROPIC_AUTH_TOKEN") or None,
-        base_url=env.get("ANTHROPIC_BASE_URL") or None,
+        model=model,
+        api_key=found.api_key,
+        auth_token=found.auth_token,
+        base_url=found.base_url,
         timeout=budget.timeout if timeout is None else timeout,
         max_retries=budget.max_retries,
         max_tokens=budget.max_tokens,
         temperature=budget.temperature,
+        backend=found.backend,
+        source=found.source,
     )
 
 
-def takes_temperature(model: str) -> bool:
-    """Whether ``model`` accepts a sampling temperature: Claude models of generation 5 and later,
-    and Opus from 4.7, answer 400 "temperature is deprecated for this model"."""
-    m = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?", model)
-    if m is None:
-        return True
-    version = (int(m[2]), int(m[3] or 0))
-    return version < (5, 0) and not (m[1] == "opus" and version >= (4, 7))
-
-
 def model_for(purpose: str, override: str | None = None, *, timeout: float | None = None,
-              debug: bool | None = None) -> Model:
+              debug: bool | None = None, backend: str | None = None) -> Model:
     """A client for ``purpose`` (a key of JOBS); ConfigError (exit 3) without credentials."""
-    return Model(model_config(purpose, override, timeout=timeout), debug=debug_enabled() if debug is None else debug)
+    return Model(model_config(purpose, override, timeout=timeout, backend=backend),
+                 debug=debug_enabled() if debug is None else debug)
 
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -135,7 +194,7 @@ _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
 class Usage:
     """Tokens summed over calls (plain class: recall imports this module on every prompt)."""
 
-    __slots__ = (*_TOKEN_FIELDS, "calls")
+    __slots__ = (*_TOKEN_FIELDS, "calls", "estimated")
 
     def __init__(self) -> None:
         for name in self.__slots__:
@@ -143,92 +202,117 @@ class Usage:
 
     def add(self, usage: Any) -> None:
         self.calls += 1
+        if isinstance(usage, dict) and usage.get("estimated"):
+            self.estimated += 1  # the server reported none: mem's estimate
         for name in _TOKEN_FIELDS:
             value = getattr(usage, name, None) if not isinstance(usage, dict) else usage.get(name)
             if isinstance(value, int):
                 setattr(self, name, getattr(self, name) + value)
 
     def as_dict(self) -> dict:
-        return {name: getattr(self, name) for name in self.__slots__}
+        """The sums; ``estimated`` (calls whose usage mem estimated) only when there were some."""
+        out = {name: getattr(self, name) for name in (*_TOKEN_FIELDS, "calls")}
+        if self.estimated:
+            out["estimated"] = self.estimated
+        return out
 
     def __repr__(self) -> str:
         return f"Usage({self.as_dict()})"
 
 
 class Model:
-    """A configured client; accumulates token usage over its calls."""
+    """A configured backend for one job; accumulates token usage over its calls."""
 
     def __init__(self, config: ModelConfig, *, debug: bool = False):
         self.config = config
         self.usage = Usage()
         self.debug = debug
-        self._client: Any = None
+        self.backend = _backend(config)
+        self._limits: Any = None
 
-    def client(self):
-        if self._client is None:
-            import anthropic  # heavy (~2 s cold): only on the path that calls a model
-
-            self._client = anthropic.Anthropic(
-                api_key=self.config.api_key,
-                auth_token=self.config.auth_token,
-                base_url=self.config.base_url,
-                timeout=self.config.timeout,
-                max_retries=self.config.max_retries,
-            )
-        return self._client
+    def limits(self):
+        """The model's window and largest output (``budget.Limits``), asked of the backend once."""
+        if self._limits is None:
+            self._limits = self.backend.limits()
+        return self._limits
 
     def create(self, **kwargs: Any):
-        """``messages.create`` with the configured model; errors become ModelError."""
-        import anthropic
-
-        kwargs.setdefault("model", self.config.model)
-        kwargs.setdefault("max_tokens", self.config.max_tokens)
-        temperature = self.config.temperature if takes_temperature(kwargs["model"]) else None
+        """One request in the Messages shape (system, messages, tools, max_tokens...) to the backend;
+        its reply (content, usage, stop_reason); errors are ModelError."""
         started = time.monotonic()
-        try:
-            try:
-                # extra_body: SDK 2.x has no temperature argument (the newest models refuse one)
-                extra = {} if temperature is None else {"extra_body": {"temperature": temperature}}
-                response = self.client().messages.create(**kwargs, **extra)
-            except anthropic.BadRequestError as exc:
-                if temperature is None or "temperature" not in _short(exc):
-                    raise
-                temperature = None  # a model this module does not know refused it: ask again without
-                response = self.client().messages.create(**kwargs)
-        except anthropic.APITimeoutError as exc:
-            raise ModelError(f"model call timed out after {self.config.timeout:g}s", "timeout") from exc
-        except anthropic.APIConnectionError as exc:
-            raise ModelError(f"cannot reach the model server: {exc}", "connection") from exc
-        except anthropic.APIStatusError as exc:
-            kind = "overloaded" if exc.status_code in (429, 529) else "status"
-            raise ModelError(f"model server answered {exc.status_code}: {_short(exc)}", kind) from exc
+        response = self.backend.create(**kwargs)
         self.usage.add(getattr(response, "usage", None))
         if self.debug:
             u = getattr(response, "usage", None)
+            u = u if isinstance(u, dict) else {k: getattr(u, k, "?") for k in ("input_tokens", "output_tokens")}
             sys.stderr.write(
-                f"mem: debug: model {kwargs['model']} {time.monotonic() - started:.2f}s "
-                f"in={getattr(u, 'input_tokens', '?')} out={getattr(u, 'output_tokens', '?')} "
+                f"mem: debug: model {kwargs.get('model') or self.config.model} ({self.config.backend}) "
+                f"{time.monotonic() - started:.2f}s in={u.get('input_tokens', '?')} out={u.get('output_tokens', '?')} "
                 f"stop={getattr(response, 'stop_reason', '?')}\n"
             )
         return response
 
 
-def _short(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-    return " ".join(str(exc).split())[:200]
+def _backend(config: ModelConfig):
+    if config.backend == "openai":
+        from mem.core.jobs.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(config)
+    from mem.core.jobs.backends.anthropic import AnthropicBackend
+
+    return AnthropicBackend(config)
 
 
 def first_text(response: Any) -> str:
-    for block in getattr(response, "content", None) or []:
-        if getattr(block, "type", None) == "text":
-            return block.text
-    return ""
+    return reply_text(response)
 
 
 def debug_enabled(env: Mapping[str, str] | None = None) -> bool:
     env = os.environ if env is None else env
     return env.get("MEM_DEBUG", "") not in ("", "0")
+
+
+# --- which model each job uses, and whether it answers (mem model) --------------------------------
+
+
+def describe(env: Mapping[str, str] | None = None, backend: str | None = None, cwd: str | None = None) -> list[dict]:
+    """Per job: the backend, the model, where the credentials came from and why this backend
+    (``mem model``); ConfigError when none is configured. The secret is never part of it, and
+    Claude Code's apiKeyHelper is not run."""
+    env = os.environ if env is None else env
+    found = find_credentials(env, backend, cwd, run_helper=False)
+    if found is None:
+        raise ConfigError(NO_CREDENTIALS)
+    rows = []
+    for job in JOBS:
+        if found.backend == "openai":
+            model = env.get(f"MEM_MODEL_{job.upper()}") or env.get("MEM_MODEL") or found.model
+        else:
+            model = choose_model(job, None, env, found.recall_model if job == "recall" else found.model)
+        rows.append({"job": job, "backend": found.backend, "model": model, "base_url": found.base_url,
+                     "credentials": found.source, "reason": found.reason})
+    return rows
+
+
+def probe(backend: str, env: Mapping[str, str] | None = None, cwd: str | None = None,
+          timeout: float = 30.0) -> dict:
+    """One tiny request to ``backend`` with the recall job's model: its latency, or the error (one line)."""
+    started = time.monotonic()
+    row: dict[str, Any] = {"backend": backend, "model": None, "ok": False, "latency_s": None, "error": None}
+    try:
+        config = model_config("recall", env=env, timeout=timeout, backend=backend, cwd=cwd)
+        row["model"] = config.model
+        started = time.monotonic()
+        Model(config._replace(max_tokens=16)).create(
+            system="Answer with the single word OK.", messages=[{"role": "user", "content": "Are you there?"}])
+    except (ModelError, ConfigError) as exc:
+        row["error"] = " ".join(str(exc).split())
+        return row
+    row["ok"], row["latency_s"] = True, round(time.monotonic() - started, 3)
+    return row
+
+
+def configured_backends(env: Mapping[str, str] | None = None, cwd: str | None = None) -> list[str]:
+    """Every backend whose configuration is present here, in detection order."""
+    env = os.environ if env is None else env
+    return [name for name in DETECTION if _credentials(name, env, cwd, False) is not None]

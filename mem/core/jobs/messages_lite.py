@@ -11,25 +11,22 @@ failures to the same ``ModelError`` kinds. Everything else stays on the SDK.
 connecting, sending, waiting for and reading the answer each get only the
 time left, so a slow server costs at most the deadline.
 
-uses: http.client, json, llm (ModelConfig, ModelError, Usage, takes_temperature)
+uses: backends.http (exchange), llm (ModelConfig, ModelError, Usage, takes_temperature)
 """
 
 from __future__ import annotations
 
-import json
-import os
-import socket
 import sys
 import time
 from typing import Any
 
+from mem.core.jobs.backends.http import error_text as _error_text
+from mem.core.jobs.backends.http import exchange
 from mem.core.jobs.llm import ModelConfig, ModelError, Usage, takes_temperature
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: The Messages API version every SDK release pyproject.toml admits understands.
 API_VERSION = "2023-06-01"
-#: Longest error text kept from a server's answer.
-ERROR_CHARS = 200
 
 
 class Reply:
@@ -76,7 +73,7 @@ def create(config: ModelConfig, *, deadline: float | None = None, usage: Usage |
         status, data = _post(config, body, deadline, budget)
     if status != 200:
         kind = "overloaded" if status in (429, 529) else "status"
-        raise ModelError(f"model server answered {status}: {_error_text(data)}", kind)
+        raise ModelError(f"model server answered {status}: {_error_text(data)}", kind, status=status)
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise ModelError("the model server's answer is not a message", "bad_response")
     reply = Reply(data)
@@ -93,13 +90,6 @@ def create(config: ModelConfig, *, deadline: float | None = None, usage: Usage |
 
 def _post(config: ModelConfig, body: dict, deadline: float, budget: float) -> tuple[int, Any]:
     """(status, the answer's JSON, or its text when it is not JSON)."""
-    import http.client
-    from urllib.parse import urlsplit
-
-    url = urlsplit(config.base_url or DEFAULT_BASE_URL)
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise ModelError(f"ANTHROPIC_BASE_URL is not an http(s) URL: {config.base_url}", "connection")
-    path = url.path.rstrip("/") + "/v1/messages"
     headers = {
         "content-type": "application/json",
         "accept": "application/json",
@@ -110,70 +100,6 @@ def _post(config: ModelConfig, body: dict, deadline: float, budget: float) -> tu
         headers["x-api-key"] = config.api_key
     if config.auth_token:
         headers["authorization"] = f"Bearer {config.auth_token}"
-    payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    conn = _connection(url, _left(deadline, budget))
-    try:
-        conn.connect()
-        sock = conn.sock  # kept: the connection lets go of it once the answer says it will close
-        sock.settimeout(_left(deadline, budget))
-        conn.request("POST", path, body=payload, headers=headers)
-        sock.settimeout(_left(deadline, budget))
-        response = conn.getresponse()
-        sock.settimeout(_left(deadline, budget))
-        raw = response.read()
-        status = response.status
-    except (TimeoutError, socket.timeout):
-        raise ModelError(f"model call timed out after {budget:.3g}s", "timeout") from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise ModelError(f"cannot reach the model server: {exc}", "connection") from None
-    finally:
-        conn.close()
-    try:
-        return status, json.loads(raw)
-    except ValueError:
-        return status, raw.decode("utf-8", "replace")
-
-
-def _left(deadline: float, budget: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise ModelError(f"model call timed out after {budget:.3g}s", "timeout")
-    return left
-
-
-def _connection(url, timeout: float):
-    """An HTTP(S) connection to the server, through the proxy the environment names, as the SDK would."""
-    import http.client
-
-    https = url.scheme == "https"
-    port = url.port or (443 if https else 80)
-    cls = http.client.HTTPSConnection if https else http.client.HTTPConnection
-    proxy = _proxy(url.scheme, url.hostname)
-    if proxy is None:
-        return cls(url.hostname, port, timeout=timeout)
-    from urllib.parse import urlsplit
-
-    p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-    conn = cls(p.hostname, p.port or 80, timeout=timeout)
-    conn.set_tunnel(url.hostname, port)
-    return conn
-
-
-def _proxy(scheme: str, host: str) -> str | None:
-    if not any(k.lower().endswith("_proxy") for k in os.environ):
-        return None  # the usual case: no urllib.request to import
-    from urllib.request import getproxies_environment, proxy_bypass_environment
-
-    proxy = getproxies_environment().get(scheme)
-    if proxy and not proxy_bypass_environment(host):
-        return proxy
-    return None
-
-
-def _error_text(data: Any) -> str:
-    if isinstance(data, dict):
-        err = data.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:ERROR_CHARS]
-        return json.dumps(data)[:ERROR_CHARS]
-    return " ".join(str(data).split())[:ERROR_CHARS]
+    answer = exchange("POST", config.base_url or DEFAULT_BASE_URL, "/v1/messages", headers, body,
+                      deadline=deadline, budget=budget)
+    return answer.status, answer.data

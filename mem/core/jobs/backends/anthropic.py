@@ -1,0 +1,98 @@
+"""The Anthropic Messages API through the anthropic SDK: the only module that imports it.
+
+The request is already in the Messages shape, so it goes out as the jobs wrote it; the
+model's temperature is dropped for models that refuse one (and once more when a model this
+module does not know refuses it). SDK errors become ``ModelError``: 429 and 529 overloaded,
+a timeout, no connection, any other status with its code. The window and the largest output
+come from ``budget.MODEL_LIMITS`` (and ``MEM_CONTEXT_WINDOW``/``MEM_MAX_OUTPUT_TOKENS``).
+
+uses: backends (ModelConfig, ModelError), budget (limits_for); anthropic, only in ``create``
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mem.core.jobs.backends import ModelConfig, ModelError
+
+
+def takes_temperature(model: str) -> bool:
+    """Whether ``model`` accepts a sampling temperature: Claude models of generation 5 and later,
+    and Opus from 4.7, answer 400 "temperature is deprecated for this model"."""
+    m = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2})(?!\d))?", model)
+    if m is None:
+        return True
+    version = (int(m[2]), int(m[3] or 0))
+    return version < (5, 0) and not (m[1] == "opus" and version >= (4, 7))
+
+
+class AnthropicBackend:
+    """Messages API calls for one ``ModelConfig``; the SDK client is made on the first call."""
+
+    name = "anthropic"
+
+    def __init__(self, config: ModelConfig):
+        self.config = config
+        self._client: Any = None
+
+    def limits(self):
+        from mem.core.jobs.budget import Limits, limits_for
+
+        found = limits_for(self.config.model)
+        if self.config.context_window:
+            return Limits(self.config.context_window, min(found.max_output, self.config.context_window // 4))
+        return found
+
+    def client(self):
+        if self._client is None:
+            import anthropic  # heavy (~2 s cold): only on the path that calls a model
+
+            key, token = self.config.api_key, self.config.auth_token
+            # This SDK takes one credential; both (an apiKeyHelper's key, sent both ways as Claude
+            # Code sends it) go as the key and a bearer header of our own.
+            headers = {"authorization": f"Bearer {token}"} if key and token else None
+            self._client = anthropic.Anthropic(
+                api_key=key,
+                auth_token=None if key else token,
+                default_headers=headers,
+                base_url=self.config.base_url,
+                timeout=self.config.timeout,
+                max_retries=self.config.max_retries,
+            )
+        return self._client
+
+    def create(self, **kwargs: Any):
+        """``messages.create`` with the configured model; errors become ModelError."""
+        import anthropic
+
+        kwargs.setdefault("model", self.config.model)
+        kwargs.setdefault("max_tokens", self.config.max_tokens)
+        temperature = self.config.temperature if takes_temperature(kwargs["model"]) else None
+        try:
+            try:
+                # extra_body: SDK 2.x has no temperature argument (the newest models refuse one)
+                extra = {} if temperature is None else {"extra_body": {"temperature": temperature}}
+                return self.client().messages.create(**kwargs, **extra)
+            except anthropic.BadRequestError as exc:
+                if temperature is None or "temperature" not in _short(exc):
+                    raise
+                # a model this module does not know refused it: ask again without
+                return self.client().messages.create(**kwargs)
+        except anthropic.APITimeoutError as exc:
+            raise ModelError(f"model call timed out after {self.config.timeout:g}s", "timeout") from exc
+        except anthropic.APIConnectionError as exc:
+            raise ModelError(f"cannot reach the model server: {exc}", "connection") from exc
+        except anthropic.APIStatusError as exc:
+            kind = "overloaded" if exc.status_code in (429, 529) else "status"
+            raise ModelError(f"model server answered {exc.status_code}: {_short(exc)}", kind,
+                             status=exc.status_code) from exc
+
+
+def _short(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return " ".join(str(exc).split())[:200]

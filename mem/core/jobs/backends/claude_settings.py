@@ -1,0 +1,175 @@
+"""Claude Code's own model configuration, read the way the client reads it, for the Anthropic backend.
+
+Claude Code applies the ``env`` blocks of its settings files over the process environment,
+the higher source winning key by key: managed (policy) settings, then the project's
+``.claude/settings.local.json``, then its ``.claude/settings.json``, then the user's
+``settings.json`` under ``CLAUDE_CONFIG_DIR`` (default ``~/.claude``) — the files and order
+``paths.load_settings`` already knows. From the result this module takes
+``ANTHROPIC_AUTH_TOKEN``, else ``ANTHROPIC_API_KEY``, else the ``apiKeyHelper`` setting (first
+source holding it): a shell command run with ``/bin/sh -c`` whose standard output is the key,
+sent, as the client sends it, both as ``x-api-key`` and as a bearer token. Its output is a
+secret: it is cached for ``CLAUDE_CODE_API_KEY_HELPER_TTL_MS`` (default five minutes) in
+``<state root>/api-key-helper.json`` (mode 0600, keyed by the command's digest), never logged
+and never put in an error message. ``ANTHROPIC_BASE_URL`` and the model variables
+(``ANTHROPIC_MODEL``, else the ``model`` setting, else ``ANTHROPIC_DEFAULT_SONNET_MODEL``; the
+recall selector takes ``ANTHROPIC_DEFAULT_SONNET_MODEL`` first, as Claude Code's does) come from
+the same merged environment.
+
+uses: errors (ConfigError), paths (load_settings, project_root), memdir.state (state_root), memdir.files
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from mem.core.errors import ConfigError
+
+#: Claude Code's default cache time for the helper's output.
+DEFAULT_TTL_MS = 5 * 60 * 1000
+#: How long the helper may run.
+HELPER_TIMEOUT = 30.0
+CACHE_NAME = "api-key-helper.json"
+
+
+class Found(NamedTuple):
+    api_key: str | None
+    auth_token: str | None
+    base_url: str | None
+    model: str | None
+    recall_model: str | None  # the recall selector's: ANTHROPIC_DEFAULT_SONNET_MODEL first
+    source: str  # where the credentials came from, for people
+    helper: str | None  # the apiKeyHelper command, when that is where the key comes from
+
+
+def _label(src, env: Mapping[str, str]) -> str:
+    home = (env.get("HOME") or os.path.expanduser("~")).rstrip("/")
+    path = src.path or "inline settings"
+    return "~" + path[len(home):] if home and path.startswith(home + "/") else path
+
+
+def merged_env(env: Mapping[str, str], cwd: str | None) -> tuple[dict[str, str], dict[str, str], Any]:
+    """(the environment as Claude Code sees it, key -> the settings file that set it, the Settings)."""
+    from mem.core.paths import load_settings, project_root
+
+    settings = load_settings(project_root(cwd or os.getcwd()), env=env)
+    merged = dict(env)
+    where: dict[str, str] = {}
+    for src in reversed(settings.sources):  # lowest first, so the highest source wins
+        block = src.data.get("env") if src.data else None
+        if isinstance(block, dict):
+            for key, value in block.items():
+                if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                    merged[key] = str(value)
+                    where[key] = f"{_label(src, env)} env"
+                    where["scope:" + key] = src.name
+    return merged, where, settings
+
+
+def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = True) -> Found | None:
+    """Claude Code's credentials from its settings, or None when its settings name none.
+
+    ``run_helper=False`` only says whether a helper is configured (its key is then None).
+    """
+    merged, where, settings = merged_env(env, cwd)
+    helper_found = settings.first("apiKeyHelper", accept=lambda v: isinstance(v, str) and v.strip() != "")
+    token = merged.get("ANTHROPIC_AUTH_TOKEN") if "ANTHROPIC_AUTH_TOKEN" in where else None
+    key = merged.get("ANTHROPIC_API_KEY") if "ANTHROPIC_API_KEY" in where else None
+    helper = None
+    if token:
+        source = f"{where['ANTHROPIC_AUTH_TOKEN']} ANTHROPIC_AUTH_TOKEN"
+    elif key:
+        source = f"{where['ANTHROPIC_API_KEY']} ANTHROPIC_API_KEY"
+    elif helper_found is not None:
+        helper = helper_found[0]
+        source = f"apiKeyHelper ({_label(helper_found[1], env)})"
+        if run_helper:
+            key = token = helper_key(helper, merged, cwd)
+    else:
+        return None
+    if where.get("scope:ANTHROPIC_BASE_URL") == "project" and not source.startswith(where["ANTHROPIC_BASE_URL"] + " "):
+        # A repository's committed settings must not send the user's key to its own server (Claude
+        # Code asks whether the folder is trusted first; mem cannot ask, so it refuses).
+        raise ConfigError(f"ANTHROPIC_BASE_URL in {where['ANTHROPIC_BASE_URL']} (the project's committed settings) "
+                          f"would send the key from {source} to another server; set it in "
+                          ".claude/settings.local.json, ~/.claude/settings.json or the environment")
+    model_setting = settings.first("model", accept=lambda v: isinstance(v, str) and v != "")
+    model = merged.get("ANTHROPIC_MODEL") or (model_setting[0] if model_setting else None) \
+        or merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL")
+    return Found(key, token if not helper else key, merged.get("ANTHROPIC_BASE_URL") or None, model or None,
+                 merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL") or model or None, source, helper)
+
+
+def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None) -> str:
+    """The helper's key, from the cache while it is fresh, else by running it (ConfigError when it fails:
+    the message never holds its output)."""
+    import hashlib
+
+    digest = hashlib.sha256(command.encode("utf-8")).hexdigest()
+    ttl = _ttl_ms(env)
+    cache = _cache_path(env)
+    cached = _read_cache(cache)
+    now_ms = int(time.time() * 1000)
+    written = cached.get("written_ms", 0)
+    if cached.get("command") == digest and isinstance(cached.get("key"), str) and isinstance(written, int) \
+            and written <= now_ms < written + ttl:  # the TTL in force now decides, not the one it was written under
+        return cached["key"]
+    import subprocess
+
+    try:
+        done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, timeout=HELPER_TIMEOUT,
+                              env=dict(env), cwd=cwd or None, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"apiKeyHelper did not answer within {HELPER_TIMEOUT:g}s") from None
+    except OSError as exc:
+        raise ConfigError(f"apiKeyHelper could not be run: {exc.strerror or type(exc).__name__}") from None
+    key = done.stdout.decode("utf-8", "replace").strip()
+    if done.returncode != 0:
+        raise ConfigError(f"apiKeyHelper failed (exit {done.returncode})")
+    if not key:
+        raise ConfigError("apiKeyHelper printed nothing")
+    if ttl > 0:
+        _write_cache(cache, {"command": digest, "written_ms": now_ms, "key": key})
+    return key
+
+
+def _ttl_ms(env: Mapping[str, str]) -> int:
+    raw = (env.get("CLAUDE_CODE_API_KEY_HELPER_TTL_MS") or "").strip()
+    return int(raw) if raw.isdigit() else DEFAULT_TTL_MS
+
+
+def _cache_path(env: Mapping[str, str]) -> str:
+    from mem.core.memdir.state import state_root
+
+    return os.path.join(state_root(env), CACHE_NAME)
+
+
+def _read_cache(path: str) -> dict:
+    from mem.core.memdir.files import read_bytes
+
+    try:
+        if os.stat(path).st_mode & 0o077:
+            return {}  # someone widened it: not trusted, rewritten 0600 on the next run
+        data = json.loads(read_bytes(path, 65_536))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(path: str, data: dict) -> None:
+    """Written 0600 from its first byte, then renamed over the old one: a cache, so failures pass."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
