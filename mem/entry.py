@@ -19,7 +19,8 @@ _FLAGS = {"--hook": "hook", "--offline": "offline", "--always-ask": "always_ask"
           "--debug": "debug"}
 _VALUES = {"--dir": "dir", "--project": "project", "--layout": "layout", "--settings": "settings_file",
            "--agent": "agent", "--scope": "scope", "--model": "model", "--timeout": "timeout",
-           "--deadline": "deadline", "--limit": "limit", "--max-chars": "max_chars", "--recent-tools": "recent_tools"}
+           "--deadline": "deadline", "--limit": "limit", "--max-chars": "max_chars", "--recent-tools": "recent_tools",
+           "--backend": "backend"}
 _CHOICES = {"layout": ("auto", "claude", "qwen"), "scope": ("user", "project", "local")}
 
 
@@ -57,7 +58,9 @@ def parse_recall_hook(argv: list[str]) -> dict | None:
 
 
 def _typed(seen: dict) -> dict:
-    for key, choices in _CHOICES.items():
+    from mem.core.jobs.backends import NAMES
+
+    for key, choices in (*_CHOICES.items(), ("backend", NAMES)):
         if key in seen and seen[key] not in choices:
             raise ValueError(key)
     out = dict(seen)
@@ -75,6 +78,8 @@ def _typed(seen: dict) -> dict:
 def recall_hook(options: dict) -> int:
     """``mem recall --hook``: the memories for the prompt on stdout; never fails the prompt (exit 0)."""
     debug = bool(options.get("debug")) or os.environ.get("MEM_DEBUG", "") not in ("", "0")
+    if options.get("backend"):
+        os.environ["MEM_BACKEND"] = options["backend"]  # as --backend does on click's path
     try:
         from mem.core.hooks import read_payload
         from mem.core.hooks import recall as flow

@@ -38,6 +38,8 @@ def run(code: str, args: list[str], payload: str) -> tuple[int, str, str]:
     (["recall", "--hook", "--dir", "/a", "--dir", "/b"], False),
     (["recall", "--hook", "--dir"], False),               # a value missing
     (["recall", "--hook", "-h"], False),
+    (["recall", "--hook", "--backend", "openai"], True),
+    (["recall", "--hook", "--backend", "ollama"], False),  # not a backend
 ])
 def test_which_command_lines_are_read_without_click(argv, lean):
     assert (parse_recall_hook(argv) is not None) is lean
