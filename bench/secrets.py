@@ -6,8 +6,8 @@ Each case is labelled with the kind of secret it holds, or the kind a lookalike 
 example key, a placeholder, a UUID). A secret counts as caught when the scanner flags the text and
 ``redact`` leaves none of it; a lookalike counts as a false positive when any rule flags it. The
 "36 rules" columns run the reference's rules alone (no allowlist), as the first version did.
-The held-out table runs tests/fixtures/secrets-bench/secrets_holdout2.py (written without seeing
-the rules) when it is there. Writes the ``secrets`` section of bench/RESULTS.md; exits 1 unless
+The held-out tables run tests/fixtures/secrets-bench/secrets_holdout2.py and secrets_holdout3.py
+(each written without seeing the rules) when they are there. Writes the ``secrets`` section of bench/RESULTS.md; exits 1 unless
 everything in the tune set is caught and nothing else flagged.
 """
 
@@ -80,15 +80,24 @@ def table(result: dict) -> list[str]:
     ]
 
 
-def held_out():
-    """The cases of tests/fixtures/secrets-bench/secrets_holdout2.py, or None when it is not there."""
+#: The held-out sets, each written blind after the rules of its time froze: (module, when and how it was written).
+HELD_OUT = (
+    ("secrets_holdout2", "written blind on 2026-11-25 by a hand that saw neither the rules nor the tune set"),
+    ("secrets_holdout3", "written blind on 2026-11-27 (third round, #32), measured once after the rules froze"),
+)
+
+
+def held_out(name: str):
+    """The cases of tests/fixtures/secrets-bench/NAME.py, or None when it is not there."""
+    import importlib
+
     try:
-        import secrets_holdout2
+        module = importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name != "secrets_holdout2":
+        if exc.name != name:
             raise
         return None
-    return secrets_holdout2.cases()
+    return module.cases()
 
 
 def main(argv: list[str]) -> int:
@@ -112,18 +121,19 @@ def main(argv: list[str]) -> int:
         "### Held out: written after the rules of this commit froze, not used to change them",
         "",
     ]
-    held = held_out()
-    if held is None:
-        lines += ["Not run: tests/fixtures/secrets-bench/secrets_holdout2.py is not there yet.", ""]
-    else:
-        lines += [
-            *table(evaluate(held)),
-            "",
-            "Read the held-out figures as the honest ones: the tune set shows what the rules were made to "
-            "catch, this set what they catch of secrets worded by someone who had not seen them. What it "
-            "missed is listed above.",
-            "",
-        ]
+    for name, how in HELD_OUT:
+        held = held_out(name)
+        lines += [f"#### `{name}.py`: {how}", ""]
+        if held is None:
+            lines += [f"Not run: tests/fixtures/secrets-bench/{name}.py is not there yet.", ""]
+            continue
+        lines += [*table(evaluate(held)), ""]
+    lines += [
+        "Read the held-out figures as the honest ones: the tune set shows what the rules were made to "
+        "catch, these sets what they catch of secrets worded by someone who had not seen them. What each "
+        "missed is listed under its table.",
+        "",
+    ]
     text = "\n".join(lines)
     if "--no-write" not in argv:
         from results import write_section
