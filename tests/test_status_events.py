@@ -44,6 +44,38 @@ def _tabs_memory(memdir: Path, run_mem) -> None:
     (memdir / "MEMORY.md").write_text("- [Tabs](tabs.md) — the user prefers tabs over spaces\n")
 
 
+def _restore_setup(memdir: Path, run_mem) -> None:
+    _tabs_memory(memdir, run_mem)
+    assert run_mem("index", "--rebuild").returncode == 0  # records the first version of tabs.md before it
+    [op] = json.loads(run_mem("history", "--json", "-n", "1").stdout)
+    os.environ["MEM_TEST_AT"] = op["id"]
+    (memdir / "tabs.md").write_text((memdir / "tabs.md").read_text().replace("tabs over", "tabs, never"))
+
+
+def _verify_setup(memdir: Path, run_mem) -> None:
+    from conftest import moved_repo
+
+    os.environ["MEM_TEST_REPO"] = str(moved_repo(memdir.parent / "repo"))
+    write_memory(memdir, "slugs.md", name="slugs", description="where slugs are made", type="project",
+                 body="Slugs are made in `src/util/strings.py`.\n")
+    (memdir / "MEMORY.md").write_text("- [slugs](slugs.md) — slugs\n")
+
+
+def _import_setup(memdir: Path, run_mem) -> None:
+    other = memdir.parent / "other"
+    write_memory(other, "tabs.md", name="Tabs", description="the user prefers tabs")
+    (other / "MEMORY.md").write_text("- [Tabs](tabs.md) — tabs\n")
+    archive = memdir.parent / "memory.tar.gz"
+    r = run_mem("export", "--dir", str(other), "-o", str(archive))
+    assert r.returncode == 0, r.stderr
+    os.environ["MEM_TEST_ARCHIVE"] = str(archive)
+
+
+def _promote_setup(memdir: Path, run_mem) -> None:
+    _tabs_memory(memdir, run_mem)
+    os.environ["MEM_USER_DIR"] = str(memdir.parent / "user-memory")
+
+
 # ---------------------------------------------------------------------------------------------------
 # MUTATING_COMMANDS: every command that writes into a memory directory. When you add one (extract,
 # remember, forget, team pull...), add it here: the tests below then check that one run appends
@@ -58,7 +90,13 @@ MUTATING_COMMANDS = {
     "remember": Mutation(("remember", "--type", "user", "--name", "Tabs", "--description", "prefers tabs",
                           "The user prefers tabs."), "remember", created=2, updated=0),
     "forget --yes": Mutation(("forget", "--yes", "tabs"), "forget", _tabs_memory, updated=1, deleted=1),
+    "restore": Mutation(("restore", "tabs.md", "--at", "$MEM_TEST_AT"), "restore", _restore_setup, updated=1),
+    "verify --fix": Mutation(("verify", "--fix", "--repo", "$MEM_TEST_REPO"), "verify", _verify_setup, updated=1),
+    "import": Mutation(("import", "$MEM_TEST_ARCHIVE"), "import", _import_setup, created=2),
+    "promote": Mutation(("promote", "tabs.md"), "promote", _promote_setup, updated=1, deleted=1),
 }
+#: Setups name what the command is run on in these variables (the runs are in this process or a child).
+_SETUP_VARIABLES = ("MEM_TEST_AT", "MEM_TEST_REPO", "MEM_TEST_ARCHIVE", "MEM_USER_DIR")
 
 
 def _events(run_mem) -> list[dict]:
@@ -68,12 +106,14 @@ def _events(run_mem) -> list[dict]:
 
 
 @pytest.mark.parametrize("name", list(MUTATING_COMMANDS))
-def test_each_mutating_command_appends_one_event(name, memdir, run_mem):
+def test_each_mutating_command_appends_one_event(name, memdir, run_mem, monkeypatch):
+    for var in _SETUP_VARIABLES:
+        monkeypatch.setenv(var, "")  # so the setup's value is taken back after the test
     m = MUTATING_COMMANDS[name]
     if m.setup:
         m.setup(memdir, run_mem)
     before = _events(run_mem)
-    r = run_mem(*m.argv)
+    r = run_mem(*(os.path.expandvars(a) for a in m.argv))
     assert r.returncode == 0, r.stderr
     after = _events(run_mem)
     assert len(after) == len(before) + 1, after[len(before):]

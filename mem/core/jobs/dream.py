@@ -145,7 +145,7 @@ def run(
 
     memory.sweep_temp_files()
     try:
-        with memory.operation("dream", [mode]):
+        with memory.operation("dream", [mode], event=False):
             _consolidate(result, memory_dir, transcripts_dir, model, gate, progress, today, repo,
                          lambda: _before(memory))
         op = memory.last_operation

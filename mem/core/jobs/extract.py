@@ -693,7 +693,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         toolbox = ToolBox(memory, policy=policy, log=log)
         if prompt.index_shown_whole:
             toolbox.note_seen(INDEX_NAME)
-        with memory.operation("extract", [session] if session else []):
+        with memory.operation("extract", [session] if session else [], event=False):
             run = job.agent(prompt.system, prompt.messages(), toolbox, max_turns=request.max_turns)
             if run.stop_reason == "budget" and run.turns == 0:  # planned to fit: a guard, not a path
                 run.error, run.error_kind = "the conversation did not fit the model's context window", "budget"

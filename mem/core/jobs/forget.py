@@ -713,7 +713,7 @@ def apply(memory: MemoryDir, search: Search, chosen: list[Candidate], *, dry_run
         if _before(memory, c.relpath) != c.before:
             raise MemError(f"{c.relpath} changed since it was searched; run mem forget again")
     try:
-        with memory.operation("forget", [search.query]):
+        with memory.operation("forget", [search.query], event=False):
             result.deleted, result.updated = _apply(memory, changes)
     except BaseException:
         if memory.last_operation is not None:

@@ -478,7 +478,7 @@ def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = 
     scope = _scope_of(memory, request)
     policy = _policy(memory, request.force)
     result = RememberResult(memory.root, strategy, scope=scope)
-    with memory.operation("remember", [request.name] if request.name else []):
+    with memory.operation("remember", [request.name] if request.name else [], event=False):
         if strategy == "offline":
             _offline(request, result, memory, policy, scope)
         else:

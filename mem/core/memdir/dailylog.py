@@ -67,7 +67,7 @@ def append(store, text: str, *, now: float | None = None) -> LogEntry:
         found = first_secret(entry)
         if found is not None:
             raise SecretError(rel, found.rule_id, found.label)
-        with store.operation("log"):
+        with store.operation("log", event=False):
             result = store.write(rel, base + entry, scan=False)
     op = store.last_operation
     logged = LogEntry(result.path, rel, entry, created=old is None, operation=op.id if op else None)

@@ -602,7 +602,7 @@ def rebuild_in_place(memory, *, team: bool = False, dry_run: bool = False) -> Re
     done = Rebuilt(name, path, old, new, sorted(after - before), sorted(before - after), written=False)
     if dry_run or not done.changed:
         return done
-    with memory.operation("index", ["--rebuild"] + (["--team"] if team else [])):
+    with memory.operation("index", ["--rebuild"] + (["--team"] if team else []), event=False):
         written = memory.update_index(lambda current: build(current, root, manifest.scan(root, limit=None)), name=name)
     if written is not None:
         done.written = True

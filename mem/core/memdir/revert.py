@@ -138,7 +138,7 @@ def _all_or_nothing(memory, command: str, args: list[str], meta: dict, steps: li
     Otherwise a retried ``mem undo`` would find the half-done undo newest, and go the other way.
     """
     try:
-        with memory.operation(command, args, meta=meta):
+        with memory.operation(command, args, meta=meta, event=False):
             _apply(memory, steps)
     except BaseException:
         if memory.last_operation is not None:
@@ -149,13 +149,13 @@ def _all_or_nothing(memory, command: str, args: list[str], meta: dict, steps: li
 def _event(memory, command: str, started: float, detail: dict) -> None:
     """The audit trail's line for an undo or a restore, naming the operation it recorded."""
     from mem.core.memdir import events
+    from mem.core.memdir.store import record_operation
 
     op = memory.last_operation
-    by = {"created": [], "updated": [], "deleted": []}
-    for c in op.changes if op else []:
-        by["created" if c.before is None else "deleted" if c.after is None else "updated"].append(c.path)
-    events.record(memory.root, command, **by, duration=time.monotonic() - started,
-                  detail={**detail, "operation": op.id if op else None})
+    if op is None:  # nothing was recorded (no git): the line still says what was asked
+        events.record(memory.root, command, duration=time.monotonic() - started, detail={**detail, "operation": None})
+        return
+    record_operation(memory.root, op, time.monotonic() - started, detail)
 
 
 def take_back(memory, op: Operation) -> Operation | None:
@@ -163,7 +163,7 @@ def take_back(memory, op: Operation) -> Operation | None:
     steps, _conflicts = plan_undo(memory.root, op)
     mine = [s for s in steps if s.now == next(c.after for c in op.changes if c.path == s.path)]
     started = time.monotonic()
-    with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": "the job failed"}):
+    with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": "the job failed"}, event=False):
         _apply(memory, mine)
     _event(memory, "undo", started, {"undoes": op.id, "reason": f"{op.command} failed"})
     return memory.last_operation

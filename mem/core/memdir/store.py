@@ -15,6 +15,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
@@ -177,12 +178,16 @@ class MemoryDir:
         return self._history
 
     @contextlib.contextmanager
-    def operation(self, command: str, args: Sequence[str] = (), *, meta: dict | None = None) -> Iterator[None]:
+    def operation(self, command: str, args: Sequence[str] = (), *, meta: dict | None = None,
+                  event: bool = True) -> Iterator[None]:
         """Record every write inside the block as one operation of the history (``last_operation`` after).
 
         Nested blocks on the same directory join the outer operation. Without git on PATH
         the writes still happen, unrecorded; ``mem history`` says why. A block that raises
         still records what it wrote (``revert.take_back`` undoes it where the job wants).
+        When the operation commits with changes, its line in the audit trail (``mem status``)
+        is written too, naming the operation, unless the caller writes a fuller one itself
+        (``event=False``: the jobs, with their model's usage).
         """
         if self.real_root in _OPEN:
             yield
@@ -195,11 +200,14 @@ class MemoryDir:
         history.sync()  # what changed outside mem since it last looked comes first, as its own operation
         journal = history.begin(command, list(args), meta=meta)
         _OPEN[self.real_root] = journal
+        started = time.monotonic()
         try:
             yield
         finally:
             del _OPEN[self.real_root]
             self.last_operation = journal.commit()
+            if event and self.last_operation is not None and self.last_operation.changes:
+                record_operation(self.root, self.last_operation, time.monotonic() - started)
 
     def pending(self) -> dict[str, bytes | None]:
         """What each file the operation in progress changed held before it (None: it did not exist).
@@ -271,6 +279,17 @@ class MemoryDir:
 
 #: The operation in progress on each memory directory (by real path) in this process.
 _OPEN: dict = {}
+
+
+def record_operation(root: str, op, duration: float | None = None, detail: dict | None = None) -> None:
+    """The audit trail's line for a recorded operation: what it created, updated and deleted, and its id."""
+    from mem.core.memdir import events
+
+    by: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
+    for c in op.changes:
+        by["created" if c.before is None else "deleted" if c.after is None else "updated"].append(c.path)
+    events.record(root, op.command, **by, duration=duration,
+                  detail={**(detail or {}), "operation": op.id, **({"args": list(op.args)} if op.args else {})})
 
 
 def _git_mode(st_mode: int) -> int:

@@ -641,7 +641,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
             result.overwritten_local.append(key)
         plan.append((key, content, False))
 
-    with store.operation("team pull", [cfg.repo]):
+    with store.operation("team pull", [cfg.repo], event=False):
         for key, content, created in plan:
             try:
                 written = store.write(TEAM_PREFIX + key, content, scan=True, restamp=False)
