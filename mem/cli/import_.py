@@ -21,16 +21,22 @@ from mem.core.wording import plural
 @click.option("--logs", is_flag=True, help="From a directory: include its daily logs (an archive brings what it has).")
 @click.option("--team", is_flag=True, help="From a directory: include its team/ memory.")
 @click.option("--force", is_flag=True, help="Import memories that read as a permission grant or a rule bypass.")
+@click.option("--skip-foreign", is_flag=True,
+              help="Leave out files that are not memory files (.git/, scripts, dotfiles, CLAUDE.md) instead of "
+                   "refusing the import; each one is named.")
 @memory_dir_options
 @format_options
 @click.pass_context
 def import_cmd(ctx: click.Context, source: str | None, from_project: str | None, dry_run: bool, policy: str | None,
-               logs: bool, team: bool, force: bool, where: dict, fmt: str) -> None:
+               logs: bool, team: bool, force: bool, skip_foreign: bool, where: dict, fmt: str) -> None:
     """Merge an archive from mem export (or a memory directory) into this one.
 
     Everything is checked before the first write: the manifest and each
     file's sha256, paths (absolute, .., links and devices are refused),
-    secrets, frontmatter. Then the files land through the write path as one
+    that every file is a memory file (topic *.md files, MEMORY.md, logs/,
+    team/, pinned/: no dotfile, .git/, script or CLAUDE.md), secrets,
+    frontmatter, and the indexes and topic files for text that reads as a
+    grant. Then the files land through the write path as one
     operation (mem undo takes it back) and the indexes are merged: their
     pointers are added to ours, ours are never replaced. Frontmatter
     written for Claude Code is converted for qwen-code. - reads an archive
@@ -47,6 +53,7 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     import sys
 
     from mem.core import portable
+    from mem.core.guards.control import printable
     from mem.core.memdir.store import MemoryDir
     from mem.core.paths import resolve
 
@@ -65,7 +72,10 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     else:
         src = portable.load_source(source, logs=logs, team=team)
     target = "qwen" if res.layout == "qwen" else "claude"
-    plan = portable.plan_import(memory, src, policy=policy, target_layout=target, force=force)
+    plan = portable.plan_import(memory, src, policy=policy, target_layout=target, force=force,
+                                skip_foreign=skip_foreign)
+    for rel, why in plan.skipped:
+        render.info(f"skipped {printable(rel)}: {why}")
     if dry_run:
         _show(plan.as_dict(), plan.steps, fmt)
         ctx.exit(ExitCode.CHECK_FAILED if plan.changes else ExitCode.OK)

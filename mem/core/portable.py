@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from mem.core.errors import NotFoundError, RefusedError, UsageError
 from mem.core.memdir.layout import (
     INDEX_NAME,
+    foreign_reason,
     is_index,
     is_log,
     is_memory,
@@ -372,6 +373,8 @@ class ImportPlan:
     policy: str | None
     steps: list[Step]
     conflicts: list[str]
+    #: (relpath in the source, why) of each file left out by ``skip_foreign``: not a memory file
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def changes(self) -> bool:
@@ -385,6 +388,7 @@ class ImportPlan:
             "source_layout": self.source.layout,
             "policy": self.policy,
             "conflicts": self.conflicts,
+            "skipped": [{"relpath": rel, "reason": why} for rel, why in self.skipped],
             "changes": self.changes,
             "steps": [s.as_dict() for s in self.steps],
         }
@@ -398,12 +402,21 @@ def _decode(rel: str, data: bytes, where: str) -> str:
 
 
 def _check_content(rel: str, data: bytes, where: str, force: bool) -> None:
-    """Secrets, a broken frontmatter and (without ``force``) text that reads as a grant: refused."""
+    """Secrets, a broken frontmatter and (without ``force``) text that reads as a grant: refused.
+
+    An index is judged as a topic file is: its lines are injected at every session start.
+    """
     _refuse_secret(data, f"{where}: refused {rel}", "nothing was imported")
     if not rel.endswith(".md"):
         return
     text = _decode(rel, data, where)
-    if is_memory(rel):
+    if is_index(rel) and not force:
+        from mem.core.guards.poison import poison_problem
+
+        problem = poison_problem(text)
+        if problem:
+            raise ArchiveError(f"{where}: refused {rel}: {problem} (--force imports it anyway)")
+    elif is_memory(rel):
         from mem.core.memdir.frontmatter import parse_frontmatter
 
         parsed = parse_frontmatter(text)
@@ -439,18 +452,33 @@ def _read(path: str) -> bytes | None:
 
 
 def plan_import(memory, source: Source, *, policy: str | None = None, target_layout: str = "claude",
-                force: bool = False) -> ImportPlan:
+                force: bool = False, skip_foreign: bool = False,
+                foreign_hint: str = "--skip-foreign imports the rest") -> ImportPlan:
     """What importing ``source`` into ``memory`` would do, everything checked; nothing written.
 
-    A conflict is a file both sides have with different bytes: without ``policy`` the import is
+    Only memory files land (``layout.foreign_reason``): a source carrying anything else (``.git/``,
+    a script, a dotfile, CLAUDE.md) is refused, naming it, or with ``skip_foreign`` imported
+    without it (``ImportPlan.skipped``). A conflict is a file both sides have with different bytes: without ``policy`` the import is
     refused; ``keep`` leaves ours, ``theirs`` replaces ours (the history keeps it), ``both`` adds
     theirs under a new name with its own index pointer. Indexes are merged, never replaced.
     """
     if policy is not None and policy not in POLICIES:
         raise UsageError(f"unknown conflict policy {policy!r} (expected one of: {', '.join(POLICIES)})")
     where = source.location
-    for rel, data in source.files.items():
+    skipped = []
+    for rel in sorted(source.files):
         _check_relpath(rel, where)
+        why = foreign_reason(rel)
+        if why is not None and not skip_foreign:
+            from mem.core.guards.control import printable
+
+            raise ArchiveError(f"{where}: refused {printable(rel)}: {why}; nothing was imported ({foreign_hint})")
+        if why is not None:
+            skipped.append((rel, why))
+    if skipped:
+        source = Source(source.kind, source.location, source.layout,
+                        {r: d for r, d in source.files.items() if foreign_reason(r) is None}, source.mtimes)
+    for rel, data in source.files.items():
         memory.resolve(rel)  # a link or directory in our way is refused before any write
         _check_content(rel, data, where, force)
     ours = tree_files(memory.root) if os.path.isdir(memory.root) else {}
@@ -488,7 +516,7 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
             have = _read(os.path.join(memory.root, index))
             steps.append(Step("create" if have is None else "index", index, index, text.encode("utf-8"),
                               note="" if have is None else "pointers added"))
-    return ImportPlan(memory.root, source, policy, steps, conflicts)
+    return ImportPlan(memory.root, source, policy, steps, conflicts, skipped)
 
 
 def _merge_index(root: str, index: str, theirs: str, landed: dict[str, str]) -> str | None:
@@ -593,7 +621,8 @@ def copy_memory(src, dst, rel: str, *, command: str, args=(), delete: bool = Fal
     pointer = "".join(p.line.rstrip("\r") + "\n" for p in parse_pointers(index_text) if p.relpath == rel)
     if pointer:  # only this memory's pointer travels, not the whole index
         source.files[INDEX_NAME] = pointer.encode("utf-8")
-    apply_import(dst, plan_import(dst, source, target_layout=layouts[1], force=True), args, command=command)
+    # Judged for grants as any write is: a memory that reads as one does not move to every project.
+    apply_import(dst, plan_import(dst, source, target_layout=layouts[1]), args, command=command)
     if delete:
         from mem.core.memdir.index import drop_pointers
 

@@ -22,13 +22,16 @@ def current_umask() -> int:
     return mask
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """temp file in the same directory, fsync, rename; the old mode is kept."""
+def atomic_write(path: str, data: bytes, *, plain: bool = False) -> None:
+    """temp file in the same directory, fsync, rename; the old mode is kept (``plain``: without its
+    run, set-id and sticky bits, as a memory file never needs them)."""
     parent, name = os.path.split(path)
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~current_umask()
+    if plain:
+        mode &= 0o666
     fd, tmp = _create_temp(parent, name)
     try:
         with os.fdopen(fd, "wb") as fh:
