@@ -10,6 +10,28 @@ from mem.core.errors import ExitCode, UsageError
 from mem.core.wording import plural
 
 
+class _Bytes(click.ParamType):
+    """A size in bytes: 1048576, 64K, 64M, 1G (powers of 1024)."""
+
+    name = "bytes"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            n = int(text[:-1] if scale != 1 else text) * scale
+        except ValueError:
+            n = -1
+        if n < 0:
+            self.fail(f"{value!r} is not a size (a number of bytes, or with K, M or G)", param, ctx)
+        return n
+
+
+BYTES = _Bytes()
+
+
 @click.command("import", short_help="Merge a mem export archive (or a memory directory) into this one.")
 @click.argument("source", required=False, metavar="FILE|DIR")
 @click.option("--from-project", metavar="PATH", type=click.Path(file_okay=False),
@@ -24,11 +46,22 @@ from mem.core.wording import plural
 @click.option("--skip-foreign", is_flag=True,
               help="Leave out files that are not memory files (.git/, scripts, dotfiles, CLAUDE.md) instead of "
                    "refusing the import; each one is named.")
+@click.option("--max-archive-size", "max_archive", type=BYTES, default="64M", show_default=True, metavar="BYTES",
+              help="Refuse an archive larger than this as it arrives (compressed).")
+@click.option("--max-expanded-size", "max_expanded", type=BYTES, default="128M", show_default=True, metavar="BYTES",
+              help="Refuse an archive whose files come to more than this once expanded.")
+@click.option("--max-members", type=click.IntRange(min=1), default=10_000, show_default=True, metavar="N",
+              help="Refuse an archive with more members than this.")
+@click.option("--max-header-size", "max_header", type=BYTES, default="64K", show_default=True, metavar="BYTES",
+              help="Refuse an archive with a tar header (pax extended header, GNU long name) larger than this.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True, metavar="SECONDS",
+              help="Refuse an import whose reading and checking takes longer than this (0: no limit).")
 @memory_dir_options
 @format_options
 @click.pass_context
 def import_cmd(ctx: click.Context, source: str | None, from_project: str | None, dry_run: bool, policy: str | None,
-               logs: bool, team: bool, force: bool, skip_foreign: bool, where: dict, fmt: str) -> None:
+               logs: bool, team: bool, force: bool, skip_foreign: bool, max_archive: int, max_expanded: int, max_members: int, max_header: int,
+               timeout: float, where: dict, fmt: str) -> None:
     """Merge an archive from mem export (or a memory directory) into this one.
 
     Everything is checked before the first write: the manifest and each
@@ -40,7 +73,9 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     operation (mem undo takes it back) and the indexes are merged: their
     pointers are added to ours, ours are never replaced. Frontmatter
     written for Claude Code is converted for qwen-code. - reads an archive
-    from stdin.
+    from stdin. An archive past a limit (its size, its expanded size, its
+    member count, a tar header's size, the time the checks take) is refused
+    whole; each --max-* flag and --timeout moves one.
 
     \b
     Example:
@@ -48,7 +83,6 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
       mem import memory.tar.gz --on-conflict both
       mem import --from-project ~/src/old-name
     """
-    import io
     import os
     import sys
 
@@ -59,6 +93,7 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
 
     if (source is None) == (from_project is None):
         raise UsageError("give either FILE|DIR or --from-project PATH")
+    limits = portable.Limits(max_archive, max_members, max_header, max_expanded, timeout)
     res = resolve_dir(where)
     memory = MemoryDir(res.memory_dir)
     if from_project is not None:
@@ -68,9 +103,9 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
         src = portable.load_source(theirs.memory_dir, layout="qwen" if theirs.layout == "qwen" else "claude",
                                    logs=logs, team=team)
     elif source == "-":
-        src = portable.read_archive("-", io.BytesIO(sys.stdin.buffer.read()))
+        src = portable.read_archive("-", sys.stdin.buffer, limits)
     else:
-        src = portable.load_source(source, logs=logs, team=team)
+        src = portable.load_source(source, logs=logs, team=team, limits=limits)
     target = "qwen" if res.layout == "qwen" else "claude"
     plan = portable.plan_import(memory, src, policy=policy, target_layout=target, force=force,
                                 skip_foreign=skip_foreign)

@@ -220,3 +220,31 @@ def capped_lines(fh, max_line: int) -> Iterator[bytes]:
             yield OVERLONG
             continue
         yield line
+
+
+#: The most ``read_stream`` takes from standard input by default (a hook payload, a query, a case list).
+MAX_STDIN_BYTES = 16 << 20
+
+
+def read_stream(stream, limit: int = MAX_STDIN_BYTES, *, what: str = "standard input") -> bytes:
+    """At most ``limit`` bytes of a binary stream (standard input: ``sys.stdin.buffer``), or FileTooLarge.
+
+    Stdin may be a pipe or a terminal, so its type is not judged; its length is, as any file's:
+    ``mem import - </dev/zero`` stops at the cap instead of filling the memory.
+    """
+    chunks, left = [], limit + 1
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise FileTooLarge(errno.EFBIG, f"larger than {limit:,} bytes", what)
+    return data
+
+
+def read_stream_text(stream, limit: int = MAX_STDIN_BYTES, *, what: str = "standard input") -> str:
+    """``read_stream`` of a text stream's buffer, decoded as UTF-8 (undecodable bytes replaced)."""
+    return read_stream(getattr(stream, "buffer", stream), limit, what=what).decode("utf-8", "replace")
