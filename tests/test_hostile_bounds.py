@@ -160,3 +160,87 @@ def test_an_archive_that_is_a_fifo_or_a_device_is_refused(mem_exe, dst, tmp_path
         path.symlink_to("/dev/zero")
     r, _ = bounded(mem_exe, "import", "--dir", str(dst), str(path), timeout=20)
     refused(r, "not a regular file")
+
+
+# --- every file mem opens: typed and capped ----------------------------------------------------------
+
+TOPIC = "---\nname: deploy\ndescription: how we deploy\ntype: project\n---\n\nDeploy with make deploy.\n"
+PROMPT = json.dumps({"prompt": "how do we deploy this", "session_id": "s1", "cwd": "/tmp",
+                     "hook_event_name": "UserPromptSubmit"})
+
+
+def planted(tmp_path: Path, kind: str | None, index: str = "MEMORY.md") -> dict:
+    """A memory directory whose ``index`` is a FIFO or a link to /dev/zero; the environment to run in."""
+    root = tmp_path / "memory"
+    (root / "team").mkdir(parents=True)
+    (root / "project_deploy.md").write_text(TOPIC)
+    (root / "team" / "team_deploy.md").write_text(TOPIC)
+    (root / "MEMORY.md").write_text("- [Deploy](project_deploy.md) — how we deploy\n")
+    target = root / index
+    if kind is not None:
+        target.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "dev-zero":
+        target.symlink_to("/dev/zero")
+    home = tmp_path / "home"
+    home.mkdir()
+    return {"MEM_DIR": str(root), "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")}
+
+
+COMMANDS = {
+    "recall-hook": (["recall", "--hook"], PROMPT, {0}),
+    "recall": (["recall", "--force", "how", "do", "we", "deploy"], None, {0, 1}),
+    "dream": (["dream", "--force", "--offline"], None, {0, 4}),
+    "index": (["index", "--rebuild", "--dry-run"], None, {1, 4}),
+}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("index", ["MEMORY.md", "team/MEMORY.md"])
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_an_index_that_is_a_fifo_or_dev_zero_never_hangs_or_swells(mem_exe, tmp_path, kind, index, command):
+    # recall --hook blocked on a FIFO team/MEMORY.md and grew to 5.2 GB on /dev/zero; dream to 4.7 GB.
+    args, payload, codes = COMMANDS[command]
+    env = planted(tmp_path, kind, index)
+    stdin = tmp_path / "stdin"
+    stdin.write_text(payload or "")
+    with open(stdin) as fh:
+        r, took = bounded(mem_exe, *args, stdin=fh, env=env, timeout=30)
+    assert r.returncode in codes, (r.returncode, r.stdout, r.stderr[-1500:])
+    assert "Traceback" not in r.stderr and "MemoryError" not in r.stderr and "Error:" not in r.stderr
+    assert took < 20
+
+
+@pytest.mark.parametrize("source", ["fifo", "/dev/zero", "stdin-zero"])
+def test_eval_cases_are_typed_and_capped(mem_exe, tmp_path, source):
+    # `mem eval /dev/zero` took 22 GB; a FIFO hung it.
+    env = planted(tmp_path, None)
+    stdin = open("/dev/zero", "rb") if source == "stdin-zero" else subprocess.DEVNULL
+    if source == "fifo":
+        os.mkfifo(tmp_path / "cases.fifo")
+        arg = str(tmp_path / "cases.fifo")
+    else:
+        arg = "-" if source == "stdin-zero" else source
+    try:
+        r, took = bounded(mem_exe, "eval", "--offline", arg, stdin=stdin, env=env)
+    finally:
+        if stdin is not subprocess.DEVNULL:
+            stdin.close()
+    refused(r, "not a regular file" if source != "stdin-zero" else "larger than")
+    assert took < 20
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_settings_that_are_a_fifo_or_dev_zero_are_refused(mem_exe, tmp_path, kind):
+    env = planted(tmp_path, None)
+    settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    settings.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(settings)
+    else:
+        settings.symlink_to("/dev/zero")
+    r, _ = bounded(mem_exe, "hooks", "install", env=env)
+    refused(r, "not a regular file")
+    r, _ = bounded(mem_exe, "status", "--settings", str(settings), env=env)
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr

@@ -181,10 +181,12 @@ class SettingsFile(NamedTuple):
 
 def read_settings(path: str) -> SettingsFile:
     """The file's JSON object; RefusedError (exit 4) when it cannot be read or is not one."""
+    from mem.core.memdir.files import read_bytes
+    from mem.core.paths import SETTINGS_MAX_BYTES
+
     target = os.path.realpath(path)
-    try:
-        with open(target, "rb") as fh:
-            raw = fh.read()
+    try:  # typed and capped: settings.json as a FIFO hung `hooks install`
+        raw = read_bytes(target, SETTINGS_MAX_BYTES)
     except FileNotFoundError:
         return SettingsFile(target, None, {})
     except OSError as exc:

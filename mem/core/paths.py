@@ -23,6 +23,8 @@ from mem.core.errors import UsageError
 from mem.core.jscompat import code_units, js_trim, len16
 
 MAX_SANITIZED_LENGTH = 200
+#: A settings file is a few kilobytes: one past this is refused rather than read.
+SETTINGS_MAX_BYTES = 4 << 20
 AGENT_SCOPES = ("user", "project", "local")
 LAYOUTS = ("auto", "claude", "qwen")
 #: settings sources, highest precedence first (Claude Code's policy > flag > local > project > user)
@@ -405,9 +407,10 @@ def _flag_source(settings_file: str) -> SettingsSource:
             raise UsageError("--settings: not a JSON object")
         return SettingsSource("flag", None, data)
     path = _resolve(os.path.expanduser(settings_file))
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            data = json.load(f)
+    from mem.core.memdir.files import read_text
+
+    try:  # typed and capped: a FIFO or /dev/zero named as settings is refused, not waited on
+        data = json.loads(read_text(path, SETTINGS_MAX_BYTES).removeprefix("\ufeff"))
     except OSError as e:
         raise UsageError(f"--settings: cannot read {path}: {e.strerror or e}") from None
     except ValueError as e:
