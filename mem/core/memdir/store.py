@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core.errors import ForeignFileError, LockedError, MemError, PathEscapeError, SecretError
-from mem.core.memdir.files import atomic_write, fsync_dir, within, read_text
+from mem.core.memdir.files import atomic_write, fsync_dir, within, read_bytes, read_text
 from mem.core.memdir.layout import INDEX_NAME, TEMP_FILE, foreign_reason
 
 STALE_TEMP_AFTER = 600
@@ -122,8 +122,7 @@ class MemoryDir:
             if found is not None:
                 raise SecretError(rel, found.rule_id, found.label)
         try:
-            with open(real, "rb") as fh:
-                old = fh.read()
+            old = read_bytes(real)
             created = False
         except FileNotFoundError:
             old, created = None, True
@@ -156,8 +155,7 @@ class MemoryDir:
         real = self.resolve(target)
         if os.path.basename(real) == INDEX_NAME and not allow_index:
             raise PathEscapeError(f"refused to delete {target}: it is a memory index")
-        with open(real, "rb") as fh:
-            old = fh.read()
+        old = read_bytes(real)
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
         self._record(rel, real, old, None, lambda: _unlink(real))
         return real
