@@ -112,7 +112,7 @@ def read_for_surfacing(path: str) -> FileRead:
 
     # Enough for 200 lines of any sane memory; the byte cap cuts long before.
     want = MAX_MEMORY_BYTES * 4 + 65536
-    data = read_bytes(path, want + 1, head=True)
+    data = read_bytes(path, want + 1, head=True, for_context=True)  # no second hard link, no NUL byte
     data, more = data[:want], len(data) > want
     text = data.decode("utf-8", "replace")
     if text.startswith("\ufeff"):
