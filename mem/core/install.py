@@ -191,13 +191,18 @@ def read_settings(path: str) -> SettingsFile:
         return SettingsFile(target, None, {})
     except OSError as exc:
         raise RefusedError(f"cannot read {path}: {exc.strerror or exc}") from None
-    text = raw.decode("utf-8-sig", "strict") if raw else ""
+    try:
+        text = raw.decode("utf-8-sig", "strict") if raw else ""
+    except UnicodeDecodeError:
+        raise RefusedError(f"{path} is not UTF-8 text; fix it by hand, mem leaves it as it is") from None
     if not text.strip():
         return SettingsFile(target, text, {})
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise RefusedError(f"{path} is not valid JSON ({exc}); fix it by hand, mem leaves it as it is") from None
+    except RecursionError:
+        raise RefusedError(f"{path} is not valid JSON (nested too deep); fix it by hand, mem leaves it as it is") from None
     if not isinstance(data, dict):
         raise RefusedError(f"{path} is not a JSON object; mem leaves it as it is")
     hooks = data.get("hooks")

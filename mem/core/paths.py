@@ -389,7 +389,7 @@ def _read_json_object(path: str | None) -> dict | None:
 
     try:
         data = json.loads(raw.decode("utf-8-sig"))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: no settings
         return None
     return data if isinstance(data, dict) else None
 
@@ -403,6 +403,8 @@ def _flag_source(settings_file: str) -> SettingsSource:
             data = json.loads(settings_file)
         except ValueError as e:
             raise UsageError(f"--settings: invalid JSON: {e}") from None
+        except RecursionError:
+            raise UsageError("--settings: invalid JSON (nested too deep)") from None
         if not isinstance(data, dict):
             raise UsageError("--settings: not a JSON object")
         return SettingsSource("flag", None, data)
@@ -415,6 +417,8 @@ def _flag_source(settings_file: str) -> SettingsSource:
         raise UsageError(f"--settings: cannot read {path}: {e.strerror or e}") from None
     except ValueError as e:
         raise UsageError(f"--settings: {path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise UsageError(f"--settings: {path} is not valid JSON (nested too deep)") from None
     if not isinstance(data, dict):
         raise UsageError(f"--settings: {path} is not a JSON object")
     return SettingsSource("flag", path, data)

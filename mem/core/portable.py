@@ -406,8 +406,9 @@ def read_archive(path: str, fileobj=None, limits: Limits | None = None) -> Sourc
     try:
         meta = json.loads(manifest)
         entries = {e["path"]: e for e in meta["files"]}
-        ok = meta.get("format") == FORMAT and isinstance(meta.get("version"), int)
-    except (ValueError, KeyError, TypeError):
+        ok = (meta.get("format") == FORMAT and isinstance(meta.get("version"), int)
+              and all(isinstance(p, str) and isinstance(e, dict) for p, e in entries.items()))
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):  # a manifest nested 100,000 deep
         ok = False
     if not ok:
         raise ArchiveError(f"{path}: {MANIFEST_NAME} is not a mem export manifest")
@@ -419,9 +420,17 @@ def read_archive(path: str, fileobj=None, limits: Limits | None = None) -> Sourc
     for rel, data in files.items():
         if entries[rel].get("sha256") != _sha256(data):
             raise ArchiveError(f"{path}: {rel}: sha256 does not match the manifest (damaged or altered)")
-    mtimes = {rel: e["mtime"] for rel, e in entries.items() if isinstance(e.get("mtime"), (int, float))}
+    mtimes = {rel: e["mtime"] for rel, e in entries.items() if _sane_mtime(e.get("mtime"))}
     layout = meta.get("layout") if meta.get("layout") in ("claude", "qwen") else "claude"
     return Source("archive", path, layout, files, mtimes, deadline=deadline, seconds=limits.seconds)
+
+
+def _sane_mtime(value) -> bool:
+    """A manifest's mtime that os.utime takes: a finite number of seconds from 1902 to 2514 (else it is not kept)."""
+    import math
+
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and -(2 ** 31) <= value < 2 ** 34)
 
 
 def read_directory(root: str, layout: str, *, logs: bool = False, team: bool = False) -> Source:
