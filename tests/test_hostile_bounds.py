@@ -244,3 +244,13 @@ def test_settings_that_are_a_fifo_or_dev_zero_are_refused(mem_exe, tmp_path, kin
     refused(r, "not a regular file")
     r, _ = bounded(mem_exe, "status", "--settings", str(settings), env=env)
     assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args", [["recall", "--offline", "-"], ["remember", "-"], ["log", "-"], ["lint", "-"],
+                                  ["index", "--check", "-"], ["forget", "--dry-run", "--offline", "-"]])
+def test_stdin_from_dev_zero_stops_at_the_cap(mem_exe, tmp_path, args):
+    env = planted(tmp_path, None)
+    with open("/dev/zero", "rb") as zero:
+        r, took = bounded(mem_exe, *args, stdin=zero, env=env)
+    assert r.returncode != 70 and "larger than 16,777,216 bytes" in r.stderr, (r.returncode, r.stderr[-800:])
+    assert "MemoryError" not in r.stderr and took < 20

@@ -268,4 +268,10 @@ def read_stream(stream, limit: int = MAX_STDIN_BYTES, *, what: str = "standard i
 
 def read_stream_text(stream, limit: int = MAX_STDIN_BYTES, *, what: str = "standard input") -> str:
     """``read_stream`` of a text stream's buffer, decoded as UTF-8 (undecodable bytes replaced)."""
-    return read_stream(getattr(stream, "buffer", stream), limit, what=what).decode("utf-8", "replace")
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:  # a text stream with no bytes beneath (a StringIO): its characters, capped alike
+        text = stream.read(limit + 1)
+        if len(text) > limit:
+            raise FileTooLarge(errno.EFBIG, f"larger than {limit:,} characters", what)
+        return text
+    return read_stream(buffer, limit, what=what).decode("utf-8", "replace")
