@@ -188,8 +188,8 @@ def test_secret_is_refused_and_nothing_lands(box):
 
 def test_policy_refusals(box):
     cases = {
-        "notes.txt": "only .md files",
-        ".hidden.md": "hidden files",
+        "notes.txt": "not a memory file (*.md)",
+        ".hidden.md": "a hidden name",
         "logs/2026/11/2026-11-22.md": "files under logs/",
         "team/shared.md": "files under team/",
     }

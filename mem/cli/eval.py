@@ -110,11 +110,14 @@ def _table(reports: list[dict]) -> str:
 
 
 def _read_cases(name: str) -> tuple[list[str], str]:
-    if name == "-":
-        return sys.stdin.read().splitlines(), "<stdin>"
-    try:
-        with open(name, encoding="utf-8") as fh:
-            return fh.read().splitlines(), name
+    from mem.core.memdir.files import MAX_STDIN_BYTES, RefusedRead, read_stream_text, read_text
+
+    try:  # typed and capped: `mem eval /dev/zero` took 22 GB, a FIFO hung it
+        if name == "-":
+            return read_stream_text(sys.stdin, MAX_STDIN_BYTES).splitlines(), "<stdin>"
+        return read_text(name, MAX_STDIN_BYTES).splitlines(), name
+    except RefusedRead:
+        raise
     except OSError as exc:
         raise UsageError(f"cannot read {name}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -47,7 +47,9 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
     from mem.core.jobs import forget, llm
     from mem.core.errors import NotFoundError, UsageError
 
-    text = sys.stdin.read().strip() if query == ("-",) else " ".join(query)
+    from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
+
+    text = read_stream_text(sys.stdin).strip() if query == ("-",) else " ".join(query)
     interactive = not yes and not dry_run
     if interactive and not sys.stdin.isatty():
         raise UsageError("not at a terminal: use --yes to forget every candidate, or --dry-run to see them")

@@ -10,6 +10,28 @@ from mem.core.errors import ExitCode, UsageError
 from mem.core.wording import plural
 
 
+class _Bytes(click.ParamType):
+    """A size in bytes: 1048576, 64K, 64M, 1G (powers of 1024)."""
+
+    name = "bytes"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            n = int(text[:-1] if scale != 1 else text) * scale
+        except ValueError:
+            n = -1
+        if n < 0:
+            self.fail(f"{value!r} is not a size (a number of bytes, or with K, M or G)", param, ctx)
+        return n
+
+
+BYTES = _Bytes()
+
+
 @click.command("import", short_help="Merge a mem export archive (or a memory directory) into this one.")
 @click.argument("source", required=False, metavar="FILE|DIR")
 @click.option("--from-project", metavar="PATH", type=click.Path(file_okay=False),
@@ -21,20 +43,39 @@ from mem.core.wording import plural
 @click.option("--logs", is_flag=True, help="From a directory: include its daily logs (an archive brings what it has).")
 @click.option("--team", is_flag=True, help="From a directory: include its team/ memory.")
 @click.option("--force", is_flag=True, help="Import memories that read as a permission grant or a rule bypass.")
+@click.option("--skip-foreign", is_flag=True,
+              help="Leave out files that are not memory files (.git/, scripts, dotfiles, CLAUDE.md) instead of "
+                   "refusing the import; each one is named.")
+@click.option("--max-archive-size", "max_archive", type=BYTES, default="64M", show_default=True, metavar="BYTES",
+              help="Refuse an archive larger than this as it arrives (compressed).")
+@click.option("--max-expanded-size", "max_expanded", type=BYTES, default="128M", show_default=True, metavar="BYTES",
+              help="Refuse an archive whose files come to more than this once expanded.")
+@click.option("--max-members", type=click.IntRange(min=1), default=10_000, show_default=True, metavar="N",
+              help="Refuse an archive with more members than this.")
+@click.option("--max-header-size", "max_header", type=BYTES, default="64K", show_default=True, metavar="BYTES",
+              help="Refuse an archive with a tar header (pax extended header, GNU long name) larger than this.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True, metavar="SECONDS",
+              help="Refuse an import whose reading and checking takes longer than this (0: no limit).")
 @memory_dir_options
 @format_options
 @click.pass_context
 def import_cmd(ctx: click.Context, source: str | None, from_project: str | None, dry_run: bool, policy: str | None,
-               logs: bool, team: bool, force: bool, where: dict, fmt: str) -> None:
+               logs: bool, team: bool, force: bool, skip_foreign: bool, max_archive: int, max_expanded: int, max_members: int, max_header: int,
+               timeout: float, where: dict, fmt: str) -> None:
     """Merge an archive from mem export (or a memory directory) into this one.
 
     Everything is checked before the first write: the manifest and each
     file's sha256, paths (absolute, .., links and devices are refused),
-    secrets, frontmatter. Then the files land through the write path as one
+    that every file is a memory file (topic *.md files, MEMORY.md, logs/,
+    team/, pinned/: no dotfile, .git/, script or CLAUDE.md), secrets,
+    frontmatter, and the indexes and topic files for text that reads as a
+    grant. Then the files land through the write path as one
     operation (mem undo takes it back) and the indexes are merged: their
     pointers are added to ours, ours are never replaced. Frontmatter
     written for Claude Code is converted for qwen-code. - reads an archive
-    from stdin.
+    from stdin. An archive past a limit (its size, its expanded size, its
+    member count, a tar header's size, the time the checks take) is refused
+    whole; each --max-* flag and --timeout moves one.
 
     \b
     Example:
@@ -42,16 +83,17 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
       mem import memory.tar.gz --on-conflict both
       mem import --from-project ~/src/old-name
     """
-    import io
     import os
     import sys
 
     from mem.core import portable
+    from mem.core.guards.control import printable
     from mem.core.memdir.store import MemoryDir
     from mem.core.paths import resolve
 
     if (source is None) == (from_project is None):
         raise UsageError("give either FILE|DIR or --from-project PATH")
+    limits = portable.Limits(max_archive, max_members, max_header, max_expanded, timeout)
     res = resolve_dir(where)
     memory = MemoryDir(res.memory_dir)
     if from_project is not None:
@@ -61,11 +103,14 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
         src = portable.load_source(theirs.memory_dir, layout="qwen" if theirs.layout == "qwen" else "claude",
                                    logs=logs, team=team)
     elif source == "-":
-        src = portable.read_archive("-", io.BytesIO(sys.stdin.buffer.read()))
+        src = portable.read_archive("-", sys.stdin.buffer, limits)
     else:
-        src = portable.load_source(source, logs=logs, team=team)
+        src = portable.load_source(source, logs=logs, team=team, limits=limits)
     target = "qwen" if res.layout == "qwen" else "claude"
-    plan = portable.plan_import(memory, src, policy=policy, target_layout=target, force=force)
+    plan = portable.plan_import(memory, src, policy=policy, target_layout=target, force=force,
+                                skip_foreign=skip_foreign)
+    for rel, why in plan.skipped:
+        render.info(f"skipped {printable(rel)}: {why}")
     if dry_run:
         _show(plan.as_dict(), plan.steps, fmt)
         ctx.exit(ExitCode.CHECK_FAILED if plan.changes else ExitCode.OK)

@@ -119,7 +119,9 @@ def _rebuild(memory, team: bool, dry_run: bool, fmt: str) -> dict:
 
 def _read_index(file: str | None, index_path: str) -> str | None:
     if file == "-":
-        return sys.stdin.read()
+        from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
+
+        return read_stream_text(sys.stdin)
     path = file or index_path
     from mem.core.memdir.files import read_text
 

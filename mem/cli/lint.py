@@ -57,7 +57,9 @@ def lint_cmd(ctx: click.Context, paths: tuple[str, ...], threshold: float, all_:
     checked = 0
     for path, relpath in targets:
         try:
-            text = sys.stdin.read() if path == "-" else _read(path)
+            from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
+
+            text = read_stream_text(sys.stdin) if path == "-" else _read(path)
         except OSError as exc:
             render.warn(f"lint: {relpath}: {exc.strerror or exc}")
             continue

@@ -27,7 +27,9 @@ def log_cmd(text: tuple[str, ...], where: dict, fmt: str) -> None:
     """
     from mem.core.memdir import dailylog
 
-    body = sys.stdin.read() if text == ("-",) else " ".join(text)
+    from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
+
+    body = read_stream_text(sys.stdin) if text == ("-",) else " ".join(text)
     entry = dailylog.append(memory_of(where), body)
     if fmt != "text":
         render.out_record(entry.as_dict(), fmt)

@@ -95,7 +95,9 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
 
     if not query:
         raise UsageError("give a QUERY (or - to read it from stdin)")
-    text = sys.stdin.read() if query == ("-",) else " ".join(query)
+    from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
+
+    text = read_stream_text(sys.stdin) if query == ("-",) else " ".join(query)
 
     from mem.core import recall
 

@@ -55,7 +55,9 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
     from mem.cli import debug_enabled
     from mem.core.jobs.remember import RememberRequest, remember
 
-    body = sys.stdin.read() if text == ("-",) else " ".join(text)
+    from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
+
+    body = read_stream_text(sys.stdin) if text == ("-",) else " ".join(text)
     request = RememberRequest(memory_of(where), body, type=memory_type, name=name, description=description, file=file_,
                               update=update, force=force, scope=None if team is None else ("team" if team else "private"),
                               offline=offline, model=model, max_turns=max_turns, timeout=timeout)

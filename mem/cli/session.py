@@ -50,10 +50,18 @@ def _read_transcript(path: str | None):
         return None
     if path == "-":
         return transcripts.parse_lines(sys.stdin.buffer).require_known("standard input")
+    from mem.core.memdir.files import RefusedRead
+
     try:
         return transcripts.read_transcript(path).require_known(path)
     except FileNotFoundError:
         raise NotFoundError(f"no transcript at {path}") from None
+    except RefusedRead:
+        raise
+    except OSError as exc:  # a directory named as the transcript
+        raise UsageError(f"cannot read the transcript {path}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte in the path a hook payload gave
+        raise UsageError(f"cannot read the transcript {path!r}: not a path") from None
 
 
 def _where(session_id, project, file_, transcript=None, transcript_path=None) -> tuple[str, str]:

@@ -614,9 +614,10 @@ def _external_includes_approved(cwd: str, env: Mapping[str, str], home: str) -> 
     config_home = paths.config_home(env, home)
     legacy = os.path.join(config_home, ".config.json")
     path = legacy if os.path.exists(legacy) else os.path.join(env.get("CLAUDE_CONFIG_DIR") or home, ".claude.json")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+    from mem.core.memdir.files import read_text
+
+    try:  # Claude Code's own config, megabytes at most: typed and capped like every file mem opens
+        data = json.loads(read_text(path, 64 << 20))
     except (OSError, ValueError):
         return False
     key = os.path.normpath(paths.find_canonical_git_root(cwd) or cwd).replace("\\", "/")

@@ -79,6 +79,10 @@ class PathEscapeError(RefusedError):
     """A write target resolves outside the memory directory (or is unsafe)."""
 
 
+class ForeignFileError(RefusedError):
+    """A file that is not a memory file (memdir.layout.foreign_reason) on its way into a memory directory."""
+
+
 class SecretError(RefusedError):
     """Content carries something the secret scanner recognises."""
 

@@ -58,6 +58,8 @@ def load_cases(lines: Iterable[str], name: str) -> list[Case]:
             obj = json.loads(line)
         except ValueError as exc:
             raise UsageError(f"{name}:{n}: not JSON: {exc}") from None
+        except RecursionError:
+            raise UsageError(f"{name}:{n}: not a case (JSON nested too deep)") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("query"), str) or not obj["query"].strip():
             raise UsageError(f"{name}:{n}: a case needs a non-empty \"query\" string")
         relevant = obj.get("relevant", [])
@@ -119,7 +121,7 @@ def _session_cases(path: str, memory_dir: str, known: set[str]) -> list[Case]:
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         before = [p for p in prompts if p[0] < n]
         if before and isinstance(obj, dict) and obj.get("type") == "attachment" and not obj.get("isSidechain"):

@@ -181,21 +181,28 @@ class SettingsFile(NamedTuple):
 
 def read_settings(path: str) -> SettingsFile:
     """The file's JSON object; RefusedError (exit 4) when it cannot be read or is not one."""
+    from mem.core.memdir.files import read_bytes
+    from mem.core.paths import SETTINGS_MAX_BYTES
+
     target = os.path.realpath(path)
-    try:
-        with open(target, "rb") as fh:
-            raw = fh.read()
+    try:  # typed and capped: settings.json as a FIFO hung `hooks install`
+        raw = read_bytes(target, SETTINGS_MAX_BYTES)
     except FileNotFoundError:
         return SettingsFile(target, None, {})
     except OSError as exc:
         raise RefusedError(f"cannot read {path}: {exc.strerror or exc}") from None
-    text = raw.decode("utf-8-sig", "strict") if raw else ""
+    try:
+        text = raw.decode("utf-8-sig", "strict") if raw else ""
+    except UnicodeDecodeError:
+        raise RefusedError(f"{path} is not UTF-8 text; fix it by hand, mem leaves it as it is") from None
     if not text.strip():
         return SettingsFile(target, text, {})
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise RefusedError(f"{path} is not valid JSON ({exc}); fix it by hand, mem leaves it as it is") from None
+    except RecursionError:
+        raise RefusedError(f"{path} is not valid JSON (nested too deep); fix it by hand, mem leaves it as it is") from None
     if not isinstance(data, dict):
         raise RefusedError(f"{path} is not a JSON object; mem leaves it as it is")
     hooks = data.get("hooks")

@@ -23,6 +23,8 @@ from mem.core.errors import UsageError
 from mem.core.jscompat import code_units, js_trim, len16
 
 MAX_SANITIZED_LENGTH = 200
+#: A settings file is a few kilobytes: one past this is refused rather than read.
+SETTINGS_MAX_BYTES = 4 << 20
 AGENT_SCOPES = ("user", "project", "local")
 LAYOUTS = ("auto", "claude", "qwen")
 #: settings sources, highest precedence first (Claude Code's policy > flag > local > project > user)
@@ -387,7 +389,7 @@ def _read_json_object(path: str | None) -> dict | None:
 
     try:
         data = json.loads(raw.decode("utf-8-sig"))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: no settings
         return None
     return data if isinstance(data, dict) else None
 
@@ -401,17 +403,22 @@ def _flag_source(settings_file: str) -> SettingsSource:
             data = json.loads(settings_file)
         except ValueError as e:
             raise UsageError(f"--settings: invalid JSON: {e}") from None
+        except RecursionError:
+            raise UsageError("--settings: invalid JSON (nested too deep)") from None
         if not isinstance(data, dict):
             raise UsageError("--settings: not a JSON object")
         return SettingsSource("flag", None, data)
     path = _resolve(os.path.expanduser(settings_file))
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            data = json.load(f)
+    from mem.core.memdir.files import read_text
+
+    try:  # typed and capped: a FIFO or /dev/zero named as settings is refused, not waited on
+        data = json.loads(read_text(path, SETTINGS_MAX_BYTES).removeprefix("\ufeff"))
     except OSError as e:
         raise UsageError(f"--settings: cannot read {path}: {e.strerror or e}") from None
     except ValueError as e:
         raise UsageError(f"--settings: {path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise UsageError(f"--settings: {path} is not valid JSON (nested too deep)") from None
     if not isinstance(data, dict):
         raise UsageError(f"--settings: {path} is not a JSON object")
     return SettingsSource("flag", path, data)

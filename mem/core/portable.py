@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from mem.core.errors import NotFoundError, RefusedError, UsageError
 from mem.core.memdir.layout import (
     INDEX_NAME,
+    foreign_reason,
     is_index,
     is_log,
     is_memory,
@@ -103,9 +104,10 @@ def export_archive(memory, out, *, layout: str, logs: bool = False, team: bool =
     entries, blobs = [], {}
     if isinstance(out, (str, os.PathLike)) and within(os.path.realpath(os.fspath(out)), os.path.realpath(root)):
         raise UsageError(f"refusing to write the archive inside the memory directory {root}")
+    from mem.core.memdir.files import read_bytes
+
     for rel, path in files.items():
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path, MAX_FILE_BYTES)
         _refuse_secret(data, f"refused to export {rel}", _REMOVE_IT)
         mtime = os.stat(path).st_mtime
         entries.append({"path": rel, "sha256": _sha256(data), "size": len(data), "mtime": int(mtime)})
@@ -167,8 +169,9 @@ def render_markdown(memory, form: str, *, team: bool = False) -> str:
     for rel, path in carried_files(root, team=team).items():
         if not is_memory(rel):
             continue
-        with open(path, "rb") as fh:
-            data = fh.read()
+        from mem.core.memdir.files import read_bytes
+
+        data = read_bytes(path, MAX_FILE_BYTES)
         _refuse_secret(data, f"refused to export {rel}", _REMOVE_IT)
         parsed = parse_frontmatter(data.decode("utf-8", "replace"))
         kind, _ = memory_type_of(parsed.data)
@@ -212,6 +215,9 @@ class Source:
     layout: str  # "claude" | "qwen" (the frontmatter layout the files were written in)
     files: dict[str, bytes]
     mtimes: dict[str, float] = field(default_factory=dict)
+    #: when checking it must be done by (time.monotonic()), and the limit that set it
+    deadline: float | None = None
+    seconds: float = 0.0
 
 
 def _check_relpath(rel: str, where: str) -> str:
@@ -224,13 +230,144 @@ def _check_relpath(rel: str, where: str) -> str:
     return rel
 
 
-def read_archive(path: str, fileobj=None) -> Source:
-    """An archive made by ``export_archive`` (at ``path``, or read from ``fileobj``), every member checked."""
+@dataclass(frozen=True)
+class Limits:
+    """What an import takes before it refuses: every one a flag of ``mem import`` (its man page lists them)."""
+
+    #: the archive as it arrives (compressed), from a file or stdin
+    archive_bytes: int = 64 << 20
+    #: members of the archive (files and directories)
+    members: int = 10_000
+    #: one tar header: a pax extended header (``x``, ``g``) or a GNU long name (``L``, ``K``)
+    header_bytes: int = 64 << 10
+    #: the archive's files once expanded, all together
+    expanded_bytes: int = 128 << 20
+    #: reading and checking, before the first write (0: no limit)
+    seconds: float = 120.0
+
+    def deadline(self) -> float | None:
+        return time.monotonic() + self.seconds if self.seconds else None
+
+
+def _past(deadline: float | None, where: str, seconds: float) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise ArchiveError(f"{where}: checking it took longer than {seconds:g} s; nothing was imported "
+                           "(--timeout raises the limit)")
+
+
+def _expand(data: bytes, limit: int, where: str) -> bytes:
+    """The tar stream inside ``data`` (gzip, bzip2, xz or none), never more than ``limit`` bytes of it.
+
+    A decompressor is asked for at most what is left of the limit, so a small bomb stops at the limit
+    instead of filling the memory.
+    """
+    import bz2
+    import lzma
+    import zlib
+
+    if data[:2] == b"\x1f\x8b":
+        dec, name = zlib.decompressobj(wbits=31), "gzip"
+    elif data[:3] == b"BZh":
+        dec, name = bz2.BZ2Decompressor(), "bzip2"
+    elif data[:6] == b"\xfd7zXZ\x00":
+        dec, name = lzma.LZMADecompressor(), "xz"
+    else:
+        return data
+    out, pending = [], data
+    size = 0
     try:
-        tar = tarfile.open(path if fileobj is None else None, mode="r:*", fileobj=fileobj)
+        while True:
+            if isinstance(dec, type(zlib.decompressobj())):
+                chunk = dec.decompress(pending, limit + 1 - size)
+                pending = dec.unconsumed_tail
+                done = dec.eof or not pending
+            else:
+                chunk = dec.decompress(pending, limit + 1 - size)
+                pending = b""
+                done = dec.eof or dec.needs_input
+            out.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise ArchiveError(f"{where}: it expands to more than {limit:,} bytes; nothing was imported "
+                                   "(--max-expanded-size raises the limit)")
+            if done:
+                return b"".join(out)
+    except (zlib.error, OSError, EOFError, lzma.LZMAError) as exc:
+        raise ArchiveError(f"{where}: damaged {name} data ({exc})") from None
+
+
+_HEADER_TYPES = {b"x": "a pax extended header", b"g": "a pax global header", b"L": "a GNU long name",
+                 b"K": "a GNU long link name"}
+
+
+def _tar_size(field: bytes) -> int | None:
+    if field[:1] and field[0] & 0x80:  # GNU base-256
+        return int.from_bytes(field[1:], "big")
+    text = field.split(b"\0", 1)[0].strip()
+    try:
+        return int(text, 8) if text else 0
+    except ValueError:
+        return None
+
+
+def _check_headers(raw: bytes, where: str, limits: Limits) -> None:
+    """Walk the tar stream's headers before tarfile reads it: no member count or header past the limits.
+
+    tarfile reads a pax header whole into memory (a 1 GB one reached 3.1 GB) and lists every member
+    before it can be refused; this walk reads only the 512-byte blocks, so both are refused first.
+    """
+    offset, members = 0, 0
+    while offset + 512 <= len(raw):
+        block = raw[offset:offset + 512]
+        if block == bytes(512):
+            return
+        size = _tar_size(block[124:136])
+        if size is None:
+            raise ArchiveError(f"{where}: damaged archive (a header's size is not a number)")
+        kind = block[156:157]
+        if kind in _HEADER_TYPES:
+            if size > limits.header_bytes:
+                raise ArchiveError(f"{where}: refused {_HEADER_TYPES[kind]} of {size:,} bytes (more than "
+                                   f"{limits.header_bytes:,}; --max-header-size raises the limit)")
+        else:
+            members += 1
+            if members > limits.members:
+                raise ArchiveError(f"{where}: more than {limits.members:,} members; nothing was imported "
+                                   "(--max-members raises the limit)")
+        offset += 512 + (size + 511) // 512 * 512
+
+
+def read_archive(path: str, fileobj=None, limits: Limits | None = None) -> Source:
+    """An archive made by ``export_archive`` (at ``path``, or read from ``fileobj``), every member checked.
+
+    Bounded by ``limits``: the archive's size, its expanded size, its member count, each tar header's
+    size, and the time all of it takes to read and check (``plan_import`` goes on counting).
+    """
+    from mem.core.memdir.files import FileTooLarge, RefusedRead, read_bytes, read_stream
+
+    limits = limits or Limits()
+    deadline = limits.deadline()
+    try:
+        if fileobj is None:
+            data = read_bytes(path, limits.archive_bytes)
+        else:
+            data = read_stream(fileobj, limits.archive_bytes, what=path)
     except FileNotFoundError:
         raise NotFoundError(f"no such archive: {path}") from None
-    except (tarfile.TarError, OSError) as exc:
+    except FileTooLarge:
+        raise ArchiveError(f"{path}: larger than {limits.archive_bytes:,} bytes; nothing was imported "
+                           "(--max-archive-size raises the limit)") from None
+    except RefusedRead as exc:
+        raise ArchiveError(f"{path}: {exc.strerror}") from None
+    except IsADirectoryError:
+        raise ArchiveError(f"{path}: a directory, not an archive") from None
+    raw = _expand(data, limits.expanded_bytes + 2048 * limits.members + limits.header_bytes, path)
+    del data
+    _check_headers(raw, path, limits)
+    _past(deadline, path, limits.seconds)
+    try:
+        tar = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
+    except (tarfile.TarError, OSError, ValueError) as exc:
         raise ArchiveError(f"{path}: not a tar archive ({exc})") from None
     files: dict[str, bytes] = {}
     manifest = None
@@ -238,7 +375,7 @@ def read_archive(path: str, fileobj=None) -> Source:
     with tar:
         try:
             members = tar.getmembers()
-        except (tarfile.TarError, OSError, EOFError) as exc:
+        except (tarfile.TarError, OSError, EOFError, ValueError, UnicodeError) as exc:
             raise ArchiveError(f"{path}: damaged archive ({exc})") from None
         for m in members:
             if m.isdir():
@@ -247,11 +384,17 @@ def read_archive(path: str, fileobj=None) -> Source:
             if not m.isfile():
                 what = "a link" if (m.issym() or m.islnk()) else "a device or special file"
                 raise ArchiveError(f"{path}: refused {m.name!r}: {what}")
-            if m.size > MAX_FILE_BYTES or total + m.size > MAX_TOTAL_BYTES:
+            if m.size > MAX_FILE_BYTES:
                 raise ArchiveError(f"{path}: refused {m.name!r}: too large for a memory file ({m.size:,} bytes)")
+            if total + m.size > limits.expanded_bytes:
+                raise ArchiveError(f"{path}: its files come to more than {limits.expanded_bytes:,} bytes; nothing "
+                                   "was imported (--max-expanded-size raises the limit)")
             total += m.size
             name = _check_relpath(m.name, path)
-            data = tar.extractfile(m).read()
+            try:
+                data = tar.extractfile(m).read()
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise ArchiveError(f"{path}: damaged archive ({exc})") from None
             if name == MANIFEST_NAME:
                 manifest = data
             elif name.startswith(MEMBER_PREFIX):
@@ -263,8 +406,9 @@ def read_archive(path: str, fileobj=None) -> Source:
     try:
         meta = json.loads(manifest)
         entries = {e["path"]: e for e in meta["files"]}
-        ok = meta.get("format") == FORMAT and isinstance(meta.get("version"), int)
-    except (ValueError, KeyError, TypeError):
+        ok = (meta.get("format") == FORMAT and isinstance(meta.get("version"), int)
+              and all(isinstance(p, str) and isinstance(e, dict) for p, e in entries.items()))
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):  # a manifest nested 100,000 deep
         ok = False
     if not ok:
         raise ArchiveError(f"{path}: {MANIFEST_NAME} is not a mem export manifest")
@@ -276,27 +420,37 @@ def read_archive(path: str, fileobj=None) -> Source:
     for rel, data in files.items():
         if entries[rel].get("sha256") != _sha256(data):
             raise ArchiveError(f"{path}: {rel}: sha256 does not match the manifest (damaged or altered)")
-    mtimes = {rel: e["mtime"] for rel, e in entries.items() if isinstance(e.get("mtime"), (int, float))}
+    mtimes = {rel: e["mtime"] for rel, e in entries.items() if _sane_mtime(e.get("mtime"))}
     layout = meta.get("layout") if meta.get("layout") in ("claude", "qwen") else "claude"
-    return Source("archive", path, layout, files, mtimes)
+    return Source("archive", path, layout, files, mtimes, deadline=deadline, seconds=limits.seconds)
+
+
+def _sane_mtime(value) -> bool:
+    """A manifest's mtime that os.utime takes: a finite number of seconds from 1902 to 2514 (else it is not kept)."""
+    import math
+
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and -(2 ** 31) <= value < 2 ** 34)
 
 
 def read_directory(root: str, layout: str, *, logs: bool = False, team: bool = False) -> Source:
     """Another memory directory, taken as it is on disk."""
     if not os.path.isdir(root):
         raise NotFoundError(f"no memory directory at {root}")
+    from mem.core.memdir.files import RefusedRead, read_bytes
+
     files, mtimes = {}, {}
     for rel, path in carried_files(root, logs=logs, team=team).items():
-        st = os.stat(path)
-        if st.st_size > MAX_FILE_BYTES:
-            raise ArchiveError(f"{path}: too large for a memory file ({st.st_size:,} bytes)")
-        with open(path, "rb") as fh:
-            files[rel] = fh.read()
-        mtimes[rel] = st.st_mtime
+        try:
+            files[rel] = read_bytes(path, MAX_FILE_BYTES)
+        except RefusedRead as exc:
+            raise ArchiveError(f"{path}: {exc.strerror}") from None
+        mtimes[rel] = os.stat(path).st_mtime
     return Source("dir", root, "qwen" if layout == "qwen" else "claude", files, mtimes)
 
 
-def load_source(location: str, *, layout: str | None = None, logs: bool = False, team: bool = False) -> Source:
+def load_source(location: str, *, layout: str | None = None, logs: bool = False, team: bool = False,
+                limits: Limits | None = None) -> Source:
     """An archive file or a memory directory; a directory's layout is guessed from where it lives."""
     if os.path.isdir(location):
         if layout is None:
@@ -305,7 +459,7 @@ def load_source(location: str, *, layout: str | None = None, logs: bool = False,
             inside_qwen = os.path.realpath(location).startswith(os.path.realpath(qwen_home(home_dir())) + os.sep)
             layout = "qwen" if inside_qwen else "claude"
         return read_directory(location, layout, logs=logs, team=team)
-    return read_archive(location)
+    return read_archive(location, limits=limits)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,6 +526,8 @@ class ImportPlan:
     policy: str | None
     steps: list[Step]
     conflicts: list[str]
+    #: (relpath in the source, why) of each file left out by ``skip_foreign``: not a memory file
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def changes(self) -> bool:
@@ -385,6 +541,7 @@ class ImportPlan:
             "source_layout": self.source.layout,
             "policy": self.policy,
             "conflicts": self.conflicts,
+            "skipped": [{"relpath": rel, "reason": why} for rel, why in self.skipped],
             "changes": self.changes,
             "steps": [s.as_dict() for s in self.steps],
         }
@@ -398,12 +555,21 @@ def _decode(rel: str, data: bytes, where: str) -> str:
 
 
 def _check_content(rel: str, data: bytes, where: str, force: bool) -> None:
-    """Secrets, a broken frontmatter and (without ``force``) text that reads as a grant: refused."""
+    """Secrets, a broken frontmatter and (without ``force``) text that reads as a grant: refused.
+
+    An index is judged as a topic file is: its lines are injected at every session start.
+    """
     _refuse_secret(data, f"{where}: refused {rel}", "nothing was imported")
     if not rel.endswith(".md"):
         return
     text = _decode(rel, data, where)
-    if is_memory(rel):
+    if is_index(rel) and not force:
+        from mem.core.guards.poison import poison_problem
+
+        problem = poison_problem(text)
+        if problem:
+            raise ArchiveError(f"{where}: refused {rel}: {problem} (--force imports it anyway)")
+    elif is_memory(rel):
         from mem.core.memdir.frontmatter import parse_frontmatter
 
         parsed = parse_frontmatter(text)
@@ -431,26 +597,44 @@ def _imported_name(rel: str, data: bytes, root: str, taken) -> tuple[str, bool]:
 
 
 def _read(path: str) -> bytes | None:
+    from mem.core.memdir.files import read_bytes
+
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return read_bytes(path, MAX_FILE_BYTES)
     except (FileNotFoundError, NotADirectoryError):
         return None
 
 
 def plan_import(memory, source: Source, *, policy: str | None = None, target_layout: str = "claude",
-                force: bool = False) -> ImportPlan:
+                force: bool = False, skip_foreign: bool = False,
+                foreign_hint: str = "--skip-foreign imports the rest") -> ImportPlan:
     """What importing ``source`` into ``memory`` would do, everything checked; nothing written.
 
-    A conflict is a file both sides have with different bytes: without ``policy`` the import is
+    Only memory files land (``layout.foreign_reason``): a source carrying anything else (``.git/``,
+    a script, a dotfile, CLAUDE.md) is refused, naming it, or with ``skip_foreign`` imported
+    without it (``ImportPlan.skipped``). A conflict is a file both sides have with different bytes: without ``policy`` the import is
     refused; ``keep`` leaves ours, ``theirs`` replaces ours (the history keeps it), ``both`` adds
     theirs under a new name with its own index pointer. Indexes are merged, never replaced.
     """
     if policy is not None and policy not in POLICIES:
         raise UsageError(f"unknown conflict policy {policy!r} (expected one of: {', '.join(POLICIES)})")
     where = source.location
-    for rel, data in source.files.items():
+    skipped = []
+    for rel in sorted(source.files):
         _check_relpath(rel, where)
+        why = foreign_reason(rel)
+        if why is not None and not skip_foreign:
+            from mem.core.guards.control import printable
+
+            raise ArchiveError(f"{where}: refused {printable(rel)}: {why}; nothing was imported ({foreign_hint})")
+        if why is not None:
+            skipped.append((rel, why))
+    if skipped:
+        source = Source(source.kind, source.location, source.layout,
+                        {r: d for r, d in source.files.items() if foreign_reason(r) is None}, source.mtimes,
+                        source.deadline, source.seconds)
+    for rel, data in source.files.items():
+        _past(source.deadline, where, source.seconds)
         memory.resolve(rel)  # a link or directory in our way is refused before any write
         _check_content(rel, data, where, force)
     ours = tree_files(memory.root) if os.path.isdir(memory.root) else {}
@@ -488,7 +672,7 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
             have = _read(os.path.join(memory.root, index))
             steps.append(Step("create" if have is None else "index", index, index, text.encode("utf-8"),
                               note="" if have is None else "pointers added"))
-    return ImportPlan(memory.root, source, policy, steps, conflicts)
+    return ImportPlan(memory.root, source, policy, steps, conflicts, skipped)
 
 
 def _merge_index(root: str, index: str, theirs: str, landed: dict[str, str]) -> str | None:
@@ -583,8 +767,9 @@ def copy_memory(src, dst, rel: str, *, command: str, args=(), delete: bool = Fal
     rel = os.path.relpath(path, src.real_root).replace(os.sep, "/")
     if not is_memory(rel) or is_team(rel):
         raise UsageError(f"{rel} is not a topic file (indexes, daily logs and team/ memories stay where they are)")
-    with open(path, "rb") as fh:
-        data = fh.read()
+    from mem.core.memdir.files import read_bytes
+
+    data = read_bytes(path, MAX_FILE_BYTES)
     have = _read(os.path.join(dst.root, rel))
     if have is not None and have != data:
         raise RefusedError(f"{dst.root} already has a different {rel}; rename or forget one of them first")
@@ -593,7 +778,8 @@ def copy_memory(src, dst, rel: str, *, command: str, args=(), delete: bool = Fal
     pointer = "".join(p.line.rstrip("\r") + "\n" for p in parse_pointers(index_text) if p.relpath == rel)
     if pointer:  # only this memory's pointer travels, not the whole index
         source.files[INDEX_NAME] = pointer.encode("utf-8")
-    apply_import(dst, plan_import(dst, source, target_layout=layouts[1], force=True), args, command=command)
+    # Judged for grants as any write is: a memory that reads as one does not move to every project.
+    apply_import(dst, plan_import(dst, source, target_layout=layouts[1]), args, command=command)
     if delete:
         from mem.core.memdir.index import drop_pointers
 

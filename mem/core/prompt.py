@@ -179,7 +179,7 @@ def read_index(path: str) -> IndexPart:
 
     try:
         # Only the head is injected; a link leading out of the directory is not the directory's index.
-        raw = read_text(path, errors="replace", newline="", head=True, inside=os.path.dirname(path))
+        raw = read_text(path, errors="replace", newline="", head=True, inside=os.path.dirname(path), for_context=True)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return IndexPart(path, False, "", False, 0, 0)
     except RefusedRead as exc:

@@ -112,7 +112,7 @@ def read_for_surfacing(path: str) -> FileRead:
 
     # Enough for 200 lines of any sane memory; the byte cap cuts long before.
     want = MAX_MEMORY_BYTES * 4 + 65536
-    data = read_bytes(path, want + 1, head=True)
+    data = read_bytes(path, want + 1, head=True, for_context=True)  # no second hard link, no NUL byte
     data, more = data[:want], len(data) > want
     text = data.decode("utf-8", "replace")
     if text.startswith("\ufeff"):
@@ -394,13 +394,13 @@ _POINTER = re.compile(r"^\s*[-*+]\s+\[((?:[^\]\\]|\\.)*)\]\(<?([^)>\s]+)>?(?:\s+
 
 def _index_lines(root: str) -> dict[str, str]:
     """relpath -> the title and hook of its pointer in MEMORY.md (or team/MEMORY.md)."""
+    from mem.core.memdir.files import read_text
     from mem.core.memdir.layout import INDEX_NAME, TEAM_INDEX
 
     lines: dict[str, str] = {}
     for name in (INDEX_NAME, TEAM_INDEX):
-        try:
-            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+        try:  # a FIFO index blocked the hook, /dev/zero behind a link filled its memory: typed and capped
+            text = read_text(os.path.join(root, name), errors="replace", inside=root)
         except OSError:
             continue
         prefix = name[: -len(INDEX_NAME)]

@@ -280,7 +280,8 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
             else:
                 target = MemoryDir(new_memory)
                 source = read_directory(old_memory, client, logs=True, team=True)
-                merge = plan_import(target, source, policy="keep")
+                merge = plan_import(target, source, policy="keep",
+                                    foreign_hint="move it out of the memory directory, then relocate")
                 if merge.conflicts:
                     listed = ", ".join(merge.conflicts[:5]) + (" …" if len(merge.conflicts) > 5 else "")
                     raise RefusedError(

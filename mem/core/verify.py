@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from mem import __version__
 from mem.core.errors import ConfigError
+from mem.core.memdir.files import read_bytes, read_text
 from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
 from mem.core.memdir.layout import is_memory, walk_topic_files
 from mem.core.verifynotes import Finding, StaleNotes, content_sha
@@ -560,8 +561,7 @@ def _read_memories(root: str, files: Sequence[str] | None) -> Iterable[_Memory]:
         if not is_memory(rel):
             continue
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_bytes(path)
             mtime = os.stat(path).st_mtime
         except OSError:
             continue  # a directory named *.md, or gone since the walk
@@ -845,8 +845,7 @@ def fix_moved(memory: MemoryDir, findings: Iterable[Finding]) -> list[Finding]:
         return done
     with memory.operation("verify", ["--fix"]):
         for rel, moved in sorted(by_memory.items()):
-            with open(os.path.join(memory.root, rel), encoding="utf-8", newline="") as fh:
-                lines = fh.read().split("\n")
+            lines = read_text(os.path.join(memory.root, rel), newline="").split("\n")
             for f in moved:
                 old = lines[f.line - 1]
                 new = re.sub(rf"(?<![\w/.-]){re.escape(f.claim)}(?![\w/-]|\.\w)", lambda _, new=f.new_place: new, old)

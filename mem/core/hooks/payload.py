@@ -97,6 +97,8 @@ def parse_payload(
         data = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"hook payload is not JSON: {exc}") from None
+    except RecursionError:  # [[[[... 100,000 deep
+        raise UsageError("hook payload is not a JSON object (nested too deep)") from None
     if not isinstance(data, dict):
         raise UsageError("hook payload is not a JSON object")
 

@@ -165,6 +165,12 @@ class WritePolicy:
             if relpath not in self.only:
                 return f"this job may only change {', '.join(self.only)}"
             return None
+        if action != "delete":
+            from mem.core.memdir.layout import foreign_reason
+
+            why = foreign_reason(relpath)  # what may land in a memory directory, asked by every route
+            if why is not None:
+                return why
         parts = relpath.split("/")
         if any(p.startswith(".") for p in parts):
             return "hidden files and directories are off limits"

@@ -202,9 +202,10 @@ def _before(memory):
 
 
 def _read_bytes(path: str) -> bytes | None:
+    from mem.core.memdir.files import read_bytes  # typed and capped: a FIFO index hung the dream
+
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return read_bytes(path)
     except FileNotFoundError:
         return None
 
@@ -475,8 +476,7 @@ def validate(root: str, before_root: str, changes: scratch.Changes | None = None
             problems.append(f"{rel}: no description")
     problems += _links_to_deleted(root, changes)
     try:
-        with open(os.path.join(root, idx.INDEX_NAME), encoding="utf-8") as fh:
-            index_text = fh.read()
+        index_text = read_text(os.path.join(root, idx.INDEX_NAME), inside=root)
     except FileNotFoundError:
         index_text = None
     if index_text is not None:
@@ -520,8 +520,7 @@ def _index_before(before_root: str, changes: scratch.Changes, index_text: str) -
         return None
     if INDEX_NAME not in changes.updated:
         return index_text
-    with open(os.path.join(before_root, INDEX_NAME), encoding="utf-8") as fh:
-        return fh.read()
+    return read_text(os.path.join(before_root, INDEX_NAME), inside=before_root)
 
 
 def _worse_index(before: str | None, after: str, root: str) -> bool:

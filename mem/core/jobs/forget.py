@@ -239,8 +239,9 @@ def _topic_headers(memory: MemoryDir) -> list:
 
 
 def _read_text(path: str) -> str:
-    with open(path, "rb") as fh:
-        return fh.read().decode("utf-8", "surrogateescape")
+    from mem.core.memdir.files import read_bytes
+
+    return read_bytes(path).decode("utf-8", "surrogateescape")
 
 
 def search_text(query: str) -> str:
@@ -358,8 +359,9 @@ def _before(memory, rel: str) -> bytes:
     """What ``rel`` holds now: a link's target for a link leading out (never the bytes behind it)."""
     if _link_out(memory, rel) is not None:
         return os.fsencode(os.readlink(os.path.join(memory.root, rel)))
-    with open(os.path.join(memory.real_root, rel), "rb") as fh:
-        return fh.read()
+    from mem.core.memdir.files import read_bytes
+
+    return read_bytes(os.path.join(memory.real_root, rel))
 
 
 def _refuse_off_limits(rel: str, *, index_ok: bool = False) -> None:
@@ -612,9 +614,10 @@ def plan(memory: MemoryDir, chosen: list[Candidate]) -> list[Change]:
         if os.path.relpath(real, memory.real_root).replace(os.sep, "/") != rel:
             raise RefusedError(f"refused {rel}: it is a link to another file")
         _refuse_off_limits(rel)
+        from mem.core.memdir.files import read_bytes
+
         try:
-            with open(real, "rb") as fh:
-                before = fh.read()
+            before = read_bytes(real)
         except FileNotFoundError:
             raise NotFoundError(f"{rel} is gone; nothing to forget there") from None
         if any(c.entry is None for c in cands):

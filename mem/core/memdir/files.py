@@ -22,13 +22,16 @@ def current_umask() -> int:
     return mask
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """temp file in the same directory, fsync, rename; the old mode is kept."""
+def atomic_write(path: str, data: bytes, *, plain: bool = False) -> None:
+    """temp file in the same directory, fsync, rename; the old mode is kept (``plain``: without its
+    run, set-id and sticky bits, as a memory file never needs them)."""
     parent, name = os.path.split(path)
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~current_umask()
+    if plain:
+        mode &= 0o666
     fd, tmp = _create_temp(parent, name)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -115,6 +118,20 @@ class LinkOut(RefusedRead):
     """A symbolic link leading out of the directory a read is confined to."""
 
 
+class HardLinked(RefusedRead):
+    """A file with more than one hard link, read for an agent's context (``single_link``).
+
+    Its other name may lie outside the memory directory, and finding it would mean walking the
+    file system: a hard link to ~/.ssh/id_rsa planted as a topic file would be surfaced. Nothing
+    mem writes has a second link (every write replaces the file by rename), so such a file is
+    refused where its bytes would reach the context (recall, the session-start index).
+    """
+
+
+class NotText(RefusedRead):
+    """A file holding a NUL byte, read for an agent's context: a memory is text, this is not."""
+
+
 def within(path: str, root: str) -> bool:
     """Whether ``path`` is ``root`` or under it (both as given: pass real paths for real answers)."""
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
@@ -135,7 +152,7 @@ def not_regular(path: str, mode: int) -> OSError:
     return NotRegularFile(errno.EINVAL, f"not a regular file ({file_kind(mode)})", path)
 
 
-def open_regular(path: str, *, inside: str | None = None) -> int:
+def open_regular(path: str, *, inside: str | None = None, single_link: bool = False) -> int:
     """A read-only descriptor of the regular file at ``path``; NotRegularFile for anything else.
 
     Anything else is never opened: a FIFO would block the open (and the hook with it) until a
@@ -153,19 +170,24 @@ def open_regular(path: str, *, inside: str | None = None) -> int:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise not_regular(path, st.st_mode)
+        if single_link and st.st_nlink > 1:
+            raise HardLinked(errno.EMLINK, f"a file with {st.st_nlink} hard links (one may lie outside)", path)
     except BaseException:
         os.close(fd)
         raise
     return fd
 
 
-def read_bytes(path: str, limit: int = MAX_MEMORY_BYTES, *, head: bool = False, inside: str | None = None) -> bytes:
+def read_bytes(path: str, limit: int = MAX_MEMORY_BYTES, *, head: bool = False, inside: str | None = None,
+               for_context: bool = False) -> bytes:
     """The bytes of a regular file, at most ``limit`` of them.
 
     A longer file raises FileTooLarge, unless ``head`` asks for only its first ``limit`` bytes.
+    ``for_context``: the bytes go into an agent's context, so a file with a second hard link
+    (HardLinked) or a NUL byte (NotText) is refused.
     Example: ``read_bytes(path, 4096, head=True)`` for a preview, ``read_bytes(path)`` to edit it.
     """
-    fd = open_regular(path, inside=inside)
+    fd = open_regular(path, inside=inside, single_link=for_context)
     try:
         chunks = []
         left = limit + 1  # one byte more tells a file over the cap
@@ -182,15 +204,17 @@ def read_bytes(path: str, limit: int = MAX_MEMORY_BYTES, *, head: bool = False, 
         if not head:
             raise FileTooLarge(errno.EFBIG, f"larger than {limit:,} bytes", path)
         data = data[:limit]
+    if for_context and b"\0" in data:
+        raise NotText(errno.EINVAL, "it holds a NUL byte: not text", path)
     return data
 
 
 def read_text(path: str, limit: int = MAX_MEMORY_BYTES, *, errors: str = "strict", newline: str | None = None,
-              head: bool = False, inside: str | None = None) -> str:
+              head: bool = False, inside: str | None = None, for_context: bool = False) -> str:
     """``read_bytes`` decoded as ``open(path, encoding="utf-8", errors=..., newline=...).read()`` would."""
     import io
 
-    data = read_bytes(path, limit, head=head, inside=inside)
+    data = read_bytes(path, limit, head=head, inside=inside, for_context=for_context)
     return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=errors, newline=newline).read()
 
 
@@ -217,3 +241,37 @@ def capped_lines(fh, max_line: int) -> Iterator[bytes]:
             yield OVERLONG
             continue
         yield line
+
+
+#: The most ``read_stream`` takes from standard input by default (a hook payload, a query, a case list).
+MAX_STDIN_BYTES = 16 << 20
+
+
+def read_stream(stream, limit: int = MAX_STDIN_BYTES, *, what: str = "standard input") -> bytes:
+    """At most ``limit`` bytes of a binary stream (standard input: ``sys.stdin.buffer``), or FileTooLarge.
+
+    Stdin may be a pipe or a terminal, so its type is not judged; its length is, as any file's:
+    ``mem import - </dev/zero`` stops at the cap instead of filling the memory.
+    """
+    chunks, left = [], limit + 1
+    while left > 0:
+        chunk = stream.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise FileTooLarge(errno.EFBIG, f"larger than {limit:,} bytes", what)
+    return data
+
+
+def read_stream_text(stream, limit: int = MAX_STDIN_BYTES, *, what: str = "standard input") -> str:
+    """``read_stream`` of a text stream's buffer, decoded as UTF-8 (undecodable bytes replaced)."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:  # a text stream with no bytes beneath (a StringIO): its characters, capped alike
+        text = stream.read(limit + 1)
+        if len(text) > limit:
+            raise FileTooLarge(errno.EFBIG, f"larger than {limit:,} characters", what)
+        return text
+    return read_stream(buffer, limit, what=what).decode("utf-8", "replace")

@@ -591,9 +591,10 @@ def rebuild_in_place(memory, *, team: bool = False, dry_run: bool = False) -> Re
     name = TEAM_INDEX if team else INDEX_NAME
     build = rebuild_team if team else rebuild
     path = os.path.join(root, INDEX_NAME)
+    from mem.core.memdir.files import read_text
+
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            old = fh.read()
+        old = read_text(path, errors="replace", newline="", inside=root)
     except FileNotFoundError:
         old = ""
     new = build(old or None, root, manifest.scan(root, limit=None) if os.path.isdir(root) else [])

@@ -7,6 +7,12 @@ Claude Code's layout: ``MEMORY.md`` (the index, one pointer a line) and topic fi
 depth) at the top; ``logs/YYYY/MM/YYYY-MM-DD.md`` (append-only daily logs, no pointers);
 ``team/`` (synced with teammates, with an index of its own whose pointers are relative to
 ``team/``); ``.consolidate-lock`` (the dream lock). Every other module asks this one.
+
+What may land in a memory directory, by any route (the write path asks ``foreign_reason``): topic
+files (``*.md``), the two indexes, daily logs, team/ and pinned/ (qwen-code 0.24's protected
+memories) hold nothing else. A dotted name anywhere (``.git/config``, ``.gitattributes``), a file
+of another kind (``evil.sh``) or a client's instruction file (``CLAUDE.md``, loaded as
+instructions were the directory ever inside a project) is refused.
 """
 
 from __future__ import annotations
@@ -38,6 +44,11 @@ UNINDEXED_DIRS = (TEAM_PREFIX, LOGS_PREFIX)
 DREAM_LOCK = ".consolidate-lock"
 TOPIC_SUFFIX = ".md"
 
+#: qwen-code 0.24's folder of memories protected from extraction and dream (topic files).
+PINNED_DIR = "pinned"
+#: Files a client loads as instructions, not memories: never planted in a memory directory.
+INSTRUCTION_FILES = frozenset({"claude.md", "claude.local.md", "agents.md", "gemini.md", "qwen.md"})
+
 #: The write path's temp files: ``.<name>.<8 random characters>.tmp`` (never *.md, so scans skip them).
 TEMP_FILE = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
 
@@ -68,6 +79,30 @@ def is_memory(relpath: str) -> bool:
 def is_content(relpath: str) -> bool:
     """What the memory directory's history records: everything but the dream lock and temp files."""
     return relpath != DREAM_LOCK and not is_temp_name(relpath.rsplit("/", 1)[-1])
+
+
+def foreign_reason(relpath: str) -> str | None:
+    """Why a file may not land at ``relpath`` (``/``-separated, relative) in a memory directory; None when it may.
+
+    Example: foreign_reason("feedback_tests.md") is None; foreign_reason(".git/config") says why not.
+    """
+    parts = relpath.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "not a normalised relative path"
+    if any(p.startswith(".") for p in parts):
+        return "a hidden name (a leading dot): not a memory file"
+    if not relpath.endswith(TOPIC_SUFFIX) or relpath == TOPIC_SUFFIX:
+        return "not a memory file (*.md)"
+    if parts[-1].lower() in INSTRUCTION_FILES:
+        return "a client's instruction file, not a memory"
+    if parts[-1] == INDEX_NAME and relpath not in (INDEX_NAME, TEAM_INDEX):
+        return f"an index ({INDEX_NAME}) is kept only at the top and in {TEAM_PREFIX}"
+    return None
+
+
+def may_land(relpath: str) -> bool:
+    """Whether a file may land at ``relpath`` in a memory directory (``foreign_reason`` is None)."""
+    return foreign_reason(relpath) is None
 
 
 def index_of(relpath: str) -> tuple[str, str] | None:

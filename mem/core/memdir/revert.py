@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from mem.core.errors import NotFoundError, RefusedError, UsageError
+from mem.core.memdir.files import read_bytes
 from mem.core.memdir.history import OUTSIDE, REDACTED, SYMLINK, WITHHELD, Change, Operation, blob_oid
 
 
@@ -55,8 +56,7 @@ def _on_disk(root: str, relpath: str) -> tuple[str | None, int | None]:
     try:
         if os.path.islink(path):
             return blob_oid(os.fsencode(os.readlink(path))), SYMLINK
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_bytes(path)
         return blob_oid(data), 0o100755 if os.stat(path).st_mode & 0o100 else 0o100644
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None, None

@@ -112,8 +112,9 @@ def _lines(path: str | None) -> list[str] | None:
         return []
     if os.path.islink(path):
         return [f"-> {os.readlink(path)}\n"]
-    with open(path, "rb") as fh:
-        data = fh.read()
+    from mem.core.memdir.files import read_bytes
+
+    data = read_bytes(path)
     try:
         return data.decode("utf-8").splitlines(keepends=True)
     except UnicodeDecodeError:

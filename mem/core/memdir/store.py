@@ -3,8 +3,9 @@
 Every file ``mem`` writes inside a memory directory goes through
 ``MemoryDir.write`` (or ``delete``): the target is resolved and contained
 (no NUL, no ``..`` escape, no absolute path elsewhere, no symlink or dangling
-link leading out, no control character in the name), the content is scanned
-for secrets, and the bytes land by temp file + fsync + rename in the same
+link leading out, no control character in the name), it must be a memory file
+(``layout.foreign_reason``: no ``.git/``, script or dotfile lands, by any route),
+the content is scanned for secrets, and the bytes land without a run bit by temp file + fsync + rename in the same
 directory. Read-modify-write of MEMORY.md happens under a lock kept in the
 state directory.
 """
@@ -19,9 +20,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from mem.core.errors import LockedError, MemError, PathEscapeError, SecretError
-from mem.core.memdir.files import atomic_write, current_umask, fsync_dir, within, read_text
-from mem.core.memdir.layout import INDEX_NAME, TEMP_FILE
+from mem.core.errors import ForeignFileError, LockedError, MemError, PathEscapeError, SecretError
+from mem.core.memdir.files import atomic_write, fsync_dir, within, read_bytes, read_text
+from mem.core.memdir.layout import INDEX_NAME, TEMP_FILE, foreign_reason
 
 STALE_TEMP_AFTER = 600
 
@@ -110,6 +111,10 @@ class MemoryDir:
         real = self.resolve(target)
         data = content.encode("utf-8") if isinstance(content, str) else content
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
+        for name in {rel, _lexical_rel(target, self.root)} - {None}:  # a link inside may not rename a file into one
+            why = foreign_reason(name)
+            if why is not None:
+                raise ForeignFileError(f"refused to write {printable(name)}: {why}")
         if scan:
             from mem.core.guards.secrets import first_secret
 
@@ -118,8 +123,7 @@ class MemoryDir:
             if found is not None:
                 raise SecretError(rel, found.rule_id, found.label)
         try:
-            with open(real, "rb") as fh:
-                old = fh.read()
+            old = read_bytes(real)
             created = False
         except FileNotFoundError:
             old, created = None, True
@@ -131,7 +135,7 @@ class MemoryDir:
             data = keep_modified_true(old, data)
         parent = os.path.dirname(real)
         self._makedirs(parent)
-        self._record(rel, real, old, data, lambda: atomic_write(real, data))
+        self._record(rel, real, old, data, lambda: atomic_write(real, data, plain=True))
         return WriteResult(real, rel, created=created, changed=True)
 
     def delete(self, target: str, *, allow_index: bool = False) -> str:
@@ -152,8 +156,7 @@ class MemoryDir:
         real = self.resolve(target)
         if os.path.basename(real) == INDEX_NAME and not allow_index:
             raise PathEscapeError(f"refused to delete {target}: it is a memory index")
-        with open(real, "rb") as fh:
-            old = fh.read()
+        old = read_bytes(real)
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
         self._record(rel, real, old, None, lambda: _unlink(real))
         return real
@@ -239,7 +242,7 @@ class MemoryDir:
                 journal.note_mtime(rel, st.st_mtime_ns)
             except OSError:
                 pass
-        new_mode = None if new is None else (old_mode if old_mode is not None else _git_mode(0o666 & ~current_umask()))
+        new_mode = None if new is None else REGULAR_MODE  # the write path clears run bits (atomic_write plain)
         journal.write(rel, old, new, old_mode=old_mode, new_mode=new_mode, apply=apply)
 
     def _makedirs(self, parent: str) -> None:
@@ -290,6 +293,16 @@ def record_operation(root: str, op, duration: float | None = None, detail: dict 
         by["created" if c.before is None else "deleted" if c.after is None else "updated"].append(c.path)
     events.record(root, op.command, **by, duration=duration,
                   detail={**(detail or {}), "operation": op.id, **({"args": list(op.args)} if op.args else {})})
+
+
+def _lexical_rel(target: str, root: str) -> str | None:
+    """``target`` relative to ``root`` as spelled (links not followed), or None when it is not under it."""
+    path = os.path.normpath(target if os.path.isabs(target) else os.path.join(root, target))
+    rel = os.path.relpath(path, os.path.normpath(root))
+    return None if rel.startswith("..") else rel.replace(os.sep, "/")
+
+
+REGULAR_MODE = 0o100644
 
 
 def _git_mode(st_mode: int) -> int:

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from mem.core.errors import ConfigError, MemError, RefusedError
+from mem.core.memdir.files import read_bytes
 from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, team_dir, walk_entries
 from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
@@ -458,8 +459,7 @@ def read_local(team_dir: str, max_entries: int | None = None, *, scan_secrets: b
             if size > MAX_FILE_SIZE_BYTES:
                 skipped.append(Skipped(key, "too-large", f"{size} bytes, over the {MAX_FILE_SIZE_BYTES:,}-byte limit"))
                 continue
-            with open(path, "rb") as fh:
-                raw = fh.read(MAX_FILE_SIZE_BYTES + 1)
+            raw = read_bytes(path, MAX_FILE_SIZE_BYTES + 1, head=True)  # a FIFO is refused, not waited on
         except OSError as exc:
             skipped.append(Skipped(key, "unreadable", exc.strerror or str(exc)))
             continue
@@ -618,8 +618,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
             result.skipped.append(refused)
             continue
         try:
-            with open(real, "rb") as fh:
-                old = fh.read()
+            old = read_bytes(real)
         except FileNotFoundError:
             plan.append((key, content, True))
             continue
