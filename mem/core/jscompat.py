@@ -99,3 +99,10 @@ def iso_utc_ms(mtime_ms: int) -> str:
 
     secs, ms = divmod(int(mtime_ms), 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ms:03d}Z"
+
+
+def now_iso() -> str:
+    """Now, as ``new Date().toISOString()`` gives it."""
+    import time
+
+    return iso_utc_ms(time.time_ns() // 1_000_000)

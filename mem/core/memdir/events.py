@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mem.core.memdir.manifest import now_iso
+from mem.core.jscompat import now_iso
 
 MAX_BYTES = 8 * 1024 * 1024
 

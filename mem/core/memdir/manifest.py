@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from mem.core.memdir.files import MAX_HEAD_BYTES, open_regular
 from mem.core.memdir.layout import Skipped, is_log, walk_topic_files
-from mem.core.jscompat import iso_utc_ms
+from mem.core.jscompat import iso_utc_ms, now_iso  # noqa: F401 - now_iso: part of this module's interface
 from mem.core.memdir.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
 
 MAX_MEMORY_FILES = 200
@@ -64,11 +64,6 @@ class MemoryHeader(NamedTuple):
             "size": self.size,
             "warnings": [w.as_dict() for w in self.warnings],
         }
-
-
-def now_iso() -> str:
-    """Now, as ``new Date().toISOString()`` gives it."""
-    return iso_utc_ms(time.time_ns() // 1_000_000)
 
 
 def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:
