@@ -38,6 +38,8 @@ A text's score is the sum of its findings' weights; it is flagged at
 
 from __future__ import annotations
 
+import functools
+
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -694,14 +696,10 @@ def _literals(pattern: re.Pattern) -> frozenset[str] | None:
 
 
 _FOLD = str.maketrans({"\u0131": "i", "\u017f": "s"})  # re.IGNORECASE takes dotless i and long s for i and s
-_triggers: list[tuple[Rule, frozenset[str] | None]] | None = None
-
-
+@functools.cache
 def _rule_triggers() -> list[tuple[Rule, frozenset[str] | None]]:
-    global _triggers
-    if _triggers is None:
-        _triggers = [(rule, _literals(rule.pattern)) for rule in RULES if rule.id != "inject-html-comment"]
-    return _triggers
+    """Each rule with the literals every match of it contains (None: none found), worked out once."""
+    return [(rule, _literals(rule.pattern)) for rule in RULES if rule.id != "inject-html-comment"]
 
 
 def _fold(text: str) -> str | None:
