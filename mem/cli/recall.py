@@ -149,9 +149,9 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
 
 def _hook(where: dict, **options) -> None:
     """UserPromptSubmit → the memories for the prompt; SessionStart after a compaction → reset the session."""
-    from mem.core.hooks import read_payload, recall as recall_hook
+    from mem.core.hooks import RECALL_EVENTS, read_payload, recall as recall_hook
 
-    payload = read_payload(events=("UserPromptSubmit", "SessionStart"))
+    payload = read_payload(events=RECALL_EVENTS)
     result = recall_hook.on_prompt(payload, where, recall_hook.RecallOptions(**options))
     for message in result.messages:
         render.info(message)
