@@ -81,6 +81,7 @@ def test_install_writes_every_documented_hook_with_an_absolute_path(isolated_env
         ("SessionStart", "compact", f"{q} recall --hook"),
         ("SessionStart", "compact", f"{q} session compact --hook"),
         ("UserPromptSubmit", None, f"{q} recall --hook"),
+        ("PreToolUse", "Bash|Edit|Write|MultiEdit", f"{q} recall --hook"),
         ("Stop", None, f"{q} extract --hook --background"),
         ("PreCompact", None, f"{q} session compact --hook"),
     ]
@@ -99,7 +100,7 @@ def test_install_keeps_every_other_key_its_order_and_the_files_indent(isolated_e
     data = json.loads(text)
     assert list(data) == ["model", "hooks", "permissions", "émoji"]
     assert data["permissions"] == {"allow": ["Bash(ls:*)"]} and data["émoji"] == "✓" and "✓" in text
-    assert list(data["hooks"]) == ["UserPromptSubmit", "Stop", "SessionStart", "PreCompact"]
+    assert list(data["hooks"]) == ["UserPromptSubmit", "Stop", "SessionStart", "PreToolUse", "PreCompact"]
     assert "\n\t\t\"Stop\": [\n" in text and "  " not in text  # tabs, as the file had them
     # the user's hooks stay where they were; the bare `mem` of the README is replaced in place
     assert data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == "~/bin/my-own-hook"
@@ -149,7 +150,8 @@ def test_uninstall_removes_only_ours(isolated_env, mem_exe):
 
 
 def test_only_and_without_pick_events(isolated_env, mem_exe):
-    assert invoke("hooks", "install", "--mem", mem_exe, "--without", "Stop", "--without", "PreCompact").exit_code == 0
+    assert invoke("hooks", "install", "--mem", mem_exe, "--without", "Stop", "--without", "PreCompact",
+                  "--without", "PreToolUse").exit_code == 0
     data = json.loads(settings_file(isolated_env).read_text())
     assert list(data["hooks"]) == ["SessionStart", "UserPromptSubmit"]
     assert invoke("hooks", "uninstall", "--only", "SessionStart").exit_code == 0
@@ -168,7 +170,9 @@ def test_scopes_name_the_clients_files(isolated_env, tmp_path, mem_exe):
     assert invoke("hooks", "install", "--client", "qwen", "--mem", mem_exe).exit_code == 0
     qwen = json.loads((isolated_env / ".qwen" / "settings.json").read_text())
     assert our_commands(qwen) == [("SessionStart", None, f"{shlex.quote(mem_exe)} prompt --hook"),
-                                  ("UserPromptSubmit", None, f"{shlex.quote(mem_exe)} recall --hook")]
+                                  ("UserPromptSubmit", None, f"{shlex.quote(mem_exe)} recall --hook"),
+                                  ("PreToolUse", "run_shell_command|edit|replace|write_file",
+                                   f"{shlex.quote(mem_exe)} recall --hook")]
     # qwen-code 0.15 reads a hook's timeout as milliseconds: none is given
     assert all("timeout" not in h for groups in qwen["hooks"].values() for g in groups for h in g["hooks"])
     r = invoke("hooks", "install", "--client", "qwen", "--scope", "local", "--mem", mem_exe)
@@ -281,6 +285,12 @@ def test_installed_entries_run_as_the_client_runs_them_without_mem_on_path(isola
         context = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
         assert "MIGRATION_TIMEOUT=900" in context and str(memory / "staging.md") in context
 
+    for data, client, fixture, matcher in (
+            (claude, "claude-code", "PreToolUse-Bash.json", "Bash|Edit|Write|MultiEdit"),
+            (qwen, "qwen-code", "PreToolUse-write_file.json", "run_shell_command|edit|replace|write_file")):
+        p = as_the_client_runs(command(data, "PreToolUse", matcher), recorded(client, fixture, repo, tmp_path), repo)
+        assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), p.stderr  # nothing applies to these calls
+
     p = as_the_client_runs(command(claude, "SessionStart"),
                            recorded("claude-code", "SessionStart-startup.json", repo, tmp_path), repo)
     assert p.returncode == 0 and p.stderr == "", p.stderr
@@ -298,9 +308,10 @@ def test_installed_entries_run_as_the_client_runs_them_without_mem_on_path(isola
     assert fired[("SessionStart", None, "prompt --hook")] is not None
     assert fired[("Stop", None, "extract --hook --background")] is not None
     assert fired[("PreCompact", None, "session compact --hook")] is None
+    assert fired[("PreToolUse", "Bash|Edit|Write|MultiEdit", "recall --hook")] is not None
     qstatus = subprocess.run([mem_exe, "hooks", "status", "--client", "qwen", "--json"], capture_output=True, text=True)
     assert {e["event"]: e["last_fired"] is not None for e in json.loads(qstatus.stdout)["entries"]} == {
-        "SessionStart": False, "UserPromptSubmit": True}
+        "SessionStart": False, "UserPromptSubmit": True, "PreToolUse": True}
 
 
 @pytest.mark.parametrize("command, ours", [

@@ -41,12 +41,17 @@ class Group(NamedTuple):
     handlers: tuple[tuple[str, int | None], ...]
 
 
-#: The README's entries. Claude Code: instructions at start, recall per prompt, extraction at
-#: the end of a turn, session notes across a compaction.
+#: The tools that act (a shell command, an edit, a write): before each, the feedback that applies
+#: to it (mem/core/hooks/tool.py). Both clients read the matcher as a regular expression.
+CLAUDE_ACTING_TOOLS = "Bash|Edit|Write|MultiEdit"
+QWEN_ACTING_TOOLS = "run_shell_command|edit|replace|write_file"
+#: The README's entries. Claude Code: instructions at start, recall per prompt and before a tool
+#: acts, extraction at the end of a turn, session notes across a compaction.
 CLAUDE_GROUPS = (
     Group("SessionStart", None, (("prompt --hook", 10),)),
     Group("SessionStart", "compact", (("recall --hook", 10), ("session compact --hook", 10))),
     Group("UserPromptSubmit", None, (("recall --hook", 15),)),
+    Group("PreToolUse", CLAUDE_ACTING_TOOLS, (("recall --hook", 10),)),
     Group("Stop", None, (("extract --hook --background", 10),)),
     Group("PreCompact", None, (("session compact --hook", 10),)),
 )
@@ -57,6 +62,7 @@ CLAUDE_GROUPS = (
 QWEN_GROUPS = (
     Group("SessionStart", None, (("prompt --hook", None),)),
     Group("UserPromptSubmit", None, (("recall --hook", None),)),
+    Group("PreToolUse", QWEN_ACTING_TOOLS, (("recall --hook", None),)),
 )
 
 

@@ -42,7 +42,7 @@ MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 
 BASE_FIELDS = ("session_id", "transcript_path", "cwd", "hook_event_name")
 #: The events mem's hooks are installed on (``mem hooks install``).
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact")
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "PreCompact")
 #: The events ``mem recall --hook`` answers: a prompt, a compaction's new start, a tool about to run.
 RECALL_EVENTS = ("UserPromptSubmit", "SessionStart", "PreToolUse")
 
