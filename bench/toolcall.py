@@ -10,7 +10,10 @@ be surfaced before it runs, many with none). The matcher is mem/core/toolmatch.p
 `mem recall --hook` runs it on a PreToolUse payload (mem/core/hooks/tool.py), without
 the session state (each call judged alone). Each call belongs to a half (its
 ``split``): the matcher's rules and threshold were chosen looking at the "tune" half
-only; the goals are judged on the "heldout" half.
+only; the goals are judged on the "heldout" half. The first held-out half, evaluated once
+(precision 0.88, recall 0.88, false-surface 0.17: goals missed) and looked at since, is
+"heldout-1" and counts as tuning data now; "heldout" is a second set written after that
+evaluation and before any change to the matcher.
 
 * precision: of the memories surfaced over all calls, the share that were labelled for their call.
 * recall: of the memories labelled over all calls, the share that were surfaced.
@@ -35,6 +38,7 @@ sys.path.insert(0, ROOT)
 
 BENCH = os.path.join(ROOT, "tests", "fixtures", "toolcall-bench")
 CWD = "/home/dev/shop"
+SPLITS = ("tune", "heldout-1", "heldout")
 GOALS = {"precision": 0.90, "recall": 0.80, "false_surface": 0.05}
 SLICES = {"bash": "shell commands", "edit": "edits", "write": "writes", "read": "reads",
           "en": "English memories", "zh": "Chinese", "ja": "Japanese", "claude": "Claude Code names",
@@ -88,7 +92,7 @@ def table(calls: list[dict], got: dict) -> tuple[str, dict]:
     rows = ["| half | slice | calls | precision | recall | false-surface | surfaced / labelled |",
             "|---|---|---:|---:|---:|---:|---:|"]
     overall = {}
-    for split in ("tune", "heldout"):
+    for split in SPLITS:
         half = [c for c in calls if c["split"] == split]
         for name in ("all", *SLICES):
             part = half if name == "all" else [c for c in half if in_slice(c, name)]
@@ -106,7 +110,7 @@ def table(calls: list[dict], got: dict) -> tuple[str, dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quality-only", action="store_true", help="print; leave RESULTS.md as it is")
-    ap.add_argument("--split", choices=("tune", "heldout"), help="only this half (with -v: per call)")
+    ap.add_argument("--split", choices=SPLITS, help="only this half (with -v: per call)")
     ap.add_argument("-v", "--verbose", action="store_true", help="each call, what it surfaced and should have")
     args = ap.parse_args()
     calls = load_calls()
@@ -131,7 +135,8 @@ def main() -> int:
         body = ["## Tool-call reminders (PreToolUse)", "",
                 "`python bench/toolcall.py` (make bench-toolcall) over tests/fixtures/toolcall-bench: "
                 f"{len(calls)} tool calls against 40 memories; the matcher's rules and threshold were chosen on "
-                "the tune half, the goals are judged on the held-out half "
+                "the tune split and, after its one blind evaluation, the first held-out split (heldout-1); the goals are "
+                "judged on the second held-out split (heldout), written before the matcher was changed again "
                 f"(precision ≥ {GOALS['precision']}, recall ≥ {GOALS['recall']}, false-surface ≤ "
                 f"{GOALS['false_surface']}). Slices: by tool kind, by the memories' language, by client's tool names.",
                 "", text, "", f"Held-out goals {'met' if met else 'NOT met'}."]
