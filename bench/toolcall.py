@@ -139,7 +139,14 @@ def main() -> int:
                 "judged on the second held-out split (heldout), written before the matcher was changed again "
                 f"(precision ≥ {GOALS['precision']}, recall ≥ {GOALS['recall']}, false-surface ≤ "
                 f"{GOALS['false_surface']}). Slices: by tool kind, by the memories' language, by client's tool names.",
-                "", text, "", f"Held-out goals {'met' if met else 'NOT met'}."]
+                "", text, "", f"Held-out goals {'met' if met else 'NOT met'}.", "",
+                "Blind evaluations so far (all calls, precision / recall / false-surface): the first matcher "
+                "(8949de2) on heldout-1 0.88 / 0.88 / 0.17; the same matcher on heldout, written after that, "
+                "0.79 / 0.81 / 0.21; the matcher after tuning on tune and heldout-1 (sentences saying what to do "
+                "instead give no trigger, common commands alone weigh 1, a flag alone counts in a command the "
+                "memory names, `*` and bare file names are triggers) on heldout: the table above. The false "
+                "surfaces are calls that share a command and its arguments with a rule without breaking it "
+                "(a compliant `kubectl`, a plain `git push`): words cannot tell them apart."]
         write_section("toolcall", "\n".join(body))
     return 0 if met else 1
 

@@ -175,3 +175,34 @@ def test_the_triggers_are_cached_by_stamp(tmp_path):
                  mtime=1_700_000_000)
     again = toolmatch.memory_triggers(manifest.scan(str(tmp_path)), str(cache))
     assert again != first and tuple(again[0][1][0][0]) == ("npm",)
+
+
+def hit(tool: str, tool_input: dict, text: str) -> bool:
+    return bool(toolmatch.select(toolmatch.read_call(tool, tool_input, "/r"), candidates(text)))
+
+
+def test_what_to_do_instead_is_no_trigger():
+    text = "Never run `sudo pip install`. **How to apply:** `.venv/bin/pip install ...` instead."
+    assert hit("Bash", {"command": "sudo pip install requests"}, text)
+    assert not hit("Bash", {"command": ".venv/bin/pip install requests"}, text)
+    text = "Use `docker compose` (v2). The old `docker-compose` binary is not installed."
+    assert hit("Bash", {"command": "docker-compose up -d"}, text)
+    assert not hit("Bash", {"command": "docker compose ps"}, text)
+
+
+def test_a_common_command_alone_is_not_enough():
+    text = "Never print `.env` (`cat`): it holds credentials."
+    assert not hit("Bash", {"command": "cat README.md"}, text)
+    assert hit("Bash", {"command": "cat .env"}, text)
+
+
+def test_a_flag_alone_counts_in_a_command_the_memory_names():
+    text = "Run `pytest -x -q` on the files you touched; never the whole suite with `--cov`."
+    assert hit("Bash", {"command": "pytest --cov=src tests/"}, text)
+    assert not hit("Bash", {"command": "coverage run --cov"}, text)
+
+
+def test_a_star_and_a_bare_file_name_are_triggers():
+    assert hit("Edit", {"file_path": "/r/q.py", "new_string": "SELECT * FROM orders"}, "No `SELECT *` in queries.")
+    assert not hit("Edit", {"file_path": "/r/q.py", "new_string": "SELECT id FROM orders"}, "No `SELECT *` in queries.")
+    assert hit("Edit", {"file_path": "/r/CHANGELOG.md", "new_string": "- x"}, "Add CHANGELOG.md entries under Unreleased.")

@@ -13,9 +13,13 @@ call when every one of its atoms is in the call:
 * a **word** is compared as the recall ranker compares words (mem/core/ranker.py's terms:
   NFKC, case folded, stemmed; CJK in bigrams).
 
-A trigger weighs what its atoms do (a path 2, a flag or a word 1, a command word that stands
-alone 2: ``yarn``) and a memory scores the weight of its best trigger that applies, plus
-half of each further one; it is surfaced from ``MIN_WEIGHT``. Word overlap alone, which
+A trigger weighs what its atoms do (a path 2, a flag or a word 1; a command named alone 2,
+``yarn``, unless it is one as common as ``cat`` or ``git``; a flag alone 2 in a call of a
+command the memory names, ``--cov`` in ``pytest --cov``) and a memory scores the weight of
+its best trigger that applies, plus half of each further one; it is surfaced from
+``MIN_WEIGHT``. A span in a sentence that says what to do instead ("use `docker compose`",
+"new work goes in `api/v2/`", the "How to apply:" line), and that neither forbids nor says
+when, is no trigger: a call that does what the memory asks needs no reminder. Word overlap alone, which
 is what prompt recall lives on, never surfaces anything here: most tool calls must
 surface nothing, and a tool call's words (a file's content) are mostly not about the
 rule. Only ``feedback`` and ``project`` memories are candidates.
@@ -42,7 +46,7 @@ TEXT_CHARS = 4096
 #: The memory types a tool call can surface.
 TYPES = ("feedback", "project")
 #: Bump when the triggers a memory gives change: cached triggers of older versions are rebuilt.
-TRIGGERS_VERSION = 1
+TRIGGERS_VERSION = 2
 TRIGGERS_CACHE = "tool-triggers.marshal"
 
 #: Tool names of both clients, by what the tool does.
@@ -55,10 +59,19 @@ TOOL_KINDS = {
 
 _CODE_SPAN = re.compile(r"`([^`\n]{1,120})`")
 #: A path-like word outside code spans: ``src/shop/api/``, ``docs/runbook.md``.
-_BARE_PATH = re.compile(r"(?<![\w/.`])(?:(?:\.?[\w.-]+/)+[\w.-]*|[\w-]+\.(?:toml|json|ya?ml|lock|cfg|ini))(?![\w`])")
+_BARE_PATH = re.compile(r"(?<![\w/.`])(?:(?:\.?[\w.-]+/)+[\w.-]*|[\w-]+\.(?:toml|json|ya?ml|lock|cfg|ini|md|py|sh|sql|ts|tsx|js))(?![\w`])")
 _SHELL_SPLIT = re.compile(r"[\s;|&()<>`'\"=]+")
 _SEGMENT_START = re.compile(r"(?:^|[;|&(]|&&|\|\|)\s*(?:sudo\s+|env\s+|\S+=\S*\s+)*([\w./-]+)")
-_PLACEHOLDER = re.compile(r"<[^>]*>|\.\.\.|\*")
+_PLACEHOLDER = re.compile(r"<[^>]*>|\.\.\.")
+#: Sentences of a memory: a code span's sentence says whether it is the rule or what to do instead.
+_SENTENCE = re.compile(r"(?<=[.;!?。！？；])\s+|\n+|(?<=[。！？；])")
+#: What to do instead ("use `docker compose`", "new work goes in `api/v2/`", the "How to apply:" line)...
+_ALTERNATIVE = re.compile(r"\binstead\b|\buse\b|\bgoes? in\b|\bhow to apply\b|改用|代わりに", re.I)
+#: ... unless the sentence also forbids, requires or says when: then its spans are the rule.
+_RULE = re.compile(r"\b(?:never|not|no|avoid|must|only|always|ask|when|whenever)\b|n't|不要|禁止|必须|しない|しないこと", re.I)
+#: Commands so common that naming one alone says nothing about a call (`cat`, `git`): they count
+#: as a word, not as a command named alone.
+_COMMON_COMMANDS = frozenset("cat ls cd echo grep head tail git python python3 make sh bash find less sudo rm cp mv".split())
 
 
 def _is_flag(piece: str) -> bool:
@@ -89,20 +102,32 @@ def _flags(piece: str) -> list[str]:
 # --- a memory's triggers ----------------------------------------------------------
 
 def triggers(text: str) -> list[tuple]:
-    """(words, flags, paths, weight, command) of each trigger a memory's text holds: its code spans
-    and bare paths; ``command``: the trigger is a command's name alone."""
+    """(words, flags, paths, weight, command, commands) of each trigger a memory's text holds: the
+    code spans and bare paths of its sentences that state the rule (not those saying what to do
+    instead); ``command``: the command's name when the trigger is that alone, else ""; ``commands``: for a flag alone,
+    the commands the memory names."""
     from mem.core import ranker
 
     found: list[tuple] = []
-    spans = [(span, True) for span in _CODE_SPAN.findall(text)]
-    spans += [(span, False) for span in _BARE_PATH.findall(_CODE_SPAN.sub(" ", text))]
+    spans = []
+    for sentence in _SENTENCE.split(text):
+        if _ALTERNATIVE.search(sentence) and not _RULE.search(sentence):
+            continue  # what to do instead: a call that does it needs no reminder
+        spans += [(span, True) for span in _CODE_SPAN.findall(sentence)]
+        spans += [(span, False) for span in _BARE_PATH.findall(_CODE_SPAN.sub(" ", sentence))]
+    # The commands the memory names (`pytest -x -q` names pytest): a flag alone is about them.
+    named = tuple(dict.fromkeys(p.split()[0] for p, quoted in spans if quoted and re.match(r"[a-z][\w-]*(\s|$)", p)))
     for span, quoted in spans:
         words: list[str] = []
         flags: list[str] = []
         paths: list[str] = []
         pieces = _PLACEHOLDER.sub(" ", span).split()
         for piece in pieces:
-            if _is_flag(piece):
+            if piece == "*":
+                flags.append("*")  # `SELECT *`, `rm -rf *`
+            elif "*" in piece:
+                continue  # a glob (`proto/*.proto`) is no one path
+            elif _is_flag(piece):
                 flags.append(piece.split("=", 1)[0].lower())
             elif _is_path(piece):
                 path = _norm_path(piece)
@@ -114,15 +139,21 @@ def triggers(text: str) -> list[tuple]:
             continue
         # Each piece of a span counts once however many terms it gives (`pnpm add` is two, "add" no term).
         weight = float(len(pieces) + len(paths))
-        command = False
+        command = ""
+        commands: tuple[str, ...] = ()
         if not paths and not flags and words and len(pieces) == 1:
-            command = len(words) == 1 and bool(re.fullmatch(r"[a-z][\w-]*", pieces[0]))  # a command named alone: `yarn`, `kubectl`
-            # that, or an identifier of code (`print()`, `MagicMock`, `@patch`) is one specific word
-            if command or re.search(r"[()._@]|[a-z][A-Z]", pieces[0]):
+            # a command named alone (`yarn`, `kubectl`), or an identifier of code (`print()`,
+            # `MagicMock`, `@patch`), is one specific word; a common command is not
+            command = pieces[0] if re.fullmatch(r"[a-z][\w-]*", pieces[0]) else ""
+            if (command and command not in _COMMON_COMMANDS) or (
+                    not command and re.search(r"[()._@]|[a-z][A-Z]", pieces[0])):
                 weight = 2.0
+        if flags and not words and not paths and flags != ["*"]:
+            commands = named  # `--cov` alone: weighs 2 in a call of a command the memory names (pytest)
         if not quoted and paths and paths[0].endswith("/"):
             weight = 1.0  # a directory said in passing ("in service code (src/)") is no rule about it
-        key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command)
+        key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
+               commands)
         if key not in found:
             found.append(key)
     return found
@@ -173,7 +204,9 @@ def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | N
         for piece in _SHELL_SPLIT.split(command):
             if not piece:
                 continue
-            if _is_flag(piece):
+            if piece == "*":
+                flags.add("*")
+            elif _is_flag(piece):
                 flags.update(_flags(piece))
             elif _is_path(piece) or piece.startswith("~"):
                 paths.append(_relative(piece, cwd))  # matched as a path only: `docker-compose` is no file
@@ -202,7 +235,9 @@ def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | N
         text = text[:TEXT_CHARS]
         words.update(ranker.terms(text))
         for piece in _SHELL_SPLIT.split(text):
-            if _is_flag(piece):
+            if piece == "*":
+                flags.add("*")
+            elif _is_flag(piece):
                 flags.update(_flags(piece))
         pattern = f"{kind}:{os.path.dirname(path)}"
     return ToolCall(kind, words, flags, paths, commands, pattern)
@@ -222,9 +257,11 @@ def _path_applies(trigger_path: str, call_paths: Sequence[str]) -> bool:
 def score(call: ToolCall, memory_triggers: Iterable[tuple]) -> float:
     """How much of a memory applies to the call: its best trigger's weight, plus half of each further one."""
     weights = []
-    for words, flags, paths, weight, command in memory_triggers:
-        if command and (call.kind != "shell" or words[0] not in call.commands):
+    for words, flags, paths, weight, command, commands in memory_triggers:
+        if command and (call.kind != "shell" or command not in call.commands):
             continue  # `yarn` is about running yarn, not about a file that says "yarn"
+        if commands and call.commands.intersection(commands):
+            weight = max(weight, 2.0)
         if not all(w in call.words for w in words):
             continue
         if not all(f in call.flags or any(c.startswith(f + "-") for c in call.flags) for f in flags):
