@@ -144,9 +144,12 @@ def main() -> int:
                 "(8949de2) on heldout-1 0.88 / 0.88 / 0.17; the same matcher on heldout, written after that, "
                 "0.79 / 0.81 / 0.21; the matcher after tuning on tune and heldout-1 (sentences saying what to do "
                 "instead give no trigger, common commands alone weigh 1, a flag alone counts in a command the "
-                "memory names, `*` and bare file names are triggers) on heldout: the table above. The false "
-                "surfaces are calls that share a command and its arguments with a rule without breaking it "
-                "(a compliant `kubectl`, a plain `git push`): words cannot tell them apart."]
+                "memory names, `*` and bare file names are triggers) on heldout: the table above. Its errors, "
+                "read after that evaluation: a span's piece that gives no term still adds weight (`pnpm add` "
+                "matches `pnpm install`, `git checkout -- .` matches `git checkout -b`), a Chinese \"do this "
+                "instead\" (先改 `config/staging.yaml`) is taken for the rule, a compliant `kubectl get pods` "
+                "meets a memory naming `kubectl` alone; misses where the call words the rule differently "
+                "(`npm ci`, `git commit --amend`, `HEAD:release/2.5`)."]
         write_section("toolcall", "\n".join(body))
     return 0 if met else 1
 
