@@ -75,8 +75,8 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     PreToolUse for Bash, Edit, Write and MultiEdit (the feedback that
     applies to the call), Stop (extraction in the background) and
     PreCompact (session notes); qwen-code, which loads MEMORY.md and
-    extracts memories itself, gets SessionStart, UserPromptSubmit and
-    PreToolUse (run_shell_command, edit, replace, write_file). Entries of mem's already there, by any path, are
+    extracts memories itself, gets SessionStart and UserPromptSubmit
+    (0.24.4 runs a PreToolUse hook but does not pass its context on). Entries of mem's already there, by any path, are
     replaced in place. The file is copied to the state directory first and
     written atomically; a second install changes nothing.
 

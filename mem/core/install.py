@@ -42,9 +42,10 @@ class Group(NamedTuple):
 
 
 #: The tools that act (a shell command, an edit, a write): before each, the feedback that applies
-#: to it (mem/core/hooks/tool.py). Both clients read the matcher as a regular expression.
+#: to it (mem/core/hooks/tool.py). Not for qwen-code: 0.24.4 runs a PreToolUse hook but leaves its
+#: additionalContext out of the next request (tests/e2e), so the hook would cost a process per
+#: call and spend the session's recall budget on text the model never reads.
 CLAUDE_ACTING_TOOLS = "Bash|Edit|Write|MultiEdit"
-QWEN_ACTING_TOOLS = "run_shell_command|edit|replace|write_file"
 #: The README's entries. Claude Code: instructions at start, recall per prompt and before a tool
 #: acts, extraction at the end of a turn, session notes across a compaction.
 CLAUDE_GROUPS = (
@@ -62,7 +63,6 @@ CLAUDE_GROUPS = (
 QWEN_GROUPS = (
     Group("SessionStart", None, (("prompt --hook", None),)),
     Group("UserPromptSubmit", None, (("recall --hook", None),)),
-    Group("PreToolUse", QWEN_ACTING_TOOLS, (("recall --hook", None),)),
 )
 
 
