@@ -27,7 +27,7 @@ rule. Only ``feedback`` and ``project`` memories are candidates.
 The triggers of each memory are kept in the state directory between calls, keyed by the
 file's modification time and size, so a hook called before every tool reads only what changed.
 
-uses: ranker (terms), memdir.files, memdir.frontmatter, memdir.store (atomic_write)
+uses: ranker (terms), recall (read_body), memdir.store (atomic_write)
 """
 
 from __future__ import annotations
