@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: install uninstall all demo test test-fast e2e zipapp docs man completions bench bench-recall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets clean
+.PHONY: install uninstall all demo test test-fast e2e zipapp docs man completions bench bench-recall bench-toolcall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets clean
 
 all: test
 
@@ -94,6 +94,10 @@ bench: $(STAMP) zipapp
 ## bench-recall: recall quality on the labelled set and recall latency, into bench/RESULTS.md
 bench-recall: $(STAMP) zipapp
 	$(BIN)/python bench/recall.py
+
+## bench-toolcall: which feedback the PreToolUse hook surfaces on the labelled tool calls, into bench/RESULTS.md
+bench-toolcall: $(STAMP)
+	$(BIN)/python bench/toolcall.py
 
 ## bench-team: team server load test (20 clients × 10 s on loopback, SQLite and PostgreSQL), into bench/RESULTS.md
 bench-team: $(STAMP)

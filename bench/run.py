@@ -14,6 +14,8 @@ busy machine slows all of them alike; the goals are ratios.
   key where it is unsure, so the model is asked, of a local Messages-API
   server (tests/fakeapi.py) that answers at once; and with a server that
   answers in 10 s, where the hook must give the ranker's pick by its deadline;
+* the same hook on PreToolUse (a Bash call), where one feedback memory applies and where
+  nothing does, against the keyless prompt hook (at most 1.5×: it runs before every tool call);
 * ``mem scan --all`` on 10,000 memories.
 """
 
@@ -135,7 +137,33 @@ def hook_payloads(prompt: str):
                                "hook_event_name": "UserPromptSubmit", "transcript_path": transcript}).encode()
 
 
+def tool_setup(tmp: str, small: str) -> str:
+    """A memory directory for the PreToolUse rows: the tool-call bench's 40 memories among 200 synthetic ones."""
+    import shutil
+
+    bench = os.path.join(ROOT, "tests", "fixtures", "toolcall-bench", "memories")
+    tool_dir = os.path.join(tmp, "tool-memories")
+    shutil.copytree(small, tool_dir)
+    for name in os.listdir(bench):
+        shutil.copy(os.path.join(bench, name), tool_dir)
+    return tool_dir
+
+
+def tool_payloads(command: str):
+    """A PreToolUse payload (Bash) for ``command``, a new session each time (so each run surfaces)."""
+    import json
+
+    transcript = os.path.join(ROOT, "tests", "fixtures", "hooks", "claude-code", "transcript-05.jsonl")
+    return lambda: json.dumps({"session_id": f"bench-{next(SESSIONS)}", "cwd": ROOT, "hook_event_name": "PreToolUse",
+                               "transcript_path": transcript, "tool_name": "Bash", "tool_use_id": "toolu_bench",
+                               "tool_input": {"command": command, "description": "run"}}).encode()
+
+
 HOOK_KEYLESS = "mem recall --hook (installed), no API key"
+HOOK_TOOL = "mem recall --hook (installed), PreToolUse Bash `git push --force origin main`: one feedback surfaced"
+HOOK_TOOL_NONE = "mem recall --hook (installed), PreToolUse Bash `git status`: nothing applies"
+#: The PreToolUse hook against the keyless prompt hook (issue #30: it runs before every tool call).
+TOOL_HOOK_GOAL = 1.5
 HOOK_SURE = "mem recall --hook (installed), API key, ranker sure: no model asked"
 HOOK_MODEL = "mem recall --hook (installed), API key, ranker unsure: model asked, server answers at once"
 
@@ -196,6 +224,7 @@ def main() -> int:
         print("bench: writing 10,000 memories ...", file=sys.stderr)
         large = make_memory_dir(os.path.join(tmp, "m10k"), 10_000)
         hook_dir, sure, unsure, picked = hook_setup(tmp, small)
+        tool_dir = tool_setup(tmp, small)
         time.sleep(2.5)  # as in use, the memories are older than the header cache's 2 s "just written" window
         cold = (os.path.join(tmp, f"cold-state-{i}") for i in itertools.count())
         fast = fake_server(picked)
@@ -216,10 +245,19 @@ def main() -> int:
                 HOOK_KEYLESS: (hook, None, hook_payloads(unsure)),
                 HOOK_SURE: (hook, lambda: keyed, hook_payloads(sure)),
                 HOOK_MODEL: (hook, lambda: keyed, hook_payloads(unsure)),
+                HOOK_TOOL: ([mem, "recall", "--hook", "--dir", tool_dir], None, tool_payloads("git push --force origin main")),
+                HOOK_TOOL_NONE: ([mem, "recall", "--hook", "--dir", tool_dir], None, tool_payloads("git status")),
             },
             env,
         )
         asked = sum(1 for r in fast.requests if r["status"] == 200)
+        tool_hook = [mem, "recall", "--hook", "--dir", tool_dir]
+        surfaced = subprocess.run(tool_hook, input=tool_payloads("git push --force origin main")(), env=env,
+                                  capture_output=True).stdout
+        quiet = subprocess.run(tool_hook, input=tool_payloads("git status")(), env=env, capture_output=True).stdout
+        if b"feedback_no_force_push.md" not in surfaced or quiet:
+            print(f"bench: the PreToolUse hook gave {surfaced[:200]!r} and {quiet[:200]!r}", file=sys.stderr)
+            return 1
         fast.stop()
         deadline, offline_out = deadline_run(hook, env, unsure, picked)
         scale = measure(
@@ -279,6 +317,10 @@ def main() -> int:
             ok = med / keyless <= KEYED_HOOK_GOAL
             verdicts.append(ok)
             verdict = f"≤ {KEYED_HOOK_GOAL:g}× the keyless hook {'✔' if ok else '✘'}"
+        if name in (HOOK_TOOL, HOOK_TOOL_NONE):
+            ok = med / keyless <= TOOL_HOOK_GOAL
+            verdicts.append(ok)
+            verdict = f"≤ {TOOL_HOOK_GOAL:g}× the keyless hook {'✔' if ok else '✘'}"
         lines.append(f"| {name} | {fmt_ms(med)} | {fmt_ms(mn)} | {ratio:.2f}× | {to_hook} | {verdict} |")
     lines += ["", "The hook goal is judged on medians; on a busy machine they scatter, so the ratio of the "
                   "minimums is shown beside them."]

@@ -81,7 +81,7 @@ def recall_hook(options: dict) -> int:
     if options.get("backend"):
         os.environ["MEM_BACKEND"] = options["backend"]  # as --backend does on click's path
     try:
-        from mem.core.hooks import read_payload
+        from mem.core.hooks import RECALL_EVENTS, read_payload
         from mem.core.hooks import recall as flow
 
         deadline = options.get("deadline", flow.HOOK_DEADLINE)
@@ -94,7 +94,7 @@ def recall_hook(options: dict) -> int:
         where = {"dir": options.get("dir"), "project": options.get("project"), "layout": options.get("layout", "auto"),
                  "agent": options.get("agent"), "scope": options.get("scope"),
                  "settings_file": options.get("settings_file")}
-        payload = read_payload(events=("UserPromptSubmit", "SessionStart"))
+        payload = read_payload(events=RECALL_EVENTS)
         result = flow.on_prompt(payload, where, recall_options)
         for message in result.messages:
             sys.stderr.write(f"mem: {message}\n")

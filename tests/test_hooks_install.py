@@ -81,6 +81,7 @@ def test_install_writes_every_documented_hook_with_an_absolute_path(isolated_env
         ("SessionStart", "compact", f"{q} recall --hook"),
         ("SessionStart", "compact", f"{q} session compact --hook"),
         ("UserPromptSubmit", None, f"{q} recall --hook"),
+        ("PreToolUse", "Bash|Edit|Write|MultiEdit", f"{q} recall --hook"),
         ("Stop", None, f"{q} extract --hook --background"),
         ("PreCompact", None, f"{q} session compact --hook"),
     ]
@@ -99,7 +100,7 @@ def test_install_keeps_every_other_key_its_order_and_the_files_indent(isolated_e
     data = json.loads(text)
     assert list(data) == ["model", "hooks", "permissions", "émoji"]
     assert data["permissions"] == {"allow": ["Bash(ls:*)"]} and data["émoji"] == "✓" and "✓" in text
-    assert list(data["hooks"]) == ["UserPromptSubmit", "Stop", "SessionStart", "PreCompact"]
+    assert list(data["hooks"]) == ["UserPromptSubmit", "Stop", "SessionStart", "PreToolUse", "PreCompact"]
     assert "\n\t\t\"Stop\": [\n" in text and "  " not in text  # tabs, as the file had them
     # the user's hooks stay where they were; the bare `mem` of the README is replaced in place
     assert data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == "~/bin/my-own-hook"
@@ -149,7 +150,8 @@ def test_uninstall_removes_only_ours(isolated_env, mem_exe):
 
 
 def test_only_and_without_pick_events(isolated_env, mem_exe):
-    assert invoke("hooks", "install", "--mem", mem_exe, "--without", "Stop", "--without", "PreCompact").exit_code == 0
+    assert invoke("hooks", "install", "--mem", mem_exe, "--without", "Stop", "--without", "PreCompact",
+                  "--without", "PreToolUse").exit_code == 0
     data = json.loads(settings_file(isolated_env).read_text())
     assert list(data["hooks"]) == ["SessionStart", "UserPromptSubmit"]
     assert invoke("hooks", "uninstall", "--only", "SessionStart").exit_code == 0
@@ -281,6 +283,10 @@ def test_installed_entries_run_as_the_client_runs_them_without_mem_on_path(isola
         context = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
         assert "MIGRATION_TIMEOUT=900" in context and str(memory / "staging.md") in context
 
+    p = as_the_client_runs(command(claude, "PreToolUse", "Bash|Edit|Write|MultiEdit"),
+                           recorded("claude-code", "PreToolUse-Bash.json", repo, tmp_path), repo)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "", ""), p.stderr  # nothing applies to this call
+
     p = as_the_client_runs(command(claude, "SessionStart"),
                            recorded("claude-code", "SessionStart-startup.json", repo, tmp_path), repo)
     assert p.returncode == 0 and p.stderr == "", p.stderr
@@ -298,6 +304,7 @@ def test_installed_entries_run_as_the_client_runs_them_without_mem_on_path(isola
     assert fired[("SessionStart", None, "prompt --hook")] is not None
     assert fired[("Stop", None, "extract --hook --background")] is not None
     assert fired[("PreCompact", None, "session compact --hook")] is None
+    assert fired[("PreToolUse", "Bash|Edit|Write|MultiEdit", "recall --hook")] is not None
     qstatus = subprocess.run([mem_exe, "hooks", "status", "--client", "qwen", "--json"], capture_output=True, text=True)
     assert {e["event"]: e["last_fired"] is not None for e in json.loads(qstatus.stdout)["entries"]} == {
         "SessionStart": False, "UserPromptSubmit": True}

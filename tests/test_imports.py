@@ -118,3 +118,18 @@ def test_the_recall_hook_imports_no_click(memdir):
     assert "deploy.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"] and loaded == []
     # any other command goes through click, so the probe can see it
     assert probe("scan", "--dir", str(memdir), heavy=("click",))[1] != []
+
+
+def test_the_tool_hook_imports_no_click_no_sdk_and_no_subprocess(memdir):
+    # PreToolUse runs before every tool call: the same lean path as the prompt hook, no model.
+    from conftest import write_memory
+
+    write_memory(memdir, "feedback_no_force_push.md", name="no-force-push", description="never force-push",
+                 type="feedback", body="Never run `git push --force` on main.\n")
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
+                          "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "git push --force origin main"}, "tool_use_id": "t1"})
+    out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=("click", "subprocess") + HEAVY,
+                        input=payload)
+    assert "feedback_no_force_push.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert loaded == []

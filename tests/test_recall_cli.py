@@ -145,7 +145,8 @@ def test_readme_hook_blocks_are_valid_settings_that_run(project_for_readme, run_
 
     transcript = project_for_readme / "t.jsonl"
     transcript.write_text('{"role": "user", "content": "hello"}\n')
-    for title, events in (("Use with Claude Code", {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}),
+    for title, events in (("Use with Claude Code", {"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop",
+                                                            "PreCompact"}),
                           ("Use with qwen-code", {"SessionStart", "UserPromptSubmit"})):
         blocks = re.findall(r"```json\n(.*?)```", _readme_section(title), re.S)
         assert len(blocks) == 1, title
@@ -162,7 +163,8 @@ def test_readme_hook_blocks_are_valid_settings_that_run(project_for_readme, run_
                     stdin = json.dumps({"session_id": "readme", "cwd": str(project_for_readme),
                                         "hook_event_name": event, "source": group.get("matcher", "startup"),
                                         "transcript_path": str(transcript), "trigger": "manual",
-                                        "prompt": "how do staging deploys go"})
+                                        "prompt": "how do staging deploys go", "tool_name": "Bash",
+                                        "tool_input": {"command": "git status"}})
                     p = run_mem(*argv[1:], input=stdin)
                     assert p.returncode == 0, (hook, p.stderr)
                     if event == "Stop":  # no key in the tests: one line naming it, nothing on stdout

@@ -34,7 +34,7 @@ def event_options(f: Callable) -> Callable:
     """--only / --without EVENT, repeatable."""
 
     @click.option("--only", multiple=True, type=click.Choice(EVENTS), metavar="EVENT",
-                  help="Only this hook event (repeatable): SessionStart, UserPromptSubmit, Stop, PreCompact.")
+                  help="Only this hook event (repeatable): SessionStart, UserPromptSubmit, PreToolUse, Stop, PreCompact.")
     @click.option("--without", multiple=True, type=click.Choice(EVENTS), metavar="EVENT",
                   help="Every hook event but this one (repeatable).")
     @functools.wraps(f)
@@ -72,9 +72,11 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
 
     Claude Code gets SessionStart (the memory instructions; after a
     compaction, recall and the session notes), UserPromptSubmit (recall),
-    Stop (extraction in the background) and PreCompact (session notes);
-    qwen-code, which loads MEMORY.md and extracts memories itself, gets
-    UserPromptSubmit. Entries of mem's already there, by any path, are
+    PreToolUse for Bash, Edit, Write and MultiEdit (the feedback that
+    applies to the call), Stop (extraction in the background) and
+    PreCompact (session notes); qwen-code, which loads MEMORY.md and
+    extracts memories itself, gets SessionStart and UserPromptSubmit
+    (0.24.4 runs a PreToolUse hook but does not pass its context on). Entries of mem's already there, by any path, are
     replaced in place. The file is copied to the state directory first and
     written atomically; a second install changes nothing.
 

@@ -47,7 +47,7 @@ def _positive(ctx, param, value):
 @click.option("--max-chars", type=int, callback=_positive, metavar="N",
               help="Shorten the surfaced memories so all of them fit in N characters (default with --hook: 9500).")
 @click.option("--hook", is_flag=True,
-              help="Read a UserPromptSubmit hook payload on stdin and print the hook JSON; never fails the prompt.")
+              help="Read a hook payload on stdin (UserPromptSubmit: the prompt's memories; PreToolUse: the feedback that applies to the tool call) and print the hook JSON; never fails the prompt.")
 @memory_dir_options
 @format_options
 @click.pass_context
@@ -152,10 +152,11 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
 
 
 def _hook(where: dict, **options) -> None:
-    """UserPromptSubmit → the memories for the prompt; SessionStart after a compaction → reset the session."""
-    from mem.core.hooks import read_payload, recall as recall_hook
+    """UserPromptSubmit → the memories for the prompt; PreToolUse → the feedback that applies to the tool call;
+    SessionStart after a compaction → reset the session."""
+    from mem.core.hooks import RECALL_EVENTS, read_payload, recall as recall_hook
 
-    payload = read_payload(events=("UserPromptSubmit", "SessionStart"))
+    payload = read_payload(events=RECALL_EVENTS)
     result = recall_hook.on_prompt(payload, where, recall_hook.RecallOptions(**options))
     for message in result.messages:
         render.info(message)

@@ -41,12 +41,18 @@ class Group(NamedTuple):
     handlers: tuple[tuple[str, int | None], ...]
 
 
-#: The README's entries. Claude Code: instructions at start, recall per prompt, extraction at
-#: the end of a turn, session notes across a compaction.
+#: The tools that act (a shell command, an edit, a write): before each, the feedback that applies
+#: to it (mem/core/hooks/tool.py). Not for qwen-code: 0.24.4 runs a PreToolUse hook but leaves its
+#: additionalContext out of the next request (tests/e2e), so the hook would cost a process per
+#: call and spend the session's recall budget on text the model never reads.
+CLAUDE_ACTING_TOOLS = "Bash|Edit|Write|MultiEdit"
+#: The README's entries. Claude Code: instructions at start, recall per prompt and before a tool
+#: acts, extraction at the end of a turn, session notes across a compaction.
 CLAUDE_GROUPS = (
     Group("SessionStart", None, (("prompt --hook", 10),)),
     Group("SessionStart", "compact", (("recall --hook", 10), ("session compact --hook", 10))),
     Group("UserPromptSubmit", None, (("recall --hook", 15),)),
+    Group("PreToolUse", CLAUDE_ACTING_TOOLS, (("recall --hook", 10),)),
     Group("Stop", None, (("extract --hook --background", 10),)),
     Group("PreCompact", None, (("session compact --hook", 10),)),
 )

@@ -134,3 +134,24 @@ def test_later_prompts_get_the_wrapping_only_where_it_arrives_as_tags(session):
     else:
         assert header in whole and "system-reminder>\n" + header not in whole
     assert "&lt;system-reminder" not in whole
+
+
+def test_a_feedback_reminder_reaches_the_model_before_the_tool_runs(session, server):
+    # issue #30: the correction applies to a tool call whose words the prompt never had
+    if session.client != "claude":
+        pytest.skip("no PreToolUse hook for qwen-code: 0.24.4 runs it before write_file but leaves its "
+                    "additionalContext out of the next request (and declines run_shell_command before any hook)")
+    rule = "Never run `git push --force` on main: revert instead (E2E-TOOL-RULE)."
+    write_memory(session.memory_dir, "feedback_no_force_push", "never force-push main", rule, type="feedback")
+    server.main[:] = [Reply(tool=("Bash", {"command": "git push --force origin main", "description": "publish"})),
+                      Reply(text="Done.")]
+    run = session.run("publish my work please")
+    assert run.returncode == 0, run.stderr
+    assert any(p.get("tool_name") == "Bash" for p in fired(run, "PreToolUse")), run.hooks
+    mains = driver.main_requests(run)
+    assert len(mains) >= 2, [r["path"] for r in run.requests]
+    lead = "Saved feedback that applies to this Bash call:"
+    first, later = (json.dumps(m, ensure_ascii=False) for m in mains[:2])
+    assert lead not in first and "E2E-TOOL-RULE" not in first  # the prompt's words did not bring it
+    assert lead in later and "E2E-TOOL-RULE" in later[later.index(lead):]
+    assert "&lt;system-reminder" not in later

@@ -12,6 +12,7 @@ from mem.core.hooks.payload import (  # noqa: F401 - the package's interface
     MAX_PAYLOAD_BYTES,
     BASE_FIELDS,
     EVENTS,
+    RECALL_EVENTS,
     HookPayload,
     parse_payload,
     read_payload,

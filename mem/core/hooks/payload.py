@@ -42,7 +42,9 @@ MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 
 BASE_FIELDS = ("session_id", "transcript_path", "cwd", "hook_event_name")
 #: The events mem's hooks are installed on (``mem hooks install``).
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact")
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "PreCompact")
+#: The events ``mem recall --hook`` answers: a prompt, a compaction's new start, a tool about to run.
+RECALL_EVENTS = ("UserPromptSubmit", "SessionStart", "PreToolUse")
 
 
 class HookPayload(NamedTuple):
@@ -56,6 +58,18 @@ class HookPayload(NamedTuple):
     source: str | None = None  # SessionStart: startup | resume | clear | compact
     trigger: str | None = None  # PreCompact / PostCompact: manual | auto
     raw: dict | None = None  # the whole payload
+
+    @property
+    def tool_name(self) -> str:
+        """PreToolUse: the tool about to run (``Bash``, ``run_shell_command``...); "" otherwise."""
+        value = (self.raw or {}).get("tool_name")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def tool_input(self) -> dict:
+        """PreToolUse: the tool's arguments (``command``, ``file_path``...); {} otherwise."""
+        value = (self.raw or {}).get("tool_input")
+        return value if isinstance(value, dict) else {}
 
     @property
     def client(self) -> str:
@@ -187,6 +201,19 @@ def mark_fired(payload: HookPayload, argv: list[str] | None = None) -> None:
             os.close(fd)
     except OSError:
         pass
+
+
+class HookResult(NamedTuple):
+    """What a hook prints: ``output`` on stdout ("" for nothing), each of ``messages`` as one stderr line."""
+
+    output: str = ""
+    messages: tuple[str, ...] = ()
+
+
+def recall_applies(resolution) -> bool:
+    """Whether recall runs for this directory: Claude Code's auto-memory switches govern the
+    directory its own rules chose, not one named with --dir or MEM_DIR, nor qwen-code's."""
+    return resolution.auto_memory_enabled or resolution.layout != "claude"
 
 
 def hook_where(where: dict, payload: HookPayload) -> dict:

@@ -1,11 +1,12 @@
 """The recall hook's flow: every decision `mem recall --hook` makes, in one place.
 
 UserPromptSubmit → the memories for the prompt, rendered as the client reads them; SessionStart
-after a compaction → the session may be shown its memories again. The caller reads the payload,
+after a compaction → the session may be shown its memories again; PreToolUse → the feedback
+that applies to the tool call (hooks/tool.py). The caller reads the payload,
 calls ``on_prompt`` (or ``on_session_start``) and prints the ``HookResult``: this module writes
 to no stream. It imports no click, so the lean entry point (mem/entry.py) can call it directly.
 
-uses: hooks.payload, paths (resolution), recall, memdir.store
+uses: hooks.payload, hooks.tool, paths (resolution), recall, memdir.store
 """
 
 from __future__ import annotations
@@ -15,17 +16,11 @@ import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from mem.core.hooks.payload import CONTEXT_LIMIT, NOT_READ, HookPayload, escapes_context, hook_where, render_output
+from mem.core.hooks.payload import (  # noqa: F401 - HookResult and recall_applies: part of this flow's interface
+    CONTEXT_LIMIT, NOT_READ, HookPayload, HookResult, escapes_context, hook_where, recall_applies, render_output)
 
 #: How long the hook holds a prompt, at most, waiting for the model (seconds since mem started).
 HOOK_DEADLINE = 2.0
-
-
-class HookResult(NamedTuple):
-    """What a hook prints: ``output`` on stdout ("" for nothing), each of ``messages`` as one stderr line."""
-
-    output: str = ""
-    messages: tuple[str, ...] = ()
 
 
 class RecallOptions(NamedTuple):
@@ -58,12 +53,6 @@ def process_started() -> float:
     return now - min(max(age, 0.0), 5.0)
 
 
-def recall_applies(resolution) -> bool:
-    """Whether recall runs for this directory: Claude Code's auto-memory switches govern the
-    directory its own rules chose, not one named with --dir or MEM_DIR, nor qwen-code's."""
-    return resolution.auto_memory_enabled or resolution.layout != "claude"
-
-
 def debug_line(what: str, result) -> str:
     """Which way the prompt was served (see recall.ROUTES), for MEM_DEBUG=1."""
     return (f"{what}: route={result.route} strategy={result.strategy} skipped={result.skipped} "
@@ -91,6 +80,10 @@ def on_prompt(payload: HookPayload, where: dict, options: RecallOptions) -> Hook
 
     if payload.hook_event_name == "SessionStart":
         return on_session_start(payload, where)
+    if payload.hook_event_name == "PreToolUse":
+        from mem.core.hooks.tool import on_tool
+
+        return on_tool(payload, where, options)
     resolution = resolve_options(hook_where(where, payload))
     memory = MemoryDir(resolution.memory_dir)
     enabled, prompt = recall_applies(resolution), payload.prompt or ""
