@@ -31,7 +31,7 @@ What is a claim (and what is not, because a false alarm costs as much as a miss)
 - link: ``[text](other.md)`` to another memory that no longer exists.
 Fenced code blocks yield commands only: an example is not a statement about the project.
 
-uses: subprocess (git), json; mem.core.memdir (layout, frontmatter, store, state); mem.core.verifynotes
+uses: mem.core.gitcmd (git), json; mem.core.memdir (layout, frontmatter, store, state); mem.core.verifynotes
 (Finding, and the notes recall reads).
 """
 
@@ -41,11 +41,11 @@ import datetime as _dt
 import json
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from mem import __version__
+from mem.core import gitcmd
 from mem.core.errors import ConfigError
 from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
 from mem.core.memdir.layout import is_memory, walk_topic_files
@@ -391,9 +391,8 @@ class Repo:
         self._dirs: set[str] | None = None
 
     def _git(self, *args: str, input: str | None = None) -> str:
-        proc = subprocess.run(["git", "-C", self.root, *args], input=input, capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", check=False)
-        return proc.stdout if proc.returncode in (0, 1) else ""
+        proc = gitcmd.run(args, repo=self.root, input=None if input is None else input.encode())
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode in (0, 1) else ""
 
     @property
     def files(self) -> set[str]:
@@ -445,8 +444,7 @@ class Repo:
         names = [n for n in names if n in self.files]
         if not names:
             return {}
-        proc = subprocess.run(["git", "-C", self.root, "cat-file", "--batch"],
-                              input="".join(f"HEAD:{n}\n" for n in names).encode(), capture_output=True, check=False)
+        proc = gitcmd.run(["cat-file", "--batch"], repo=self.root, input="".join(f"HEAD:{n}\n" for n in names).encode())
         out, data, pos = {}, proc.stdout, 0
         for name in names:
             end = data.index(b"\n", pos)
