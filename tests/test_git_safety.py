@@ -202,3 +202,20 @@ def test_history_of_a_memory_directory_inside_the_repository_runs_none_of_its_pr
         r = run_mem(*args, cwd=str(repo))
         assert r.returncode in (0, 1), (args, r.stderr)
     assert ran(markers) == []
+
+
+def test_git_variables_of_the_callers_environment_reach_no_git(armed, run_mem, tmp_path):
+    """A GIT_DIR inherited from a hook would point git at another repository; the others name programs."""
+    repo, markers = armed
+    other = tmp_path / "other"
+    other.mkdir()
+    git("init", "-q", cwd=other)
+    hostile = _marker_script(tmp_path / "bin", markers, "env-program")
+    env = {"GIT_DIR": str(other / ".git"), "GIT_WORK_TREE": str(other), "GIT_EXTERNAL_DIFF": hostile,
+           "GIT_SSH_COMMAND": hostile, "GIT_ASKPASS": hostile, "SSH_ASKPASS": hostile, "GIT_PAGER": hostile,
+           "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor", "GIT_CONFIG_VALUE_0": hostile,
+           "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor'='{hostile}'"}
+    r = run_mem("verify", "--json", "--repo", str(repo), env=env)
+    assert r.returncode in (0, 1), r.stderr
+    assert "src/util/strings.py" in r.stdout  # this repository was read, not the other
+    assert ran(markers) == []

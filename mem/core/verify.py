@@ -435,7 +435,7 @@ class Repo:
         if not words:
             return set()
         # Patterns on stdin: thousands of them would not fit on a command line.
-        found = self._git("grep", "-I", "-h", "-o", "-w", "-F", "--no-color", "-f", "-", "HEAD", "--",
+        found = self._git("grep", "-I", "-h", "-o", "-w", "-F", "--no-color", "--no-textconv", "-f", "-", "HEAD", "--",
                           input="".join(w + "\n" for w in words))
         return set(found.split("\n")) & set(words)
 
@@ -482,7 +482,8 @@ class Repo:
         """(commit, "R" or "D", old path, new path or the deleted content's blob id) of every rename and
         deletion in HEAD's history, newest first (one ``git log``)."""
         out, commit = [], ""
-        log = self._git("log", "-M", "--diff-filter=DR", "--raw", "--no-abbrev", "--format=%h", "HEAD")
+        log = self._git("log", "-M", "--diff-filter=DR", "--raw", "--no-abbrev", "--format=%h", "--no-show-signature",
+                        "--no-ext-diff", "--no-textconv", "HEAD")
         for line in log.splitlines():
             meta, _, paths = line.partition("\t")
             fields = meta.split()
