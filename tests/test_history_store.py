@@ -755,11 +755,18 @@ def test_spawns_per_write_and_commit(hist, root, monkeypatch):
     assert hist.operations() and len(calls) == 1
 
 
-def test_without_git_the_history_says_so(hist, monkeypatch):
-    monkeypatch.setattr(history_mod, "_git_binary", lambda: None)
-    assert not hist.available()
-    with pytest.raises(HistoryUnavailable, match="history needs git on PATH"):
-        hist.sync()
+def test_without_git_the_history_says_so(hist, monkeypatch, tmp_path):
+    from mem.core import gitcmd
+
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    gitcmd.binary.cache_clear()
+    try:
+        assert not hist.available()
+        with pytest.raises(HistoryUnavailable, match="history needs git on PATH"):
+            hist.sync()
+    finally:
+        monkeypatch.undo()
+        gitcmd.binary.cache_clear()
 
 
 def test_git_failures_are_one_line_errors(hist):

@@ -165,6 +165,35 @@ def test_the_write_path_refuses_control_characters_in_names(memdir):
     assert store.write("fine name.md", "x\n").created
 
 
+#: Names made outside mem (an editor, a git checkout): an escape sequence that clears the screen, a
+#: newline that forges a line of output, a carriage return, a Unicode line separator.
+OUTSIDE_NAMES = ["evil\x1b[2J.md", "two\nfake: line.md", "cr\rover.md", "ls\u2028ep.md"]
+
+
+@pytest.mark.parametrize("command", [("history",), ("scan",), ("scan", "--check"), ("scan", "--secrets"),
+                                     ("grep", "staging"), ("grep", "-l", "staging"), ("grep", "-c", "staging")])
+def test_names_made_outside_mem_are_printed_escaped_and_exact_in_json(memdir, run_mem, command):
+    # a secret for scan --secrets to name the file by (history records no file that holds one)
+    pw = "Lantern" + "482" + "!" + "qz" if command[0] == "scan" else "in the vault"
+    for name in OUTSIDE_NAMES:
+        (memdir / name).write_text(f"---\nname: n\ndescription: staging notes\ntype: user\n---\n\n"
+                                   f"staging deploys; password: {pw}\n", encoding="utf-8")
+    if command[0] == "history":
+        run_mem("history")  # the first run records them as an outside operation
+    p = run_mem(*command)
+    assert p.returncode in (0, 1), p.stderr
+    for bad in ("\x1b", "\r", "\u2028", "\nfake"):
+        assert bad not in p.stdout, (command, p.stdout)
+    for shown in ("evil\\x1b[2J.md", "two\\nfake: line.md", "cr\\rover.md", "ls\\u2028ep.md"):
+        assert shown in p.stdout, (command, p.stdout)
+    if command[0] != "grep":
+        p = run_mem(*command, "--json")
+        data = json.loads(p.stdout)
+        named = json.dumps(data)
+        for name in OUTSIDE_NAMES:
+            assert json.dumps(name)[1:-1] in named
+
+
 # --- the disk says no: a documented exit status, and hooks that still serve ---------------------------------
 
 

@@ -90,6 +90,11 @@ OUR_IDS = [
     "url-password",
     "azure-storage-account-key",
     "azure-sas-token",
+    "docker-pat",
+    "discord-webhook-url",
+    "datadog-api-key",
+    "twilio-auth-token",
+    "basic-auth-header",
     "telegram-bot-token",
     "password-statement",
 ]
@@ -354,8 +359,12 @@ def test_rules_are_the_36_in_reference_order_then_ours():
 
 
 def test_only_our_rules_and_aws_carry_an_allowlist():
-    allowed = {rule.id for rule in secrets.RULES if rule.allow is not None}
-    assert allowed == {"aws-access-token"} | set(OUR_IDS) - {"telegram-bot-token", "azure-sas-token"}
+    # Every rule knows a vendor prefix and one character repeated for the placeholder it is.
+    assert all(rule.allow is not None and rule.allow.pattern.endswith(secrets._FILLER) for rule in secrets.RULES)
+    allowed = {rule.id for rule in secrets.RULES if rule.allow.pattern != secrets._FILLER}
+    assert allowed == {"aws-access-token"} | set(OUR_IDS) - {
+        "telegram-bot-token", "azure-sas-token", "docker-pat", "discord-webhook-url", "datadog-api-key",
+        "twilio-auth-token", "basic-auth-header"}
 
 
 def test_rules_compile_ascii_and_ignore_case_only_where_the_table_says():
@@ -442,7 +451,7 @@ def matches(pattern: re.Pattern, text: str) -> list:
 
 def test_hoisted_boundary_matches_like_the_plain_port():
     hoisted = [i for i, rule in enumerate(secrets.RULES) if rule.pattern.pattern != plain_port(i).pattern]
-    assert len(hoisted) == 17
+    assert len(hoisted) == 18
     for text in all_test_texts():
         for index in hoisted:
             assert matches(secrets.RULES[index].pattern, text) == matches(plain_port(index), text)
@@ -527,7 +536,7 @@ def test_terminated_rules_need_their_delimiter():
 
 
 def test_dollar_is_end_of_text_only():
-    token = "dapi" + "0" * 32
+    token = "dapi" + "0123456789abcdef" * 2
     assert ids(token) == ["databricks-api-token"]  # \Z
     assert ids(token + "\n") == ["databricks-api-token"]  # the \n is a delimiter
     assert ids(token + "\nmore") == ["databricks-api-token"]
@@ -773,6 +782,27 @@ def test_password_statement_is_fast_on_a_megabyte_of_keywords():
     start = time.perf_counter()
     first_secret(text)
     assert time.perf_counter() - start < 1.0
+
+
+#: The prefix of each rule added in issue 32's third round, and runs that start a match at every
+#: character and never finish one.
+THIRD_ROUND_PREFIXES = [
+    "curl ", "curl -u a:", "http -a ", "https ", "--http-password=", "wget --password=",
+    "Authorization: Basic ", "AUTHORIZATION:", "DD_API_KEY=", "dd-", "Datadog app key ", "datadog_",
+    "TWILIO_AUTH_TOKEN=", "Twilio ", "AC" + "a" * 32 + ", ", "dckr_pat_", "dckr_",
+    "discord.com/api/webhooks/123456789012345678/", "/webhooks/",
+    "mot de passe ", "le mot de passe de la ", "secret_key = (\"", "secret_key = \"Ab1Ab1Ab1Ab1\"\n",
+    "SECRET_KEY=Ab1Ab1Ab1Ab1\\\n", "ghp_", "x",
+]
+
+
+@pytest.mark.parametrize("prefix", THIRD_ROUND_PREFIXES)
+def test_third_round_rules_are_linear_on_a_megabyte_of_their_prefix(prefix):
+    text = (prefix * (2**20 // len(prefix) + 1))[:2**20]
+    for scan_once in (first_secret, redact):  # each 0.1-0.4 s here (the value's bounded lookaheads)
+        start = time.perf_counter()
+        scan_once(text)
+        assert time.perf_counter() - start < 1.0, scan_once.__name__
 
 
 @pytest.mark.parametrize("template", [

@@ -11,6 +11,7 @@ import click
 from mem import render
 from mem.cli.common import memory_dir_options, resolve_dir
 from mem.core.errors import ExitCode, UsageError
+from mem.core.guards.control import printable
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
 # GNU grep's default GREP_COLORS: match, file name, line number, separator.
@@ -180,7 +181,7 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
                 if not no_messages:
                     if progress:
                         progress.clear()
-                    render.warn(f"grep: {target.display}: {result.error}")
+                    render.warn(f"grep: {printable(target.display)}: {result.error}")
                 errors = errors or target.explicit
                 continue
             if result.skipped:
@@ -202,7 +203,7 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
                 if not result.selected:
                     render.out(out.name(target.display))
             elif result.binary:
-                render.info(f"grep: {target.display}: binary file matches")
+                render.info(f"grep: {printable(target.display)}: binary file matches")
             elif not quiet:
                 out.file(result)
     finally:
@@ -255,14 +256,15 @@ class _Output:
         return f"\x1b[{code}m\x1b[K{text}\x1b[m\x1b[K" if self.color and text else text
 
     def name(self, display: str) -> str:
-        return self.paint(display, _NAME)
+        # a name made outside mem may hold an escape sequence or a newline: shown escaped, as ls -b does
+        return self.paint(printable(display), _NAME)
 
     def name_prefix(self, display: str) -> str:
-        return self.paint(display, _NAME) + self.paint(":", _SEP)
+        return self.paint(printable(display), _NAME) + self.paint(":", _SEP)
 
     def render(self, result) -> str:
         """A file's lines as text, -- between its groups when context is shown."""
-        display = result.target.display
+        display = printable(result.target.display)
         parts: list[str] = []
         add = parts.append
         # The name part of each line's head is painted once per file; the number per line.

@@ -7,6 +7,7 @@ import click
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
 from mem.core.errors import ExitCode
+from mem.core.guards.control import printable
 from mem.core.wording import plural
 
 
@@ -71,4 +72,5 @@ def line(op: dict) -> str:
     files = " ".join(sign[c["action"]] + c["path"] for c in op["changes"])
     args = (" " + " ".join(op["args"])) if op["args"] else ""
     flags = " (interrupted)" if op["interrupted"] else ""
-    return f"{op['id'][:12]}  {op['time']}  {op['command']}{args}{flags}  {files}"
+    # names made outside mem may hold an escape sequence or a newline: escaped, as ls -b does (JSON stays exact)
+    return printable(f"{op['id'][:12]}  {op['time']}  {op['command']}{args}{flags}  {files}")

@@ -9,6 +9,7 @@ import click
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
 from mem.core.errors import ExitCode
+from mem.core.guards.control import printable  # names made outside mem reach a terminal
 
 
 @click.command("scan")
@@ -61,10 +62,10 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
     elif check:
         for h in headers:
             for w in h.warnings:
-                render.out(f"{h.relpath}: {w.code}: {w.message}")
+                render.out(printable(f"{h.relpath}: {w.code}: {w.message}"))
     else:
         for h in headers:
-            render.out(h.manifest_line())
+            render.out(printable(h.manifest_line()))
     if check:
         bad = sum(1 for h in headers if h.warnings)
         problems = sum(len(h.warnings) for h in headers)
@@ -89,7 +90,7 @@ def _audit_secrets(root: str, fmt: str) -> int:
         try:
             data = read_bytes(path)
         except OSError as exc:
-            render.warn(f"scan: {rel}: {exc.strerror or exc}")
+            render.warn(f"scan: {printable(rel)}: {exc.strerror or exc}")
             continue
         if b"\0" in data[:8192]:
             continue  # binary: not something an agent reads as memory
@@ -97,7 +98,7 @@ def _audit_secrets(root: str, fmt: str) -> int:
         findings = scan_all(data.decode("utf-8", "replace"))
         hit_files += bool(findings)
         rows.extend({"path": path, "relpath": rel, "line": f.line, "rule_id": f.rule_id, "label": f.label} for f in findings)
-    render.out_rows(rows, fmt, lambda r: f"{r['relpath']}:{r['line']}: {r['rule_id']} ({r['label']})")
+    render.out_rows(rows, fmt, lambda r: f"{printable(r['relpath'])}:{r['line']}: {r['rule_id']} ({r['label']})")
     if rows:
         render.info(f"{len(rows)} secret{'s' * (len(rows) != 1)} in {hit_files} of {files} files")
         return ExitCode.CHECK_FAILED

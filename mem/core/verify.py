@@ -31,7 +31,7 @@ What is a claim (and what is not, because a false alarm costs as much as a miss)
 - link: ``[text](other.md)`` to another memory that no longer exists.
 Fenced code blocks yield commands only: an example is not a statement about the project.
 
-uses: subprocess (git), json; mem.core.memdir (layout, frontmatter, store, state); mem.core.verifynotes
+uses: mem.core.gitcmd (git), json; mem.core.memdir (layout, frontmatter, store, state); mem.core.verifynotes
 (Finding, and the notes recall reads).
 """
 
@@ -41,11 +41,11 @@ import datetime as _dt
 import json
 import os
 import re
-import subprocess
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from mem import __version__
+from mem.core import gitcmd
 from mem.core.errors import ConfigError
 from mem.core.memdir.files import read_bytes, read_text
 from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
@@ -392,9 +392,8 @@ class Repo:
         self._dirs: set[str] | None = None
 
     def _git(self, *args: str, input: str | None = None) -> str:
-        proc = subprocess.run(["git", "-C", self.root, *args], input=input, capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", check=False)
-        return proc.stdout if proc.returncode in (0, 1) else ""
+        proc = gitcmd.run(args, repo=self.root, input=None if input is None else input.encode())
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode in (0, 1) else ""
 
     @property
     def files(self) -> set[str]:
@@ -437,7 +436,7 @@ class Repo:
         if not words:
             return set()
         # Patterns on stdin: thousands of them would not fit on a command line.
-        found = self._git("grep", "-I", "-h", "-o", "-w", "-F", "--no-color", "-f", "-", "HEAD", "--",
+        found = self._git("grep", "-I", "-h", "-o", "-w", "-F", "--no-color", "--no-textconv", "-f", "-", "HEAD", "--",
                           input="".join(w + "\n" for w in words))
         return set(found.split("\n")) & set(words)
 
@@ -446,8 +445,7 @@ class Repo:
         names = [n for n in names if n in self.files]
         if not names:
             return {}
-        proc = subprocess.run(["git", "-C", self.root, "cat-file", "--batch"],
-                              input="".join(f"HEAD:{n}\n" for n in names).encode(), capture_output=True, check=False)
+        proc = gitcmd.run(["cat-file", "--batch"], repo=self.root, input="".join(f"HEAD:{n}\n" for n in names).encode())
         out, data, pos = {}, proc.stdout, 0
         for name in names:
             end = data.index(b"\n", pos)
@@ -485,7 +483,8 @@ class Repo:
         """(commit, "R" or "D", old path, new path or the deleted content's blob id) of every rename and
         deletion in HEAD's history, newest first (one ``git log``)."""
         out, commit = [], ""
-        log = self._git("log", "-M", "--diff-filter=DR", "--raw", "--no-abbrev", "--format=%h", "HEAD")
+        log = self._git("log", "-M", "--diff-filter=DR", "--raw", "--no-abbrev", "--format=%h", "--no-show-signature",
+                        "--no-ext-diff", "--no-textconv", "HEAD")
         for line in log.splitlines():
             meta, _, paths = line.partition("\t")
             fields = meta.split()

@@ -61,6 +61,11 @@ _ANT_ADMIN = "-".join(["sk", "ant", "admin01"])
 # 30 random bytes have (all but 1 in 5000); and what may stand between its name and it.
 _AWS_SECRET = (r"""(?<![A-Za-z0-9/+])((?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])"""
                r"""(?=[A-Za-z0-9/+]{0,39}[0-9/+])[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])""")
+# The same key split across two lines: a string literal closed and continued ("..." + / "..."
+# "... "\ / '...') or a backslash-newline, each part at most 39 characters.
+_AWS_SPLIT = (r"""(?:\(\s{0,8}["']?)?(?<![A-Za-z0-9/+])((?=[A-Za-z0-9/+]{0,38}[A-Z])(?=[A-Za-z0-9/+]{0,38}[a-z])"""
+              r"""[A-Za-z0-9/+]{10,39}(?:["'][ \t]*(?:\\|\+)?[ \t]*\r?\n[ \t]*(?:\+[ \t]*)?["']|\\\r?\n[ \t]*)"""
+              r"""[A-Za-z0-9/+]{1,30})(?![A-Za-z0-9/+=])""")
 _AWS_AFTER_NAME = (r"""(?:\s{0,3}\[[^\]\n]{0,40}\])?["']?"""
                    r"""(?:\s{0,3}(?:=>|:=|[:=])\s{0,3}|[ \t]{1,3}(?:(?:is|was)[ \t]{1,3})?)["']?""")
 
@@ -148,7 +153,15 @@ _PASSWORD_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
      r"""[^\n|;&]{0,200}?[ \t]-p["']?""" + _PW_VALUE,
      ("mysql", "mariadb")),
     (r"""sshpass(?<![\w-]sshpass)[ \t]+-p[ \t]*["']?""" + _PW_VALUE, ("sshpass",)),
-    (r"""--pass(?<![\w-]--pass)(?:word|wd)?[ \t]+["']?""" + _PW_VALUE, ("--pass",)),
+    (r"""--pass(?<![\w-]--pass)(?:word|wd)?(?:[ \t]+|=)["']?""" + _PW_VALUE, ("--pass",)),
+    # wget --http-password=..., --ftp-password, --proxy-password
+    (r"""(?<![\w-])--(?:http|ftp|proxy)-password(?:[ \t]+|=)["']?""" + _PW_VALUE, ("-password",)),
+    # curl -u user:..., --user=user:..., httpie --auth user:... (without the colon curl asks for
+    # it; docker's -u 1000:1000 and chown-like user:group pairs fail the value's own test)
+    (r"""(?<![\w-])(?:-u|--user|--auth)(?:[ \t]+|=)["']?[^\s:"'@/]{1,64}:""" + _PW_VALUE, ("-u", "--user", "--auth")),
+    # httpie -a user:... (only after the command and its options: -a means much else elsewhere)
+    (r"""(?:http|https)(?<![\w./-]http)(?<![\w./-]https)(?:[ \t]+-[\w-]{1,30}){0,5}?[ \t]+-a[ \t]+["']?"""
+     r"""[^\s:"'@/]{1,64}:""" + _PW_VALUE, ("http ", "https ", "http\t", "https\t")),
     (r"""-pass(?<![\w-]-pass)(?:in|out)?[ \t]+pass:""" + _PW_VALUE, ("-pass",)),
     # Das Passwort ist ..., Kennwort: ...
     (_foreign("wort|WORT", "[Pp]asswort|[Kk]ennwort|PASSWORT|KENNWORT",
@@ -162,7 +175,9 @@ _PASSWORD_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
      + r"""(?:[ \t]*:)?""" + _PW_OPEN + _PW_VALUE_ASCII,
      ("woord", "WOORD")),
     # le mot de passe est ..., mdp : ...
-    *((word + r"""\b(?:[ \t]+(?:du|de|des|pour)(?:[ \t]+[\w.@/-]{1,40}){1,3}?)?(?:[ \t]+(?:est|était)|[ \t]*[:=])"""
+    # (le mot de passe de la base de données est toujours ...: any words between, one by one)
+    *((word + r"""\b(?:[ \t]+[^\s:=]{1,40}){0,5}?(?:[ \t]+(?:est|était)(?:[ \t]+(?:maintenant|toujours|désormais|encore))?"""
+       r"""|[ \t]*[:=])"""
        r"""(?:[ \t]*:)?""" + _PW_OPEN + _PW_VALUE_ASCII, keywords) for word, keywords in (
         (r"""de passe(?<=\b[Mm]ot de passe)""", ("de passe",)),
         (r"""DE PASSE(?<=\bMOT DE PASSE)""", ("DE PASSE",)),
@@ -311,6 +326,10 @@ _TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
         (r"""ecret(?<=[Ss]ecret)(?:[ _-]?[Aa]ccess)?[ _-]?[Kk]ey""", ("ecret",)),
         (r"""ECRET(?<=SECRET)(?:[ _-]?ACCESS)?[ _-]?KEY""", ("ECRET",)),
     )),
+    *(("aws-secret-access-key", False, name + _AWS_AFTER_NAME + _AWS_SPLIT, keywords) for name, keywords in (
+        (r"""ecret(?<=[Ss]ecret)(?:[ _-]?[Aa]ccess)?[ _-]?[Kk]ey""", ("ecret",)),
+        (r"""ECRET(?<=SECRET)(?:[ _-]?ACCESS)?[ _-]?KEY""", ("ECRET",)),
+    )),
     ("aws-secret-access-key", False,
      r"""\b(?:AKIA|ASIA)[A-Z2-7]{16}\b[^\n]{0,80}?[\s,:;|"'=]""" + _AWS_SECRET,
      ("AKIA", "ASIA")),
@@ -336,6 +355,28 @@ _TABLE: tuple[tuple[str, bool, str, tuple[str, ...]], ...] = (
      r"""(?:""" + _SAS_PARAM + r"""){0,20}?sig=((?=[A-Za-z0-9%+/]{0,120}[A-Z])(?=[A-Za-z0-9%+/]{0,120}[a-z])"""
      r"""[A-Za-z0-9%+/]{40,120}={0,2})(?![A-Za-z0-9%+/=])""",
      ("sig=",)),
+    ("docker-pat", False,
+     r"""\b(dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,80})(?![A-Za-z0-9_-])""",
+     ("dckr_",)),
+    ("discord-webhook-url", False,
+     r"""discord(?:app)?\.com/api/(?:v\d+/)?webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,80})(?![A-Za-z0-9_-])""",
+     ("/webhooks/",)),
+    # Datadog's API key (32 hex) and application key (40 hex) are bare hex: only after their name.
+    ("datadog-api-key", False,
+     r"""(?:\b(?:[Dd]atadog|DATADOG)[ _-]?|\b(?:DD|dd)[_-])(?:[A-Za-z0-9.]{1,20}[ _-])?"""
+     r"""(?:api|app|application|API|APP|APPLICATION|Api|App|Application)[ _-]?(?:key|KEY|Key)\b["']?"""
+     r"""(?:[ \t]+(?:is|was))?[ \t]*[:=]?[ \t]*["']?([a-f0-9]{40}|[a-f0-9]{32})(?![A-Za-z0-9])""",
+     ("atadog", "ATADOG", "DD_", "DD-", "dd_", "dd-")),
+    # Twilio's auth token (32 hex): after its name.
+    ("twilio-auth-token", False,
+     r"""\b(?:[Tt]wilio|TWILIO)[ _-]?(?:[A-Za-z0-9.]{1,20}[ _-])?(?:[Aa]uth|AUTH)[ _-]?(?:[Tt]oken|TOKEN)\b["']?"""
+     r"""(?:[ \t]+(?:is|was))?[ \t]*[:=]?[ \t]*["']?([a-f0-9]{32})(?![A-Za-z0-9])""",
+     ("wilio", "WILIO")),
+    # An HTTP Basic credential: base64 of user:password.
+    ("basic-auth-header", False,
+     r"""(?:uthorization|UTHORIZATION)(?<=[Aa]uthorization|AUTHORIZATION)["']?[ \t]*[:=][ \t]*["']?"""
+     r"""(?:Basic|BASIC|basic)[ \t]+([A-Za-z0-9+/]{12,400}={0,2})(?![A-Za-z0-9+/=])""",
+     ("uthorization", "UTHORIZATION")),
     ("telegram-bot-token", False,
      r"""(?<![0-9])([0-9]{8,12}:A[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])""",
      (":A",)),
@@ -350,6 +391,10 @@ _PLACEHOLDER = (
     r"|test|root|admin|postgres|guest|user|username|foo|bar|foobar|1password|x+|\*+|\.{3,}|<[^>]*>"
     r"|\[[^\]]*\]|\$\{[^}]*\}|\$[A-Za-z_]\w*|\{\{?[^}]*\}\}?|%s|%\(\w+\)s)$"
 )
+
+#: Any rule's match that is a vendor's prefix and then one character repeated is a placeholder
+#: from documentation: AKIAXXXXXXXXXXXXXXXX, ghp_xxxx..., dckr_pat_0000...
+_FILLER = r"^(?:[A-Za-z0-9]{1,12}[_.-]){0,3}[A-Za-z0-9]{0,12}?(?:[xX]{8,}|0{8,}|\*{8,})$"
 
 #: rule id -> what a match of it may be and still not be a secret: public
 #: examples and placeholders (gitleaks' per-rule allowlist, searched in the
@@ -593,7 +638,7 @@ class _Scanner:
         for rule_id, ignore_case, source, _ in table:
             flags = re.ASCII | (re.IGNORECASE if ignore_case else 0)
             pattern = re.compile(_hoist_boundary(_port(source)), flags)
-            allow = re.compile(_ALLOW[rule_id], re.ASCII) if rule_id in _ALLOW else None
+            allow = re.compile(_ALLOW[rule_id] + "|" + _FILLER if rule_id in _ALLOW else _FILLER, re.ASCII)
             rules.append(SecretRule(rule_id, rule_label(rule_id), pattern, allow))
         self.rules: tuple[SecretRule, ...] = tuple(rules)
         #: Keywords with no anchor character, tested with ``in``, each once for all its rules.

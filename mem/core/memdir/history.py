@@ -31,17 +31,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import hashlib
 import json
 import os
-import shutil
 import stat
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
+from mem.core import gitcmd
 from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
 from mem.core.memdir.files import atomic_write, fsync_dir, pid_running
 
@@ -140,16 +138,12 @@ class _JournalFile(NamedTuple):
     entries: list[dict]  # without the voided ones
 
 
-@functools.cache
-def _git_binary() -> str | None:
-    return shutil.which("git")
-
-
-def _run(argv: list[str], *, input: bytes | None, env: dict, cwd: str, pass_fds: tuple[int, ...]) -> bytes:
+def _run(args: list[str], *, input: bytes | None, env: dict, cwd: str, pass_fds: tuple[int, ...]) -> bytes:
     """Spawn git once and return its stdout: the only place this module starts a process."""
-    # an empty stdin rather than ours: git never waits on the user
-    proc = subprocess.run(argv, input=input or b"", env=env, cwd=cwd, pass_fds=pass_fds,
-                          capture_output=True, check=False)
+    try:
+        proc = gitcmd.run(args, input=input, env=env, cwd=cwd, pass_fds=pass_fds)
+    except FileNotFoundError:
+        raise HistoryUnavailable() from None
     if proc.returncode:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
         raise MemError(f"history: git: {detail[0] if detail else f'exit status {proc.returncode}'}")
@@ -181,7 +175,7 @@ class History:
 
     def available(self) -> bool:
         """Whether git is there to keep a history at all."""
-        return _git_binary() is not None
+        return gitcmd.binary() is not None
 
     def begin(self, command: str, args: Sequence[str] = (), *, meta: dict | None = None) -> Journal:
         """Start recording one mem operation (nothing is spawned or written until its first write)."""
@@ -280,14 +274,10 @@ class History:
 
     def _git(self, *args: str, input: bytes | None = None, env: dict[str, str | None] | None = None) -> bytes:
         """Run git on the store; ``env`` adds variables (None removes one)."""
-        git = _git_binary()
-        if git is None:
-            raise HistoryUnavailable()
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         # A memory directory not made yet (a project no client has opened) holds nothing: git is shown
         # an empty directory of the store's own instead, which it accepts where it refuses a missing path.
         work_tree = self.work_tree if os.path.isdir(self.work_tree) else self._empty_tree()
-        full_env.update(
+        full_env: dict[str, str | None] = dict(
             GIT_DIR=self.git_dir,
             GIT_WORK_TREE=work_tree,
             GIT_INDEX_FILE=self._index_file,
@@ -301,16 +291,12 @@ class History:
             GIT_LITERAL_PATHSPECS="1",
             LC_ALL="C",
         )
-        for key, value in (env or {}).items():
-            if value is None:
-                full_env.pop(key)
-            else:
-                full_env[key] = value
+        full_env.update(env or {})
         # From the top of the work tree git prints paths relative to it; without one it needs none.
         cwd = work_tree
         # The lock's descriptor goes to the child: a git that outlives a killed mem keeps the lock until it exits.
         fds = () if self._lock_fd is None else (self._lock_fd,)
-        return _run([git, *_GIT_CONFIG, *args], input=input, env=full_env, cwd=cwd, pass_fds=fds)
+        return _run([*_GIT_CONFIG, *args], input=input, env=full_env, cwd=cwd, pass_fds=fds)
 
     def _empty_tree(self) -> str:
         """An empty directory in the state dir, the work tree while the memory directory does not exist."""

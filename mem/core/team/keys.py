@@ -211,15 +211,14 @@ def git_remote_repo(project_root: str) -> str | None:
     """The repo of ``origin`` (else of the first remote) of the git repository at ``project_root``."""
     import subprocess
 
+    from mem.core import gitcmd
+
     try:
-        proc = subprocess.run(
-            ["git", "-C", project_root, "config", "--get-regexp", r"^remote\..*\.url$"],
-            capture_output=True, text=True, timeout=10,
-        )
+        proc = gitcmd.run(["config", "--get-regexp", r"^remote\..*\.url$"], repo=project_root, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     remotes: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
         name, _, url = line.partition(" ")
         remotes.setdefault(name[len("remote."):-len(".url")], url)
     order = (["origin"] if "origin" in remotes else []) + [n for n in remotes if n != "origin"]
