@@ -75,7 +75,7 @@ def table(result: dict) -> list[str]:
         row("**all**", total),
         "",
         # The secret itself is never printed, fake as it is: its place is marked.
-        f"Missed: {', '.join(repr(' '.join(c.text.replace(c.secret, 'SECRET').split())[:60]) for c in result['missed']) or 'none'}. "
+        f"Missed: {', '.join(repr(_shown(c)) for c in result['missed']) or 'none'}. "
         f"False positives: {', '.join(f'{c.text[:40]!r} by {ids}' for c, ids in result['false_positives']) or 'none'}.",
     ]
 
@@ -85,6 +85,13 @@ HELD_OUT = (
     ("secrets_holdout2", "written blind on 2026-11-25 by a hand that saw neither the rules nor the tune set"),
     ("secrets_holdout3", "written blind on 2026-11-27 (third round, #32), measured once after the rules froze"),
 )
+
+
+def _shown(case) -> str:
+    """A missed case's first 60 characters, its secret marked and any other key in it redacted."""
+    from mem.core.guards.secrets import redact
+
+    return redact(" ".join(case.text.replace(case.secret, "SECRET").split()))[:60]
 
 
 def held_out(name: str):
