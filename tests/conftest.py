@@ -13,7 +13,8 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # Variables from the developer's shell that would change how mem resolves or behaves.
-_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_")
+_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_",
+                   "GOOGLE_")
 
 
 @pytest.fixture(autouse=True)
@@ -173,3 +174,33 @@ def write_memories(memdir: Path, bodies: dict) -> None:
     for rel, body in bodies.items():
         write_memory(memdir, rel, name=rel[:-3], description=f"{rel[:-3]} under test", type="project", body=body)
     (memdir / "MEMORY.md").write_text("".join(f"- [{r[:-3]}]({r}) — under test\n" for r in bodies))
+
+
+@pytest.fixture
+def fake_bedrock(monkeypatch):
+    """A local Bedrock (tests/fakecloud.py); Claude Code's CLAUDE_CODE_USE_BEDROCK configuration points at it,
+    with AWS keys it knows (requests are SigV4-signed for real)."""
+    from fakecloud import FakeBedrock
+
+    api = FakeBedrock().start()
+    ((key, secret),) = api.keys.items()
+    for name, value in (("CLAUDE_CODE_USE_BEDROCK", "1"), ("AWS_REGION", api.region), ("AWS_ACCESS_KEY_ID", key),
+                        ("AWS_SECRET_ACCESS_KEY", secret), ("ANTHROPIC_BEDROCK_BASE_URL", api.url)):
+        monkeypatch.setenv(name, value)
+    yield api
+    api.stop()
+
+
+@pytest.fixture
+def fake_vertex(monkeypatch, tmp_path_factory):
+    """A local Vertex AI (tests/fakecloud.py) and its OAuth token endpoint; CLAUDE_CODE_USE_VERTEX points at it,
+    with a service-account file whose tokens it mints (google-auth signs and exchanges for real)."""
+    from fakecloud import FakeVertex
+
+    api = FakeVertex().start()
+    for name, value in (("CLAUDE_CODE_USE_VERTEX", "1"), ("CLOUD_ML_REGION", api.region),
+                        ("ANTHROPIC_VERTEX_PROJECT_ID", api.project), ("ANTHROPIC_VERTEX_BASE_URL", api.url + "/v1"),
+                        ("GOOGLE_APPLICATION_CREDENTIALS", api.service_account_file(tmp_path_factory.mktemp("gcp")))):
+        monkeypatch.setenv(name, value)
+    yield api
+    api.stop()

@@ -43,6 +43,8 @@ class Found(NamedTuple):
     recall_model: str | None  # the recall selector's: ANTHROPIC_DEFAULT_SONNET_MODEL first
     source: str  # where the credentials came from, for people
     helper: str | None  # the apiKeyHelper command, when that is where the key comes from
+    #: a cloud backend's settings (bedrock: region, AWS keys...; vertex: region, project...)
+    options: dict | None = None
 
 
 def _label(src, env: Mapping[str, str]) -> str:
@@ -96,11 +98,27 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
         raise ConfigError(f"ANTHROPIC_BASE_URL in {where['ANTHROPIC_BASE_URL']} (the project's committed settings) "
                           f"would send the key from {source} to another server; set it in "
                           ".claude/settings.local.json, ~/.claude/settings.json or the environment")
+    model, recall_model = models(merged, settings)
+    return Found(key, token if not helper else key, merged.get("ANTHROPIC_BASE_URL") or None, model,
+                 recall_model, source, helper)
+
+
+def models(merged: Mapping[str, str], settings: Any) -> tuple[str | None, str | None]:
+    """(the model, the recall selector's model) Claude Code's configuration names, or None."""
     model_setting = settings.first("model", accept=lambda v: isinstance(v, str) and v != "")
     model = merged.get("ANTHROPIC_MODEL") or (model_setting[0] if model_setting else None) \
         or merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL")
-    return Found(key, token if not helper else key, merged.get("ANTHROPIC_BASE_URL") or None, model or None,
-                 merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL") or model or None, source, helper)
+    return model or None, merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL") or model or None
+
+
+def truthy(value: str | None) -> bool:
+    """A switch such as CLAUDE_CODE_USE_BEDROCK, read as Claude Code reads it: 1, true, yes, on."""
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def origin(where: Mapping[str, str], key: str) -> str:
+    """Where ``key`` of the merged environment came from: "env KEY" or "<settings file> env KEY"."""
+    return f"{where[key]} {key}" if key in where else f"env {key}"
 
 
 def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None) -> str:
