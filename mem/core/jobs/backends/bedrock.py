@@ -23,8 +23,8 @@ The SDK's Bedrock client needs boto3 and botocore: the ``mem[bedrock]`` extra. W
 request is made; the recall hook only reads the variables.
 
 uses: errors (ConfigError), backends (ModelConfig, ModelError), backends.anthropic
-(AnthropicBackend), backends.claude_settings (merged_env, models, truthy, origin); anthropic
-and boto3, only in ``make_client``
+(AnthropicBackend), backends.claude_settings (merged_env, models, truthy, origin,
+refuse_project_endpoint); anthropic and boto3, only in ``make_client``
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     """Claude Code's Bedrock configuration (``claude_settings.Found`` with ``options``), or None
     when ``CLAUDE_CODE_USE_BEDROCK`` is not set. Never runs anything; the secrets are in
     ``api_key`` and ``options``, never in ``source``."""
-    from mem.core.jobs.backends.claude_settings import Found, merged_env, models, origin, truthy
+    from mem.core.jobs.backends.claude_settings import (Found, merged_env, models, origin,
+                                                          refuse_project_endpoint, truthy)
 
     merged, where, settings = merged or merged_env(env, cwd)  # ``merged``: merged_env's answer, when known
     if not truthy(merged.get(SWITCH)):
@@ -75,6 +76,8 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     region = (f"region {options['region']} ({origin(where, region_key)})" if region_key
               else "no region (set AWS_REGION)")
     source = f"{origin(where, SWITCH)}; {region}; {auth}"
+    if not options["skip_auth"]:
+        refuse_project_endpoint(where, "ANTHROPIC_BEDROCK_BASE_URL", "your AWS-signed requests")
     model, recall_model = models(merged, settings)
     return Found(token, None, get("ANTHROPIC_BEDROCK_BASE_URL"), model or DEFAULT_MODEL,
                  recall_model or DEFAULT_MODEL, source, None, options)

@@ -111,6 +111,16 @@ def models(merged: Mapping[str, str], settings: Any) -> tuple[str | None, str | 
     return model or None, merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL") or model or None
 
 
+def refuse_project_endpoint(where: Mapping[str, str], variable: str, what: str) -> None:
+    """ConfigError when ``variable`` (an endpoint) comes from the project's committed settings while the
+    user's own ``what`` would be sent there: Claude Code asks whether the folder is trusted first; mem
+    cannot ask, so it refuses."""
+    if where.get("scope:" + variable) == "project":
+        raise ConfigError(f"{variable} in {where[variable]} (the project's committed settings) would send {what} "
+                          "to another server; set it in .claude/settings.local.json, ~/.claude/settings.json "
+                          "or the environment")
+
+
 def truthy(value: str | None) -> bool:
     """A switch such as CLAUDE_CODE_USE_BEDROCK, read as Claude Code reads it: 1, true, yes, on."""
     return (value or "").strip().lower() in ("1", "true", "yes", "on")

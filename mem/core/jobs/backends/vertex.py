@@ -22,7 +22,8 @@ The SDK's Vertex client needs google-auth: the ``mem[vertex]`` extra; without it
 is made; the recall hook only reads the variables.
 
 uses: errors (ConfigError), backends (ModelError), backends.anthropic (AnthropicBackend),
-backends.claude_settings (merged_env, models, truthy, origin); anthropic and google-auth, only in
+backends.claude_settings (merged_env, models, truthy, origin,
+refuse_project_endpoint); anthropic and google-auth, only in
 ``make_client``
 """
 
@@ -45,7 +46,8 @@ INSTALL = "pip install 'mem[vertex]'"
 def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = None):
     """Claude Code's Vertex configuration (``claude_settings.Found`` with ``options``), or None when
     ``CLAUDE_CODE_USE_VERTEX`` is not set. Never runs anything and never asks Google for a token."""
-    from mem.core.jobs.backends.claude_settings import Found, merged_env, models, origin, truthy
+    from mem.core.jobs.backends.claude_settings import (Found, merged_env, models, origin,
+                                                          refuse_project_endpoint, truthy)
 
     merged, where, settings = merged or merged_env(env, cwd)  # ``merged``: merged_env's answer, when known
     if not truthy(merged.get(SWITCH)):
@@ -66,6 +68,8 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     project = (f"project {options['project_id']} ({origin(where, 'ANTHROPIC_VERTEX_PROJECT_ID')})"
                if options["project_id"] else "project from the Google credentials")
     source = f"{origin(where, SWITCH)}; {region}; {project}; {auth}"
+    if not options["skip_auth"]:
+        refuse_project_endpoint(where, "ANTHROPIC_VERTEX_BASE_URL", "your Google access token")
     model, recall_model = models(merged, settings)
     return Found(None, None, get("ANTHROPIC_VERTEX_BASE_URL"), model or DEFAULT_MODEL,
                  recall_model or DEFAULT_MODEL, source, None, options)
