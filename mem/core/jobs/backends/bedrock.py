@@ -54,7 +54,10 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     merged, where, settings = merged or merged_env(env, cwd)  # ``merged``: merged_env's answer, when known
     if not truthy(merged.get(SWITCH)):
         return None
-    get = lambda key: (merged.get(key) or "").strip() or None  # noqa: E731
+
+    def get(key: str) -> str | None:
+        return (merged.get(key) or "").strip() or None
+
     region_key = "AWS_REGION" if get("AWS_REGION") else "AWS_DEFAULT_REGION" if get("AWS_DEFAULT_REGION") else None
     options: dict[str, Any] = {"region": get(region_key) if region_key else None,
                                "skip_auth": truthy(merged.get("CLAUDE_CODE_SKIP_BEDROCK_AUTH"))}

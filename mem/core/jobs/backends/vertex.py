@@ -52,7 +52,10 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     merged, where, settings = merged or merged_env(env, cwd)  # ``merged``: merged_env's answer, when known
     if not truthy(merged.get(SWITCH)):
         return None
-    get = lambda key: (merged.get(key) or "").strip() or None  # noqa: E731
+
+    def get(key: str) -> str | None:
+        return (merged.get(key) or "").strip() or None
+
     options: dict[str, Any] = {"region": get("CLOUD_ML_REGION"), "project_id": get("ANTHROPIC_VERTEX_PROJECT_ID"),
                                "skip_auth": truthy(merged.get("CLAUDE_CODE_SKIP_VERTEX_AUTH"))}
     if options["skip_auth"]:
