@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
-import secrets
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -233,7 +233,7 @@ class FakeVertex(_Cloud):
             return 400, {"error": "invalid_grant", "error_description": "Invalid JWT Signature."}
         if json.loads(unb64(claims)).get("aud") != GOOGLE_TOKEN_AUDIENCE:
             return 400, {"error": "invalid_grant", "error_description": "Invalid JWT audience."}
-        token = "ya29.fake-" + secrets.token_hex(16)
+        token = "ya29.fake-" + os.urandom(16).hex()
         with self._lock:
             self.tokens.add(token)
             self.token_requests += 1
