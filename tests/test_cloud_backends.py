@@ -295,37 +295,44 @@ def every_byte_under(*roots) -> bytes:
     return b"\n".join(out)
 
 
+GOOD = "---\nname: user-prefers-tabs\ndescription: the user wants tabs, not spaces\ntype: user\n---\n\nTabs.\n"
+
+
 @pytest.mark.parametrize("cloud", ["fake_bedrock", "fake_vertex"])
 def test_no_credential_in_logs_events_history_or_errors(cloud, run_mem, memdir, request, tmp_path, isolated_env):
     fake = request.getfixturevalue(cloud)
     (memdir / "a.md").write_text(A)
     (memdir / "MEMORY.md").write_text("- [Deploy day](a.md) — fridays\n")
     session = tmp_path / "s.jsonl"
-    write_session(str(session), target_bytes=200_000)
-    fake.respond_with(nothing)
-    debug = {"MEM_DEBUG": "1"}
+    session.write_text("".join(json.dumps({"type": r, "uuid": u, "sessionId": "s", "message": {"role": r, "content": c}})
+                               + "\n" for u, r, c in (("u1", "user", "remember that I prefer tabs"),
+                                                      ("a1", "assistant", "Noted."))))
     outputs = []
-    for args in (("extract", "--transcript", str(session), "--json"), ("dream", "--force", "--json"),
-                 ("model",), ("model", "--json"), ("model", "test"), ("log",), ("status",)):
-        r = run_mem(*args, env=debug)
-        outputs.append(r.stdout + r.stderr)
-    # a refused call, and a token that cannot be had
-    fake.respond_with(None)
-    fake.reply_status(403 if cloud == "fake_bedrock" else 401, "denied")
-    r = run_mem("model", "test", "--json", env=debug)
-    outputs.append(r.stdout + r.stderr)
-    assert r.returncode == 1
+    fake.reply_tool_use("write", {"file_path": "user-prefers-tabs.md", "content": GOOD})
+    fake.reply_text("Saved.")
+    r = run_mem("--debug", "extract", "--transcript", str(session), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (memdir / "user-prefers-tabs.md").exists()  # history and events have something to say
+    outputs += [r.stdout, r.stderr]
+    fake.reply_status(403 if cloud == "fake_bedrock" else 401, "denied")  # a refused call, traceback and all
+    r = run_mem("--debug", "remember", "--json", "the deploy target is staging-2")
+    assert r.returncode != 0
+    outputs += [r.stdout, r.stderr]
+    fake.reply_text("Nothing to merge.")
+    for args in (("dream", "--force", "--json"), ("model",), ("model", "--json"), ("model", "test"),
+                 ("history", "--json"), ("log", "a note"), ("status",)):
+        r = run_mem("--debug", *args)
+        outputs += [r.stdout, r.stderr]
     if cloud == "fake_bedrock":
-        secrets = [fake.keys[k] for k in fake.keys]
+        secrets = list(fake.keys.values())
     else:
         with open(os.environ["GOOGLE_APPLICATION_CREDENTIALS"]) as fh:
             key = json.load(fh)["private_key"]
-        secrets = sorted(fake.tokens) + [line for line in key.splitlines()[1:-1]]
+        secrets = sorted(fake.tokens) + key.splitlines()[1:-1]
         assert fake.tokens
     written = every_byte_under(memdir, os.environ["MEM_STATE_DIR"], isolated_env).decode("utf-8", "replace")
-    text = "\n".join(outputs) + written
-    assert len(fake.requests) >= 3
-    assert [s for s in secrets if s in text] == []
+    assert len(fake.requests) >= 4
+    assert [s for s in secrets if s in "\n".join(outputs) + written] == []
 
 
 def test_the_projects_committed_settings_cannot_send_the_users_cloud_credentials_elsewhere(run_mem, isolated_env, tmp_path):
