@@ -13,7 +13,7 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # Variables from the developer's shell that would change how mem resolves or behaves.
-_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_",
+_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_", "GCE_",
                    "GOOGLE_")
 
 
@@ -30,6 +30,12 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MEM_STATE_DIR", str(base / "state"))
     monkeypatch.setenv("MEM_MANAGED_SETTINGS", str(base / "no-managed-settings.json"))
     monkeypatch.setenv("NO_COLOR", "1")
+    # boto3's and google-auth's credential chains end by asking the cloud's metadata server (169.254.169.254):
+    # never from a test (loopback only): boto3 skips it; google-auth asks it whatever NO_GCE_CHECK says, so
+    # it asks a closed local port instead
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "t")

@@ -351,3 +351,14 @@ def test_the_projects_committed_settings_cannot_send_the_users_cloud_credentials
         (project / ".claude" / "settings.local.json").unlink()
         skip = "CLAUDE_CODE_SKIP_BEDROCK_AUTH" if "BEDROCK" in variable else "CLAUDE_CODE_SKIP_VERTEX_AUTH"
         assert run_mem("model", cwd=str(project), env={skip: "1"}).returncode == 0
+
+
+def test_no_credentials_anywhere_is_an_auth_error_naming_what_is_missing(run_mem):
+    # the chains end at the clouds' metadata servers; the suite turns them off (conftest), and the error
+    # says what is missing
+    r = run_mem("model", "test", env={"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "us-east-1",
+                                      "ANTHROPIC_BEDROCK_BASE_URL": "http://127.0.0.1:9"})
+    assert r.returncode == 1 and "Bedrock: cannot sign the request: Could not resolve AWS credentials" in r.stdout
+    r = run_mem("model", "test", env={"CLAUDE_CODE_USE_VERTEX": "1", "CLOUD_ML_REGION": "us-east5",
+                                      "ANTHROPIC_VERTEX_PROJECT_ID": "p", "ANTHROPIC_VERTEX_BASE_URL": "http://127.0.0.1:9"})
+    assert r.returncode == 1 and "Vertex: cannot get a Google access token: DefaultCredentialsError" in r.stdout
