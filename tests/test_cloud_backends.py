@@ -358,7 +358,8 @@ def test_no_credentials_anywhere_is_an_auth_error_naming_what_is_missing(run_mem
     # says what is missing
     r = run_mem("model", "test", env={"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "us-east-1",
                                       "ANTHROPIC_BEDROCK_BASE_URL": "http://127.0.0.1:9"})
-    assert r.returncode == 1 and "Bedrock: cannot sign the request: Could not resolve AWS credentials" in r.stdout
+    assert r.returncode == 1 and "Bedrock: cannot sign the request: " in r.stdout
+    assert "could not resolve" in r.stdout.lower() and "credentials" in r.stdout
     r = run_mem("model", "test", env={"CLAUDE_CODE_USE_VERTEX": "1", "CLOUD_ML_REGION": "us-east5",
                                       "ANTHROPIC_VERTEX_PROJECT_ID": "p", "ANTHROPIC_VERTEX_BASE_URL": "http://127.0.0.1:9"})
     assert r.returncode == 1 and "Vertex: cannot get a Google access token: DefaultCredentialsError" in r.stdout

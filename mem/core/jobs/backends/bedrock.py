@@ -115,20 +115,23 @@ class BedrockBackend(AnthropicBackend):
         options = self.config.options or {}
         require_extra(options)
         cls = anthropic.AnthropicBedrock
-        if options.get("skip_auth"):
-            class Unsigned(cls):  # a gateway signs (or needs nothing): send the request as it is
-                def _prepare_request(self, request: Any) -> None:
-                    request.headers.pop("Authorization", None)
-
-            cls = Unsigned
         keys = {name: options.get(name) for name in ("aws_access_key", "aws_secret_key", "aws_session_token",
                                                      "aws_profile")}
-        if self.config.api_key or options.get("skip_auth"):
-            keys = {}  # the SDK refuses a bearer key together with AWS keys
+        token = None if options.get("skip_auth") else self.config.api_key
+        if options.get("skip_auth") or token:
+            # A Bedrock API key is a bearer token (the SDK takes one only from 2.x, and then also from
+            # the process environment); a gateway signs for us (or needs nothing). No SigV4 either way.
+            class Unsigned(cls):
+                def _prepare_request(self, request: Any) -> None:
+                    request.headers.pop("Authorization", None)
+                    if token:
+                        request.headers["Authorization"] = f"Bearer {token}"
+
+            cls, keys = Unsigned, {}
         base_url = self.config.base_url or f"https://bedrock-runtime.{options['region']}.amazonaws.com"
         try:
-            return cls(aws_region=options["region"], api_key=self.config.api_key, base_url=base_url,
-                       timeout=self.config.timeout, max_retries=self.config.max_retries, **keys)
+            return cls(aws_region=options["region"], base_url=base_url, timeout=self.config.timeout,
+                       max_retries=self.config.max_retries, **keys)
         except ValueError as exc:
             raise ConfigError(f"Bedrock: {_first_line(exc)}") from None
 
@@ -138,7 +141,8 @@ class BedrockBackend(AnthropicBackend):
         except ModelError:
             raise
         except Exception as exc:  # noqa: BLE001 - botocore's credential errors, raised while signing
-            if type(exc).__module__.startswith("botocore") or "AWS credentials" in str(exc):
+            # the SDK's own "could not resolve (AWS) credentials from session", worded per version
+            if type(exc).__module__.startswith("botocore") or "credentials" in str(exc).lower():
                 raise ModelError(f"Bedrock: cannot sign the request: {_first_line(exc)}", "auth") from None
             raise
 
