@@ -363,3 +363,33 @@ def test_no_credentials_anywhere_is_an_auth_error_naming_what_is_missing(run_mem
     r = run_mem("model", "test", env={"CLAUDE_CODE_USE_VERTEX": "1", "CLOUD_ML_REGION": "us-east5",
                                       "ANTHROPIC_VERTEX_PROJECT_ID": "p", "ANTHROPIC_VERTEX_BASE_URL": "http://127.0.0.1:9"})
     assert r.returncode == 1 and "Vertex: cannot get a Google access token: DefaultCredentialsError" in r.stdout
+
+
+def test_aws_credential_export_signs_the_requests_and_runs_once_per_ttl(fake_bedrock, monkeypatch, isolated_env, tmp_path,
+                                                                        run_mem):
+    ((key, secret),) = fake_bedrock.keys.items()
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    counter = tmp_path / "runs"
+    creds = tmp_path / "creds.json"  # the command prints it; the settings file does not hold the secret
+    creds.write_text(json.dumps({"Credentials": {"AccessKeyId": key, "SecretAccessKey": secret, "SessionToken": None}}))
+    settings = isolated_env / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"awsCredentialExport": f"echo run >> {counter}; cat {creds}"}))
+    row = credentials(run_mem)
+    assert row["credentials"].endswith("; awsCredentialExport (~/.claude/settings.json)") and not counter.exists()
+    for _ in range(2):
+        fake_bedrock.reply_text("OK")
+        assert llm.model_for("recall").create(messages=[{"role": "user", "content": "hi"}]).content[0].text == "OK"
+    assert fake_bedrock.rejected_auth == 0 and counter.read_text().count("run") == 1  # the second from the 0600 cache
+    cache = os.path.join(os.environ["MEM_STATE_DIR"], "aws-credential-export.json")
+    assert os.stat(cache).st_mode & 0o777 == 0o600
+    assert fake_bedrock.requests[-1]["headers"]["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={key}/")
+    settings.write_text(json.dumps({"awsCredentialExport": f"cat {creds}; echo oops; exit 2"}))
+    with pytest.raises(ConfigError) as exc:
+        llm.model_for("recall").create(messages=[{"role": "user", "content": "hi"}])
+    assert "awsCredentialExport failed (exit 2)" in str(exc.value) and secret not in str(exc.value)
+    settings.write_text(json.dumps({"awsCredentialExport": "echo '{\"AccessKeyId\": \"x\"}'"}))
+    with pytest.raises(ConfigError) as exc:
+        llm.model_for("recall").create(messages=[{"role": "user", "content": "hi"}])
+    assert "printed no" in str(exc.value)

@@ -10,7 +10,9 @@ merged environment:
 * the credentials, the first present of: ``CLAUDE_CODE_SKIP_BEDROCK_AUTH`` (no signing: a
   gateway in front of Bedrock adds its own), ``AWS_BEARER_TOKEN_BEDROCK`` (a Bedrock API key,
   sent as a bearer token), ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` /
-  ``AWS_SESSION_TOKEN``, ``AWS_PROFILE``; else boto3's default chain (~/.aws/credentials, SSO,
+  ``AWS_SESSION_TOKEN``, Claude Code's ``awsCredentialExport`` setting (a command printing
+  ``{"Credentials": {...}}``, run as apiKeyHelper is and cached the same way for 15 minutes),
+  ``AWS_PROFILE``; else boto3's default chain (~/.aws/credentials, SSO,
   the instance's role). Requests are signed with SigV4 (service ``bedrock``) by the SDK;
 * ``ANTHROPIC_BEDROCK_BASE_URL``: another endpoint (default
   ``https://bedrock-runtime.<region>.amazonaws.com``);
@@ -48,7 +50,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     """Claude Code's Bedrock configuration (``claude_settings.Found`` with ``options``), or None
     when ``CLAUDE_CODE_USE_BEDROCK`` is not set. Never runs anything; the secrets are in
     ``api_key`` and ``options``, never in ``source``."""
-    from mem.core.jobs.backends.claude_settings import (Found, merged_env, models, origin,
+    from mem.core.jobs.backends.claude_settings import (Found, label, merged_env, models, origin,
                                                           refuse_project_endpoint, truthy)
 
     merged, where, settings = merged or merged_env(env, cwd)  # ``merged``: merged_env's answer, when known
@@ -62,6 +64,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     options: dict[str, Any] = {"region": get(region_key) if region_key else None,
                                "skip_auth": truthy(merged.get("CLAUDE_CODE_SKIP_BEDROCK_AUTH"))}
     token = None
+    export = settings.first("awsCredentialExport", accept=lambda v: isinstance(v, str) and v.strip() != "")
     if options["skip_auth"]:
         auth = f"no AWS auth ({origin(where, 'CLAUDE_CODE_SKIP_BEDROCK_AUTH')})"
     elif get("AWS_BEARER_TOKEN_BEDROCK"):
@@ -71,6 +74,9 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
         options.update(aws_access_key=get("AWS_ACCESS_KEY_ID"), aws_secret_key=get("AWS_SECRET_ACCESS_KEY"),
                        aws_session_token=get("AWS_SESSION_TOKEN"))
         auth = f"AWS credentials from {origin(where, 'AWS_ACCESS_KEY_ID')}"
+    elif export is not None:
+        options["credential_export"] = export[0]
+        auth = f"awsCredentialExport ({label(export[1], env)})"
     elif get("AWS_PROFILE"):
         options["aws_profile"] = get("AWS_PROFILE")
         auth = f"AWS profile {options['aws_profile']} ({origin(where, 'AWS_PROFILE')})"
@@ -94,6 +100,34 @@ def require_extra(options: Mapping[str, Any]) -> None:
         raise ConfigError(f"{SWITCH} is set but no AWS region is: set AWS_REGION (as Claude Code needs)")
     if importlib.util.find_spec("boto3") is None or importlib.util.find_spec("botocore") is None:
         raise ConfigError(f"the Bedrock backend needs the AWS SDK: {INSTALL}")
+
+
+#: How long awsCredentialExport's credentials are reused before it is run again (STS credentials
+#: last an hour at least; the cache is the apiKeyHelper's kind: 0600, in the state directory).
+EXPORT_TTL_MS = 15 * 60 * 1000
+
+
+def exported_credentials(command: str) -> dict:
+    """The AWS keys Claude Code's ``awsCredentialExport`` command prints, as
+    ``{"Credentials": {"AccessKeyId", "SecretAccessKey", "SessionToken"}}`` (``aws sts assume-role``'s
+    shape); ConfigError naming neither its output nor the keys when it fails or prints another shape."""
+    import json
+    import os
+
+    from mem.core.jobs.backends.claude_settings import helper_key
+
+    raw = helper_key(command, os.environ, what="awsCredentialExport", cache_name="aws-credential-export.json",
+                     ttl_ms=EXPORT_TTL_MS)
+    try:
+        found = json.loads(raw)["Credentials"]
+        keys = {"aws_access_key": found["AccessKeyId"], "aws_secret_key": found["SecretAccessKey"],
+                "aws_session_token": found.get("SessionToken")}
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError('awsCredentialExport printed no {"Credentials": {"AccessKeyId": ..., '
+                          '"SecretAccessKey": ...}}') from None
+    if not all(isinstance(v, str) for k, v in keys.items() if k != "aws_session_token"):
+        raise ConfigError("awsCredentialExport printed credentials that are not strings")
+    return keys
 
 
 def claude_name(model: str) -> str:
@@ -128,6 +162,8 @@ class BedrockBackend(AnthropicBackend):
                         request.headers["Authorization"] = f"Bearer {token}"
 
             cls, keys = Unsigned, {}
+        if options.get("credential_export") and not (options.get("skip_auth") or token):
+            keys = exported_credentials(options["credential_export"])
         base_url = self.config.base_url or f"https://bedrock-runtime.{options['region']}.amazonaws.com"
         try:
             return cls(aws_region=options["region"], base_url=base_url, timeout=self.config.timeout,
@@ -138,7 +174,7 @@ class BedrockBackend(AnthropicBackend):
     def create(self, **kwargs: Any):
         try:
             return super().create(**kwargs)
-        except ModelError:
+        except (ModelError, ConfigError):
             raise
         except Exception as exc:  # noqa: BLE001 - botocore's credential errors, raised while signing
             # the SDK's own "could not resolve (AWS) credentials from session", worded per version

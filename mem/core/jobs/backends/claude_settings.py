@@ -47,7 +47,7 @@ class Found(NamedTuple):
     options: dict | None = None
 
 
-def _label(src, env: Mapping[str, str]) -> str:
+def label(src, env: Mapping[str, str]) -> str:
     home = (env.get("HOME") or os.path.expanduser("~")).rstrip("/")
     path = src.path or "inline settings"
     return "~" + path[len(home):] if home and path.startswith(home + "/") else path
@@ -66,7 +66,7 @@ def merged_env(env: Mapping[str, str], cwd: str | None) -> tuple[dict[str, str],
             for key, value in block.items():
                 if isinstance(value, (str, int, float)) and not isinstance(value, bool):
                     merged[key] = str(value)
-                    where[key] = f"{_label(src, env)} env"
+                    where[key] = f"{label(src, env)} env"
                     where["scope:" + key] = src.name
     return merged, where, settings
 
@@ -87,7 +87,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
         source = f"{where['ANTHROPIC_API_KEY']} ANTHROPIC_API_KEY"
     elif helper_found is not None:
         helper = helper_found[0]
-        source = f"apiKeyHelper ({_label(helper_found[1], env)})"
+        source = f"apiKeyHelper ({label(helper_found[1], env)})"
         if run_helper:
             key = token = helper_key(helper, merged, cwd)
     else:
@@ -131,14 +131,16 @@ def origin(where: Mapping[str, str], key: str) -> str:
     return f"{where[key]} {key}" if key in where else f"env {key}"
 
 
-def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None) -> str:
-    """The helper's key, from the cache while it is fresh, else by running it (ConfigError when it fails:
-    the message never holds its output)."""
+def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None, *, what: str = "apiKeyHelper",
+               cache_name: str = CACHE_NAME, ttl_ms: int | None = None) -> str:
+    """The helper's key (``what``: the setting, for messages; awsCredentialExport's JSON uses it too), from
+    its cache while it is fresh, else by running it (ConfigError when it fails: the message never holds
+    its output)."""
     import hashlib
 
     digest = hashlib.sha256(command.encode("utf-8")).hexdigest()
-    ttl = _ttl_ms(env)
-    cache = _cache_path(env)
+    ttl = _ttl_ms(env) if ttl_ms is None else ttl_ms
+    cache = os.path.join(os.path.dirname(_cache_path(env)), cache_name)
     cached = _read_cache(cache)
     now_ms = int(time.time() * 1000)
     written = cached.get("written_ms", 0)
@@ -151,14 +153,14 @@ def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None) -> 
         done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, timeout=HELPER_TIMEOUT,
                               env=dict(env), cwd=cwd or None, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"apiKeyHelper did not answer within {HELPER_TIMEOUT:g}s") from None
+        raise ConfigError(f"{what} did not answer within {HELPER_TIMEOUT:g}s") from None
     except OSError as exc:
-        raise ConfigError(f"apiKeyHelper could not be run: {exc.strerror or type(exc).__name__}") from None
+        raise ConfigError(f"{what} could not be run: {exc.strerror or type(exc).__name__}") from None
     key = done.stdout.decode("utf-8", "replace").strip()
     if done.returncode != 0:
-        raise ConfigError(f"apiKeyHelper failed (exit {done.returncode})")
+        raise ConfigError(f"{what} failed (exit {done.returncode})")
     if not key:
-        raise ConfigError("apiKeyHelper printed nothing")
+        raise ConfigError(f"{what} printed nothing")
     if ttl > 0:
         _write_cache(cache, {"command": digest, "written_ms": now_ms, "key": key})
     return key

@@ -133,7 +133,7 @@ class VertexBackend(AnthropicBackend):
     def create(self, **kwargs: Any):
         try:
             return super().create(**kwargs)
-        except ModelError:
+        except (ModelError, ConfigError):
             raise
         except Exception as exc:  # noqa: BLE001 - google-auth's errors, raised while getting a token
             module = type(exc).__module__
