@@ -26,7 +26,7 @@ request is made; the recall hook only reads the variables.
 
 uses: errors (ConfigError), backends (ModelConfig, ModelError), backends.anthropic
 (AnthropicBackend), backends.claude_settings (merged_env, models, truthy, origin,
-refuse_project_endpoint); anthropic and boto3, only in ``make_client``
+refuse_project_endpoint, label, helper_key); anthropic and boto3, only in ``make_client``
 """
 
 from __future__ import annotations
