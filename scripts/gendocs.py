@@ -70,9 +70,20 @@ ENVIRONMENT = [
                           "token instead); without one recall, forget and dream work offline; extract, session "
                           "update and a remember that must place its memory exit 3."),
     ("ANTHROPIC_BASE_URL", "The Messages API server to call instead of Anthropic's."),
-    ("MEM_BACKEND", "The model backend: anthropic, claude-settings (Claude Code's settings env blocks and "
+    ("MEM_BACKEND", "The model backend: bedrock, vertex (Claude Code's Bedrock and Vertex set-ups), anthropic, "
+                    "claude-settings (Claude Code's settings env blocks and "
                     "apiKeyHelper) or openai (OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL, or qwen-code's "
                     "settings and .env files). Default: the first of these configured; mem model says which."),
+    ("CLAUDE_CODE_USE_BEDROCK", "1, true, yes or on (in the environment or a Claude Code settings env block): "
+                                "the model is on Amazon Bedrock, as for Claude Code (the mem[bedrock] extra): "
+                                "region AWS_REGION or AWS_DEFAULT_REGION; credentials AWS_BEARER_TOKEN_BEDROCK, "
+                                "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE, else "
+                                "boto3's chain; ANTHROPIC_BEDROCK_BASE_URL another endpoint; "
+                                "CLAUDE_CODE_SKIP_BEDROCK_AUTH no signing (a gateway signs)."),
+    ("CLAUDE_CODE_USE_VERTEX", "1, true, yes or on: the model is on Google Vertex AI, as for Claude Code (the "
+                               "mem[vertex] extra): region CLOUD_ML_REGION, project ANTHROPIC_VERTEX_PROJECT_ID, "
+                               "Google's application-default credentials (GOOGLE_APPLICATION_CREDENTIALS...); "
+                               "ANTHROPIC_VERTEX_BASE_URL another endpoint; CLAUDE_CODE_SKIP_VERTEX_AUTH no token."),
     ("OPENAI_BASE_URL", "An OpenAI-compatible chat-completions server (ending in /v1), with OPENAI_API_KEY "
                         "(none for a local server) and OPENAI_MODEL."),
     ("CLAUDE_CODE_API_KEY_HELPER_TTL_MS", "How long the output of Claude Code's apiKeyHelper is kept "

@@ -13,7 +13,8 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # Variables from the developer's shell that would change how mem resolves or behaves.
-_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_")
+_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_", "GCE_",
+                   "GOOGLE_")
 
 
 @pytest.fixture(autouse=True)
@@ -29,6 +30,12 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MEM_STATE_DIR", str(base / "state"))
     monkeypatch.setenv("MEM_MANAGED_SETTINGS", str(base / "no-managed-settings.json"))
     monkeypatch.setenv("NO_COLOR", "1")
+    # boto3's and google-auth's credential chains end by asking the cloud's metadata server (169.254.169.254):
+    # never from a test (loopback only): boto3 skips it; google-auth asks it whatever NO_GCE_CHECK says, so
+    # it asks a closed local port instead
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
@@ -173,3 +180,33 @@ def write_memories(memdir: Path, bodies: dict) -> None:
     for rel, body in bodies.items():
         write_memory(memdir, rel, name=rel[:-3], description=f"{rel[:-3]} under test", type="project", body=body)
     (memdir / "MEMORY.md").write_text("".join(f"- [{r[:-3]}]({r}) — under test\n" for r in bodies))
+
+
+@pytest.fixture
+def fake_bedrock(monkeypatch):
+    """A local Bedrock (tests/fakecloud.py); Claude Code's CLAUDE_CODE_USE_BEDROCK configuration points at it,
+    with AWS keys it knows (requests are SigV4-signed for real)."""
+    from fakecloud import FakeBedrock
+
+    api = FakeBedrock().start()
+    ((key, secret),) = api.keys.items()
+    for name, value in (("CLAUDE_CODE_USE_BEDROCK", "1"), ("AWS_REGION", api.region), ("AWS_ACCESS_KEY_ID", key),
+                        ("AWS_SECRET_ACCESS_KEY", secret), ("ANTHROPIC_BEDROCK_BASE_URL", api.url)):
+        monkeypatch.setenv(name, value)
+    yield api
+    api.stop()
+
+
+@pytest.fixture
+def fake_vertex(monkeypatch, tmp_path_factory):
+    """A local Vertex AI (tests/fakecloud.py) and its OAuth token endpoint; CLAUDE_CODE_USE_VERTEX points at it,
+    with a service-account file whose tokens it mints (google-auth signs and exchanges for real)."""
+    from fakecloud import FakeVertex
+
+    api = FakeVertex().start()
+    for name, value in (("CLAUDE_CODE_USE_VERTEX", "1"), ("CLOUD_ML_REGION", api.region),
+                        ("ANTHROPIC_VERTEX_PROJECT_ID", api.project), ("ANTHROPIC_VERTEX_BASE_URL", api.url + "/v1"),
+                        ("GOOGLE_APPLICATION_CREDENTIALS", api.service_account_file(tmp_path_factory.mktemp("gcp")))):
+        monkeypatch.setenv(name, value)
+    yield api
+    api.stop()

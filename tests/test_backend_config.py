@@ -92,7 +92,7 @@ def test_backend_choice_order(tmp_path):
     assert llm.find_credentials({**env, "MEM_BACKEND": "openai"}, cwd=str(tmp_path)).reason == "MEM_BACKEND"
     assert llm.find_credentials(env, "openai", cwd=str(tmp_path)).backend == "openai"
     with pytest.raises(ConfigError):
-        llm.find_credentials(env, "bedrock", cwd=str(tmp_path))
+        llm.find_credentials(env, "azure", cwd=str(tmp_path))
 
 
 # --- Claude Code --------------------------------------------------------------------------------

@@ -133,3 +133,18 @@ def test_the_tool_hook_imports_no_click_no_sdk_and_no_subprocess(memdir):
                         input=payload)
     assert "feedback_no_force_push.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert loaded == []
+
+
+def test_a_cloud_configuration_loads_no_cloud_sdk_until_a_request(monkeypatch):
+    # CLAUDE_CODE_USE_BEDROCK / _VERTEX are read from the environment and settings whenever a job asks
+    # whether a model is configured (the recall hook: every prompt); boto3 (~35 MB) and google-auth
+    # load only when a request is signed.
+    heavy = (*HEAVY, "boto3", "botocore", "google")
+    for switch in ({"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "us-east-1"},
+                   {"CLAUDE_CODE_USE_VERTEX": "1", "CLOUD_ML_REGION": "us-east5"}):
+        for name, value in switch.items():
+            monkeypatch.setenv(name, value)
+        out, loaded = probe("model", "--json", heavy=heavy)
+        assert json.loads(out)[0]["backend"] in ("bedrock", "vertex") and loaded == []
+        for name in switch:
+            monkeypatch.delenv(name)

@@ -9,8 +9,7 @@ import click
 from mem import render
 from mem.cli.common import format_options
 from mem.core.errors import ExitCode
-
-BACKENDS = ("anthropic", "claude-settings", "openai")
+from mem.core.jobs.backends import NAMES as BACKENDS
 
 
 def backend_option(f):
@@ -37,7 +36,9 @@ def model_cmd(ctx: click.Context, backend: str | None, fmt: str) -> None:
     """Show each job's backend and model, and where its key came from.
 
     The secret itself is never shown. Backends, detected in this order unless
-    --backend or MEM_BACKEND names one: anthropic (ANTHROPIC_API_KEY or
+    --backend or MEM_BACKEND names one: bedrock and vertex (Claude Code's
+    CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX, in the environment or its
+    settings' env blocks; the mem[bedrock] / mem[vertex] extras), anthropic (ANTHROPIC_API_KEY or
     ANTHROPIC_AUTH_TOKEN in the environment), claude-settings (Claude Code's
     settings: env blocks, apiKeyHelper), openai (OPENAI_API_KEY /
     OPENAI_BASE_URL, or qwen-code's ~/.qwen/settings.json and .env files).

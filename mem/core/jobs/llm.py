@@ -1,7 +1,10 @@
 """The one factory for models: jobs ask for a model by purpose (``model_for("recall")``).
 
 This module knows the rest. The backend is ``--backend`` / ``MEM_BACKEND``, else the first
-configured of ``DETECTION``: anthropic (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``, at
+configured of ``DETECTION``: bedrock and vertex (Claude Code's ``CLAUDE_CODE_USE_BEDROCK`` /
+``CLAUDE_CODE_USE_VERTEX``, in the environment or its settings' env blocks, ``backends.bedrock``,
+``backends.vertex``: first, because with either switch set Claude Code itself sends nothing to
+the Anthropic API, whatever key is also set), anthropic (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``, at
 ``ANTHROPIC_BASE_URL``), claude-settings (Claude Code's settings, ``backends.claude_settings``),
 openai (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``OPENAI_MODEL``, or qwen-code's provider,
 ``backends.qwen``). The model is ``--model``, then ``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...),
@@ -11,7 +14,7 @@ ConfigError). Each job's budget (output tokens, temperature, timeout, SDK retrie
 ``JOBS``. The calls go through the backend, which carries the model's window and output limit.
 
 uses: errors, backends (ModelConfig, ModelError), backends.anthropic, backends.openai,
-backends.claude_settings, backends.qwen
+backends.claude_settings, backends.qwen, backends.bedrock, backends.vertex
 """
 
 from __future__ import annotations
@@ -81,10 +84,11 @@ class Credentials(NamedTuple):
     source: str  # where the credentials came from: "env ANTHROPIC_API_KEY", "~/.qwen/settings.json ..."
     reason: str  # why this backend: "--backend", "MEM_BACKEND", "detected"
     recall_model: str | None = None  # the recall selector's model, when the configuration names one
+    options: dict | None = None  # a cloud backend's settings (ModelConfig.options); may hold secrets
 
 
 #: How backends are detected when neither --backend nor MEM_BACKEND names one, in this order.
-DETECTION = ("anthropic", "claude-settings", "openai")
+DETECTION = ("bedrock", "vertex", "anthropic", "claude-settings", "openai")
 
 
 def find_credentials(env: Mapping[str, str] | None = None, backend: str | None = None,
@@ -99,14 +103,28 @@ def find_credentials(env: Mapping[str, str] | None = None, backend: str | None =
     backend = backend or env.get("MEM_BACKEND") or None
     if backend is not None and backend not in DETECTION:
         raise ConfigError(f"no backend named {backend!r} ({reason}); backends: {', '.join(DETECTION)}")
+    seen: dict = {}  # Claude Code's merged environment, read once for bedrock and vertex
     for name in (backend,) if backend else DETECTION:
-        found = _credentials(name, env, cwd, run_helper)
+        found = _credentials(name, env, cwd, run_helper, seen)
         if found is not None:
             return found._replace(reason=reason)
     return None
 
 
-def _credentials(name: str, env: Mapping[str, str], cwd: str | None, run_helper: bool) -> Credentials | None:
+def _credentials(name: str, env: Mapping[str, str], cwd: str | None, run_helper: bool,
+                 seen: dict | None = None) -> Credentials | None:
+    if name in ("bedrock", "vertex"):
+        from mem.core.jobs.backends import bedrock, vertex
+        from mem.core.jobs.backends.claude_settings import merged_env
+
+        seen = {} if seen is None else seen
+        if "merged" not in seen:
+            seen["merged"] = merged_env(env, cwd)
+        cloud = (bedrock if name == "bedrock" else vertex).find(env, cwd, seen["merged"])
+        if cloud is None:
+            return None
+        return Credentials(name, cloud.api_key, None, cloud.base_url, cloud.model, cloud.source, "",
+                           cloud.recall_model, cloud.options)
     if name == "anthropic":
         key, token = env.get("ANTHROPIC_API_KEY") or None, env.get("ANTHROPIC_AUTH_TOKEN") or None
         if not (key or token):
@@ -147,7 +165,8 @@ def choose_model(purpose: str, override: str | None = None, env: Mapping[str, st
 
 
 NO_CREDENTIALS = ("no model credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or OPENAI_API_KEY / "
-                  "OPENAI_BASE_URL with OPENAI_MODEL, or configure Claude Code or qwen-code (see mem model); "
+                  "OPENAI_BASE_URL with OPENAI_MODEL, or CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX, "
+                  "or configure Claude Code or qwen-code (see mem model); "
                   "--model/MEM_MODEL choose the model")
 
 
@@ -167,6 +186,10 @@ def model_config(purpose: str, override: str | None = None, env: Mapping[str, st
                               "set OPENAI_MODEL or MEM_MODEL, or --model")
     else:
         model = choose_model(purpose, override, env, found.recall_model if purpose == "recall" else found.model)
+    if found.backend in ("bedrock", "vertex"):
+        from mem.core.jobs.backends import bedrock, vertex
+
+        (bedrock if found.backend == "bedrock" else vertex).require_extra(found.options or {})
     return ModelConfig(
         model=model,
         api_key=found.api_key,
@@ -178,6 +201,7 @@ def model_config(purpose: str, override: str | None = None, env: Mapping[str, st
         temperature=budget.temperature,
         backend=found.backend,
         source=found.source,
+        options=found.options,
     )
 
 
@@ -254,6 +278,14 @@ class Model:
 
 
 def _backend(config: ModelConfig):
+    if config.backend == "bedrock":
+        from mem.core.jobs.backends.bedrock import BedrockBackend
+
+        return BedrockBackend(config)
+    if config.backend == "vertex":
+        from mem.core.jobs.backends.vertex import VertexBackend
+
+        return VertexBackend(config)
     if config.backend == "openai":
         from mem.core.jobs.backends.openai import OpenAIBackend
 
@@ -315,4 +347,5 @@ def probe(backend: str, env: Mapping[str, str] | None = None, cwd: str | None = 
 def configured_backends(env: Mapping[str, str] | None = None, cwd: str | None = None) -> list[str]:
     """Every backend whose configuration is present here, in detection order."""
     env = os.environ if env is None else env
-    return [name for name in DETECTION if _credentials(name, env, cwd, False) is not None]
+    seen: dict = {}
+    return [name for name in DETECTION if _credentials(name, env, cwd, False, seen) is not None]

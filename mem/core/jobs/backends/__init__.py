@@ -1,6 +1,7 @@
 """The one interface every model backend speaks, and the types it shares with the jobs.
 
-A backend is one small module of this package (``anthropic``, ``openai``) with a class that
+A backend is one small module of this package (``anthropic``, ``openai``; ``bedrock`` and
+``vertex`` are the anthropic one with the SDK's Bedrock and Vertex clients) with a class that
 takes a ``ModelConfig`` and offers::
 
     backend.create(system=..., messages=[...], tools=[...], max_tokens=N,
@@ -30,7 +31,7 @@ from typing import Any, NamedTuple
 from mem.core.errors import MemError
 
 #: The backends by name, in the order detection tries them (see ``llm.choose_backend``).
-NAMES = ("anthropic", "claude-settings", "openai")
+NAMES = ("bedrock", "vertex", "anthropic", "claude-settings", "openai")
 
 
 class ModelError(MemError):
@@ -59,6 +60,9 @@ class ModelConfig(NamedTuple):
     source: str = ""
     #: the model's context window when configuration or the server said (None: budget's table)
     context_window: int | None = None
+    #: a cloud backend's own settings (bedrock: region, AWS keys or profile, skip_auth; vertex:
+    #: region, project_id, credentials_file, skip_auth); may hold secrets, like api_key
+    options: dict | None = None
 
 
 class Block:

@@ -39,28 +39,36 @@ class AnthropicBackend:
     def limits(self):
         from mem.core.jobs.budget import Limits, limits_for
 
-        found = limits_for(self.config.model)
+        found = limits_for(self.claude_name())
         if self.config.context_window:
             return Limits(self.config.context_window, min(found.max_output, self.config.context_window // 4))
         return found
+
+    def claude_name(self) -> str:
+        """The model's Claude name, for the limits table (a cloud's id is ``us.anthropic.claude-...-v1:0``...)."""
+        return self.config.model
 
     def client(self):
         if self._client is None:
             import anthropic  # heavy (~2 s cold): only on the path that calls a model
 
-            key, token = self.config.api_key, self.config.auth_token
-            # This SDK takes one credential; both (an apiKeyHelper's key, sent both ways as Claude
-            # Code sends it) go as the key and a bearer header of our own.
-            headers = {"authorization": f"Bearer {token}"} if key and token else None
-            self._client = anthropic.Anthropic(
-                api_key=key,
-                auth_token=None if key else token,
-                default_headers=headers,
-                base_url=self.config.base_url,
-                timeout=self.config.timeout,
-                max_retries=self.config.max_retries,
-            )
+            self._client = self.make_client(anthropic)
         return self._client
+
+    def make_client(self, anthropic: Any):
+        """The SDK client for this configuration (the Bedrock and Vertex backends make their own)."""
+        key, token = self.config.api_key, self.config.auth_token
+        # This SDK takes one credential; both (an apiKeyHelper's key, sent both ways as Claude
+        # Code sends it) go as the key and a bearer header of our own.
+        headers = {"authorization": f"Bearer {token}"} if key and token else None
+        return anthropic.Anthropic(
+            api_key=key,
+            auth_token=None if key else token,
+            default_headers=headers,
+            base_url=self.config.base_url,
+            timeout=self.config.timeout,
+            max_retries=self.config.max_retries,
+        )
 
     def create(self, **kwargs: Any):
         """``messages.create`` with the configured model; errors become ModelError."""

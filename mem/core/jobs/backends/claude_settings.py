@@ -43,9 +43,11 @@ class Found(NamedTuple):
     recall_model: str | None  # the recall selector's: ANTHROPIC_DEFAULT_SONNET_MODEL first
     source: str  # where the credentials came from, for people
     helper: str | None  # the apiKeyHelper command, when that is where the key comes from
+    #: a cloud backend's settings (bedrock: region, AWS keys...; vertex: region, project...)
+    options: dict | None = None
 
 
-def _label(src, env: Mapping[str, str]) -> str:
+def label(src, env: Mapping[str, str]) -> str:
     home = (env.get("HOME") or os.path.expanduser("~")).rstrip("/")
     path = src.path or "inline settings"
     return "~" + path[len(home):] if home and path.startswith(home + "/") else path
@@ -64,7 +66,7 @@ def merged_env(env: Mapping[str, str], cwd: str | None) -> tuple[dict[str, str],
             for key, value in block.items():
                 if isinstance(value, (str, int, float)) and not isinstance(value, bool):
                     merged[key] = str(value)
-                    where[key] = f"{_label(src, env)} env"
+                    where[key] = f"{label(src, env)} env"
                     where["scope:" + key] = src.name
     return merged, where, settings
 
@@ -85,7 +87,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
         source = f"{where['ANTHROPIC_API_KEY']} ANTHROPIC_API_KEY"
     elif helper_found is not None:
         helper = helper_found[0]
-        source = f"apiKeyHelper ({_label(helper_found[1], env)})"
+        source = f"apiKeyHelper ({label(helper_found[1], env)})"
         if run_helper:
             key = token = helper_key(helper, merged, cwd)
     else:
@@ -96,21 +98,49 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
         raise ConfigError(f"ANTHROPIC_BASE_URL in {where['ANTHROPIC_BASE_URL']} (the project's committed settings) "
                           f"would send the key from {source} to another server; set it in "
                           ".claude/settings.local.json, ~/.claude/settings.json or the environment")
+    model, recall_model = models(merged, settings)
+    return Found(key, token if not helper else key, merged.get("ANTHROPIC_BASE_URL") or None, model,
+                 recall_model, source, helper)
+
+
+def models(merged: Mapping[str, str], settings: Any) -> tuple[str | None, str | None]:
+    """(the model, the recall selector's model) Claude Code's configuration names, or None."""
     model_setting = settings.first("model", accept=lambda v: isinstance(v, str) and v != "")
     model = merged.get("ANTHROPIC_MODEL") or (model_setting[0] if model_setting else None) \
         or merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL")
-    return Found(key, token if not helper else key, merged.get("ANTHROPIC_BASE_URL") or None, model or None,
-                 merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL") or model or None, source, helper)
+    return model or None, merged.get("ANTHROPIC_DEFAULT_SONNET_MODEL") or model or None
 
 
-def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None) -> str:
-    """The helper's key, from the cache while it is fresh, else by running it (ConfigError when it fails:
-    the message never holds its output)."""
+def refuse_project_endpoint(where: Mapping[str, str], variable: str, what: str) -> None:
+    """ConfigError when ``variable`` (an endpoint) comes from the project's committed settings while the
+    user's own ``what`` would be sent there: Claude Code asks whether the folder is trusted first; mem
+    cannot ask, so it refuses."""
+    if where.get("scope:" + variable) == "project":
+        raise ConfigError(f"{variable} in {where[variable]} (the project's committed settings) would send {what} "
+                          "to another server; set it in .claude/settings.local.json, ~/.claude/settings.json "
+                          "or the environment")
+
+
+def truthy(value: str | None) -> bool:
+    """A switch such as CLAUDE_CODE_USE_BEDROCK, read as Claude Code reads it: 1, true, yes, on."""
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def origin(where: Mapping[str, str], key: str) -> str:
+    """Where ``key`` of the merged environment came from: "env KEY" or "<settings file> env KEY"."""
+    return f"{where[key]} {key}" if key in where else f"env {key}"
+
+
+def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None, *, what: str = "apiKeyHelper",
+               cache_name: str = CACHE_NAME, ttl_ms: int | None = None) -> str:
+    """The helper's key (``what``: the setting, for messages; awsCredentialExport's JSON uses it too), from
+    its cache while it is fresh, else by running it (ConfigError when it fails: the message never holds
+    its output)."""
     import hashlib
 
     digest = hashlib.sha256(command.encode("utf-8")).hexdigest()
-    ttl = _ttl_ms(env)
-    cache = _cache_path(env)
+    ttl = _ttl_ms(env) if ttl_ms is None else ttl_ms
+    cache = os.path.join(os.path.dirname(_cache_path(env)), cache_name)
     cached = _read_cache(cache)
     now_ms = int(time.time() * 1000)
     written = cached.get("written_ms", 0)
@@ -123,14 +153,14 @@ def helper_key(command: str, env: Mapping[str, str], cwd: str | None = None) -> 
         done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, timeout=HELPER_TIMEOUT,
                               env=dict(env), cwd=cwd or None, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"apiKeyHelper did not answer within {HELPER_TIMEOUT:g}s") from None
+        raise ConfigError(f"{what} did not answer within {HELPER_TIMEOUT:g}s") from None
     except OSError as exc:
-        raise ConfigError(f"apiKeyHelper could not be run: {exc.strerror or type(exc).__name__}") from None
+        raise ConfigError(f"{what} could not be run: {exc.strerror or type(exc).__name__}") from None
     key = done.stdout.decode("utf-8", "replace").strip()
     if done.returncode != 0:
-        raise ConfigError(f"apiKeyHelper failed (exit {done.returncode})")
+        raise ConfigError(f"{what} failed (exit {done.returncode})")
     if not key:
-        raise ConfigError("apiKeyHelper printed nothing")
+        raise ConfigError(f"{what} printed nothing")
     if ttl > 0:
         _write_cache(cache, {"command": digest, "written_ms": now_ms, "key": key})
     return key
