@@ -201,3 +201,39 @@ def test_recall_falls_back_when_the_backend_cannot_be_used(tmp_path, memdir, mon
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(settings.parent))
     r = recall.recall(MemoryDir(str(memdir)), "which indentation do I like", always_ask=True)
     assert (r.strategy, r.fallback_reason) == ("offline", "config") and "apiKeyHelper failed" in r.fallback_detail
+
+
+# --- a repository's own settings run nothing ------------------------------------------------------
+
+
+@pytest.mark.parametrize("settings_file", [".claude/settings.json", ".claude/settings.local.json"])
+def test_a_repositorys_settings_cannot_make_mem_run_a_command(tmp_path, settings_file, run_mem):
+    """A cloned repository's settings may name a helper, or point an SDK at a config that runs one:
+    `mem model`, an extract or the nightly dream in that project runs none of them."""
+    home, project, env = claude_home(tmp_path)
+    marker = tmp_path / "ran"
+    aws_config = project / "aws-config"
+    aws_config.write_text(f"[default]\ncredential_process = sh -c 'touch {marker}'\n")
+    gcp = project / "gcp.json"
+    gcp.write_text(json.dumps({"type": "external_account", "audience": "x", "subject_token_type": "x",
+                               "token_url": "http://127.0.0.1:9/token",
+                               "credential_source": {"executable": {"command": f"touch {marker}"}}}))
+    write_json(project / settings_file, {
+        "apiKeyHelper": f"touch {marker}; echo key",
+        "awsCredentialExport": f"touch {marker}",
+        "env": {"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": str(aws_config),
+                "AWS_SHARED_CREDENTIALS_FILE": str(aws_config), "AWS_PROFILE": "default",
+                "GOOGLE_APPLICATION_CREDENTIALS": str(gcp), "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES": "1"}})
+    with pytest.raises(ConfigError, match="is not run"):
+        llm.find_credentials({k: v for k, v in env.items()}, backend="claude-settings", cwd=str(project))
+    with pytest.raises(ConfigError, match="awsCredentialExport in .* is not run"):
+        llm.find_credentials(env, backend="bedrock", cwd=str(project))
+    # without the commands, the variables that would make an SDK run one are not taken from the repository
+    data = json.loads((project / settings_file).read_text())
+    del data["apiKeyHelper"], data["awsCredentialExport"]
+    write_json(project / settings_file, data)
+    found = llm.find_credentials(env, backend="bedrock", cwd=str(project))
+    assert found is not None and "AWS_PROFILE" not in found.source and "boto3's default chain" in found.source
+    for args in (("model", "--json"), ("model", "test"), ("extract", "--transcript", str(project / "none.jsonl"))):
+        run_mem(*args, env={**env, "PATH": os.environ["PATH"]}, cwd=str(project))
+    assert not marker.exists()

@@ -50,7 +50,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     """Claude Code's Bedrock configuration (``claude_settings.Found`` with ``options``), or None
     when ``CLAUDE_CODE_USE_BEDROCK`` is not set. Never runs anything; the secrets are in
     ``api_key`` and ``options``, never in ``source``."""
-    from mem.core.jobs.backends.claude_settings import (Found, label, merged_env, models, origin,
+    from mem.core.jobs.backends.claude_settings import (Found, command_setting, label, merged_env, models, origin,
                                                           refuse_project_endpoint, truthy)
 
     merged, where, settings = merged or merged_env(env, cwd)  # ``merged``: merged_env's answer, when known
@@ -64,7 +64,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     options: dict[str, Any] = {"region": get(region_key) if region_key else None,
                                "skip_auth": truthy(merged.get("CLAUDE_CODE_SKIP_BEDROCK_AUTH"))}
     token = None
-    export = settings.first("awsCredentialExport", accept=lambda v: isinstance(v, str) and v.strip() != "")
+    export = command_setting(settings, "awsCredentialExport")
     if options["skip_auth"]:
         auth = f"no AWS auth ({origin(where, 'CLAUDE_CODE_SKIP_BEDROCK_AUTH')})"
     elif get("AWS_BEARER_TOKEN_BEDROCK"):

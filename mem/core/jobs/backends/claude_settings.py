@@ -53,6 +53,26 @@ def label(src, env: Mapping[str, str]) -> str:
     return "~" + path[len(home):] if home and path.startswith(home + "/") else path
 
 
+#: Settings files that live in the project's directory, so a cloned repository may have written them.
+#: Claude Code applies them once the user has said the folder is trusted; mem cannot ask, so from
+#: them it takes only variables that choose a model, a region or a switch (``PROJECT_ENV``), and the
+#: endpoints, which ``find`` refuses to pair with the user's own key. Never a command to run
+#: (apiKeyHelper, awsCredentialExport) nor a variable that makes an SDK run one or read a file of
+#: the repository's choosing (AWS_CONFIG_FILE with credential_process, GOOGLE_APPLICATION_CREDENTIALS
+#: with an executable source, AWS_PROFILE...).
+PROJECT_SOURCES = ("local", "project")
+#: Where a command may come from: the managed policy, the user's own settings, a file given with --settings.
+COMMAND_SOURCES = ("policy", "flag", "user")
+PROJECT_ENV = frozenset({
+    "ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+    "AWS_REGION", "AWS_DEFAULT_REGION", "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID",
+    "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",  # the project's own key: it can only spend its own money
+    "ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL",  # refused with a user's key
+})
+
+
 def merged_env(env: Mapping[str, str], cwd: str | None) -> tuple[dict[str, str], dict[str, str], Any]:
     """(the environment as Claude Code sees it, key -> the settings file that set it, the Settings)."""
     from mem.core.paths import load_settings, project_root
@@ -64,6 +84,8 @@ def merged_env(env: Mapping[str, str], cwd: str | None) -> tuple[dict[str, str],
         block = src.data.get("env") if src.data else None
         if isinstance(block, dict):
             for key, value in block.items():
+                if src.name in PROJECT_SOURCES and key not in PROJECT_ENV:
+                    continue
                 if isinstance(value, (str, int, float)) and not isinstance(value, bool):
                     merged[key] = str(value)
                     where[key] = f"{label(src, env)} env"
@@ -77,7 +99,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
     ``run_helper=False`` only says whether a helper is configured (its key is then None).
     """
     merged, where, settings = merged_env(env, cwd)
-    helper_found = settings.first("apiKeyHelper", accept=lambda v: isinstance(v, str) and v.strip() != "")
+    helper_found = command_setting(settings, "apiKeyHelper")
     token = merged.get("ANTHROPIC_AUTH_TOKEN") if "ANTHROPIC_AUTH_TOKEN" in where else None
     key = merged.get("ANTHROPIC_API_KEY") if "ANTHROPIC_API_KEY" in where else None
     helper = None
@@ -101,6 +123,21 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
     model, recall_model = models(merged, settings)
     return Found(key, token if not helper else key, merged.get("ANTHROPIC_BASE_URL") or None, model,
                  recall_model, source, helper)
+
+
+def command_setting(settings: Any, key: str):
+    """(command, source) of a setting that names a command to run, from the sources a user owns only;
+    ConfigError when only the project's own settings name one (it is never run)."""
+    def named(v: object) -> bool:
+        return isinstance(v, str) and v.strip() != ""
+
+    found = settings.first(key, names=COMMAND_SOURCES, accept=named)
+    if found is None:
+        planted = settings.first(key, names=PROJECT_SOURCES, accept=named)
+        if planted is not None:
+            raise ConfigError(f"{key} in {planted[1].path} (the project's settings) is not run: mem runs no command "
+                              f"a repository names; set it in ~/.claude/settings.json")
+    return found
 
 
 def models(merged: Mapping[str, str], settings: Any) -> tuple[str | None, str | None]:
