@@ -1,10 +1,13 @@
-"""Transcripts of Claude Code, qwen-code, or a plain ``{role, content}`` JSONL → one message model.
+"""Transcripts of Claude Code, qwen-code, Codex CLI, Gemini CLI, or a plain ``{role, content}`` JSONL → one message model.
 
 Claude Code writes one JSON object per line: ``user`` / ``assistant`` lines
 (one content block per line; blocks of one API message share ``message.id``),
 ``attachment`` lines, ``system`` lines (``compact_boundary``), and bookkeeping
 lines without a uuid. qwen-code writes Gemini-shaped ``parts``. A plain JSONL
 of ``{"role": ..., "content": ...}`` is accepted for other agents and scripts.
+Codex CLI's rollouts and Gemini CLI's chat recordings are read by
+mem/clients/codex.py and mem/clients/gemini.py (a Gemini recording as a whole:
+it is a log of updates).
 Malformed lines are skipped, never fatal: transcripts are written while we read.
 """
 
@@ -15,14 +18,18 @@ import os
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from mem.clients import codex, gemini
 from mem.core.messages import _NO_INPUT, Block, Message  # noqa: F401  (re-exported: the readers' model)
+
+#: Clients read by a module of their own (mem/clients/), by the format name they give.
+CLIENT_READERS = {c.FORMAT: c for c in (codex, gemini)}
 
 #: Tools that write files, by client: the names that count as "the agent wrote memory".
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "write_file", "edit", "replace", "NotebookEdit"})
 
 
 class Transcript(NamedTuple):
-    format: str  # claude | qwen | plain | empty
+    format: str  # claude | qwen | codex | gemini | plain | empty
     messages: list[Message]
     session_id: str | None = None
     skipped_lines: int = 0
@@ -34,7 +41,8 @@ class Transcript(NamedTuple):
             from mem.core.errors import UsageError
 
             some = "its line is not" if self.lines == 1 else f"none of its {self.lines} lines is"
-            raise UsageError(f"{source} is not a transcript: {some} Claude Code, qwen-code or {{role, content}} JSON")
+            raise UsageError(f"{source} is not a transcript: {some} Claude Code, qwen-code, "
+                             "Codex CLI, Gemini CLI or {role, content} JSON")
         return self
 
     def index_of(self, uuid: str | None) -> int | None:
@@ -131,6 +139,7 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
     session_id = None
     skipped = read = 0
     torn = False  # the last line read did not parse: perhaps still being written
+    whole: list[tuple[int, dict]] = []  # records of a client read as a whole file, not one at a time
     for n, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", "replace")
@@ -152,6 +161,12 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
         if first_fmt == "empty" and line_fmt != "unknown":
             first_fmt = line_fmt
         session_id = session_id or obj.get("sessionId") or obj.get("session_id")
+        client = CLIENT_READERS.get(line_fmt)
+        if client is not None:
+            session_id = session_id or client.session_id(obj)
+            if client.WHOLE_FILE:
+                whole.append((n, obj))  # a log of updates: read once it is all in (mem/clients/gemini.py)
+                continue
         try:
             parsed = _parse_object(obj, line_fmt)
         except (TypeError, AttributeError, ValueError):
@@ -164,6 +179,11 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
             # bookkeeping lines have a uuid and no message, and would read as Claude's.
             if fmt == "empty":
                 fmt = line_fmt
+    if whole:
+        client = CLIENT_READERS[detect_format(whole[0][1])]
+        recorded, session_id = client.parse_records(whole)
+        messages.extend(recorded)
+        fmt = client.FORMAT if fmt == "empty" and recorded else fmt
     return Transcript(fmt if fmt != "empty" else first_fmt, messages, session_id, skipped, read - torn)
 
 
@@ -173,6 +193,9 @@ CLAUDE_BOOKKEEPING = frozenset({"queue-operation", "last-prompt", "mode", "summa
 
 
 def detect_format(obj: dict) -> str:
+    for client in CLIENT_READERS.values():
+        if client.is_record(obj):
+            return client.FORMAT
     msg = obj.get("message")
     if isinstance(msg, dict) and "parts" in msg:
         return "qwen"
@@ -184,6 +207,9 @@ def detect_format(obj: dict) -> str:
 
 
 def _parse_object(obj: dict, fmt: str) -> list[Message]:
+    client = CLIENT_READERS.get(fmt)
+    if client is not None:
+        return client.parse(obj)
     if fmt == "qwen":
         return _parse_qwen(obj)
     if fmt == "claude":
@@ -192,8 +218,8 @@ def _parse_object(obj: dict, fmt: str) -> list[Message]:
         role = obj.get("role")
         role = "assistant" if role in ("assistant", "model") else "system" if role == "system" else "user"
         content = obj.get("content", obj.get("parts"))
-        gemini = isinstance(content, list) and content and isinstance(content[0], dict) and "type" not in content[0]
-        blocks = _qwen_blocks(content) if gemini else _claude_blocks(content)
+        gemini_parts = isinstance(content, list) and content and isinstance(content[0], dict) and "type" not in content[0]
+        blocks = _qwen_blocks(content) if gemini_parts else _claude_blocks(content)
         return [Message(obj.get("uuid") or obj.get("id"), role, blocks, timestamp=obj.get("timestamp"))]
     return []
 
@@ -367,7 +393,7 @@ def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
 
 
 #: Keys of a tool call's input that name what it acts on, most telling first.
-_TARGET_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "command", "pattern", "url", "query",
+_TARGET_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "command", "cmd", "pattern", "url", "query",
                 "description", "prompt")
 
 

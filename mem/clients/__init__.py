@@ -1,0 +1,6 @@
+"""One module per agent: what mem knows of each client's files (DESIGN: mem/clients/).
+
+Today: codex (Codex CLI's session rollouts, its AGENTS.md) and gemini (Gemini
+CLI's chat recordings, its GEMINI.md). Claude Code and qwen-code still live in
+core (transcripts.py, paths.py) until they move here.
+"""

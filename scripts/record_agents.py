@@ -1,0 +1,110 @@
+"""Record a Codex CLI or Gemini CLI session into tests/fixtures/<client>-<version>/.
+
+    unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py codex 0.171.0'
+    unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py gemini 0.61.0'
+
+The client is installed from npm into the e2e cache (``$MEM_E2E_CACHE``,
+default ``~/.cache/mem-e2e``) the first time, then runs headless once in a
+throwaway HOME and git repository against tests/e2e/fakeagents.py (Codex: a
+model provider whose base_url is the server, Responses API; Gemini CLI:
+``GOOGLE_GEMINI_BASE_URL``). The scripted session plants three facts: one in
+the prompt, one in a file the model reads with the client's own tool (so it
+comes back as a tool result), one in the model's last answer. Kept: the files
+the client wrote under HOME (session files, not its databases or bundled
+skills), the requests it sent (``requests.json``), stdout and stderr. Paths
+are moved to /home/dev/<client>-run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.e2e.fakeagents import FakeAgents, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(os.environ.get("MEM_E2E_CACHE") or "~/.cache/mem-e2e").expanduser()
+PACKAGES = {"codex": "@openai/codex", "gemini": "@google/gemini-cli"}
+FIXTURE_NAMES = {"codex": "codex", "gemini": "gemini-cli"}
+FACTS = {
+    "prompt": "We deploy with the blue-heron script; never run it on Fridays.",
+    "file": "The CI runner image is quartz-7 and it needs 8 GB of RAM.",
+    "answer": "Noted: the staging database is named tern-42.",
+}
+#: What is kept of the client's home: its session files, never its SQLite state or bundled skills.
+KEEP = {"codex": ("sessions/",), "gemini": ("tmp/", "projects.json")}
+
+
+def install(client: str, version: str) -> Path:
+    prefix = CACHE / f"{client}-{version}"
+    exe = prefix / "node_modules" / ".bin" / client
+    if not exe.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix),
+                        f"{PACKAGES[client]}@{version}"], check=True, stdout=subprocess.DEVNULL)
+    return exe
+
+
+def record(client: str, version: str) -> Path:
+    exe = install(client, version)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{client}-run-"))
+    home, repo = tmp / "home", tmp / "repo"
+    home.mkdir()
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "NOTES.txt").write_text(FACTS["file"] + "\n")
+    srv = FakeAgents().start()
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8"}
+    prompt = f"{FACTS['prompt']} Read NOTES.txt and remember what it says."
+    if client == "codex":
+        srv.replies += [Reply(tool=("exec_command", {"cmd": "cat NOTES.txt"})), Reply(text=FACTS["answer"])]
+        config = home / ".codex"
+        config.mkdir()
+        (config / "config.toml").write_text(
+            'model = "gpt-5-codex"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\n'
+            f'base_url = "{srv.url}/v1"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n')
+        env.update(CODEX_HOME=str(config), FAKE_API_KEY="sk-fake")
+        argv = [str(exe), "exec", "--skip-git-repo-check", "-s", "danger-full-access", prompt]
+    else:
+        srv.replies += [Reply(tool=("read_file", {"file_path": "NOTES.txt"})), Reply(text=FACTS["answer"])]
+        config = home / ".gemini"
+        config.mkdir()
+        (config / "settings.json").write_text(json.dumps({
+            "security": {"auth": {"selectedType": "gemini-api-key"}}, "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False}, "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}))
+        env.update(GEMINI_API_KEY="fake-key", GOOGLE_GEMINI_BASE_URL=srv.url, GEMINI_CLI_TRUST_WORKSPACE="true")
+        argv = [str(exe), "-m", "gemini-2.5-pro", "-y", "-p", prompt]
+    run = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=180,
+                         stdin=subprocess.DEVNULL)
+    srv.stop()
+    out = ROOT / "tests" / "fixtures" / f"{FIXTURE_NAMES[client]}-{version}"
+    shutil.rmtree(out, ignore_errors=True)
+    fixed = f"/home/dev/{client}-run"
+
+    def relocate(text: str) -> str:
+        return text.replace(str(tmp), fixed)
+
+    dot = config.name
+    for path in sorted(config.rglob("*")):
+        rel = path.relative_to(config).as_posix()
+        if path.is_file() and rel.startswith(KEEP[client]):
+            dest = out / "home" / dot / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(relocate(path.read_text()))
+    (out / "stdout.txt").write_text(relocate(run.stdout))
+    (out / "stderr.txt").write_text(relocate(run.stderr))
+    (out / "requests.json").write_text(relocate(json.dumps(srv.requests, indent=1)) + "\n")
+    (out / "meta.json").write_text(json.dumps({"client": PACKAGES[client], "version": version, "argv": argv[1:],
+                                               "returncode": run.returncode, "facts": FACTS,
+                                               "home": f"{fixed}/home", "repo": f"{fixed}/repo"}, indent=1) + "\n")
+    shutil.rmtree(tmp)
+    return out
+
+
+if __name__ == "__main__":
+    print(record(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,80 @@
+"""`mem extract --transcript` on sessions recorded from the real Codex CLI and Gemini CLI.
+
+The fixtures were written by the clients themselves (scripts/record_agents.py,
+headless against tests/e2e/fakeagents.py on loopback): each plants a fact in the
+prompt, one in a file the model read with the client's own tool, and one in the
+model's answer. Every one must reach the extraction model (tests/fakeapi.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fakeapi import first_user_text
+from mem.core.jobs import extract as ex
+from mem.core.memdir.store import MemoryDir
+from mem.core.transcripts import parse_lines, read_transcript
+
+FIX = Path(__file__).parent / "fixtures"
+SESSIONS = {
+    "codex": next((FIX / "codex-0.171.0" / "home" / ".codex" / "sessions").rglob("rollout-*.jsonl")),
+    "gemini": next((FIX / "gemini-cli-0.61.0" / "home" / ".gemini" / "tmp").rglob("session-*.jsonl")),
+}
+FACTS = ("blue-heron script; never run it on Fridays", "quartz-7 and it needs 8 GB of RAM",
+         "staging database is named tern-42")
+
+
+@pytest.mark.parametrize("client", sorted(SESSIONS))
+def test_every_planted_fact_reaches_the_model(client, fake_api, memdir):
+    fake_api.reply_text("Nothing.")
+    result = ex.extract(ex.ExtractRequest(MemoryDir(memdir), transcript=str(SESSIONS[client])))
+    prompt = first_user_text(fake_api.requests[0]["body"])
+    for fact in FACTS:
+        assert fact in prompt, (client, fact)
+    assert result.session and result.cursor_after
+    # the client's own context is not conversation: no system prompt, environment or skills list
+    for injected in ("<environment_context>", "<session_context>", "<skills_instructions>", "You are a coding agent"):
+        assert injected not in prompt
+
+
+@pytest.mark.parametrize("client", sorted(SESSIONS))
+def test_a_second_run_sends_nothing_new(client, fake_api, memdir):
+    fake_api.reply_text("Nothing.")
+    ex.extract(ex.ExtractRequest(MemoryDir(memdir), transcript=str(SESSIONS[client])))
+    again = ex.extract(ex.ExtractRequest(MemoryDir(memdir), transcript=str(SESSIONS[client])))
+    assert again.messages == 0 and len(fake_api.requests) == 1
+
+
+def test_codex_rollout_reads_as_calls_and_results():
+    t = read_transcript(str(SESSIONS["codex"]))
+    assert t.format == "codex" and t.session_id == "01a21ab2-ad9e-77b3-99eb-3d27af0807b0"
+    (call,) = [b for m in t.messages for b in m.tool_uses()]
+    assert (call.name, call.input) == ("exec_command", {"cmd": "cat NOTES.txt"})
+    (result,) = [b for m in t.messages for b in m.blocks if b.type == "tool_result"]
+    assert result.id == call.id and "quartz-7" in result.text
+    assert [m.text for m in t.messages if m.is_human] == [
+        "We deploy with the blue-heron script; never run it on Fridays. Read NOTES.txt and remember what it says."]
+
+
+def test_gemini_recording_is_read_as_the_client_loads_it():
+    t = read_transcript(str(SESSIONS["gemini"]))
+    assert t.format == "gemini" and t.session_id == "d5588907-163c-47d5-8e0a-9bba212f0e6b"
+    # the tool call's message is written twice (before and after its result): read once;
+    # its result is written twice (in the call and as a user record): read once
+    assert [b.name for m in t.messages for b in m.tool_uses()] == ["read_file"]
+    assert sum(b.type == "tool_result" for m in t.messages for b in m.blocks) == 1
+    assert [m.role for m in t.messages if m.kind != "meta"] == ["user", "assistant", "user", "assistant"]
+
+
+def test_gemini_rewind_drops_the_message_and_what_followed():
+    lines = [json.dumps({"sessionId": "s", "projectHash": "h", "startTime": "t"}),
+             json.dumps({"id": "1", "type": "user", "content": [{"text": "keep me"}]}),
+             json.dumps({"id": "2", "type": "user", "content": [{"text": "rewound away"}]}),
+             json.dumps({"id": "3", "type": "gemini", "content": "also gone"}),
+             json.dumps({"$rewindTo": "2"}),
+             json.dumps({"id": "4", "type": "user", "content": "after the rewind"})]
+    t = parse_lines(lines)
+    assert [m.text for m in t.messages] == ["keep me", "after the rewind"]
