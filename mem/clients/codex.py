@@ -21,6 +21,8 @@ from typing import Any
 
 from mem.core.messages import Block, Message
 
+#: The instructions file the client loads from the project (``mem prompt --client codex --write``).
+INSTRUCTIONS_FILE = "AGENTS.md"
 FORMAT = "codex"
 WHOLE_FILE = False  # each line is read alone
 #: Rollout line types (RolloutItem): a record with one of these and a payload is Codex's.
@@ -29,7 +31,6 @@ LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_cont
 #: How the user-role messages Codex injects begin (its context, not what a person typed).
 INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<skills_instructions>",
             "<user_shell_command>", "<turn_aborted>", "<permissions instructions>", "<collaboration_mode>")
-SESSIONS = "sessions"
 
 
 def is_record(obj: dict) -> bool:

@@ -23,6 +23,8 @@ from typing import Any
 
 from mem.core.messages import Block, Message
 
+#: The instructions file the client loads from the project (``mem prompt --client gemini --write``).
+INSTRUCTIONS_FILE = "GEMINI.md"
 FORMAT = "gemini"
 WHOLE_FILE = True  # a log of updates: read with parse_records once it is all in
 TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
