@@ -2,6 +2,7 @@
 
     unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py codex 0.171.0'
     unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py gemini 0.61.0'
+    unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py codex 0.171.0 hooks'
 
 The client is installed from npm into the e2e cache (``$MEM_E2E_CACHE``,
 default ``~/.cache/mem-e2e``) the first time, then runs headless once in a
@@ -13,6 +14,12 @@ comes back as a tool result), one in the model's last answer. Kept: the files
 the client wrote under HOME (session files, not its databases or bundled
 skills), the requests it sent (``requests.json``), stdout and stderr. Paths
 are moved to /home/dev/<client>-run.
+
+The ``hooks`` scenario (Codex) runs mem's own hooks in Codex's ``hooks.json``
+(``mem prompt --hook --mode full``, ``mem recall --hook``, ``mem extract --hook``,
+with ``--dangerously-bypass-hook-trust``: Codex skips hooks nobody has trusted)
+against a seeded memory and tests/fakeapi.py for extraction, and keeps each
+hook's stdin, stdout and stderr under ``hooks/``.
 """
 
 from __future__ import annotations
@@ -50,7 +57,38 @@ def install(client: str, version: str) -> Path:
     return exe
 
 
-def record(client: str, version: str) -> Path:
+def mem_hooks(root: Path, home: Path, repo: Path) -> tuple[dict, Path, dict]:
+    """Codex hooks.json entries running this tree's mem, each through a recorder; a seeded memory."""
+    from mem.core.paths import sanitize_path
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakeapi import FakeAnthropic
+
+    memdir = home / ".claude" / "projects" / sanitize_path(os.path.realpath(repo)) / "memory"
+    memdir.mkdir(parents=True)
+    (memdir / "staging-deploys.md").write_text("---\nname: staging-deploys\ndescription: staging deploys fail on "
+                                               "migration timeouts\ntype: project\n---\n\nRerun the staging deploy "
+                                               "with MIGRATION_TIMEOUT=900.\n")
+    (memdir / "MEMORY.md").write_text("- [Staging deploys](staging-deploys.md) — fail on migration timeouts\n")
+    logs = root / "hooks"
+    logs.mkdir()
+    mem = f"{sys.executable} -m mem"
+    commands = {"SessionStart": f"{mem} prompt --hook --mode full", "UserPromptSubmit": f"{mem} recall --hook",
+                "Stop": f"{mem} extract --hook"}
+    entries = {}
+    for event, command in commands.items():
+        script = root / f"{event}.sh"
+        script.write_text(f"#!/bin/sh\ntee {logs}/{event}.json | PYTHONPATH={ROOT} {command} 2>{logs}/{event}.stderr"
+                          f" | tee {logs}/{event}.out\n")
+        script.chmod(0o755)
+        entries[event] = [{"hooks": [{"type": "command", "command": str(script)}]}]
+    api = FakeAnthropic().start()
+    api.reply_text("Nothing.")
+    env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key-not-a-secret",
+           "MEM_STATE_DIR": str(root / "state")}
+    return {"hooks": entries}, logs, env
+
+
+def record(client: str, version: str, scenario: str = "") -> Path:
     exe = install(client, version)
     tmp = Path(tempfile.mkdtemp(prefix=f"{client}-run-"))
     home, repo = tmp / "home", tmp / "repo"
@@ -61,6 +99,11 @@ def record(client: str, version: str) -> Path:
     srv = FakeAgents().start()
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8"}
     prompt = f"{FACTS['prompt']} Read NOTES.txt and remember what it says."
+    logs = None
+    if scenario == "hooks":
+        hooks, logs, hook_env = mem_hooks(tmp, home, repo)
+        env.update(hook_env)
+        prompt = "Why do staging deploys time out?"
     if client == "codex":
         srv.replies += [Reply(tool=("exec_command", {"cmd": "cat NOTES.txt"})), Reply(text=FACTS["answer"])]
         config = home / ".codex"
@@ -70,6 +113,10 @@ def record(client: str, version: str) -> Path:
             f'base_url = "{srv.url}/v1"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n')
         env.update(CODEX_HOME=str(config), FAKE_API_KEY="sk-fake")
         argv = [str(exe), "exec", "--skip-git-repo-check", "-s", "danger-full-access", prompt]
+        if logs:
+            (config / "hooks.json").write_text(json.dumps(hooks, indent=1))
+            argv[2:2] = ["--dangerously-bypass-hook-trust"]
+            srv.replies[:] = [Reply(text=FACTS["answer"])]
     else:
         srv.replies += [Reply(tool=("read_file", {"file_path": "NOTES.txt"})), Reply(text=FACTS["answer"])]
         config = home / ".gemini"
@@ -82,12 +129,14 @@ def record(client: str, version: str) -> Path:
     run = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=180,
                          stdin=subprocess.DEVNULL)
     srv.stop()
-    out = ROOT / "tests" / "fixtures" / f"{FIXTURE_NAMES[client]}-{version}"
-    shutil.rmtree(out, ignore_errors=True)
+    out = ROOT / "tests" / "fixtures" / f"{FIXTURE_NAMES[client]}-{version}" / (scenario or "")
+    shutil.rmtree(out / "home", ignore_errors=True)
     fixed = f"/home/dev/{client}-run"
 
+    from mem.core.paths import sanitize_path
+
     def relocate(text: str) -> str:
-        return text.replace(str(tmp), fixed)
+        return text.replace(str(tmp), fixed).replace(sanitize_path(str(tmp)), sanitize_path(fixed))
 
     dot = config.name
     for path in sorted(config.rglob("*")):
@@ -96,6 +145,11 @@ def record(client: str, version: str) -> Path:
             dest = out / "home" / dot / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(relocate(path.read_text()))
+    if logs:
+        shutil.rmtree(out / "hooks", ignore_errors=True)
+        (out / "hooks").mkdir(parents=True)
+        for f in sorted(logs.iterdir()):
+            (out / "hooks" / f.name).write_text(relocate(f.read_text()))
     (out / "stdout.txt").write_text(relocate(run.stdout))
     (out / "stderr.txt").write_text(relocate(run.stderr))
     (out / "requests.json").write_text(relocate(json.dumps(srv.requests, indent=1)) + "\n")
@@ -107,4 +161,4 @@ def record(client: str, version: str) -> Path:
 
 
 if __name__ == "__main__":
-    print(record(sys.argv[1], sys.argv[2]))
+    print(record(*sys.argv[1:4]))

@@ -78,3 +78,38 @@ def test_gemini_rewind_drops_the_message_and_what_followed():
              json.dumps({"id": "4", "type": "user", "content": "after the rewind"})]
     t = parse_lines(lines)
     assert [m.text for m in t.messages] == ["keep me", "after the rewind"]
+
+
+HOOKS = FIX / "codex-0.171.0" / "hooks" / "hooks"
+
+
+def _payload(event: str, **changes: str) -> str:
+    payload = json.loads((HOOKS / f"{event}.json").read_text())
+    return json.dumps({**payload, **changes})
+
+
+def test_codex_stop_hook_payload_extracts_its_rollout(fake_api, memdir, run_mem, tmp_path):
+    # Codex's Stop payload names the rollout in transcript_path, as Claude Code's names its transcript
+    rollout = tmp_path / "rollout.jsonl"
+    rollout.write_bytes(SESSIONS["codex"].read_bytes())
+    fake_api.reply_text("Nothing.")
+    r = run_mem("extract", "--hook", input=_payload("Stop", transcript_path=str(rollout), cwd=str(tmp_path)))
+    assert r.returncode == 0, r.stderr
+    prompt = first_user_text(fake_api.requests[0]["body"])
+    assert all(fact in prompt for fact in FACTS)
+
+
+def test_codex_user_prompt_hook_gets_the_memory_as_context(memdir, run_mem, tmp_path):
+    (memdir / "staging-deploys.md").write_text("---\nname: staging-deploys\ndescription: staging deploys fail on "
+                                               "migration timeouts\ntype: project\n---\n\nRerun with MIGRATION_TIMEOUT=900.\n")
+    r = run_mem("recall", "--hook", "--offline", input=_payload("UserPromptSubmit", cwd=str(tmp_path)))
+    out = json.loads(r.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "UserPromptSubmit" and "MIGRATION_TIMEOUT=900" in out["additionalContext"]
+
+
+def test_hook_context_codex_recorded_is_meta_not_conversation():
+    # what mem's hooks added reaches the model as developer messages; extraction does not read them back
+    t = read_transcript(str(next((FIX / "codex-0.171.0" / "hooks" / "home").rglob("rollout-*.jsonl"))))
+    meta = "\n".join(b.text for m in t.messages if m.kind == "meta" for b in m.blocks)
+    assert "MIGRATION_TIMEOUT=900" in meta
+    assert all("MIGRATION_TIMEOUT=900" not in m.text for m in t.messages if m.kind != "meta")
