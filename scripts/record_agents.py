@@ -3,6 +3,7 @@
     unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py codex 0.171.0'
     unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py gemini 0.61.0'
     unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py codex 0.171.0 hooks'
+    unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py gemini 0.61.0 hooks'
 
 The client is installed from npm into the e2e cache (``$MEM_E2E_CACHE``,
 default ``~/.cache/mem-e2e``) the first time, then runs headless once in a
@@ -15,9 +16,10 @@ the client wrote under HOME (session files, not its databases or bundled
 skills), the requests it sent (``requests.json``), stdout and stderr. Paths
 are moved to /home/dev/<client>-run.
 
-The ``hooks`` scenario (Codex) runs mem's own hooks in Codex's ``hooks.json``
-(``mem prompt --hook --mode full``, ``mem recall --hook``, ``mem extract --hook``,
-with ``--dangerously-bypass-hook-trust``: Codex skips hooks nobody has trusted)
+The ``hooks`` scenario runs mem's own hooks (``mem prompt --hook --mode full``,
+``mem recall --hook``, ``mem extract --hook``) in Codex's ``hooks.json`` (with
+``--dangerously-bypass-hook-trust``: Codex skips hooks nobody has trusted) or
+Gemini CLI's settings.json (SessionStart, BeforeAgent, AfterAgent)
 against a seeded memory and tests/fakeapi.py for extraction, and keeps each
 hook's stdin, stdout and stderr under ``hooks/``.
 """
@@ -126,6 +128,12 @@ def record(client: str, version: str, scenario: str = "") -> Path:
             "telemetry": {"enabled": False}, "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}))
         env.update(GEMINI_API_KEY="fake-key", GOOGLE_GEMINI_BASE_URL=srv.url, GEMINI_CLI_TRUST_WORKSPACE="true")
         argv = [str(exe), "-m", "gemini-2.5-pro", "-y", "-p", prompt]
+        if logs:
+            settings = json.loads((config / "settings.json").read_text())
+            aliases = {"UserPromptSubmit": "BeforeAgent", "Stop": "AfterAgent"}
+            settings["hooks"] = {aliases.get(e, e): entries for e, entries in hooks["hooks"].items()}
+            (config / "settings.json").write_text(json.dumps(settings, indent=1))
+            srv.replies[:] = [Reply(text=FACTS["answer"])]
     run = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=180,
                          stdin=subprocess.DEVNULL)
     srv.stop()

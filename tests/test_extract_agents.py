@@ -113,3 +113,42 @@ def test_hook_context_codex_recorded_is_meta_not_conversation():
     meta = "\n".join(b.text for m in t.messages if m.kind == "meta" for b in m.blocks)
     assert "MIGRATION_TIMEOUT=900" in meta
     assert all("MIGRATION_TIMEOUT=900" not in m.text for m in t.messages if m.kind != "meta")
+
+
+GEMINI_HOOKS = FIX / "gemini-cli-0.61.0" / "hooks"
+
+
+def _gemini_payload(name: str, home, **changes: str) -> str:
+    """A recorded Gemini CLI payload, its transcript_path moved under ``home`` as the client keeps it."""
+    payload = json.loads((GEMINI_HOOKS / "hooks" / f"{name}.json").read_text())
+    chat = home / ".gemini" / "tmp" / "repo" / "chats" / "session.jsonl"
+    chat.parent.mkdir(parents=True, exist_ok=True)
+    chat.write_bytes(next((GEMINI_HOOKS / "home").rglob("session-*.jsonl")).read_bytes())
+    return json.dumps({**payload, "transcript_path": str(chat), **changes})
+
+
+def test_gemini_before_agent_is_a_prompt_hook(isolated_env, memdir, run_mem, tmp_path):
+    (memdir / "staging-deploys.md").write_text("---\nname: staging-deploys\ndescription: staging deploys fail on "
+                                               "migration timeouts\ntype: project\n---\n\nRerun with MIGRATION_TIMEOUT=900.\n")
+    payload = _gemini_payload("UserPromptSubmit", isolated_env, cwd=str(tmp_path))
+    assert json.loads(payload)["hook_event_name"] == "BeforeAgent"
+    r = run_mem("recall", "--hook", "--offline", input=payload)
+    assert "MIGRATION_TIMEOUT=900" in json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"], r.stderr
+
+
+def test_gemini_session_start_uses_the_claude_layout_not_qwens(isolated_env, run_mem, tmp_path):
+    # Gemini CLI stamps payloads with `timestamp`, as qwen-code does: that must not mean ~/.qwen
+    r = run_mem("prompt", "--hook", "--mode", "full", input=_gemini_payload("SessionStart", isolated_env, cwd=str(tmp_path)))
+    context = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "/.claude/projects/" in context and "/.qwen/" not in context
+
+
+def test_gemini_after_agent_extracts_without_what_the_hooks_added(isolated_env, fake_api, memdir, run_mem, tmp_path):
+    fake_api.reply_text("Nothing.")
+    payload = _gemini_payload("Stop", isolated_env, cwd=str(tmp_path))
+    assert json.loads(payload)["hook_event_name"] == "AfterAgent"
+    r = run_mem("extract", "--hook", input=payload)
+    assert r.returncode == 0, r.stderr
+    prompt = first_user_text(fake_api.requests[0]["body"])
+    assert "User: Why do staging deploys time out?" in prompt and "tern-42" in prompt
+    assert "hook_context" not in prompt and "You have a long-term memory" not in prompt

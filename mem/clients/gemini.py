@@ -10,7 +10,9 @@ info / error / warning, ``content``: text or Gemini parts, ``toolCalls``,
 whose id was seen replaces the earlier one in place (the client appends a
 message again when a tool call is added to it), as the client's own loader does.
 A tool call's result is kept from its ``toolCalls`` entry; the user record that
-carries the same ``functionResponse`` is then not read twice.
+carries the same ``functionResponse`` is then not read twice. What hooks added
+(``<hook_context>...</hook_context>``, recorded inside the user's message) is
+not the user's words and is dropped.
 
 uses: core.messages
 """
@@ -18,6 +20,7 @@ uses: core.messages
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,10 +29,20 @@ from mem.core.messages import Block, Message
 #: The instructions file the client loads from the project (``mem prompt --client gemini --write``).
 INSTRUCTIONS_FILE = "GEMINI.md"
 FORMAT = "gemini"
+#: Gemini CLI's hook events (settings.json "hooks") that mean what Claude Code's do: BeforeAgent
+#: has the prompt and takes ``hookSpecificOutput.additionalContext``, AfterAgent ends the turn.
+HOOK_EVENTS = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "PreCompress": "PreCompact"}
 WHOLE_FILE = True  # a log of updates: read with parse_records once it is all in
 TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 #: How the user-role text Gemini CLI injects begins (its context, not what a person typed).
 INJECTED = ("<session_context>",)
+#: What hooks added to a prompt: Gemini CLI records it inside the user's own message.
+HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>\s*", re.S)
+
+
+def is_transcript_path(path: str) -> bool:
+    """A hook payload's transcript_path is Gemini CLI's: ``~/.gemini/tmp/<project>/chats/...``."""
+    return "/.gemini/tmp/" in path.replace("\\", "/")
 
 
 def is_record(obj: dict) -> bool:
@@ -104,6 +117,8 @@ def _messages(obj: dict, answered: set[str]) -> list[Message]:
         return out
     if kind == "user":
         blocks = [b for b in blocks if not (b.type == "tool_result" and b.id in answered)]
+        blocks = [b._replace(text=HOOK_CONTEXT.sub("", b.text)) if b.type == "text" else b for b in blocks]
+        blocks = [b for b in blocks if b.type != "text" or b.text.strip()]
         if not blocks:
             return []
         if all(b.type == "tool_result" for b in blocks):

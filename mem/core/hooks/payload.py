@@ -59,14 +59,19 @@ class HookPayload(NamedTuple):
 
     @property
     def client(self) -> str:
-        """``"qwen"`` for qwen-code, else ``"claude"``.
+        """``"qwen"`` for qwen-code, ``"gemini"`` for Gemini CLI, else ``"claude"``.
 
         qwen-code keeps transcripts under ``~/.qwen/projects/<slug>/chats/``
         and stamps every payload with ``timestamp``; Claude Code (2.1.197 and
         2.1.330) does neither. qwen-code 0.24 also sends ``prompt_id`` and
-        ``permission_mode``, as Claude Code does, so those tell nothing.
+        ``permission_mode``, as Claude Code does, so those tell nothing. Gemini
+        CLI stamps ``timestamp`` too; its transcripts are under ``~/.gemini/tmp/``.
         """
+        from mem.clients import gemini
+
         tp = (self.transcript_path or "").replace("\\", "/")
+        if gemini.is_transcript_path(tp):
+            return gemini.FORMAT
         if "/.qwen/" in tp or "/chats/" in tp or "timestamp" in (self.raw or {}):
             return "qwen"
         return "claude"
@@ -116,6 +121,10 @@ def parse_payload(
     if not os.path.isabs(cwd) or "\0" in cwd:
         raise UsageError(f"hook payload cwd is not an absolute path: {cwd!r}")
     event = values["hook_event_name"] or ""
+    from mem.clients import gemini
+
+    if gemini.is_transcript_path(values["transcript_path"] or ""):
+        event = gemini.HOOK_EVENTS.get(event, event)  # BeforeAgent is our UserPromptSubmit, AfterAgent our Stop
     if events is not None:
         allowed = tuple(events)
         if event not in allowed:
