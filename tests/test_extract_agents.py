@@ -152,3 +152,14 @@ def test_gemini_after_agent_extracts_without_what_the_hooks_added(isolated_env, 
     prompt = first_user_text(fake_api.requests[0]["body"])
     assert "User: Why do staging deploys time out?" in prompt and "tern-42" in prompt
     assert "hook_context" not in prompt and "You have a long-term memory" not in prompt
+
+
+@pytest.mark.parametrize("client", ["codex", "gemini"])
+def test_session_start_gives_the_full_text_to_clients_that_load_no_memory(client, isolated_env, run_mem, tmp_path):
+    # Claude Code's layout is the default, but neither Codex nor Gemini CLI loads its MEMORY.md
+    if client == "codex":
+        payload = _payload("SessionStart", cwd=str(tmp_path))
+    else:
+        payload = _gemini_payload("SessionStart", isolated_env, cwd=str(tmp_path))
+    context = json.loads(run_mem("prompt", "--hook", input=payload).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("# Memory\n") and "You have a long-term memory" in context

@@ -116,11 +116,15 @@ def _client_loads_it(payload, resolution, where: dict) -> bool:
     """Whether the client already gives the agent this memory directory's MEMORY.md and instructions.
 
     Claude Code does when its auto memory is on, for its own auto-memory
-    directory; qwen-code does for its own memory directory. A directory
+    directory; qwen-code does for its own memory directory; Codex CLI and
+    Gemini CLI load none (NO_OWN_MEMORY). A directory
     chosen with --dir or MEM_DIR elsewhere gets the full text.
     """
+    from mem.clients import NO_OWN_MEMORY
     from mem.core.paths import resolve
 
+    if payload.client in NO_OWN_MEMORY:
+        return False
     if payload.client == "claude" and not resolution.auto_memory_enabled:
         return False
     env = {k: v for k, v in os.environ.items() if k != "MEM_DIR"}

@@ -33,6 +33,12 @@ INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instruc
             "<user_shell_command>", "<turn_aborted>", "<permissions instructions>", "<collaboration_mode>")
 
 
+def is_transcript_path(path: str) -> bool:
+    """A hook payload's transcript_path is a Codex rollout: ``.../sessions/YYYY/MM/DD/rollout-*.jsonl``."""
+    path = path.replace("\\", "/")
+    return "/sessions/" in path and path.rpartition("/")[2].startswith("rollout-")
+
+
 def is_record(obj: dict) -> bool:
     return obj.get("type") in LINE_TYPES and isinstance(obj.get("payload"), dict)
 
