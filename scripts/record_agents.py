@@ -39,6 +39,8 @@ from tests.e2e.fakeagents import FakeAgents, Reply
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("MEM_E2E_CACHE") or "~/.cache/mem-e2e").expanduser()
 PACKAGES = {"codex": "@openai/codex", "gemini": "@google/gemini-cli"}
+#: The versions recorded in tests/fixtures and run by tests/e2e/test_agents.py.
+PINNED = {"codex": "0.171.0", "gemini": "0.61.0"}
 FIXTURE_NAMES = {"codex": "codex", "gemini": "gemini-cli"}
 FACTS = {
     "prompt": "We deploy with the blue-heron script; never run it on Fridays.",
@@ -90,7 +92,7 @@ def mem_hooks(root: Path, home: Path, repo: Path) -> tuple[dict, Path, dict]:
     return {"hooks": entries}, logs, env
 
 
-def record(client: str, version: str, scenario: str = "") -> Path:
+def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT / "tests" / "fixtures") -> Path:
     exe = install(client, version)
     tmp = Path(tempfile.mkdtemp(prefix=f"{client}-run-"))
     home, repo = tmp / "home", tmp / "repo"
@@ -137,7 +139,7 @@ def record(client: str, version: str, scenario: str = "") -> Path:
     run = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=180,
                          stdin=subprocess.DEVNULL)
     srv.stop()
-    out = ROOT / "tests" / "fixtures" / f"{FIXTURE_NAMES[client]}-{version}" / (scenario or "")
+    out = fixtures / f"{FIXTURE_NAMES[client]}-{version}" / (scenario or "")
     shutil.rmtree(out / "home", ignore_errors=True)
     fixed = f"/home/dev/{client}-run"
 
