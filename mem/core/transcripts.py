@@ -193,13 +193,15 @@ CLAUDE_BOOKKEEPING = frozenset({"queue-operation", "last-prompt", "mode", "summa
 
 
 def detect_format(obj: dict) -> str:
-    for client in CLIENT_READERS.values():
-        if client.is_record(obj):
-            return client.FORMAT
     msg = obj.get("message")
     if isinstance(msg, dict) and "parts" in msg:
         return "qwen"
-    if "uuid" in obj or "sessionId" in obj or obj.get("type") in CLAUDE_BOOKKEEPING:
+    if "uuid" in obj:  # Claude Code's lines (and qwen-code's bookkeeping): no other client writes one
+        return "claude"
+    for client in CLIENT_READERS.values():  # before sessionId: Gemini CLI's header line has one
+        if client.is_record(obj):
+            return client.FORMAT
+    if "sessionId" in obj or obj.get("type") in CLAUDE_BOOKKEEPING:
         return "claude"
     if "role" in obj and ("content" in obj or "parts" in obj):
         return "plain"
