@@ -22,6 +22,8 @@ FIX = Path(__file__).parent / "fixtures"
 SESSIONS = {
     "codex": next((FIX / "codex-0.171.0" / "home" / ".codex" / "sessions").rglob("rollout-*.jsonl")),
     "gemini": next((FIX / "gemini-cli-0.61.0" / "home" / ".gemini" / "tmp").rglob("session-*.jsonl")),
+    # gemini-cli 0.30 wrote one JSON document per session, rewritten whole
+    "gemini-0.30": next((FIX / "gemini-cli-0.30.0" / "home" / ".gemini" / "tmp").rglob("session-*.json")),
 }
 FACTS = ("blue-heron script; never run it on Fridays", "quartz-7 and it needs 8 GB of RAM",
          "staging database is named tern-42")
@@ -163,3 +165,10 @@ def test_session_start_gives_the_full_text_to_clients_that_load_no_memory(client
         payload = _gemini_payload("SessionStart", isolated_env, cwd=str(tmp_path))
     context = json.loads(run_mem("prompt", "--hook", input=payload).stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.startswith("# Memory\n") and "You have a long-term memory" in context
+
+
+def test_a_half_written_gemini_document_is_an_empty_transcript_not_an_error():
+    text = SESSIONS["gemini-0.30"].read_text()
+    t = parse_lines(text[: len(text) // 2].splitlines(keepends=True))
+    assert (t.format, t.messages, t.lines) == ("empty", [], 0)
+    t.require_known("the chat")  # no error: the client may be rewriting it

@@ -1,8 +1,9 @@
 """Gemini CLI: its chat recordings (``~/.gemini/tmp/<project>/chats/session-*.jsonl``) as messages.
 
-Schema: packages/core chatRecordingService, checked against a session recorded
-from @google/gemini-cli 0.61.0 (tests/fixtures/gemini-cli-0.61.0/). The file is
-a log, not one line per message: a header line (``sessionId``, ``projectHash``,
+Schema: packages/core chatRecordingService, checked against sessions recorded
+from @google/gemini-cli 0.61.0 and 0.30.0 (tests/fixtures/gemini-cli-*/). 0.30
+wrote one JSON document (``session-*.json``: the header's fields and
+``messages``), rewritten whole on every change; 0.61 writes a log, not one line per message: a header line (``sessionId``, ``projectHash``,
 ``startTime``), message records (``id``, ``timestamp``, ``type``: user / gemini /
 info / error / warning, ``content``: text or Gemini parts, ``toolCalls``,
 ``thoughts``), ``{"$set": {...}}`` updates (``messages`` replaces them all) and
@@ -91,6 +92,15 @@ def parse_records(records: Iterable[tuple[int, dict]]) -> tuple[list[Message], s
         for m in _messages(obj, answered):
             messages.append(m._replace(line=n, session_id=session))
     return messages, session
+
+
+def parse_document(obj: object) -> tuple[list[Message], str | None] | None:
+    """A recording in the older form, one JSON document (``session-*.json``, gemini-cli 0.30):
+    ``{sessionId, projectHash, startTime, lastUpdated, messages: [...]}``; None for any other document."""
+    if not (isinstance(obj, dict) and "projectHash" in obj and isinstance(obj.get("messages"), list)):
+        return None
+    header = {k: v for k, v in obj.items() if k != "messages"}
+    return parse_records([(1, header), *((1, m) for m in obj["messages"] if isinstance(m, dict))])
 
 
 def _messages(obj: dict, answered: set[str]) -> list[Message]:

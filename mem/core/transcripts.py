@@ -140,12 +140,16 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
     skipped = read = 0
     torn = False  # the last line read did not parse: perhaps still being written
     whole: list[tuple[int, dict]] = []  # records of a client read as a whole file, not one at a time
+    lines = iter(lines)
     for n, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", "replace")
         raw = raw.strip()
         if not raw:
             continue
+        if raw == "{" and not read:  # one pretty-printed JSON document, not JSON lines
+            return _parse_document("{" + "".join(r.decode("utf-8", "replace") if isinstance(r, bytes) else r
+                                                  for r in lines))
         read += 1
         try:
             obj = json.loads(raw)
@@ -185,6 +189,21 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
         messages.extend(recorded)
         fmt = client.FORMAT if fmt == "empty" and recorded else fmt
     return Transcript(fmt if fmt != "empty" else first_fmt, messages, session_id, skipped, read - torn)
+
+
+def _parse_document(text: str) -> Transcript:
+    """A transcript that is one JSON document: Gemini CLI's chat recordings before they became logs."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return Transcript("empty", [], None, 1, 0)  # perhaps half-written: the client rewrites it whole
+    for client in CLIENT_READERS.values():
+        recorded = getattr(client, "parse_document", None)
+        found = recorded(obj) if recorded else None
+        if found is not None:
+            messages, session_id = found
+            return Transcript(client.FORMAT, messages, session_id, 0, 1)
+    return Transcript("empty", [], None, 1, 1)
 
 
 #: Claude Code lines that carry no conversation (some have neither uuid nor sessionId).
