@@ -172,3 +172,14 @@ def test_a_half_written_gemini_document_is_an_empty_transcript_not_an_error():
     t = parse_lines(text[: len(text) // 2].splitlines(keepends=True))
     assert (t.format, t.messages, t.lines) == ("empty", [], 0)
     t.require_known("the chat")  # no error: the client may be rewriting it
+
+
+def test_codex_agents_md_instructions_are_meta():
+    # codex-cli 0.171.0 sends the project's AGENTS.md (mem's block included) as a user message
+    # beginning "# AGENTS.md instructions for <dir>": Codex's context, not the person's words
+    line = {"timestamp": "2026-11-27T02:14:00.000Z", "type": "response_item",
+            "payload": {"type": "message", "id": "msg_1", "role": "user", "content": [
+                {"type": "input_text", "text": "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\n"
+                                               "<!-- mem:begin -->\nUse mem.\n<!-- mem:end -->\n</INSTRUCTIONS>"}]}}
+    (m,) = parse_lines([json.dumps(line)]).messages
+    assert m.kind == "meta" and not m.is_human
