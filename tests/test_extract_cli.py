@@ -107,7 +107,7 @@ def test_a_file_that_is_not_a_transcript_is_an_error_not_nothing_new(fake_api, m
     r = run_mem("extract", "--transcript", str(notes))
     assert r.returncode == 2
     assert r.stderr.strip() == (f"mem: error: {notes} is not a transcript: none of its 2 lines is Claude Code, "
-                                "qwen-code or {role, content} JSON")
+                                "qwen-code, Codex CLI, Gemini CLI or {role, content} JSON")
     r = run_mem("extract", "--transcript", "-", "--session", "s1", input="plain words\nmore words\n")
     assert r.returncode == 2
     assert "standard input is not a transcript: its line is not Claude Code" in r.stderr

@@ -20,11 +20,18 @@ from mem.core.errors import UsageError
                    "auto: supplement for a --hook whose client already loads this memory directory, else full.")
 @click.option("--max-chars", type=int, metavar="N",
               help="Shorten the index so the whole text fits in N characters (default with --hook: 9500).")
+@click.option("--client", type=click.Choice(("codex", "gemini")),
+              help="Write for this client's instructions file (codex: AGENTS.md, gemini: GEMINI.md); implies "
+                   "--format agents-md.")
+@click.option("--write", is_flag=True,
+              help="Keep the block in the client's instructions file at the project's root, between its markers "
+                   "(needs --client); nothing is written when it is already there.")
 @click.option("--hook", is_flag=True,
               help="Read a SessionStart hook payload on stdin and print the hook JSON; never fails the session.")
 @memory_dir_options
 @format_options
-def prompt_cmd(style: str, mode: str, max_chars: int | None, hook: bool, where: dict, fmt: str) -> None:
+def prompt_cmd(style: str, mode: str, max_chars: int | None, client: str | None, write: bool, hook: bool,
+               where: dict, fmt: str) -> None:
     """Print the memory instructions and MEMORY.md for the start of a session.
 
     The instructions tell an agent what to save (the four memory types),
@@ -36,12 +43,19 @@ def prompt_cmd(style: str, mode: str, max_chars: int | None, hook: bool, where: 
     Example:
       mem prompt | less
       mem prompt --format agents-md >> AGENTS.md
+      mem prompt --client codex --write
       echo '{"session_id":"s","cwd":"'$PWD'","hook_event_name":"SessionStart"}' | mem prompt --hook
     """
     from mem.core import prompt
 
     if max_chars is not None and max_chars < 1:
         raise UsageError("--max-chars must be at least 1")
+    if write and not client:
+        raise UsageError("--write needs --client codex or --client gemini (which file to keep the block in)")
+    if client:
+        if hook or mode == "supplement" or max_chars is not None:
+            raise UsageError("--client gives the agents-md block; it takes no --hook, --mode supplement or --max-chars")
+        style = "agents-md"
     if hook:
         if fmt != "text" or style != "text":
             raise UsageError("--hook prints the hook JSON; it takes no --json, --jsonl or --format")
@@ -56,12 +70,30 @@ def prompt_cmd(style: str, mode: str, max_chars: int | None, hook: bool, where: 
     memory = memory_of(where)
     root = memory.spelled
     result = prompt.build(memory, chosen, max_chars=max_chars)
+    if write:
+        _write(client, where, result.text, fmt)
+        return
     if fmt != "text":
         render.out_record(result.as_dict(), fmt)
     else:
         render.out(result.text)
     if not os.path.isdir(root):
         render.info(f"no memory directory at {root} yet")
+
+
+def _write(client: str, where: dict, block: str, fmt: str) -> None:
+    from mem.clients import named
+    from mem.core import paths, prompt
+
+    project = paths.project_root(where.get("project") or os.getcwd())
+    root = paths.find_git_root(project) or project
+    done = prompt.write_block(os.path.join(root, named(client).INSTRUCTIONS_FILE), block)
+    if fmt != "text":
+        render.out_record(done.as_dict(), fmt)
+    elif done.changed:
+        render.info(f"{'created' if done.created else 'updated'} {done.path}")
+    else:
+        render.info(f"{done.path} is up to date")
 
 
 def _hook(where: dict, mode: str, max_chars: int | None) -> None:
@@ -84,11 +116,15 @@ def _client_loads_it(payload, resolution, where: dict) -> bool:
     """Whether the client already gives the agent this memory directory's MEMORY.md and instructions.
 
     Claude Code does when its auto memory is on, for its own auto-memory
-    directory; qwen-code does for its own memory directory. A directory
+    directory; qwen-code does for its own memory directory; Codex CLI and
+    Gemini CLI load none (NO_OWN_MEMORY). A directory
     chosen with --dir or MEM_DIR elsewhere gets the full text.
     """
+    from mem.clients import NO_OWN_MEMORY
     from mem.core.paths import resolve
 
+    if payload.client in NO_OWN_MEMORY:
+        return False
     if payload.client == "claude" and not resolution.auto_memory_enabled:
         return False
     env = {k: v for k, v in os.environ.items() if k != "MEM_DIR"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from mem.core.memdir.store import MemoryDir
 from mem.core.jscompat import len16
@@ -319,3 +320,64 @@ def _fit(head: str, sections: list[tuple[str, IndexPart | None, str]], max_chars
             paras.pop()
         text = "\n\n".join(paras)
     return text, True
+
+
+class BlockWrite(NamedTuple):
+    path: str
+    changed: bool  # False: the file already held this block, byte for byte, and was not touched
+    created: bool
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "changed": self.changed, "created": self.created}
+
+
+#: The largest instructions file rewritten (AGENTS.md, GEMINI.md are a few kilobytes).
+MAX_INSTRUCTIONS_BYTES = 1 << 20
+
+
+def write_block(path: str, block: str) -> BlockWrite:
+    """Put ``block`` (AGENTS_MD_BEGIN ... AGENTS_MD_END) into the instructions file at ``path``.
+
+    Only the text between the markers is replaced; a file without them gets the
+    block appended; a missing file is created. Nothing is written when the file
+    already says the same (byte-identical, mtime kept); the write is atomic. The
+    file's line endings are kept (CRLF stays CRLF).
+    Example: write_block("/repo/AGENTS.md", build(memory, "agents-md").text)
+    """
+    from mem.core.errors import UsageError
+    from mem.core.memdir.files import NotRegularFile, atomic_write, read_bytes
+
+    try:
+        raw: bytes | None = read_bytes(path, MAX_INSTRUCTIONS_BYTES)
+    except FileNotFoundError:
+        raw = None
+    except NotRegularFile as exc:
+        raise UsageError(f"{path}: {exc.strerror}; not rewritten") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}; not rewritten") from None
+    if raw is not None and len(raw) >= MAX_INSTRUCTIONS_BYTES:
+        raise UsageError(f"{path} is larger than {MAX_INSTRUCTIONS_BYTES} bytes; not rewritten")
+    try:
+        old = "" if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text; not rewritten") from None
+    if "\r\n" in old:
+        block = block.replace("\r\n", "\n").replace("\n", "\r\n")
+    nl = "\r\n" if "\r\n" in old else "\n"
+    begins, ends = old.count(AGENTS_MD_BEGIN), old.count(AGENTS_MD_END)
+    if begins or ends:
+        start, end = old.find(AGENTS_MD_BEGIN), old.find(AGENTS_MD_END)
+        if begins != 1 or ends != 1 or end < start:
+            raise UsageError(f"{path} has {begins} {AGENTS_MD_BEGIN} and {ends} {AGENTS_MD_END} markers, not one "
+                             "pair in order; fix it by hand, then run again")
+        new = old[:start] + block + old[end + len(AGENTS_MD_END):]
+    elif old.strip():
+        new = old.rstrip("\r\n") + nl + nl + block + nl
+    else:
+        new = block + nl
+    data = new.encode("utf-8")
+    if raw == data:
+        return BlockWrite(path, False, False)
+    # A linked AGENTS.md (CLAUDE.md -> AGENTS.md is common) stays a link: the file it names is rewritten.
+    atomic_write(os.path.realpath(path) if os.path.islink(path) else path, data)
+    return BlockWrite(path, True, raw is None)

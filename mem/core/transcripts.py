@@ -1,10 +1,13 @@
-"""Transcripts of Claude Code, qwen-code, or a plain ``{role, content}`` JSONL → one message model.
+"""Transcripts of Claude Code, qwen-code, Codex CLI, Gemini CLI, or a plain ``{role, content}`` JSONL → one message model.
 
 Claude Code writes one JSON object per line: ``user`` / ``assistant`` lines
 (one content block per line; blocks of one API message share ``message.id``),
 ``attachment`` lines, ``system`` lines (``compact_boundary``), and bookkeeping
 lines without a uuid. qwen-code writes Gemini-shaped ``parts``. A plain JSONL
 of ``{"role": ..., "content": ...}`` is accepted for other agents and scripts.
+Codex CLI's rollouts and Gemini CLI's chat recordings are read by
+mem/clients/codex.py and mem/clients/gemini.py (a Gemini recording as a whole:
+it is a log of updates).
 Malformed lines are skipped, never fatal: transcripts are written while we read.
 """
 
@@ -15,48 +18,18 @@ import os
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from mem.clients import codex, gemini
+from mem.core.messages import _NO_INPUT, Block, Message  # noqa: F401  (re-exported: the readers' model)
+
+#: Clients read by a module of their own (mem/clients/), by the format name they give.
+CLIENT_READERS = {c.FORMAT: c for c in (codex, gemini)}
+
 #: Tools that write files, by client: the names that count as "the agent wrote memory".
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "write_file", "edit", "replace", "NotebookEdit"})
 
 
-class Block(NamedTuple):
-    type: str  # text | tool_use | tool_result | thinking | image | other
-    text: str = ""
-    name: str = ""  # tool name (tool_use, and tool_result when the client records it)
-    input: dict = {}  # tool_use input (shared when empty: never mutated)
-    id: str = ""  # tool_use id, or the id a tool_result answers
-    is_error: bool = False
-
-
-_NO_INPUT: dict = Block._field_defaults["input"]  # the shared empty input
-
-
-class Message(NamedTuple):
-    uuid: str | None
-    role: str  # user | assistant | system
-    blocks: list[Block]
-    kind: str = "message"  # message | tool_result | command | compact_boundary | compact_summary | meta
-    timestamp: str | None = None
-    session_id: str | None = None
-    message_id: str | None = None  # the API message id; Claude splits one across several lines
-    usage: dict | None = None  # the API usage an assistant line carries
-    line: int = 0  # 1-based line number in the file
-
-    @property
-    def text(self) -> str:
-        return "\n".join(b.text for b in self.blocks if b.type == "text" and b.text)
-
-    @property
-    def is_human(self) -> bool:
-        """A prompt a person typed (not a tool result, not meta, not a summary)."""
-        return self.role == "user" and self.kind == "message" and any(b.type == "text" for b in self.blocks)
-
-    def tool_uses(self) -> list[Block]:
-        return [b for b in self.blocks if b.type == "tool_use"]
-
-
 class Transcript(NamedTuple):
-    format: str  # claude | qwen | plain | empty
+    format: str  # claude | qwen | codex | gemini | plain | empty
     messages: list[Message]
     session_id: str | None = None
     skipped_lines: int = 0
@@ -68,7 +41,8 @@ class Transcript(NamedTuple):
             from mem.core.errors import UsageError
 
             some = "its line is not" if self.lines == 1 else f"none of its {self.lines} lines is"
-            raise UsageError(f"{source} is not a transcript: {some} Claude Code, qwen-code or {{role, content}} JSON")
+            raise UsageError(f"{source} is not a transcript: {some} Claude Code, qwen-code, "
+                             "Codex CLI, Gemini CLI or {role, content} JSON")
         return self
 
     def index_of(self, uuid: str | None) -> int | None:
@@ -165,12 +139,17 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
     session_id = None
     skipped = read = 0
     torn = False  # the last line read did not parse: perhaps still being written
+    whole: list[tuple[int, dict]] = []  # records of a client read as a whole file, not one at a time
+    lines = iter(lines)
     for n, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             raw = raw.decode("utf-8", "replace")
         raw = raw.strip()
         if not raw:
             continue
+        if raw == "{" and not read:  # one pretty-printed JSON document, not JSON lines
+            return _parse_document("{" + "".join(r.decode("utf-8", "replace") if isinstance(r, bytes) else r
+                                                  for r in lines))
         read += 1
         try:
             obj = json.loads(raw)
@@ -186,6 +165,12 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
         if first_fmt == "empty" and line_fmt != "unknown":
             first_fmt = line_fmt
         session_id = session_id or obj.get("sessionId") or obj.get("session_id")
+        client = CLIENT_READERS.get(line_fmt)
+        if client is not None:
+            session_id = session_id or client.session_id(obj)
+            if client.WHOLE_FILE:
+                whole.append((n, obj))  # a log of updates: read once it is all in (mem/clients/gemini.py)
+                continue
         try:
             parsed = _parse_object(obj, line_fmt)
         except (TypeError, AttributeError, ValueError):
@@ -198,7 +183,27 @@ def parse_lines(lines: Iterable[bytes | str]) -> Transcript:
             # bookkeeping lines have a uuid and no message, and would read as Claude's.
             if fmt == "empty":
                 fmt = line_fmt
+    if whole:
+        client = CLIENT_READERS[detect_format(whole[0][1])]
+        recorded, session_id = client.parse_records(whole)
+        messages.extend(recorded)
+        fmt = client.FORMAT if fmt == "empty" and recorded else fmt
     return Transcript(fmt if fmt != "empty" else first_fmt, messages, session_id, skipped, read - torn)
+
+
+def _parse_document(text: str) -> Transcript:
+    """A transcript that is one JSON document: Gemini CLI's chat recordings before they became logs."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return Transcript("empty", [], None, 1, 0)  # perhaps half-written: the client rewrites it whole
+    for client in CLIENT_READERS.values():
+        recorded = getattr(client, "parse_document", None)
+        found = recorded(obj) if recorded else None
+        if found is not None:
+            messages, session_id = found
+            return Transcript(client.FORMAT, messages, session_id, 0, 1)
+    return Transcript("empty", [], None, 1, 1)
 
 
 #: Claude Code lines that carry no conversation (some have neither uuid nor sessionId).
@@ -210,7 +215,12 @@ def detect_format(obj: dict) -> str:
     msg = obj.get("message")
     if isinstance(msg, dict) and "parts" in msg:
         return "qwen"
-    if "uuid" in obj or "sessionId" in obj or obj.get("type") in CLAUDE_BOOKKEEPING:
+    if "uuid" in obj:  # Claude Code's lines (and qwen-code's bookkeeping): no other client writes one
+        return "claude"
+    for client in CLIENT_READERS.values():  # before sessionId: Gemini CLI's header line has one
+        if client.is_record(obj):
+            return client.FORMAT
+    if "sessionId" in obj or obj.get("type") in CLAUDE_BOOKKEEPING:
         return "claude"
     if "role" in obj and ("content" in obj or "parts" in obj):
         return "plain"
@@ -218,6 +228,9 @@ def detect_format(obj: dict) -> str:
 
 
 def _parse_object(obj: dict, fmt: str) -> list[Message]:
+    client = CLIENT_READERS.get(fmt)
+    if client is not None:
+        return client.parse(obj)
     if fmt == "qwen":
         return _parse_qwen(obj)
     if fmt == "claude":
@@ -226,8 +239,8 @@ def _parse_object(obj: dict, fmt: str) -> list[Message]:
         role = obj.get("role")
         role = "assistant" if role in ("assistant", "model") else "system" if role == "system" else "user"
         content = obj.get("content", obj.get("parts"))
-        gemini = isinstance(content, list) and content and isinstance(content[0], dict) and "type" not in content[0]
-        blocks = _qwen_blocks(content) if gemini else _claude_blocks(content)
+        gemini_parts = isinstance(content, list) and content and isinstance(content[0], dict) and "type" not in content[0]
+        blocks = _qwen_blocks(content) if gemini_parts else _claude_blocks(content)
         return [Message(obj.get("uuid") or obj.get("id"), role, blocks, timestamp=obj.get("timestamp"))]
     return []
 
@@ -401,7 +414,7 @@ def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
 
 
 #: Keys of a tool call's input that name what it acts on, most telling first.
-_TARGET_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "command", "pattern", "url", "query",
+_TARGET_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "command", "cmd", "pattern", "url", "query",
                 "description", "prompt")
 
 

@@ -73,14 +73,21 @@ class HookPayload(NamedTuple):
 
     @property
     def client(self) -> str:
-        """``"qwen"`` for qwen-code, else ``"claude"``.
+        """``"qwen"`` for qwen-code, ``"gemini"`` for Gemini CLI, ``"codex"`` for Codex CLI, else ``"claude"``.
 
         qwen-code keeps transcripts under ``~/.qwen/projects/<slug>/chats/``
         and stamps every payload with ``timestamp``; Claude Code (2.1.197 and
         2.1.330) does neither. qwen-code 0.24 also sends ``prompt_id`` and
-        ``permission_mode``, as Claude Code does, so those tell nothing.
+        ``permission_mode``, as Claude Code does, so those tell nothing. Gemini
+        CLI stamps ``timestamp`` too; its transcripts are under ``~/.gemini/tmp/``.
+        Codex sends Claude Code's fields; its transcript is a ``rollout-*.jsonl``.
         """
+        from mem.clients import codex, gemini
+
         tp = (self.transcript_path or "").replace("\\", "/")
+        for other in (gemini, codex):
+            if other.is_transcript_path(tp):
+                return other.FORMAT
         if "/.qwen/" in tp or "/chats/" in tp or "timestamp" in (self.raw or {}):
             return "qwen"
         return "claude"
@@ -132,6 +139,10 @@ def parse_payload(
     if not os.path.isabs(cwd) or "\0" in cwd:
         raise UsageError(f"hook payload cwd is not an absolute path: {cwd!r}")
     event = values["hook_event_name"] or ""
+    from mem.clients import gemini
+
+    if gemini.is_transcript_path(values["transcript_path"] or ""):
+        event = gemini.HOOK_EVENTS.get(event, event)  # BeforeAgent is our UserPromptSubmit, AfterAgent our Stop
     if events is not None:
         allowed = tuple(events)
         if event not in allowed:

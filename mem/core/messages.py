@@ -1,0 +1,44 @@
+"""The message model every transcript reader produces: a Message of Blocks, whichever client wrote it.
+
+uses: nothing of mem (mem/core/transcripts.py and mem/clients/* build these).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Block(NamedTuple):
+    type: str  # text | tool_use | tool_result | thinking | image | other
+    text: str = ""
+    name: str = ""  # tool name (tool_use, and tool_result when the client records it)
+    input: dict = {}  # tool_use input (shared when empty: never mutated)
+    id: str = ""  # tool_use id, or the id a tool_result answers
+    is_error: bool = False
+
+
+_NO_INPUT: dict = Block._field_defaults["input"]  # the shared empty input
+
+
+class Message(NamedTuple):
+    uuid: str | None
+    role: str  # user | assistant | system
+    blocks: list[Block]
+    kind: str = "message"  # message | tool_result | command | compact_boundary | compact_summary | meta
+    timestamp: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None  # the API message id; Claude splits one across several lines
+    usage: dict | None = None  # the API usage an assistant line carries
+    line: int = 0  # 1-based line number in the file
+
+    @property
+    def text(self) -> str:
+        return "\n".join(b.text for b in self.blocks if b.type == "text" and b.text)
+
+    @property
+    def is_human(self) -> bool:
+        """A prompt a person typed (not a tool result, not meta, not a summary)."""
+        return self.role == "user" and self.kind == "message" and any(b.type == "text" for b in self.blocks)
+
+    def tool_uses(self) -> list[Block]:
+        return [b for b in self.blocks if b.type == "tool_use"]

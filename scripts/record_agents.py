@@ -1,0 +1,174 @@
+"""Record a Codex CLI or Gemini CLI session into tests/fixtures/<client>-<version>/.
+
+    unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py codex 0.171.0'
+    unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py gemini 0.61.0'
+    unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py codex 0.171.0 hooks'
+    unshare -rn sh -c 'ip link set lo up && PYTHONPATH=. .venv/bin/python scripts/record_agents.py gemini 0.61.0 hooks'
+
+The client is installed from npm into the e2e cache (``$MEM_E2E_CACHE``,
+default ``~/.cache/mem-e2e``) the first time, then runs headless once in a
+throwaway HOME and git repository against tests/e2e/fakeagents.py (Codex: a
+model provider whose base_url is the server, Responses API; Gemini CLI:
+``GOOGLE_GEMINI_BASE_URL``). The scripted session plants three facts: one in
+the prompt, one in a file the model reads with the client's own tool (so it
+comes back as a tool result), one in the model's last answer. Kept: the files
+the client wrote under HOME (session files, not its databases or bundled
+skills), the requests it sent (``requests.json``), stdout and stderr. Paths
+are moved to /home/dev/<client>-run.
+
+The ``hooks`` scenario runs mem's own hooks (``mem prompt --hook --mode full``,
+``mem recall --hook``, ``mem extract --hook``) in Codex's ``hooks.json`` (with
+``--dangerously-bypass-hook-trust``: Codex skips hooks nobody has trusted) or
+Gemini CLI's settings.json (SessionStart, BeforeAgent, AfterAgent)
+against a seeded memory and tests/fakeapi.py for extraction, and keeps each
+hook's stdin, stdout and stderr under ``hooks/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.e2e.fakeagents import FakeAgents, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(os.environ.get("MEM_E2E_CACHE") or "~/.cache/mem-e2e").expanduser()
+PACKAGES = {"codex": "@openai/codex", "gemini": "@google/gemini-cli"}
+#: The versions recorded in tests/fixtures and run by tests/e2e/test_agents.py.
+PINNED = {"codex": "0.171.0", "gemini": "0.61.0"}
+FIXTURE_NAMES = {"codex": "codex", "gemini": "gemini-cli"}
+FACTS = {
+    "prompt": "We deploy with the blue-heron script; never run it on Fridays.",
+    "file": "The CI runner image is quartz-7 and it needs 8 GB of RAM.",
+    "answer": "Noted: the staging database is named tern-42.",
+}
+#: What is kept of the client's home: its session files, never its SQLite state or bundled skills.
+KEEP = {"codex": ("sessions/",), "gemini": ("tmp/", "projects.json")}
+
+
+def install(client: str, version: str) -> Path:
+    prefix = CACHE / f"{client}-{version}"
+    exe = prefix / "node_modules" / ".bin" / client
+    if not exe.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(prefix),
+                        f"{PACKAGES[client]}@{version}"], check=True, stdout=subprocess.DEVNULL)
+    return exe
+
+
+def mem_hooks(root: Path, home: Path, repo: Path) -> tuple[dict, Path, dict]:
+    """Codex hooks.json entries running this tree's mem, each through a recorder; a seeded memory."""
+    from mem.core.paths import sanitize_path
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakeapi import FakeAnthropic
+
+    memdir = home / ".claude" / "projects" / sanitize_path(os.path.realpath(repo)) / "memory"
+    memdir.mkdir(parents=True)
+    (memdir / "staging-deploys.md").write_text("---\nname: staging-deploys\ndescription: staging deploys fail on "
+                                               "migration timeouts\ntype: project\n---\n\nRerun the staging deploy "
+                                               "with MIGRATION_TIMEOUT=900.\n")
+    (memdir / "MEMORY.md").write_text("- [Staging deploys](staging-deploys.md) — fail on migration timeouts\n")
+    logs = root / "hooks"
+    logs.mkdir()
+    mem = f"{sys.executable} -m mem"
+    commands = {"SessionStart": f"{mem} prompt --hook --mode full", "UserPromptSubmit": f"{mem} recall --hook",
+                "Stop": f"{mem} extract --hook"}
+    entries = {}
+    for event, command in commands.items():
+        script = root / f"{event}.sh"
+        script.write_text(f"#!/bin/sh\ntee {logs}/{event}.json | PYTHONPATH={ROOT} {command} 2>{logs}/{event}.stderr"
+                          f" | tee {logs}/{event}.out\n")
+        script.chmod(0o755)
+        entries[event] = [{"hooks": [{"type": "command", "command": str(script)}]}]
+    api = FakeAnthropic().start()
+    api.reply_text("Nothing.")
+    env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key-not-a-secret",
+           "MEM_STATE_DIR": str(root / "state")}
+    return {"hooks": entries}, logs, env
+
+
+def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT / "tests" / "fixtures") -> Path:
+    exe = install(client, version)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{client}-run-"))
+    home, repo = tmp / "home", tmp / "repo"
+    home.mkdir()
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "NOTES.txt").write_text(FACTS["file"] + "\n")
+    srv = FakeAgents().start()
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8"}
+    prompt = f"{FACTS['prompt']} Read NOTES.txt and remember what it says."
+    logs = None
+    if scenario == "hooks":
+        hooks, logs, hook_env = mem_hooks(tmp, home, repo)
+        env.update(hook_env)
+        prompt = "Why do staging deploys time out?"
+    if client == "codex":
+        srv.replies += [Reply(tool=("exec_command", {"cmd": "cat NOTES.txt"})), Reply(text=FACTS["answer"])]
+        config = home / ".codex"
+        config.mkdir()
+        (config / "config.toml").write_text(
+            'model = "gpt-5-codex"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\n'
+            f'base_url = "{srv.url}/v1"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n')
+        env.update(CODEX_HOME=str(config), FAKE_API_KEY="sk-fake")
+        argv = [str(exe), "exec", "--skip-git-repo-check", "-s", "danger-full-access", prompt]
+        if logs:
+            (config / "hooks.json").write_text(json.dumps(hooks, indent=1))
+            argv[2:2] = ["--dangerously-bypass-hook-trust"]
+            srv.replies[:] = [Reply(text=FACTS["answer"])]
+    else:
+        srv.replies += [Reply(tool=("read_file", {"file_path": "NOTES.txt"})), Reply(text=FACTS["answer"])]
+        config = home / ".gemini"
+        config.mkdir()
+        (config / "settings.json").write_text(json.dumps({
+            "security": {"auth": {"selectedType": "gemini-api-key"}}, "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False}, "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}))
+        env.update(GEMINI_API_KEY="fake-key", GOOGLE_GEMINI_BASE_URL=srv.url, GEMINI_CLI_TRUST_WORKSPACE="true")
+        argv = [str(exe), "-m", "gemini-2.5-pro", "-y", "-p", prompt]
+        if logs:
+            settings = json.loads((config / "settings.json").read_text())
+            aliases = {"UserPromptSubmit": "BeforeAgent", "Stop": "AfterAgent"}
+            settings["hooks"] = {aliases.get(e, e): entries for e, entries in hooks["hooks"].items()}
+            (config / "settings.json").write_text(json.dumps(settings, indent=1))
+            srv.replies[:] = [Reply(text=FACTS["answer"])]
+    run = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=180,
+                         stdin=subprocess.DEVNULL)
+    srv.stop()
+    out = fixtures / f"{FIXTURE_NAMES[client]}-{version}" / (scenario or "")
+    shutil.rmtree(out / "home", ignore_errors=True)
+    fixed = f"/home/dev/{client}-run"
+
+    from mem.core.paths import sanitize_path
+
+    def relocate(text: str) -> str:
+        return text.replace(str(tmp), fixed).replace(sanitize_path(str(tmp)), sanitize_path(fixed))
+
+    dot = config.name
+    for path in sorted(config.rglob("*")):
+        rel = path.relative_to(config).as_posix()
+        if path.is_file() and rel.startswith(KEEP[client]):
+            dest = out / "home" / dot / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(relocate(path.read_text()))
+    if logs:
+        shutil.rmtree(out / "hooks", ignore_errors=True)
+        (out / "hooks").mkdir(parents=True)
+        for f in sorted(logs.iterdir()):
+            (out / "hooks" / f.name).write_text(relocate(f.read_text()))
+    (out / "stdout.txt").write_text(relocate(run.stdout))
+    (out / "stderr.txt").write_text(relocate(run.stderr))
+    (out / "requests.json").write_text(relocate(json.dumps(srv.requests, indent=1)) + "\n")
+    (out / "meta.json").write_text(json.dumps({"client": PACKAGES[client], "version": version, "argv": argv[1:],
+                                               "returncode": run.returncode, "facts": FACTS,
+                                               "home": f"{fixed}/home", "repo": f"{fixed}/repo"}, indent=1) + "\n")
+    shutil.rmtree(tmp)
+    return out
+
+
+if __name__ == "__main__":
+    print(record(*sys.argv[1:4]))
