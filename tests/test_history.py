@@ -227,3 +227,52 @@ def test_the_history_is_private_to_its_user(run_mem, memdir):
     state = os.environ["MEM_STATE_DIR"]
     holder = next(d for d, dirs, _ in os.walk(state) if "history.git" in dirs)
     assert os.stat(holder).st_mode & 0o077 == 0  # copies of every memory live below it
+
+
+def _agent_writes(memdir, rel: str, text: str) -> None:
+    """The agent's own Write tool: a topic file and its pointer line in MEMORY.md, as Claude Code does."""
+    write_memory(memdir, rel, name=rel[:-3], description=text, body=text + "\n")
+    index = memdir / "MEMORY.md"
+    index.write_text(index.read_text() + f"- [{rel[:-3]}]({rel}) — {text}\n")
+
+
+def test_undo_after_the_agent_wrote_its_own_pointer_merges_the_index(run_mem, memdir):
+    """Issue #31: remember A, B, forget A, remember C, the agent writes D (file + pointer), then undo."""
+    remember(run_mem, "Alpha", "Alpha fact.")
+    remember(run_mem, "Beta", "Beta fact.")
+    r = run_mem("forget", "--yes", "--offline", "alpha.md")
+    assert r.returncode == 0, r.stderr
+    _agent_writes(memdir, "delta.md", "Agent fact")
+    remember(run_mem, "Gamma", "Gamma fact.")
+    agent_line = "- [delta](delta.md) — Agent fact"
+
+    r = run_mem("undo", "--dry-run")
+    assert r.returncode == 1, r.stderr  # would change something, and shows the merged index
+    assert "-- [Gamma](gamma.md)" in r.stdout or "gamma.md" in r.stdout
+    assert agent_line not in [l[1:] for l in r.stdout.splitlines() if l.startswith(("-", "+"))]
+
+    r = run_mem("undo")  # no --force
+    assert r.returncode == 0, r.stderr
+    index = (memdir / "MEMORY.md").read_text()
+    assert "gamma.md" not in index and not (memdir / "gamma.md").exists()
+    assert agent_line in index and "beta.md" in index and "alpha.md" not in index
+    assert (memdir / "delta.md").exists()
+
+    forget_id = next(op["id"] for op in history(run_mem) if op["command"] == "forget")
+    r = run_mem("undo", forget_id[:12])
+    assert r.returncode == 0, r.stderr
+    index = (memdir / "MEMORY.md").read_text()
+    assert "alpha.md" in index and b"Alpha fact." in (memdir / "alpha.md").read_bytes()
+    assert agent_line in index and "beta.md" in index and "gamma.md" not in index
+    assert (memdir / "delta.md").exists()
+
+
+def test_undo_refuses_when_the_operations_own_line_changed_since(run_mem, memdir):
+    remember(run_mem, "Alpha", "Alpha fact.")
+    index = memdir / "MEMORY.md"
+    index.write_text(index.read_text().replace("alpha.md)", "alpha.md) edited by hand"))
+    (memdir / "alpha.md").unlink()
+    write_memory(memdir, "alpha.md", name="x", description="y")
+    r = run_mem("undo")
+    assert r.returncode == 4
+    assert "changed since" in r.stderr

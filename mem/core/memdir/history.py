@@ -209,9 +209,11 @@ class History:
             raise NotFoundError(f"that version has no content in the history ({oid or 'absent'})")
         return self._cat([oid])[oid]
 
-    def diff(self, op: Operation) -> str:
-        """The operation as a unified diff with git-style headers."""
-        blobs = self._cat([o for c in op.changes for o in (c.before, c.after) if _stored(o)])
+    def diff(self, op: Operation, *, extra: dict[str, bytes] | None = None) -> str:
+        """The operation as a unified diff with git-style headers; ``extra`` gives blobs not stored (yet)."""
+        extra = extra or {}
+        blobs = {**self._cat([o for c in op.changes for o in (c.before, c.after) if _stored(o) and o not in extra]),
+                 **extra}
         return "".join(_file_diff(c, blobs) for c in op.changes)
 
     def current_oid(self, relpath: str) -> tuple[str | None, int | None]:
