@@ -35,6 +35,7 @@ class Step(NamedTuple):
     target_mode: int | None
     mtime_ns: int | None = None  # the modification time the target version had, when recorded
     data: bytes | None = None  # the content to write when it is not in the history (a merged index)
+    merged: bool = False  # the target is the file as it is now with the operation's own lines taken back
 
 
 class RevertResult(NamedTuple):
@@ -86,15 +87,15 @@ def plan_undo(root: str, op: Operation, history=None) -> tuple[list[Step], list[
             continue
         now, now_mode = _on_disk(root, c.path)
         mtime = op.meta.get("mtimes", {}).get(c.path)
-        if now != c.after and history is not None and now is not None and _line_kept(c.path) \
-                and c.after not in (None, WITHHELD, REDACTED):
+        if now != c.after and history is not None and now_mode != SYMLINK and _line_kept(c.path) \
+                and c.after not in (WITHHELD, REDACTED):
             merged, clashes = _merge_back(history, root, c, now)
             if clashes:
                 conflicts += [f"{c.path}: {why} since {op.id[:12]}" for why in clashes]
             else:
                 oid = None if merged is None else blob_oid(merged)
                 steps.append(Step(c.path, now, now_mode, oid, now_mode if c.before_mode is None else c.before_mode,
-                                  mtime, merged))
+                                  mtime, merged, True))
                 continue
         elif now != c.after:
             conflicts.append(f"{c.path}: {'deleted' if now is None else 'changed'} since {op.id[:12]}")
@@ -109,7 +110,7 @@ def _line_kept(relpath: str) -> bool:
     return is_index(relpath) or is_log(relpath)
 
 
-def _merge_back(history, root: str, c: Change, now: str) -> tuple[bytes | None, list[str]]:
+def _merge_back(history, root: str, c: Change, now: str | None) -> tuple[bytes | None, list[str]]:
     """The file as it is now with ``c`` taken back line by line: (content, or None to remove it; clashes).
 
     The lines ``c`` added are removed, the lines it removed put back after the line they
@@ -121,10 +122,10 @@ def _merge_back(history, root: str, c: Change, now: str) -> tuple[bytes | None, 
     from mem.core.memdir.files import read_bytes
 
     try:
-        current = read_bytes(os.path.join(root, c.path))
+        current = b"" if now is None else read_bytes(os.path.join(root, c.path))
     except (OSError, MemError):
         return None, ["unreadable"]
-    after = history.read_blob(c.after)
+    after = b"" if c.after is None else history.read_blob(c.after)
     before = b"" if c.before is None else history.read_blob(c.before)
     texts = []
     for data in (before, after, current):
@@ -158,8 +159,8 @@ def _merge_back(history, root: str, c: Change, now: str) -> tuple[bytes | None, 
             result.append(line)
     if clashes:
         return None, clashes
-    if c.before is None and not any(line.strip() for line in result):
-        return None, []
+    if (c.before is None or now is None) and not any(line.strip() for line in result):
+        return None, []  # nothing of anyone's left: no file (as before the operation, or as now)
     ends = texts[2].endswith("\n") or (not texts[2] and texts[0].endswith("\n"))
     return ("\n".join(result) + ("\n" if ends and result else "")).encode("utf-8"), []
 
@@ -254,7 +255,7 @@ def take_back(memory, op: Operation) -> Operation | None:
 def _take_back(memory, op: Operation) -> Operation | None:
     steps, _conflicts = plan_undo(memory.root, op, memory.history)
     # a file that still holds what it wrote, or an index whose own lines can be merged out (no dangling pointer)
-    mine = [s for s in steps if s.data is not None or s.now == next(c.after for c in op.changes if c.path == s.path)]
+    mine = [s for s in steps if s.merged or s.now == next(c.after for c in op.changes if c.path == s.path)]
     started = time.monotonic()
     with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": "the job failed"}):
         _apply(memory, mine)
