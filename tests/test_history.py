@@ -276,3 +276,11 @@ def test_undo_refuses_when_the_operations_own_line_changed_since(run_mem, memdir
     r = run_mem("undo")
     assert r.returncode == 4
     assert "changed since" in r.stderr
+
+
+def test_restore_at_an_age_that_looks_like_hex_is_an_age(run_mem, memdir):
+    """Issue #31: --at 100d was read as an operation id."""
+    remember(run_mem, "Tabs", "Use tabs.")
+    r = run_mem("restore", "tabs.md", "--at", "100d")
+    assert r.returncode == 1, r.stderr
+    assert "no recorded version of tabs.md at 100d" in r.stderr  # 100 days ago it did not exist yet
