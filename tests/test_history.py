@@ -284,3 +284,26 @@ def test_restore_at_an_age_that_looks_like_hex_is_an_age(run_mem, memdir):
     r = run_mem("restore", "tabs.md", "--at", "100d")
     assert r.returncode == 1, r.stderr
     assert "no recorded version of tabs.md at 100d" in r.stderr  # 100 days ago it did not exist yet
+
+
+def test_forget_promises_undo_only_when_undo_would_bring_it_back(run_mem, memdir, tmp_path):
+    """Issue #31: with no git, and for a memory holding a secret, forget said `mem undo` brings it back."""
+    remember(run_mem, "Tabs", "Use tabs.")
+    r = run_mem("forget", "--yes", "--offline", "tabs.md")
+    assert r.returncode == 0 and "`mem undo` brings it back (operation " in r.stderr
+
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    remember(run_mem, "Deploy", "Deploys on Tuesdays.")
+    with open(memdir / "deploy.md", "a") as f:
+        f.write(f"aws {key}\n")  # an outside editor: the version is withheld from the history
+    r = run_mem("forget", "--yes", "--offline", "deploy.md")
+    assert r.returncode == 0, r.stderr
+    assert "brings it back" not in r.stderr and "cannot bring it back" in r.stderr and "withheld" in r.stderr
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(sys.executable, bin_dir / "python3")
+    remember(run_mem, "Reviews", "Two approvals.")
+    r = run_mem("forget", "--yes", "--offline", "reviews.md", env={"PATH": str(bin_dir)})
+    assert r.returncode == 0, r.stderr
+    assert "brings it back" not in r.stderr and "history is off" in r.stderr

@@ -216,6 +216,19 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
     return RevertResult(op, steps, conflicts, diff, memory.last_operation)
 
 
+def why_not_undoable(memory, op: Operation | None) -> str | None:
+    """Why ``mem undo`` of ``op`` (just recorded) would not bring its files back, or None when it would.
+
+    A command says "mem undo brings it back" only when this is None: with no git on PATH
+    nothing is recorded (history is off), and a version withheld for a secret is not kept.
+    """
+    if op is None:
+        return ("history is off (git is not on PATH), so nothing was recorded"
+                if not memory.history.available() else "nothing was recorded in the history")
+    _steps, conflicts = plan_undo(memory.root, op, memory.history)
+    return "; ".join(conflicts) or None
+
+
 def _all_or_nothing(memory, command: str, args: list[str], meta: dict, steps: list[Step]) -> None:
     """Apply ``steps`` as one operation; if one fails (a full disk), take back those already applied.
 
