@@ -87,6 +87,9 @@ def plan_undo(root: str, op: Operation, history=None) -> tuple[list[Step], list[
             continue
         now, now_mode = _on_disk(root, c.path)
         mtime = op.meta.get("mtimes", {}).get(c.path)
+        if now == c.before and now != c.after:  # already put back (an undo cut short and retried): nothing to do
+            steps.append(Step(c.path, now, now_mode, c.before, c.before_mode, mtime))
+            continue
         if now != c.after and history is not None and now_mode != SYMLINK and _line_kept(c.path) \
                 and c.after not in (WITHHELD, REDACTED):
             merged, clashes = _merge_back(history, root, c, now)
@@ -200,6 +203,9 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
     with memory.index_lock():
         history.sync()  # what changed outside mem is recorded before anything is put back
         op = history.find(ref) if ref else newest_undoable(history.operations())
+        if ref is None and op.interrupted and op.undoes:
+            # an undo killed half way: the retry finishes that undo, never takes back its first half
+            op = history.find(op.undoes)
         if op.command == OUTSIDE:
             raise RefusedError(f"operation {op.id[:12]} was made outside mem; mem undoes only its own changes "
                                f"(`mem restore FILE --at {op.id[:12]}~` takes a file back by hand)")
