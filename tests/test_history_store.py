@@ -464,6 +464,31 @@ def test_sync_leaves_paths_of_a_live_journal_to_it_and_recovers_them_when_it_die
     assert_consistent(hist, root)
 
 
+def test_a_journal_whose_pid_was_reused_is_recovered_not_kept_live(hist, root):
+    """Issue #31: a dead process's PID reused by another kept its journal live, so edits to its files went unrecorded."""
+    hist.sync()
+    content = b"applied, not yet staged\n"
+    oid = git(hist, "hash-object", "-w", "--stdin", input=content).stdout.decode().strip()
+    reuser = subprocess.Popen(["sleep", "60"])  # holds the PID now; the journal's writer started at another time
+    journal = Path(hist.state_dir, "history", "journal", "0badcafe.jsonl")
+    journal.write_text(
+        json.dumps({"pid": reuser.pid, "pid_start": "1", "command": "remember", "args": [], "meta": {},
+                    "started": "2026-01-01T00:00:00.000Z"}) + "\n"
+        + json.dumps({"path": "busy.md", "before": None, "after": oid, "before_mode": None,
+                      "after_mode": REGULAR}) + "\n")
+    (root / "busy.md").write_bytes(content)
+    try:
+        hist.sync()
+        (root / "busy.md").write_text("edited by hand\n")
+        op = hist.sync()
+        assert op is not None and [c.path for c in op.changes] == ["busy.md"]  # the edit is recorded
+        assert not journal.exists()
+    finally:
+        reuser.kill()
+        reuser.wait()
+    assert_consistent(hist, root)
+
+
 def pretend_dead(journal) -> None:
     """Make a journal look like one whose process was killed (its pid no longer runs)."""
     path = Path(journal._path)

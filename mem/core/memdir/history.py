@@ -9,7 +9,8 @@ Layout of ``<state_dir>``::
 
     history.git/          bare repository; its index is the recorded state of the memory directory
     history.git/index     path -> (blob, mode) as last recorded
-    history/journal/*.jsonl   one file per mem operation in progress
+    history/journal/*.jsonl   one file per mem operation in progress (live while its PID runs
+                              with the start time it recorded: a reused PID does not keep it)
     history/maintained    stamp of the last daily maintenance
     history.lock          flock held around every change to the store
 
@@ -526,7 +527,7 @@ class History:
         """Commit what the journals of dead processes did, and return the journals still live."""
         journals = [_read_journal(os.path.join(self._journal_dir, name))
                     for name in sorted(os.listdir(self._journal_dir)) if name.endswith(".jsonl")]
-        live = [j for j in journals if j.header is not None and pid_running(j.header["pid"])]
+        live = [j for j in journals if j.header is not None and _alive(j.header)]
         dead = [j for j in journals if j not in live]
         pending = [j for j in dead if j.entries]
         if pending:
@@ -618,7 +619,8 @@ class Journal:
 
     def __init__(self, history: History, command: str, args: Sequence[str], meta: dict):
         self._history = history
-        self._header = {"pid": os.getpid(), "command": command, "args": list(args), "meta": dict(meta)}
+        self._header = {"pid": os.getpid(), "pid_start": _process_start(os.getpid()), "command": command,
+                        "args": list(args), "meta": dict(meta)}
         self._reset()
 
     def _reset(self) -> None:
@@ -773,6 +775,25 @@ def _happened(entries: list[dict], disk: dict[str, tuple], index: dict[str, tupl
                     stage[path] = target
                 break
     return [e for n, e in enumerate(entries) if n <= last.get(e["path"], -1)], stage
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat field 22), or None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read()
+        # the command name (field 2) may hold spaces and parentheses: count fields after the last ')'
+        return stat_line[stat_line.rindex(b")") + 2:].split()[19].decode()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _alive(header: dict) -> bool:
+    """Whether the process that wrote a journal still runs: its PID, and the same start time (PIDs are reused)."""
+    if not pid_running(header["pid"]):
+        return False
+    started = header.get("pid_start")
+    return started is None or _process_start(header["pid"]) in (None, started)
 
 
 def _read_journal(path: str) -> _JournalFile:
