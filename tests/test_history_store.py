@@ -18,6 +18,7 @@ import pytest
 from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
 from mem.core.memdir import history as history_mod
 from mem.core.memdir.history import (
+    OUTSIDE,
     REDACTED,
     WITHHELD,
     History,
@@ -802,3 +803,27 @@ def test_a_gitignore_in_the_memory_directory_hides_nothing(tmp_path):
     h = History(str(tmp_path / "state"), str(work))
     op = h.sync()
     assert op is not None and sorted(c.path for c in op.changes) == [".gitignore", "note.md"]
+
+
+def test_a_sync_killed_between_staging_and_committing_loses_no_outside_change(hist, root, tmp_path):
+    """Issue #31: the outside change was staged, the process killed before its commit, and the record lost for good."""
+    hist.sync()
+    (root / "edited.md").write_text("an editor's change\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    (bin_dir / "git").write_text("#!/bin/sh\n"
+                                 'for a in "$@"; do [ "$a" = commit-tree ] && { kill -9 $PPID; exit 1; }; done\n'
+                                 f'exec {real_git} "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    code = textwrap.dedent(f"""
+        from mem.core.memdir.history import History
+        History({hist.state_dir!r}, {str(root)!r}, exclude=[".*.tmp"]).sync()
+    """)
+    env = {**child_env(), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    hist.sync()
+    op = next(op for op in hist.operations() if any(c.path == "edited.md" for c in op.changes))
+    assert op.command == OUTSIDE
+    assert_consistent(hist, root)

@@ -503,9 +503,23 @@ class History:
         if not changes:
             return None
         self._store(blobs)
-        self._stage({c.path: (c.after, c.after_mode) for c in changes})
+        # Journaled before it is staged: a sync killed between staging and committing leaves a journal
+        # the next process commits (as it does a killed mem operation's), so the change is never lost.
         meta = {"withheld": withheld} if withheld else {}
-        return self._commit([(OUTSIDE, [], meta, changes)], os.urandom(4).hex(), interrupted=False)[0]
+        journal_id = os.urandom(4).hex()
+        journal = os.path.join(self._journal_dir, f"{journal_id}.jsonl")
+        header = {"pid": os.getpid(), "pid_start": _process_start(os.getpid()), "command": OUTSIDE, "args": [],
+                  "meta": meta, "started": _iso(time.time_ns())}
+        with open(journal, "xb") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in [header, *(
+                {"kind": OUTSIDE, **c._asdict()} for c in changes)]).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        fsync_dir(self._journal_dir)
+        self._stage({c.path: (c.after, c.after_mode) for c in changes})
+        op = self._commit([(OUTSIDE, [], meta, changes)], journal_id, interrupted=False)[0]
+        os.unlink(journal)
+        return op
 
     def _untracked(self, path: str) -> list[str]:
         """The files git reports as untracked at ``path``."""
