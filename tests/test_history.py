@@ -339,3 +339,21 @@ def test_an_undo_killed_half_way_is_finished_by_the_retry(mem_exe, run_mem, memd
     assert not topic.exists() and topic.name not in (memdir / "MEMORY.md").read_text()
     r = run_mem("undo", "--dry-run")  # the undo is done: a further undo would redo it, not half of it
     assert r.returncode in (0, 1)
+
+
+def test_mem_log_never_stores_a_secret_an_editor_put_in_todays_log(run_mem, memdir):
+    """Issue #31: the next `mem log` recorded the whole log, the editor's secret included."""
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    r = run_mem("log", "first entry")
+    assert r.returncode == 0, r.stderr
+    log = next((memdir / "logs").rglob("*.md"))
+    with open(log, "a") as f:
+        f.write(f"aws {key}\n")
+    r = run_mem("log", "second entry")
+    assert r.returncode == 0, r.stderr
+    assert "second entry" in log.read_text()
+    state = os.environ["MEM_STATE_DIR"]
+    git_dir = next(os.path.join(d, "history.git") for d, dirs, _ in os.walk(state) if "history.git" in dirs)
+    objects = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "--batch-all-objects", "--batch"],
+                             capture_output=True)
+    assert key.encode() not in objects.stdout

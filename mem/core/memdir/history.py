@@ -674,9 +674,12 @@ class Journal:
                 old_oid = WITHHELD if withheld else old_oid
                 lines.append({"kind": OUTSIDE, "path": path, "before": recorded[0], "after": old_oid,
                               "before_mode": recorded[1], "after_mode": old_mode})
-            if new is not None:
+            # New content holding a secret (the write path scans what it adds; a daily log appended to
+            # keeps what an editor put in it) is written, and never stored: the version is withheld.
+            new_withheld = new is not None and h._refused(path, new)
+            if new is not None and not new_withheld:
                 blobs[new_oid] = new
-            lines.append({"path": path, "before": old_oid, "after": new_oid,
+            lines.append({"path": path, "before": old_oid, "after": WITHHELD if new_withheld else new_oid,
                           "before_mode": old_mode, "after_mode": new_mode})
             h._store(blobs)
             first = self._count
@@ -688,7 +691,8 @@ class Journal:
                 self._append([{"void": n} for n in range(first, first + len(lines))])
                 del self._entries[-len(lines):]
                 raise
-            h._stage({path: (new_oid, new_mode)})
+            if not new_withheld:  # a withheld version stays unrecorded, as a sync leaves one
+                h._stage({path: (new_oid, new_mode)})
 
     def befores(self) -> dict[str, str | None]:
         """path -> the blob it held before this operation first changed it (None: it did not exist)."""
