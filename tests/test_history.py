@@ -357,3 +357,20 @@ def test_mem_log_never_stores_a_secret_an_editor_put_in_todays_log(run_mem, memd
     objects = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "--batch-all-objects", "--batch"],
                              capture_output=True)
     assert key.encode() not in objects.stdout
+
+
+def test_a_damaged_history_store_is_set_aside_and_writes_go_on(run_mem, memdir):
+    """Issue #31: a damaged store blocked every write (exit 70, no hint)."""
+    remember(run_mem, "Tabs", "Use tabs.")
+    state = os.environ["MEM_STATE_DIR"]
+    git_dir = next(os.path.join(d, "history.git") for d, dirs, _ in os.walk(state) if "history.git" in dirs)
+    with open(os.path.join(git_dir, "index"), "wb") as f:
+        f.write(b"not an index at all")
+    r = run_mem("remember", "--type", "feedback", "--name", "Deploy", "--description", "d", "Deploys on Tuesdays.")
+    assert r.returncode == 0, r.stderr
+    assert "history store was damaged" in r.stderr and "fsck" in r.stderr
+    assert (memdir / "deploy.md").exists() and "(deploy.md)" in (memdir / "MEMORY.md").read_text()
+    assert any(p.startswith("history.git.damaged-") for p in os.listdir(os.path.dirname(git_dir)))
+    r = run_mem("undo")  # the new history recorded the remember: it can be taken back
+    assert r.returncode == 0, r.stderr
+    assert not (memdir / "deploy.md").exists() and (memdir / "tabs.md").exists()

@@ -13,6 +13,7 @@ Layout of ``<state_dir>``::
                               with the start time it recorded: a reused PID does not keep it)
     history/maintained    stamp of the last daily maintenance
     history.lock          flock held around every change to the store
+    history.git.damaged-*  a store git could no longer read, set aside (history starts again)
 
 An operation is a parentless commit under ``refs/ops/<time_ns>-<id>``. Its
 message is the operation as one JSON object; its tree names every blob the
@@ -192,6 +193,37 @@ class History:
         """Record what changed in the memory directory without mem, as one "outside" operation."""
         with self._locked():
             return self._sync(self._recover())
+
+    def rebase_if_damaged(self, error: MemError) -> str | None:
+        """After ``error`` from the store: if the store is damaged, move it aside and start anew; where it went.
+
+        A store git cannot read (a torn index, broken refs or objects) must not block every write:
+        it is kept aside for inspection, said on stderr with the fix, and the next sync records
+        the files as they are as the first operation of a new history. None: the store reads fine.
+        """
+        with self._locked():
+            if not os.path.isdir(self.git_dir):
+                return None
+            try:
+                self._git("ls-files", "-s")
+                self._git("for-each-ref", "--format=%(objectname) %(contents:subject)", "refs/ops/")
+                return None
+            except HistoryUnavailable:
+                raise
+            except MemError:
+                pass
+            aside = f"{self.git_dir}.damaged-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
+            os.rename(self.git_dir, aside)
+            # journals name versions in the damaged store: they go with it
+            if os.path.isdir(self._journal_dir):
+                os.rename(self._journal_dir, os.path.join(aside, "mem-journal"))
+                os.makedirs(self._journal_dir)
+        import sys
+
+        sys.stderr.write(f"mem: warning: the history store was damaged ({error}); it is kept at {aside} and "
+                         "history starts again from the files as they are (inspect it with "
+                         f"`git --git-dir {aside} fsck`, then delete it)\n")
+        return aside
 
     def operations(self, path: str | None = None, limit: int | None = None) -> list[Operation]:
         """Recorded operations, newest first; with ``path``, only those that changed it."""
