@@ -223,6 +223,23 @@ def test_an_undo_that_fails_half_way_takes_itself_back_so_a_retry_goes_the_same_
     assert (memdir / "tabs-alpha.md").exists() and (memdir / "tabs-beta.md").is_file()
 
 
+def test_a_plain_undo_after_a_failed_undo_finishes_it(run_mem, memdir):
+    """Issue #31: after an undo failed half way (a full disk) and took itself back, `mem undo` redid its half."""
+    remember(run_mem, "Tabs alpha", "Use tabs in Go code.")
+    remember(run_mem, "Tabs beta", "Use tabs in Makefiles.")
+    r = run_mem("forget", "--yes", "--offline", "tabs")
+    assert r.returncode == 0, r.stderr
+    (memdir / "tabs-beta.md").mkdir()  # putting it back fails after MEMORY.md and tabs-alpha.md
+    r = run_mem("undo")
+    assert r.returncode != 0 and "tabs-beta.md" in r.stderr
+    (memdir / "tabs-beta.md").rmdir()
+    r = run_mem("undo")  # the retry: the same undo, whole
+    assert r.returncode == 0, r.stderr
+    assert (memdir / "tabs-alpha.md").exists() and (memdir / "tabs-beta.md").is_file()
+    index = (memdir / "MEMORY.md").read_text()
+    assert "(tabs-alpha.md)" in index and "(tabs-beta.md)" in index
+
+
 def test_the_history_is_private_to_its_user(run_mem, memdir):
     remember(run_mem, "Tabs", "Use tabs.")
     state = os.environ["MEM_STATE_DIR"]

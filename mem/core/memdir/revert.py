@@ -203,9 +203,8 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
     with memory.index_lock():
         history.sync()  # what changed outside mem is recorded before anything is put back
         op = history.find(ref) if ref else newest_undoable(history.operations())
-        if ref is None and op.interrupted and op.undoes:
-            # an undo killed half way: the retry finishes that undo, never takes back its first half
-            op = history.find(op.undoes)
+        if ref is None:
+            op = _retried(history, op)
         if op.command == OUTSIDE:
             raise RefusedError(f"operation {op.id[:12]} was made outside mem; mem undoes only its own changes "
                                f"(`mem restore FILE --at {op.id[:12]}~` takes a file back by hand)")
@@ -233,6 +232,24 @@ def why_not_undoable(memory, op: Operation | None) -> str | None:
                 if not memory.history.available() else "nothing was recorded in the history")
     _steps, conflicts = plan_undo(memory.root, op, memory.history)
     return "; ".join(conflicts) or None
+
+
+def _retried(history, op: Operation) -> Operation:
+    """What a plain ``mem undo`` takes back when the newest operation is an undo that did not finish.
+
+    An undo killed half way (recovered, interrupted), or one that failed and was taken back (a full
+    disk): the retry finishes the same undo, it never goes the other way.
+    """
+    if op.command == "undo" and op.interrupted and op.undoes:
+        return history.find(op.undoes)
+    if op.undoes and op.meta.get("reason") == _FAILED:
+        partial = history.find(op.undoes)
+        if partial.command == "undo" and partial.undoes:
+            return history.find(partial.undoes)
+    return op
+
+
+_FAILED = "the job failed"
 
 
 def _all_or_nothing(memory, command: str, args: list[str], meta: dict, steps: list[Step]) -> None:
@@ -276,7 +293,7 @@ def _take_back(memory, op: Operation) -> Operation | None:
     # a file that still holds what it wrote, or an index whose own lines can be merged out (no dangling pointer)
     mine = [s for s in steps if s.merged or s.now == next(c.after for c in op.changes if c.path == s.path)]
     started = time.monotonic()
-    with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": "the job failed"}):
+    with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": _FAILED}):
         _apply(memory, mine)
     _event(memory, "undo", started, {"undoes": op.id, "reason": f"{op.command} failed"})
     return memory.last_operation
