@@ -18,6 +18,7 @@ import pytest
 from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
 from mem.core.memdir import history as history_mod
 from mem.core.memdir.history import (
+    OUTSIDE,
     REDACTED,
     WITHHELD,
     History,
@@ -464,6 +465,31 @@ def test_sync_leaves_paths_of_a_live_journal_to_it_and_recovers_them_when_it_die
     assert_consistent(hist, root)
 
 
+def test_a_journal_whose_pid_was_reused_is_recovered_not_kept_live(hist, root):
+    """Issue #31: a dead process's PID reused by another kept its journal live, so edits to its files went unrecorded."""
+    hist.sync()
+    content = b"applied, not yet staged\n"
+    oid = git(hist, "hash-object", "-w", "--stdin", input=content).stdout.decode().strip()
+    reuser = subprocess.Popen(["sleep", "60"])  # holds the PID now; the journal's writer started at another time
+    journal = Path(hist.state_dir, "history", "journal", "0badcafe.jsonl")
+    journal.write_text(
+        json.dumps({"pid": reuser.pid, "pid_start": "1", "command": "remember", "args": [], "meta": {},
+                    "started": "2026-01-01T00:00:00.000Z"}) + "\n"
+        + json.dumps({"path": "busy.md", "before": None, "after": oid, "before_mode": None,
+                      "after_mode": REGULAR}) + "\n")
+    (root / "busy.md").write_bytes(content)
+    try:
+        hist.sync()
+        (root / "busy.md").write_text("edited by hand\n")
+        op = hist.sync()
+        assert op is not None and [c.path for c in op.changes] == ["busy.md"]  # the edit is recorded
+        assert not journal.exists()
+    finally:
+        reuser.kill()
+        reuser.wait()
+    assert_consistent(hist, root)
+
+
 def pretend_dead(journal) -> None:
     """Make a journal look like one whose process was killed (its pid no longer runs)."""
     path = Path(journal._path)
@@ -784,3 +810,27 @@ def test_a_gitignore_in_the_memory_directory_hides_nothing(tmp_path):
     h = History(str(tmp_path / "state"), str(work))
     op = h.sync()
     assert op is not None and sorted(c.path for c in op.changes) == [".gitignore", "note.md"]
+
+
+def test_a_sync_killed_between_staging_and_committing_loses_no_outside_change(hist, root, tmp_path):
+    """Issue #31: the outside change was staged, the process killed before its commit, and the record lost for good."""
+    hist.sync()
+    (root / "edited.md").write_text("an editor's change\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    (bin_dir / "git").write_text("#!/bin/sh\n"
+                                 'for a in "$@"; do [ "$a" = commit-tree ] && { kill -9 $PPID; exit 1; }; done\n'
+                                 f'exec {real_git} "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    code = textwrap.dedent(f"""
+        from mem.core.memdir.history import History
+        History({hist.state_dir!r}, {str(root)!r}, exclude=[".*.tmp"]).sync()
+    """)
+    env = {**child_env(), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    hist.sync()
+    op = next(op for op in hist.operations() if any(c.path == "edited.md" for c in op.changes))
+    assert op.command == OUTSIDE
+    assert_consistent(hist, root)

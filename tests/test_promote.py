@@ -144,3 +144,13 @@ def test_a_copy_left_in_the_project_is_not_surfaced_twice(project, user_dir):
     r = mem("recall", "--offline", "--json", "fish or bash for shell snippets")
     paths = [s["path"] for s in json.loads(r.stdout)["selected"]]
     assert str(project / "user_shell.md") in paths and str(user_dir / "user_shell.md") not in paths
+
+
+def test_a_user_level_directory_linked_to_the_projects_is_refused(project, tmp_path, monkeypatch):
+    """Issue #31: with MEM_USER_DIR a symlink to the project's directory, promote said "moved" and deleted the file."""
+    link = tmp_path / "user-link"
+    link.symlink_to(project)
+    monkeypatch.setenv("MEM_USER_DIR", str(link))
+    r = mem("promote", "user_shell.md")
+    assert r.exit_code == 2 and "is the user-level one" in r.stderr
+    assert (project / "user_shell.md").read_text() == FISH

@@ -189,3 +189,26 @@ def test_bad_arguments(tmp_path, case):
     else:
         r = mem("relocate", str(new), str(new))
         assert r.exit_code == 2
+
+
+def test_a_merge_removes_only_what_it_merged_so_saves_made_during_the_move_survive(tmp_path):
+    """Issue #31: memories saved into the old directory while the merge ran ended in neither directory."""
+    from mem.core.jobs.remember import RememberRequest, remember
+    from mem.core.memdir.store import MemoryDir
+    from mem.core.relocate import apply_relocation, plan_relocation
+
+    old, new, memory, new_memory = moved(tmp_path)
+    write_memory(new_memory, "project_new.md", name="new", description="written after the move", type="project")
+    (new_memory / "MEMORY.md").write_text("- [New](project_new.md) — written after the move\n")
+    plan = plan_relocation(str(old), str(new))
+    # the agent, still in the old session, saves while the move runs (between the plan and its end)
+    for n in range(4):
+        remember(RememberRequest(memory=MemoryDir(str(memory)), text=f"Late fact {n}.", name=f"Late {n}",
+                                 type="project", description=f"late {n}", offline=True))
+    apply_relocation(plan)
+    both = {**tree(memory), **tree(new_memory)} if memory.exists() else tree(new_memory)
+    for n in range(4):
+        assert f"late_{n}.md" in both or f"late-{n}.md" in both or any(f"Late fact {n}." in v.decode() for v in both.values()), n
+    index = (memory / "MEMORY.md").read_text()
+    assert index.count("\n") == 4 and "Late 3" in index  # only the late pointers stay behind
+    assert "(user_role.md)" in (new_memory / "MEMORY.md").read_text()

@@ -35,7 +35,10 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
 
     Candidates come from a model (ANTHROPIC_API_KEY) or the offline ranker,
     or QUERY names a topic file. At a terminal you choose which to forget;
-    a file holding several memories loses only the chosen entries.
+    a file holding several memories loses only the chosen entries. When undo
+    could not bring them back (no git on PATH: history is off; a version
+    withheld for a secret), forget still removes them and says so on stderr
+    instead of promising undo.
 
     \b
     Example:
@@ -92,8 +95,15 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
     if dry_run:
         raise click.exceptions.Exit(ExitCode.WOULD_CHANGE)
     n = len(chosen)
-    render.info(f"forgot {n} {'memory' if n == 1 else 'memories'}; `mem undo` brings "
-                f"{'it' if n == 1 else 'them'} back (operation {(result.snapshot or '')[:12]})")
+    from mem.core.memdir.revert import why_not_undoable
+
+    what = f"forgot {n} {'memory' if n == 1 else 'memories'}"
+    why = why_not_undoable(memory, memory.last_operation)
+    if why is None:
+        render.info(f"{what}; `mem undo` brings {'it' if n == 1 else 'them'} back "
+                    f"(operation {(result.snapshot or '')[:12]})")
+    else:  # never promise what undo cannot do
+        render.warn(f"{what}; `mem undo` cannot bring {'it' if n == 1 else 'them'} back: {why}")
 
 
 def _output(result, fmt: str) -> None:

@@ -58,7 +58,7 @@ def _carry(file: str, where: dict, *, to_user: bool, keep: bool) -> None:
     src, dst = (project, user) if to_user else (user, project)
     project_layout = "qwen" if res.layout == "qwen" else "claude"
     layouts = (project_layout, "claude") if to_user else ("claude", project_layout)
-    if os.path.normpath(src.root) == os.path.normpath(dst.root):
+    if src.real_root == dst.real_root:  # also through a symbolic link: moving a file onto itself deletes it
         raise UsageError(f"this project's memory directory is the user-level one ({user.root})")
     command = "promote" if to_user else "demote"
     rel = copy_memory(src, dst, file, command=command, args=[file], delete=not keep, layouts=layouts)

@@ -10,7 +10,7 @@ from mem.cli.common import format_options, memory_dir_options, memory_of
 @click.command("restore")
 @click.argument("file", metavar="FILE")
 @click.option("--at", "at", required=True, metavar="ID|TIME",
-              help="An operation id (ID~: just before it), an ISO date or time (UTC unless given), or an age like 3d.")
+              help="An operation id (ID~: just before it), an ISO date or time (UTC unless given), or an age like 100d, 3h, 2w (always an age, never an id).")
 @click.option("--dry-run", is_flag=True, help="Print the unified diff of what restore would change; change nothing; exit 1 if it would change something.")
 @memory_dir_options
 @format_options

@@ -19,7 +19,10 @@ def undo_cmd(operation: str | None, force: bool, dry_run: bool, where: dict, fmt
     """Take back the newest operation mem made, or the one named by ID.
 
     Only the files that operation changed are put back, each to what it held
-    before. If one of them has changed since, undo refuses and names it (exit
+    before. MEMORY.md and daily logs are merged line by line: the lines the
+    operation added are removed and those it removed put back, every other
+    line (the agent's own pointers) kept. If a topic file, or one of the
+    operation's own lines, has changed since, undo refuses and names it (exit
     4) unless --force. Changes made outside mem (an editor, the agent's own
     Write tool) are never undone; `mem restore` takes one file back by hand.
     The undo is an operation of its own, so `mem undo` again redoes it.

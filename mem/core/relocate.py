@@ -10,7 +10,7 @@ system for a path that sanitizes to it. A relocation renames what it can (the hi
 directory goes with a moved memory directory) and merges a memory directory into one that
 already holds memories through the write path, refusing any file that would be overwritten.
 
-uses: paths, memdir (store, layout, state), portable
+uses: paths, memdir (store, layout, state, files), portable
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 
 from mem.core import paths
-from mem.core.errors import NotFoundError, RefusedError, UsageError
+from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
 from mem.core.wording import plural
 
 MEMORY_SUBDIR = "memory"
@@ -341,11 +341,8 @@ def apply_relocation(plan: Relocation, args=()) -> None:
             new_state = state_dir(new_dir, create=False)
             if os.path.isdir(old_state) and not os.path.lexists(new_state):
                 os.rename(old_state, new_state)
-    for source, _target, _merge in plan.merges:
-        old = MemoryDir(source)
-        with old.operation("relocate", list(args), meta={"moved_to": plan.new}):
-            for rel in sorted(_files(source), key=lambda r: r.count("/"), reverse=True):
-                old.delete(rel, allow_index=True)
+    for source, _target, merge in plan.merges:
+        _remove_merged(MemoryDir(source), merge.source.files, args, plan.new)
         from mem.core.memdir.layout import DREAM_LOCK
 
         if os.path.isfile(os.path.join(source, DREAM_LOCK)):
@@ -355,6 +352,39 @@ def apply_relocation(plan: Relocation, args=()) -> None:
                 os.rmdir(dirpath)
             except OSError:
                 pass
+
+
+def _remove_merged(old, merged: dict[str, bytes], args, moved_to: str) -> None:
+    """Remove from ``old`` only what the merge copied: each file still holding the bytes it read.
+
+    A memory saved into the old directory while the move ran was not merged, so it stays there
+    (with its pointer: the index loses only the lines the merge read). Planned and removed under
+    the index lock, so no pointer lands between the look and the write.
+    """
+    from mem.core.memdir.files import read_bytes
+    from mem.core.memdir.layout import is_index
+
+    def holds(rel: str) -> bytes | None:
+        try:
+            return read_bytes(os.path.join(old.root, rel))
+        except (OSError, MemError):
+            return None
+
+    with old.index_lock(), old.operation("relocate", list(args), meta={"moved_to": moved_to}):
+        for rel in sorted(_files(old.root), key=lambda r: r.count("/"), reverse=True):
+            now = holds(rel)
+            if rel not in merged or now is None:
+                continue
+            if now == merged[rel]:
+                old.delete(rel, allow_index=True)
+            elif is_index(rel):  # pointers added meanwhile stay, for the memories that stay
+                copied = set(merged[rel].decode("utf-8", "replace").splitlines())
+                left = [line for line in now.decode("utf-8", "replace").splitlines(keepends=True)
+                        if line.rstrip("\r\n") not in copied]
+                if any(line.strip() for line in left):
+                    old.write(rel, "".join(left), scan=False)
+                else:
+                    old.delete(rel, allow_index=True)
 
 
 def _memory_dirs_in(path: str) -> list[str]:

@@ -9,9 +9,11 @@ Layout of ``<state_dir>``::
 
     history.git/          bare repository; its index is the recorded state of the memory directory
     history.git/index     path -> (blob, mode) as last recorded
-    history/journal/*.jsonl   one file per mem operation in progress
+    history/journal/*.jsonl   one file per mem operation in progress (live while its PID runs
+                              with the start time it recorded: a reused PID does not keep it)
     history/maintained    stamp of the last daily maintenance
     history.lock          flock held around every change to the store
+    history.git.damaged-*  a store git could no longer read, set aside (history starts again)
 
 An operation is a parentless commit under ``refs/ops/<time_ns>-<id>``. Its
 message is the operation as one JSON object; its tree names every blob the
@@ -186,6 +188,37 @@ class History:
         with self._locked():
             return self._sync(self._recover())
 
+    def rebase_if_damaged(self, error: MemError) -> str | None:
+        """After ``error`` from the store: if the store is damaged, move it aside and start anew; where it went.
+
+        A store git cannot read (a torn index, broken refs or objects) must not block every write:
+        it is kept aside for inspection, said on stderr with the fix, and the next sync records
+        the files as they are as the first operation of a new history. None: the store reads fine.
+        """
+        with self._locked():
+            if not os.path.isdir(self.git_dir):
+                return None
+            try:
+                self._git("ls-files", "-s")
+                self._git("for-each-ref", "--format=%(objectname) %(contents:subject)", "refs/ops/")
+                return None
+            except HistoryUnavailable:
+                raise
+            except MemError:
+                pass
+            aside = f"{self.git_dir}.damaged-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
+            os.rename(self.git_dir, aside)
+            # journals name versions in the damaged store: they go with it
+            if os.path.isdir(self._journal_dir):
+                os.rename(self._journal_dir, os.path.join(aside, "mem-journal"))
+                os.makedirs(self._journal_dir)
+        import sys
+
+        sys.stderr.write(f"mem: warning: the history store was damaged ({error}); it is kept at {aside} and "
+                         "history starts again from the files as they are (inspect it with "
+                         f"`git --git-dir {aside} fsck`, then delete it)\n")
+        return aside
+
     def operations(self, path: str | None = None, limit: int | None = None) -> list[Operation]:
         """Recorded operations, newest first; with ``path``, only those that changed it."""
         ops = [op for _, op in self._records()]
@@ -203,9 +236,11 @@ class History:
             raise NotFoundError(f"that version has no content in the history ({oid or 'absent'})")
         return self._cat([oid])[oid]
 
-    def diff(self, op: Operation) -> str:
-        """The operation as a unified diff with git-style headers."""
-        blobs = self._cat([o for c in op.changes for o in (c.before, c.after) if _stored(o)])
+    def diff(self, op: Operation, *, extra: dict[str, bytes] | None = None) -> str:
+        """The operation as a unified diff with git-style headers; ``extra`` gives blobs not stored (yet)."""
+        extra = extra or {}
+        blobs = {**self._cat([o for c in op.changes for o in (c.before, c.after) if _stored(o) and o not in extra]),
+                 **extra}
         return "".join(_file_diff(c, blobs) for c in op.changes)
 
     def current_oid(self, relpath: str) -> tuple[str | None, int | None]:
@@ -486,9 +521,23 @@ class History:
         if not changes:
             return None
         self._store(blobs)
-        self._stage({c.path: (c.after, c.after_mode) for c in changes})
+        # Journaled before it is staged: a sync killed between staging and committing leaves a journal
+        # the next process commits (as it does a killed mem operation's), so the change is never lost.
         meta = {"withheld": withheld} if withheld else {}
-        return self._commit([(OUTSIDE, [], meta, changes)], os.urandom(4).hex(), interrupted=False)[0]
+        journal_id = os.urandom(4).hex()
+        journal = os.path.join(self._journal_dir, f"{journal_id}.jsonl")
+        header = {"pid": os.getpid(), "pid_start": _process_start(os.getpid()), "command": OUTSIDE, "args": [],
+                  "meta": meta, "started": _iso(time.time_ns())}
+        with open(journal, "xb") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in [header, *(
+                {"kind": OUTSIDE, **c._asdict()} for c in changes)]).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        fsync_dir(self._journal_dir)
+        self._stage({c.path: (c.after, c.after_mode) for c in changes})
+        op = self._commit([(OUTSIDE, [], meta, changes)], journal_id, interrupted=False)[0]
+        os.unlink(journal)
+        return op
 
     def _untracked(self, path: str) -> list[str]:
         """The files git reports as untracked at ``path``."""
@@ -510,7 +559,7 @@ class History:
         """Commit what the journals of dead processes did, and return the journals still live."""
         journals = [_read_journal(os.path.join(self._journal_dir, name))
                     for name in sorted(os.listdir(self._journal_dir)) if name.endswith(".jsonl")]
-        live = [j for j in journals if j.header is not None and pid_running(j.header["pid"])]
+        live = [j for j in journals if j.header is not None and _alive(j.header)]
         dead = [j for j in journals if j not in live]
         pending = [j for j in dead if j.entries]
         if pending:
@@ -602,7 +651,8 @@ class Journal:
 
     def __init__(self, history: History, command: str, args: Sequence[str], meta: dict):
         self._history = history
-        self._header = {"pid": os.getpid(), "command": command, "args": list(args), "meta": dict(meta)}
+        self._header = {"pid": os.getpid(), "pid_start": _process_start(os.getpid()), "command": command,
+                        "args": list(args), "meta": dict(meta)}
         self._reset()
 
     def _reset(self) -> None:
@@ -642,9 +692,12 @@ class Journal:
                 old_oid = WITHHELD if withheld else old_oid
                 lines.append({"kind": OUTSIDE, "path": path, "before": recorded[0], "after": old_oid,
                               "before_mode": recorded[1], "after_mode": old_mode})
-            if new is not None:
+            # New content holding a secret (the write path scans what it adds; a daily log appended to
+            # keeps what an editor put in it) is written, and never stored: the version is withheld.
+            new_withheld = new is not None and h._refused(path, new)
+            if new is not None and not new_withheld:
                 blobs[new_oid] = new
-            lines.append({"path": path, "before": old_oid, "after": new_oid,
+            lines.append({"path": path, "before": old_oid, "after": WITHHELD if new_withheld else new_oid,
                           "before_mode": old_mode, "after_mode": new_mode})
             h._store(blobs)
             first = self._count
@@ -656,7 +709,8 @@ class Journal:
                 self._append([{"void": n} for n in range(first, first + len(lines))])
                 del self._entries[-len(lines):]
                 raise
-            h._stage({path: (new_oid, new_mode)})
+            if not new_withheld:  # a withheld version stays unrecorded, as a sync leaves one
+                h._stage({path: (new_oid, new_mode)})
 
     def befores(self) -> dict[str, str | None]:
         """path -> the blob it held before this operation first changed it (None: it did not exist)."""
@@ -757,6 +811,25 @@ def _happened(entries: list[dict], disk: dict[str, tuple], index: dict[str, tupl
                     stage[path] = target
                 break
     return [e for n, e in enumerate(entries) if n <= last.get(e["path"], -1)], stage
+
+
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat field 22), or None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read()
+        # the command name (field 2) may hold spaces and parentheses: count fields after the last ')'
+        return stat_line[stat_line.rindex(b")") + 2:].split()[19].decode()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _alive(header: dict) -> bool:
+    """Whether the process that wrote a journal still runs: its PID, and the same start time (PIDs are reused)."""
+    if not pid_running(header["pid"]):
+        return False
+    started = header.get("pid_start")
+    return started is None or _process_start(header["pid"]) in (None, started)
 
 
 def _read_journal(path: str) -> _JournalFile:

@@ -3,10 +3,13 @@
 Example: undo(MemoryDir("/m")) takes back the newest operation mem made there; undo(memory, "a1b2c3")
 that one only. Both are operations of their own, so an undo can be undone.
 
-An undo puts back the "before" of each file the operation changed, and only those files. It
-refuses (exit 4) when one of them has changed since (by mem or anything else), naming it, unless
-forced; what is overwritten then is already in the history, since outside changes are recorded
-first. Changes made outside mem are never undone by mem: ``restore`` takes a file back to any
+An undo puts back the "before" of each file the operation changed, and only those files. A file
+mem keeps line by line (an index, a daily log) is merged instead: the lines the operation added
+are removed and the lines it removed put back, every other line kept, so an agent's own pointer
+written since survives. It refuses (exit 4) when a topic file, or one of the lines the operation
+changed, has changed since (by mem or anything else), naming it, unless forced; what is overwritten
+then is already in the history, since outside changes are recorded first. Undo and restore plan and
+write under the index lock, so a writer cannot slip a pointer in between. Changes made outside mem are never undone by mem: ``restore`` takes a file back to any
 recorded version instead, which the user asks for by name.
 """
 
@@ -18,7 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from mem.core.errors import NotFoundError, RefusedError, UsageError
+from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
 from mem.core.memdir.files import read_bytes
 from mem.core.memdir.history import OUTSIDE, REDACTED, SYMLINK, WITHHELD, Change, Operation, blob_oid
 
@@ -32,6 +35,8 @@ class Step(NamedTuple):
     target: str | None  # blob oid to put back (None: remove the file)
     target_mode: int | None
     mtime_ns: int | None = None  # the modification time the target version had, when recorded
+    data: bytes | None = None  # the content to write when it is not in the history (a merged index)
+    merged: bool = False  # the target is the file as it is now with the operation's own lines taken back
 
 
 class RevertResult(NamedTuple):
@@ -70,18 +75,97 @@ def newest_undoable(ops: Sequence[Operation]) -> Operation:
     raise NotFoundError("nothing to undo: no operation of mem's is recorded")
 
 
-def plan_undo(root: str, op: Operation) -> tuple[list[Step], list[str]]:
-    """The steps that take ``op`` back, and the files that changed since it (the conflicts)."""
+def plan_undo(root: str, op: Operation, history=None) -> tuple[list[Step], list[str]]:
+    """The steps that take ``op`` back, and the files that changed since it (the conflicts).
+
+    With ``history``, a line-kept file (an index, a daily log) that changed since is merged.
+    """
     steps, conflicts = [], []
     for c in op.changes:
         if c.before in (WITHHELD, REDACTED):
             conflicts.append(f"{c.path}: its earlier version is not kept ({c.before})")
             continue
         now, now_mode = _on_disk(root, c.path)
-        if now != c.after:
+        mtime = op.meta.get("mtimes", {}).get(c.path)
+        if now == c.before and now != c.after:  # already put back (an undo cut short and retried): nothing to do
+            steps.append(Step(c.path, now, now_mode, c.before, c.before_mode, mtime))
+            continue
+        if now != c.after and history is not None and now_mode != SYMLINK and _line_kept(c.path) \
+                and c.after not in (WITHHELD, REDACTED):
+            merged, clashes = _merge_back(history, root, c, now)
+            if clashes:
+                conflicts += [f"{c.path}: {why} since {op.id[:12]}" for why in clashes]
+            else:
+                oid = None if merged is None else blob_oid(merged)
+                steps.append(Step(c.path, now, now_mode, oid, now_mode if c.before_mode is None else c.before_mode,
+                                  mtime, merged, True))
+                continue
+        elif now != c.after:
             conflicts.append(f"{c.path}: {'deleted' if now is None else 'changed'} since {op.id[:12]}")
-        steps.append(Step(c.path, now, now_mode, c.before, c.before_mode, op.meta.get("mtimes", {}).get(c.path)))
+        steps.append(Step(c.path, now, now_mode, c.before, c.before_mode, mtime))
     return steps, conflicts
+
+
+def _line_kept(relpath: str) -> bool:
+    """Whether mem keeps ``relpath`` as a list of lines (an index of pointers, an append-only daily log)."""
+    from mem.core.memdir.layout import is_index, is_log
+
+    return is_index(relpath) or is_log(relpath)
+
+
+def _merge_back(history, root: str, c: Change, now: str | None) -> tuple[bytes | None, list[str]]:
+    """The file as it is now with ``c`` taken back line by line: (content, or None to remove it; clashes).
+
+    The lines ``c`` added are removed, the lines it removed put back after the line they
+    followed; every other line stays. A line ``c`` added that is gone or changed since is
+    a clash (named), as is content that is not text.
+    """
+    import difflib
+
+    from mem.core.memdir.files import read_bytes
+
+    try:
+        current = b"" if now is None else read_bytes(os.path.join(root, c.path))
+    except (OSError, MemError):
+        return None, ["unreadable"]
+    after = b"" if c.after is None else history.read_blob(c.after)
+    before = b"" if c.before is None else history.read_blob(c.before)
+    texts = []
+    for data in (before, after, current):
+        try:
+            texts.append(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None, ["changed (not text, so not merged)"]
+    old, new, cur = (t.split("\n") for t in texts)
+    old, new, cur = (lines[:-1] if lines and lines[-1] == "" else lines for lines in (old, new, cur))
+    clashes: list[str] = []
+    result = list(cur)
+    added, put_back = [], []  # lines to remove; (line, the line it followed in ``old`` or None) to put back
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            added += new[j1:j2]
+        if tag in ("replace", "delete"):
+            put_back += [(old[k], old[k - 1] if k else None) for k in range(i1, i2)]
+    for line in added:
+        if line in result:
+            result.remove(line)
+        elif line.strip():
+            clashes.append(f"line {line.strip()[:60]!r} changed")
+    for line, anchor in put_back:
+        if line.strip() and line in result:
+            continue  # put back by someone else already
+        if anchor is None:
+            result.insert(0, line)
+        elif anchor in result:
+            result.insert(len(result) - result[::-1].index(anchor), line)
+        else:
+            result.append(line)
+    if clashes:
+        return None, clashes
+    if (c.before is None or now is None) and not any(line.strip() for line in result):
+        return None, []  # nothing of anyone's left: no file (as before the operation, or as now)
+    ends = texts[2].endswith("\n") or (not texts[2] and texts[0].endswith("\n"))
+    return ("\n".join(result) + ("\n" if ends and result else "")).encode("utf-8"), []
 
 
 def _apply(memory, steps: list[Step]) -> None:
@@ -96,15 +180,16 @@ def _apply(memory, steps: list[Step]) -> None:
         if s.target_mode == SYMLINK:
             raise RefusedError(f"{s.path}: a symbolic link is not put back by mem; recreate it by hand")
         # The user's own earlier bytes: contained and atomic, but not judged for secrets again.
-        written = memory.write(s.path, history.read_blob(s.target), scan=False, restamp=False)
+        data = s.data if s.data is not None else history.read_blob(s.target)
+        written = memory.write(s.path, data, scan=False, restamp=False)
         if s.mtime_ns is not None:  # recall orders memories by it: a restored memory keeps its age
             os.utime(written.path, ns=(s.mtime_ns, s.mtime_ns))
 
 
 def _diff(memory, steps: list[Step]) -> str:
-    pending = Operation("", "", "", [], [Change(s.path, s.now, s.target, s.now_mode, s.target_mode)
-                                        for s in steps if s.now != s.target], False, None, {})
-    return memory.history.diff(pending)
+    changes = [Change(s.path, s.now, s.target, s.now_mode, s.target_mode) for s in steps if s.now != s.target]
+    merged = {s.target: s.data for s in steps if s.data is not None}
+    return memory.history.diff(Operation("", "", "", [], changes, False, None, {}), extra=merged)
 
 
 def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool = False) -> RevertResult:
@@ -114,22 +199,57 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
         from mem.core.memdir.history import HistoryUnavailable
 
         raise HistoryUnavailable()
-    history.sync()  # what changed outside mem is recorded before anything is put back
-    op = history.find(ref) if ref else newest_undoable(history.operations())
-    if op.command == OUTSIDE:
-        raise RefusedError(f"operation {op.id[:12]} was made outside mem; mem undoes only its own changes "
-                           f"(`mem restore FILE --at {op.id[:12]}~` takes a file back by hand)")
-    steps, conflicts = plan_undo(memory.root, op)
-    if conflicts and not force:
-        raise RefusedError(f"cannot undo {op.id[:12]} ({op.command}): " + "; ".join(conflicts)
-                           + " (--force puts the earlier versions back all the same)")
-    diff = _diff(memory, steps)
-    if dry_run:
-        return RevertResult(op, steps, conflicts, diff, None)
-    started = time.monotonic()
-    _all_or_nothing(memory, "undo", [op.id[:12]], {"undoes": op.id}, steps)
+    # Under the index lock: a writer adding its pointer now waits, so the MEMORY.md planned is the one written.
+    with memory.index_lock():
+        history.sync()  # what changed outside mem is recorded before anything is put back
+        op = history.find(ref) if ref else newest_undoable(history.operations())
+        if ref is None:
+            op = _retried(history, op)
+        if op.command == OUTSIDE:
+            raise RefusedError(f"operation {op.id[:12]} was made outside mem; mem undoes only its own changes "
+                               f"(`mem restore FILE --at {op.id[:12]}~` takes a file back by hand)")
+        steps, conflicts = plan_undo(memory.root, op, history)
+        if conflicts and not force:
+            raise RefusedError(f"cannot undo {op.id[:12]} ({op.command}): " + "; ".join(conflicts)
+                               + " (--force puts the earlier versions back all the same)")
+        diff = _diff(memory, steps)
+        if dry_run:
+            return RevertResult(op, steps, conflicts, diff, None)
+        started = time.monotonic()
+        _all_or_nothing(memory, "undo", [op.id[:12]], {"undoes": op.id}, steps)
     _event(memory, "undo", started, {"undoes": op.id, "forced": bool(conflicts)})
     return RevertResult(op, steps, conflicts, diff, memory.last_operation)
+
+
+def why_not_undoable(memory, op: Operation | None) -> str | None:
+    """Why ``mem undo`` of ``op`` (just recorded) would not bring its files back, or None when it would.
+
+    A command says "mem undo brings it back" only when this is None: with no git on PATH
+    nothing is recorded (history is off), and a version withheld for a secret is not kept.
+    """
+    if op is None:
+        return ("history is off (git is not on PATH), so nothing was recorded"
+                if not memory.history.available() else "nothing was recorded in the history")
+    _steps, conflicts = plan_undo(memory.root, op, memory.history)
+    return "; ".join(conflicts) or None
+
+
+def _retried(history, op: Operation) -> Operation:
+    """What a plain ``mem undo`` takes back when the newest operation is an undo that did not finish.
+
+    An undo killed half way (recovered, interrupted), or one that failed and was taken back (a full
+    disk): the retry finishes the same undo, it never goes the other way.
+    """
+    if op.command == "undo" and op.interrupted and op.undoes:
+        return history.find(op.undoes)
+    if op.undoes and op.meta.get("reason") == _FAILED:
+        partial = history.find(op.undoes)
+        if partial.command == "undo" and partial.undoes:
+            return history.find(partial.undoes)
+    return op
+
+
+_FAILED = "the job failed"
 
 
 def _all_or_nothing(memory, command: str, args: list[str], meta: dict, steps: list[Step]) -> None:
@@ -142,7 +262,7 @@ def _all_or_nothing(memory, command: str, args: list[str], meta: dict, steps: li
             _apply(memory, steps)
     except BaseException:
         if memory.last_operation is not None:
-            take_back(memory, memory.last_operation)
+            _take_back(memory, memory.last_operation)  # the caller holds the index lock
         raise
 
 
@@ -159,11 +279,21 @@ def _event(memory, command: str, started: float, detail: dict) -> None:
 
 
 def take_back(memory, op: Operation) -> Operation | None:
-    """Undo ``op`` after its job failed: every file that still holds what it wrote goes back; the rest stay."""
-    steps, _conflicts = plan_undo(memory.root, op)
-    mine = [s for s in steps if s.now == next(c.after for c in op.changes if c.path == s.path)]
+    """Undo ``op`` after its job failed: every file that still holds what it wrote goes back; the rest stay.
+
+    An index goes back line by line: the pointers the job added leave, everyone else's stay.
+    Planned and written under the index lock (the caller must not hold it).
+    """
+    with memory.index_lock():
+        return _take_back(memory, op)
+
+
+def _take_back(memory, op: Operation) -> Operation | None:
+    steps, _conflicts = plan_undo(memory.root, op, memory.history)
+    # a file that still holds what it wrote, or an index whose own lines can be merged out (no dangling pointer)
+    mine = [s for s in steps if s.merged or s.now == next(c.after for c in op.changes if c.path == s.path)]
     started = time.monotonic()
-    with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": "the job failed"}, event=False):
+    with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": _FAILED}, event=False):
         _apply(memory, mine)
     _event(memory, "undo", started, {"undoes": op.id, "reason": f"{op.command} failed"})
     return memory.last_operation
@@ -200,7 +330,8 @@ def version_at(history, relpath: str, at: str) -> tuple[str | None, int | None, 
     ops = history.operations()  # newest first
     before = at.endswith("~")
     ref = at[:-1] if before else at
-    if re.fullmatch(r"[0-9a-f]{4,40}", ref):
+    # an age (100d: all hex, but no operation id is read from it) is a time
+    if re.fullmatch(r"[0-9a-f]{4,40}", ref) and not _RELATIVE.match(ref):
         target = history.find(ref)
         position = next(i for i, op in enumerate(ops) if op.id == target.id) + (1 if before else 0)
         candidates = ops[position:]
@@ -219,17 +350,16 @@ def version_at(history, relpath: str, at: str) -> tuple[str | None, int | None, 
 def restore(memory, relpath: str, at: str, *, dry_run: bool = False) -> RevertResult:
     """Put ``relpath`` back as it was at ``at``, as an operation of its own."""
     history = memory.history
-    history.sync()
     relpath = relpath.replace(os.sep, "/").lstrip("/")
-    oid, mode, _op = version_at(history, relpath, at)
-    now, now_mode = _on_disk(memory.root, relpath)
-    steps = [Step(relpath, now, now_mode, oid, mode)]
-    diff = _diff(memory, steps)
-    if dry_run or now == oid:
-        return RevertResult(None, steps, [], diff, None)
-    started = time.monotonic()
-    _all_or_nothing(memory, "restore", [relpath, at], {}, steps)
+    with memory.index_lock():  # planned and written with no writer in between
+        history.sync()
+        oid, mode, _op = version_at(history, relpath, at)
+        now, now_mode = _on_disk(memory.root, relpath)
+        steps = [Step(relpath, now, now_mode, oid, mode)]
+        diff = _diff(memory, steps)
+        if dry_run or now == oid:
+            return RevertResult(None, steps, [], diff, None)
+        started = time.monotonic()
+        _all_or_nothing(memory, "restore", [relpath, at], {}, steps)
     _event(memory, "restore", started, {"file": relpath, "at": at})
     return RevertResult(None, steps, [], diff, memory.last_operation)
-
-

@@ -200,7 +200,14 @@ class MemoryDir:
         if not history.available():
             yield
             return
-        history.sync()  # what changed outside mem since it last looked comes first, as its own operation
+        try:
+            history.sync()  # what changed outside mem since it last looked comes first, as its own operation
+        except MemError as exc:
+            from mem.core.memdir.history import HistoryUnavailable
+
+            if isinstance(exc, HistoryUnavailable) or not history.rebase_if_damaged(exc):
+                raise
+            history.sync()  # a damaged store is set aside: writes go on, history re-based on the files
         journal = history.begin(command, list(args), meta=meta)
         _OPEN[self.real_root] = journal
         started = time.monotonic()
