@@ -306,6 +306,7 @@ def test_restore_at_an_age_that_looks_like_hex_is_an_age(run_mem, memdir):
     assert "no recorded version of tabs.md at 100d" in r.stderr  # 100 days ago it did not exist yet
 
 
+@pytest.mark.process  # where git is, is looked up once per process
 def test_forget_promises_undo_only_when_undo_would_bring_it_back(run_mem, memdir, tmp_path):
     """Issue #31: with no git, and for a memory holding a secret, forget said `mem undo` brings it back."""
     remember(run_mem, "Tabs", "Use tabs.")
