@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 
@@ -27,3 +28,90 @@ def test_first_write_and_history_on_a_fresh_machine(run_mem, isolated_env, tmp_p
     r = run("undo")
     assert r.returncode == 0, r.stderr
     assert run("status").returncode == 0
+
+
+# --- in process: click's runner on mem.cli's group, from the same empty HOME ---------------------
+
+import json  # noqa: E402
+
+import click  # noqa: E402
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from mem.cli import cli  # noqa: E402
+
+
+def invoke(*args, input=None, cwd=None, env=None):
+    """mem ARGS in this process (stdout and stderr apart), run in ``cwd`` when given."""
+    runner = CliRunner(**({"mix_stderr": False} if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else {}))
+    old = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        return runner.invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def _commands_with_json(group=cli, path=()):
+    ctx = click.Context(group, info_name="mem")
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if isinstance(cmd, click.Group):
+            yield from _commands_with_json(cmd, (*path, name))
+        elif any("--json" in getattr(p, "opts", ()) for p in cmd.params):
+            yield (*path, name)
+
+
+def error_object(stdout: str) -> dict:
+    doc = json.loads(stdout)
+    assert set(doc) == {"error"} and set(doc["error"]) == {"message", "exit_code", "kind"}, doc
+    return doc["error"]
+
+
+@pytest.fixture
+def fresh_project(tmp_path, isolated_env):
+    """A git project no client has opened, and an empty HOME (no ~/.claude, no ~/.qwen, no state dir)."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    assert not (isolated_env / ".claude").exists() and not (isolated_env / ".qwen").exists()
+    assert not os.path.exists(os.environ["MEM_STATE_DIR"])
+    return project
+
+
+@pytest.mark.parametrize("words", sorted(_commands_with_json()), ids=" ".join)
+def test_every_json_command_tells_a_failure_in_json(words, fresh_project):
+    r = invoke(*words, "--json", "--no-such-option", cwd=fresh_project)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    err = error_object(r.stdout)
+    assert err == {"message": err["message"], "exit_code": 2, "kind": "usage"}
+    assert "No such option" in err["message"] and r.stderr.startswith("mem: error: No such option")
+
+
+def test_json_errors_of_real_failures(fresh_project, tmp_path):
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    r = invoke("verify", "--json", cwd=outside)
+    assert r.exit_code == 3 and error_object(r.stdout)["kind"] == "config", (r.stdout, r.stderr)
+    assert "no repository" in error_object(r.stdout)["message"] and "no repository" in r.stderr
+    r = invoke("--json", "verify", cwd=outside)  # --json given before the command counts too
+    assert r.exit_code == 3 and error_object(r.stdout)["exit_code"] == 3
+    r = invoke("eval", "--from-transcripts", "--json", cwd=fresh_project)
+    err = error_object(r.stdout)
+    assert r.exit_code == 1 and err["kind"] == "not_found" and err["exit_code"] == 1
+    assert "looked in" in err["message"] and "/.claude/projects/" in err["message"]
+    r = invoke("scan", "--jsonl", "--dir", str(tmp_path / "nowhere"), cwd=fresh_project)
+    assert r.exit_code == 2 and len(r.stdout.splitlines()) == 1 and error_object(r.stdout)["kind"] == "usage"
+    # without --json stdout stays empty
+    r = invoke("verify", cwd=outside)
+    assert r.exit_code == 3 and r.stdout == ""
+
+
+def test_eval_from_transcripts_says_where_it_looked(fresh_project):
+    r = invoke("eval", "--from-transcripts", cwd=fresh_project)
+    assert r.exit_code == 1 and "looked in" in r.stderr and "does not exist" in r.stderr
+    sessions = fresh_project.parent / "sessions"
+    sessions.mkdir()
+    r = invoke("eval", "--from-transcripts", str(sessions), cwd=fresh_project)
+    assert r.exit_code == 1 and f"looked in {sessions} and found no *.jsonl session" in r.stderr
