@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 
 def test_first_write_and_history_on_a_fresh_machine(run_mem, isolated_env, tmp_path):
@@ -115,3 +116,72 @@ def test_eval_from_transcripts_says_where_it_looked(fresh_project):
     sessions.mkdir()
     r = invoke("eval", "--from-transcripts", str(sessions), cwd=fresh_project)
     assert r.exit_code == 1 and f"looked in {sessions} and found no *.jsonl session" in r.stderr
+
+
+# --- hooks install on settings files as users have them ------------------------------------------
+
+
+def test_qwen_settings_with_comments_get_the_hooks_and_keep_the_comments(fresh_project, isolated_env, mem_exe):
+    path = isolated_env / ".qwen" / "settings.json"
+    path.parent.mkdir()
+    text = '{\n  // my theme\n  "theme": "Dracula", /* keep */\n  "url": "http://x//y"\n}\n'
+    path.write_text(text)
+    r = invoke("hooks", "install", "--client", "qwen", "--mem", mem_exe, cwd=fresh_project)
+    assert r.exit_code == 0, r.stderr
+    after = path.read_text()
+    assert after.startswith('{\n  // my theme\n  "theme": "Dracula", /* keep */\n  "url": "http://x//y",\n  "hooks": {')
+    from mem.core import install
+
+    data = install.read_settings(str(path), "qwen").data
+    assert "recall --hook" in data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    r = invoke("hooks", "uninstall", "--client", "qwen", cwd=fresh_project)
+    assert r.exit_code == 0 and path.read_text() == text
+
+
+def test_install_changes_only_the_hooks_of_a_claude_settings_file(fresh_project, mem_exe):
+    path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    path.parent.mkdir()
+    text = ('{\n    "permissions": {"allow": ["Bash(ls:*)", "Read"],   "deny": []},\n'
+            '    "big": 1e400,\n    "ratio": 1.0,\n    "env": {"N": "1"}\n}\n')
+    path.write_text(text)
+    r = invoke("hooks", "install", "--mem", mem_exe, cwd=fresh_project)
+    assert r.exit_code == 0 and "re-indented" not in r.stderr, r.stderr
+    after = path.read_text()
+    head = text[: text.index("\n}")]
+    assert after.startswith(head + ',\n    "hooks": {\n        "SessionStart": [\n'), after
+    assert "Infinity" not in after and json.loads(after)["ratio"] == 1.0
+    r = invoke("hooks", "uninstall", cwd=fresh_project)
+    assert r.exit_code == 0 and path.read_text() == text
+
+
+def test_numbers_inside_the_hooks_are_kept_as_written(fresh_project, mem_exe):
+    path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    path.parent.mkdir()
+    path.write_text('{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 1e400}]}]}}')
+    assert invoke("hooks", "install", "--mem", mem_exe, cwd=fresh_project).exit_code == 0
+    assert '"timeout": 1e400' in path.read_text() and "Infinity" not in path.read_text()
+
+
+def test_a_wrapped_mem_hook_is_seen_by_status_and_left_by_uninstall_with_a_warning(fresh_project, mem_exe):
+    path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    path.parent.mkdir()
+    command = f"timeout 5 {mem_exe} recall --hook"
+    path.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": command}]}]}}))
+    r = invoke("hooks", "status", "--scope", "user", "--json", cwd=fresh_project)
+    doc = json.loads(r.stdout)
+    assert "UserPromptSubmit" not in doc["missing"], doc
+    assert [e["wrapped"] for e in doc["entries"]] == [True]
+    r = invoke("hooks", "status", "--scope", "user", cwd=fresh_project)
+    assert "UserPromptSubmit" in r.stdout and "wrapped" in r.stdout and "UserPromptSubmit  not installed" not in r.stdout
+    before = path.read_text()
+    r = invoke("hooks", "uninstall", cwd=fresh_project)
+    assert r.exit_code == 0 and "left a hook of yours that runs mem inside it" in r.stderr and command in r.stderr
+    assert path.read_text() == before
+
+
+def test_install_refuses_a_settings_fifo_without_hanging(fresh_project, mem_exe):
+    path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    path.parent.mkdir()
+    os.mkfifo(path)
+    r = subprocess.run([mem_exe, "hooks", "install"], capture_output=True, text=True, timeout=20, cwd=fresh_project)
+    assert r.returncode == 4 and "FIFO" in r.stderr, r.stderr

@@ -106,7 +106,9 @@ def uninstall_cmd(client: str, scope: str | None, project: str | None, only, wit
 
     An entry is mem's when it runs a program named mem (or a *.pyz, or
     python -m mem) with --hook; the user's own hooks, and other handlers in
-    a matcher group shared with mem's, stay.
+    a matcher group shared with mem's, stay. A command of the user's that
+    runs mem inside it (timeout 5 mem recall --hook) stays too, with a
+    warning; mem hooks status lists it as wrapped.
 
     \b
     Example:
@@ -117,6 +119,8 @@ def uninstall_cmd(client: str, scope: str | None, project: str | None, only, wit
 
     events = install.select_events(client, only, without)
     change = install.plan(client, scope or "user", install=False, events=events, project=project)
+    for command in install.wrapped_entries(client, scope or "user", events, project):
+        render.warn(f"{change.path}: left a hook of yours that runs mem inside it (remove it by hand): {command}")
     return _finish(change, dry_run, fmt, "removed")
 
 
@@ -182,7 +186,8 @@ def status_cmd(client: str, scope: str | None, project: str | None, fmt: str) ->
         return 0 if ok else 1
     for f in found:
         where = f"{f.event}" + (f" ({f.matcher})" if f.matcher else "")
-        state = "runs" if f.runs else f"DOES NOT RUN: {f.problem}"
+        state = ("wrapped in a command of yours (uninstall leaves it)" if f.wrapped
+                 else "runs" if f.runs else f"DOES NOT RUN: {f.problem}")
         fired = f"last fired {f.last_fired}" if f.last_fired else "never fired"
         render.out(f"{f.scope}  {where}  {f.command}  {state}  {fired}")
     for event in missing:
