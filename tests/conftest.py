@@ -138,3 +138,15 @@ def write_memories(memdir: Path, bodies: dict) -> None:
     for rel, body in bodies.items():
         write_memory(memdir, rel, name=rel[:-3], description=f"{rel[:-3]} under test", type="project", body=body)
     (memdir / "MEMORY.md").write_text("".join(f"- [{r[:-3]}]({r}) — under test\n" for r in bodies))
+
+
+@pytest.fixture
+def cron_daemon(tmp_path):
+    """A process named ``cron`` (a copy of sleep): what `mem cron status` looks for in /proc."""
+    exe = tmp_path / "daemon" / "cron"
+    exe.parent.mkdir()
+    shutil.copy(shutil.which("sleep"), exe)
+    proc = subprocess.Popen([str(exe), "600"])
+    yield proc
+    proc.kill()
+    proc.wait()

@@ -185,3 +185,82 @@ def test_install_refuses_a_settings_fifo_without_hanging(fresh_project, mem_exe)
     os.mkfifo(path)
     r = subprocess.run([mem_exe, "hooks", "install"], capture_output=True, text=True, timeout=20, cwd=fresh_project)
     assert r.returncode == 4 and "FIFO" in r.stderr, r.stderr
+
+
+# --- mem cron from an empty HOME --------------------------------------------------------------------
+
+from test_cron import tools  # noqa: E402,F401 - a stand-in crontab and systemctl on PATH
+
+
+def cron_env_file(home: Path) -> Path:
+    return home / ".config" / "mem" / "cron.env"
+
+
+def test_a_failed_cron_install_leaves_no_env_file(tools, isolated_env, tmp_path, mem_exe):  # noqa: F811
+    r = invoke("cron", "install", "--mem", mem_exe, env={"MEM_CRONTAB": str(tmp_path / "no-such-crontab")})
+    assert r.exit_code == 3 and "is not installed" in r.stderr
+    assert not cron_env_file(isolated_env).exists() and not (isolated_env / ".config" / "mem").exists()
+
+
+def test_cron_status_says_when_no_cron_daemon_runs(tools, isolated_env, mem_exe, cron_daemon):  # noqa: F811
+    from mem.core import cron
+
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    r = invoke("cron", "status", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["ok"], r.stdout
+    cron_daemon.kill()
+    cron_daemon.wait()
+    if cron.cron_daemon_running():
+        pytest.skip("a real cron daemon runs on this machine")
+    r = invoke("cron", "status")
+    assert r.exit_code == 1 and "no cron daemon is running here" in r.stdout, r.stdout
+
+
+def test_cron_install_dry_run_writes_nothing(tools, isolated_env, mem_exe):  # noqa: F811
+    _, table = tools
+    r = invoke("cron", "install", "--mem", mem_exe, "--dry-run", "--at", "03:15")
+    assert r.exit_code == 1, r.stderr
+    assert r.stdout.startswith(f"would schedule nightly at 03:15 via cron (crontab): 15 3 * * * {mem_exe} cron run")
+    assert "would write" in r.stdout and not table.exists() and not cron_env_file(isolated_env).exists()
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    r = invoke("cron", "install", "--mem", mem_exe, "--dry-run", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["changed"] is False
+
+
+@pytest.mark.parametrize("via", ["cron", "systemd"])
+def test_a_newline_in_xdg_config_home_adds_no_line(tools, isolated_env, mem_exe, monkeypatch, via):  # noqa: F811
+    _, table = tools
+    monkeypatch.setenv("FAKE_SYSTEMD", "1")
+    evil = str(isolated_env / ".config") + "\n* * * * * touch /tmp/pwned #"
+    r = invoke("cron", "install", "--mem", mem_exe, "--via", via, env={"XDG_CONFIG_HOME": evil})
+    assert r.exit_code == 2 and "newline" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not table.exists() and not list(isolated_env.rglob("*.service")) and not list(isolated_env.rglob("cron.env"))
+
+
+def test_a_newline_in_a_carried_variable_is_refused_before_writing(tools, isolated_env, mem_exe):  # noqa: F811
+    _, table = tools
+    r = invoke("cron", "install", "--mem", mem_exe, env={"MEM_MODEL": "claude\nANTHROPIC_BASE_URL=http://evil"})
+    assert r.exit_code == 2 and "MEM_MODEL" in r.stderr
+    assert not table.exists() and not cron_env_file(isolated_env).exists()
+
+
+def test_a_symlinked_cron_env_is_refused_not_chmodded(tools, isolated_env, tmp_path, mem_exe):  # noqa: F811
+    target = tmp_path / "shared.txt"
+    target.write_text("# shared\n")
+    target.chmod(0o644)
+    cron_env_file(isolated_env).parent.mkdir(parents=True)
+    cron_env_file(isolated_env).symlink_to(target)
+    r = invoke("cron", "install", "--mem", mem_exe)
+    assert r.exit_code == 4 and "symbolic link" in r.stderr, r.stderr
+    assert (target.stat().st_mode & 0o777) == 0o644 and not tools[1].exists()
+
+
+def test_a_unit_names_a_mem_path_with_spaces_and_dollars_as_one_word(tools, isolated_env, tmp_path, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("FAKE_SYSTEMD", "1")
+    odd = tmp_path / "my $HOME tools" / "mem"
+    odd.parent.mkdir()
+    odd.write_text("#!/bin/sh\necho mem 0\n")
+    odd.chmod(0o755)
+    assert invoke("cron", "install", "--mem", str(odd)).exit_code == 0
+    service = next(isolated_env.rglob("mem-dream.service")).read_text()
+    assert f'ExecStart="{tmp_path}/my $$HOME tools/mem" cron run --env-file ' in service
