@@ -64,8 +64,10 @@ install: $(ZIPAPP)
 	install -m 644 completions/_mem $(DEST)/share/zsh/site-functions/_mem
 	install -m 644 completions/mem.fish $(DEST)/share/fish/vendor_completions.d/mem.fish
 
+# Hooks and the nightly job name the binary by its path: removing it leaves them failing, so say so.
 uninstall:
 	rm -f $(INSTALLED) $(addprefix $(DEST)/share/man/man1/,$(notdir $(wildcard man/*.1)))
+	@echo "removed $(DEST)/bin/mem. Hooks and a nightly job that name it now fail: run 'mem hooks uninstall' (each --client and --scope you used) and 'mem cron uninstall' with a mem still installed, or remove them by hand (~/.claude/settings.json, crontab -e)."
 
 dist/mem-py$(PYVER).pyz: $(STAMP) pyproject.toml $(shell find mem -name '*.py')
 	$(BIN)/python scripts/build_zipapp.py $@

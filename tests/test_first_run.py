@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def invoke(*args, input=None, cwd=None, env=None):
     if cwd:
         os.chdir(cwd)
     try:
-        return runner.invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
+        return runner.invoke(cli, list(args), input=input, env=env, catch_exceptions=False, prog_name="mem")
     finally:
         os.chdir(old)
 
@@ -264,3 +265,37 @@ def test_a_unit_names_a_mem_path_with_spaces_and_dollars_as_one_word(tools, isol
     assert invoke("cron", "install", "--mem", str(odd)).exit_code == 0
     service = next(isolated_env.rglob("mem-dream.service")).read_text()
     assert f'ExecStart="{tmp_path}/my $$HOME tools/mem" cron run --env-file ' in service
+
+
+# --- small things a first day meets ----------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_grep_takes_r_from_habit_and_hints_at_f_for_a_bad_pattern(fresh_project, memdir):
+    (memdir / "note.md").write_text("---\nname: n\ndescription: d\ntype: user\n---\n\ncall f(x) here\n")
+    for flag in ("-r", "-R", "--recursive"):
+        r = invoke("grep", flag, "call", cwd=fresh_project)
+        assert r.exit_code == 0 and "call f(x) here" in r.stdout, (flag, r.stderr)
+    r = invoke("grep", "f(", cwd=fresh_project)
+    assert r.exit_code == 2 and "use -F: mem grep -F 'f('" in r.stderr and r.stderr.count("\n") == 1
+    assert invoke("grep", "-F", "f(", cwd=fresh_project).exit_code == 0
+
+
+def test_every_usage_message_is_a_sentence_before_try(fresh_project):
+    for args in (("scan", "--json", "--jsonl"), ("scan", "--secrets", "--check")):
+        r = invoke(*args, cwd=fresh_project)
+        assert r.exit_code == 2 and ". Try 'mem scan --help'." in r.stderr, r.stderr
+
+
+def test_the_readme_runs_scripts_with_python3():
+    assert "`python scripts/" not in (ROOT / "README.md").read_text()
+
+
+def test_make_uninstall_says_hooks_and_cron_still_name_the_binary(tmp_path):
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    r = subprocess.run(["make", "-s", "-C", str(ROOT), "uninstall", f"PREFIX={tmp_path / 'prefix'}"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "mem hooks uninstall" in r.stdout and "mem cron uninstall" in r.stdout
