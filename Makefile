@@ -34,15 +34,20 @@ demo: $(STAMP)
 # The team-memory tests need a real PostgreSQL: scripts/ci-postgres.sh starts a private one on
 # a Unix socket (installing Debian's package when root), idempotent and fast once running. Without it
 # those tests skip, except under CI=true, where they fail.
+# After the tests, a server the script started for them is stopped (one already running stays);
+# MEM_TEST_PG_KEEP=1 keeps it for the next run, `bash scripts/ci-postgres.sh stop` stops it any time.
 PG_URL = $${MEM_TEST_PG_URL:-$$(bash scripts/ci-postgres.sh || true)}
+PG_STOP = if [ -z "$$MEM_TEST_PG_KEEP" ]; then bash scripts/ci-postgres.sh stop-started || true; fi
+#: pytest's arguments: make test TESTS=tests/test_cron.py runs those alone.
+TESTS ?=
 
 ## test: the whole test suite
 test: $(STAMP)
-	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q
+	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q $(TESTS); status=$$?; $(PG_STOP); exit $$status
 
 ## test-fast: everything but the slow artefact builds
 test-fast: $(STAMP)
-	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q -m 'not slow'
+	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q -m 'not slow' $(TESTS); status=$$?; $(PG_STOP); exit $$status
 
 ## zipapp: dist/mem-pyX.Y.pyz for the venv's Python X.Y, reproducible (another: scripts/build_zipapp.py --python python3.12)
 zipapp: $(STAMP)

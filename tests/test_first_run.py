@@ -299,3 +299,46 @@ def test_make_uninstall_says_hooks_and_cron_still_name_the_binary(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "mem hooks uninstall" in r.stdout and "mem cron uninstall" in r.stdout
+
+
+@pytest.fixture
+def pg_base():
+    """A directory the postgres user can reach (run as root, the script runs the server as postgres)."""
+    import tempfile
+
+    top = tempfile.mkdtemp(prefix="mem-first-run-pg-")
+    os.chmod(top, 0o755)
+    yield Path(top) / "pg"
+    data = Path(top) / "pg" / "data"
+    if (data / "postmaster.pid").exists():  # never leave one running, whatever the test found
+        import glob
+
+        pg_ctl = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))[-1]
+        as_pg = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+        subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True)
+    shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_make_test_stops_the_postgresql_it_started(pg_base):
+    import glob
+
+    if shutil.which("make") is None or not glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"):
+        pytest.skip("no make or no PostgreSQL here")
+    base = pg_base
+    env = {**os.environ, "MEM_TEST_PG_DIR": str(base), "MEM_TEST_PG_PORT": "54391"}
+    env.pop("MEM_TEST_PG_URL", None)
+    env.pop("MEM_TEST_PG_KEEP", None)
+    one = "tests/test_first_run.py::test_the_readme_runs_scripts_with_python3"
+    r = subprocess.run(["make", "-s", "-C", str(ROOT), "test", f"TESTS={one}"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (base / "data" / "PG_VERSION").exists(), r.stderr  # it was started for the tests
+    assert not (base / "data" / "postmaster.pid").exists() and "stopped PostgreSQL" in r.stderr
+    # MEM_TEST_PG_KEEP=1 keeps it; `scripts/ci-postgres.sh stop` stops it
+    r = subprocess.run(["make", "-s", "-C", str(ROOT), "test", f"TESTS={one}"], capture_output=True, text=True,
+                       env={**env, "MEM_TEST_PG_KEEP": "1"}, timeout=300)
+    assert r.returncode == 0 and (base / "data" / "postmaster.pid").exists()
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "ci-postgres.sh"), "stop"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0 and not (base / "data" / "postmaster.pid").exists(), r.stderr
