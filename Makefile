@@ -36,7 +36,7 @@ demo: $(STAMP)
 # those tests skip, except under CI=true, where they fail.
 # After the tests, a server the script started for them is stopped (one already running stays);
 # MEM_TEST_PG_KEEP=1 keeps it for the next run, `bash scripts/ci-postgres.sh stop` stops it any time.
-PG_URL = $${MEM_TEST_PG_URL:-$$(bash scripts/ci-postgres.sh || true)}
+PG_URL = $${MEM_TEST_PG_URL:-$$(MEM_TEST_PG_MARK=1 bash scripts/ci-postgres.sh || true)}
 PG_STOP = if [ -z "$$MEM_TEST_PG_KEEP" ]; then bash scripts/ci-postgres.sh stop-started || true; fi
 #: pytest's arguments: make test TESTS=tests/test_cron.py runs those alone.
 TESTS ?=

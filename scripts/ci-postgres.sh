@@ -6,7 +6,7 @@
 #   scripts/ci-postgres.sh stop       # stops that private server (its data stays for the next start)
 #
 # `make test` stops the server after the tests when this script started it for them (a server
-# already running is left running); MEM_TEST_PG_KEEP=1 keeps it for the next run.
+# already running, started by hand, is left running); MEM_TEST_PG_KEEP=1 keeps it for the next run.
 # Idempotent, and fast once done: a running server is reused. Installs Debian's
 # postgresql package when it is missing and we are root (CI); starts a private
 # cluster (not the system one) under $MEM_TEST_PG_DIR that listens on a Unix
@@ -96,7 +96,8 @@ if ! ready; then
         start >/dev/null || { tail -n 20 "$BASE/server.log" >&2; exit 1; }
     for _ in $(seq 1 50); do ready && break; sleep 0.1; done
     ready || { say "the server did not become ready"; tail -n 20 "$BASE/server.log" >&2; exit 1; }
-    touch "$BASE/started-by-ci-postgres"
+    # started for `make test` (MEM_TEST_PG_MARK=1): its stop-started stops it after the tests
+    if [ -n "${MEM_TEST_PG_MARK:-}" ]; then touch "$BASE/started-by-ci-postgres"; fi
 fi
 
 if [ "$(psql_ -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]; then
