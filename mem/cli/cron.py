@@ -116,11 +116,9 @@ def status_cmd(fmt: str) -> int:
     report = cron.status()
     env = report["env_file"]
     last = report["last_run"]
-    ok = (bool(report["jobs"]) and all(j["runs"] for j in report["jobs"])
-          and env.get("mode", "0o600") == "0o600" and "problem" not in env
-          and (last is None or last["exit"] in (0, 1, None)))
+    ok = report["ok"]
     if fmt != "text":
-        render.out_record({**report, "ok": ok}, fmt)
+        render.out_record(report, fmt)
         return 0 if ok else 1
     for job in report["jobs"]:
         state = "runs" if job["runs"] else f"DOES NOT RUN: {job['problem']}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 
 import click
@@ -168,18 +167,8 @@ def status_cmd(client: str, scope: str | None, project: str | None, fmt: str) ->
     """
     from mem.core import install
 
-    scopes = (scope,) if scope else (("user", "project") if client == "qwen" else install.SCOPES)
-    checked: dict = {}
-    found = []
-    seen = set()
-    for name in scopes:
-        path = os.path.realpath(install.settings_path(client, name, project))
-        if path not in seen:  # in the home directory, project settings are the user's
-            seen.add(path)
-            found += install.entries(client, name, project, checked=checked)
-    missing = [e for e in install.events_for(client) if not any(f.event == e for f in found)]
-    disabled = install.disabled_by(project) if client == "claude" else None
-    ok = not missing and all(f.runs for f in found) and not disabled
+    report = install.status(client, scope, project)
+    found, missing, disabled, ok = report["entries"], report["missing"], report["disabled_by"], report["ok"]
     if fmt != "text":
         render.out_record({"client": client, "entries": [f.as_dict() for f in found], "missing": missing,
                            "disabled_by": disabled, "ok": ok}, fmt)

@@ -453,7 +453,10 @@ def status(env: Mapping[str, str] | None = None) -> dict:
         except ConfigError as exc:
             info["problem"] = str(exc)
     log = cron_log(env)
-    return {"jobs": jobs, "env_file": info, "log": log, "last_run": last_run(log)}
+    last = last_run(log)
+    ok = (bool(jobs) and all(j["runs"] for j in jobs) and info.get("mode", "0o600") == "0o600"
+          and "problem" not in info and (last is None or last["exit"] in (0, 1, None)))
+    return {"jobs": jobs, "env_file": info, "log": log, "last_run": last, "ok": ok}
 
 
 #: The process names of cron daemons: Debian's cron, cronie's and busybox's crond, fcron.

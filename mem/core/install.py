@@ -667,3 +667,23 @@ def disabled_by(project: str | None = None, env: Mapping[str, str] | None = None
     if hit:
         return f"allowManagedHooksOnly in {hit[1].label}"
     return None
+
+
+def status(client: str, scope: str | None = None, project: str | None = None,
+           env: Mapping[str, str] | None = None) -> dict:
+    """What ``mem hooks status`` reports: our entries in every scope of the client (or ``scope``),
+    the events missing from all, what turns hooks off, and whether all is well."""
+    scopes = (scope,) if scope else (("user", "project") if client == "qwen" else SCOPES)
+    checked: dict = {}
+    found: list[Entry] = []
+    seen = set()
+    for name in scopes:
+        path = os.path.realpath(settings_path(client, name, project, env))
+        if path not in seen:  # in the home directory, project settings are the user's
+            seen.add(path)
+            found += entries(client, name, project, env, checked=checked)
+    missing = [e for e in events_for(client) if not any(f.event == e for f in found)]
+    disabled = disabled_by(project, env) if client == "claude" else None
+    ok = not missing and all(f.runs for f in found) and not disabled
+    return {"client": client, "entries": found, "missing": missing, "disabled_by": disabled, "ok": ok}
+
