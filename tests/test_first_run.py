@@ -342,3 +342,97 @@ def test_make_test_stops_the_postgresql_it_started(pg_base):
     r = subprocess.run(["bash", str(ROOT / "scripts" / "ci-postgres.sh"), "stop"], capture_output=True, text=True,
                        env=env, timeout=120)
     assert r.returncode == 0 and not (base / "data" / "postmaster.pid").exists(), r.stderr
+
+
+# --- mem doctor: each check catches its fault, reintroduced by hand ---------------------------------
+
+
+def doctor(cwd, env=None) -> tuple[int, dict]:
+    r = invoke("doctor", "--json", cwd=cwd, env=env)
+    doc = json.loads(r.stdout)
+    assert doc["ok"] == (r.exit_code == 0), (r.exit_code, doc)
+    return r.exit_code, {c["name"]: c for c in doc["checks"]}
+
+
+def test_doctor_on_a_fresh_machine_fails_nothing_but_what_is_missing(fresh_project):
+    code, checks = doctor(fresh_project)
+    for name in ("memory directory", "state directory", "hooks (claude)", "hooks (qwen)", "nightly dream (cron)",
+                 "model credentials"):
+        assert checks[name]["state"] in ("ok", "note"), checks[name]
+    r = invoke("doctor", cwd=fresh_project)
+    assert len(r.stdout.splitlines()) == len(checks) and r.stdout.startswith("ok    memory directory: ")
+
+
+def test_doctor_catches_a_memory_directory_that_cannot_be_made(fresh_project, isolated_env):
+    (isolated_env / ".claude").write_text("not a directory")
+    code, checks = doctor(fresh_project, env={"CLAUDE_CONFIG_DIR": str(isolated_env / ".claude")})
+    assert code == 1 and checks["memory directory"]["state"] == "fail"
+    assert "cannot be made" in checks["memory directory"]["detail"]
+
+
+def test_doctor_catches_a_state_directory_that_is_a_file(fresh_project, tmp_path):
+    bad = tmp_path / "state-file"
+    bad.write_text("x")
+    code, checks = doctor(fresh_project, env={"MEM_STATE_DIR": str(bad)})
+    assert code == 1 and checks["state directory"]["state"] == "fail" and "not a directory" in checks["state directory"]["detail"]
+
+
+def test_doctor_catches_missing_and_broken_hooks(fresh_project, isolated_env, tmp_path):
+    (isolated_env / ".claude").mkdir()  # Claude Code has run here: its hooks are expected
+    code, checks = doctor(fresh_project)
+    assert code == 1 and checks["hooks (claude)"]["state"] == "fail"
+    assert checks["hooks (claude)"]["fix"] == "mem hooks install --client claude"
+    fake = tmp_path / "bin" / "mem"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho mem 0\n")
+    fake.chmod(0o755)
+    assert invoke("hooks", "install", "--mem", str(fake), cwd=fresh_project).exit_code == 0
+    code, checks = doctor(fresh_project)
+    assert checks["hooks (claude)"]["state"] == "ok", checks["hooks (claude)"]
+    fake.unlink()  # the mem the hooks name is gone
+    code, checks = doctor(fresh_project)
+    assert code == 1 and checks["hooks (claude)"]["state"] == "fail" and "exit 127" in checks["hooks (claude)"]["detail"]
+
+
+def test_doctor_catches_a_cron_line_no_daemon_fires(tools, fresh_project, mem_exe):  # noqa: F811
+    from mem.core import cron
+
+    if cron.cron_daemon_running():
+        pytest.skip("a real cron daemon runs on this machine")
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    code, checks = doctor(fresh_project)
+    assert code == 1 and checks["nightly dream (cron)"]["state"] == "fail"
+    assert "no cron daemon" in checks["nightly dream (cron)"]["detail"]
+
+
+def test_doctor_says_whether_a_key_is_set_never_its_value(fresh_project):
+    key = "sk-ant-api03-" + "Q" * 40
+    r = invoke("doctor", cwd=fresh_project, env={"ANTHROPIC_API_KEY": key})
+    assert key not in r.stdout + r.stderr and "Q" * 10 not in r.stdout
+    assert "ok    model credentials: ANTHROPIC_API_KEY is set" in r.stdout
+    _, checks = doctor(fresh_project)
+    assert checks["model credentials"]["state"] == "note"
+
+
+def test_doctor_catches_man_pages_man_cannot_find(fresh_project, tmp_path):
+    if shutil.which("man") is None:
+        pytest.skip("no man here")
+    env = {"PATH": "/usr/bin:/bin", "MANPATH": str(tmp_path / "nowhere")}
+    code, checks = doctor(fresh_project, env=env)
+    assert code == 1 and checks["man pages"]["state"] == "fail" and "mem-recall" in checks["man pages"]["detail"]
+    (tmp_path / "m" / "man1").mkdir(parents=True)
+    shutil.copy(ROOT / "man" / "mem-recall.1", tmp_path / "m" / "man1")
+    _, checks = doctor(fresh_project, env={**env, "MANPATH": str(tmp_path / "m")})
+    assert checks["man pages"]["state"] == "ok", checks["man pages"]
+
+
+def test_doctor_catches_bash_completions_bash_cannot_find(fresh_project, tmp_path):
+    env = {"SHELL": "/bin/bash", "PATH": "/usr/bin:/bin", "XDG_DATA_HOME": str(tmp_path / "data"),
+           "XDG_DATA_DIRS": str(tmp_path / "none")}
+    code, checks = doctor(fresh_project, env=env)
+    assert code == 1 and checks["shell completions"]["state"] == "fail"
+    where = tmp_path / "data" / "bash-completion" / "completions"
+    where.mkdir(parents=True)
+    shutil.copy(ROOT / "completions" / "mem.bash", where / "mem")
+    _, checks = doctor(fresh_project, env=env)
+    assert checks["shell completions"]["state"] == "ok", checks["shell completions"]

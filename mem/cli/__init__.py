@@ -47,6 +47,7 @@ COMMANDS = {
     "demote": "mem.cli.promote:demote_cmd",
     "hooks": "mem.cli.hooks:hooks_cmd",
     "cron": "mem.cli.cron:cron_cmd",
+    "doctor": "mem.cli.doctor:doctor_cmd",
     "help": "mem.cli:help_cmd",
 }
 
