@@ -120,9 +120,10 @@ def bash_completes(home: Path, path: str) -> str | None:
 
 
 @pytest.mark.slow
-def test_the_readmes_pipx_route_finds_man_pages_and_completions(tmp_path):
-    # As the README says for Debian 12: apt's pipx (1.1, which links no man pages), then its ln lines.
-    if shutil.which("pipx") is None or shutil.which("man") is None:
+@pytest.mark.parametrize("route", ["sudo apt install pipx", "python3 -m venv"])
+def test_the_readmes_routes_find_man_pages_and_completions(tmp_path, route):
+    # As the README says: apt's pipx on Debian 12 (1.1, which links no man pages), or a venv; then its ln lines.
+    if shutil.which("man") is None or (route.endswith("pipx") and shutil.which("pipx") is None):
         pytest.skip("no pipx or no man here (apt-get install pipx man-db)")
     src = tmp_path / "src"
     src.mkdir()
@@ -131,7 +132,7 @@ def test_the_readmes_pipx_route_finds_man_pages_and_completions(tmp_path):
     home.mkdir()
     path = f"{home / '.local/bin'}:/usr/bin:/bin"  # a login shell's PATH once ~/.local/bin exists
     env = {"HOME": str(home), "PATH": path, "LANG": "C"}
-    block = readme_block("sudo apt install pipx").replace("sudo apt install pipx", "true")
+    block = readme_block(route).replace("sudo apt install pipx", "true")
     p = subprocess.run(["bash", "-ec", block], cwd=src, capture_output=True, text=True, env=env, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
     for page in ("mem-recall", "mem"):  # man mem: ours, not the kernel's mem(4)
