@@ -436,3 +436,48 @@ def test_doctor_catches_bash_completions_bash_cannot_find(fresh_project, tmp_pat
     shutil.copy(ROOT / "completions" / "mem.bash", where / "mem")
     _, checks = doctor(fresh_project, env=env)
     assert checks["shell completions"]["state"] == "ok", checks["shell completions"]
+
+
+# --- every command from an empty HOME, in a project no client has opened -----------------------------
+
+#: (arguments, the exit statuses it may end with there). Nothing may crash (70) or leave a traceback.
+FRESH_RUNS = [
+    (("path",), {0}),
+    (("path", "--json"), {0}),
+    (("scan",), {0}),
+    (("scan", "--json"), {0}),
+    (("index",), {1}),
+    (("index", "--check"), {0, 1}),
+    (("recall", "--offline", "how do we deploy"), {0, 1}),
+    (("eval", "--from-transcripts", "--offline"), {1}),
+    (("prompt",), {0}),
+    (("context",), {0, 1}),
+    (("extract",), {0, 1, 2, 3}),
+    (("remember", "--type", "project", "--name", "first", "--description", "the first one", "It works."), {0}),
+    (("forget", "nothing-here.md"), {1, 2}),
+    (("dream", "--offline", "--dry-run"), {0, 1}),
+    (("log", "a first log line"), {0}),
+    (("history",), {1}),
+    (("undo", "--dry-run"), {0, 1}),
+    (("session", "status"), {2}),
+    (("grep", "anything"), {1}),
+    (("lint",), {0}),
+    (("status",), {0}),
+    (("status", "--json"), {0}),
+    (("verify",), {3}),
+    (("team", "status"), {0, 1, 3}),
+    (("export", "-o", "-"), {1}),
+    (("hooks", "status"), {1}),
+    (("cron", "status"), {1}),
+    (("doctor",), {0, 1}),
+]
+
+
+@pytest.mark.parametrize("args,codes", FRESH_RUNS, ids=[" ".join(a) for a, _ in FRESH_RUNS])
+def test_every_command_from_an_empty_home(args, codes, fresh_project, isolated_env):
+    r = invoke(*args, cwd=fresh_project, input="")
+    assert r.exit_code in codes, (r.exit_code, r.stdout[-500:], r.stderr[-1000:])
+    assert "Traceback" not in r.stderr and "(run with --debug" not in r.stderr, r.stderr
+    if r.exit_code != 0:  # a failure, or nothing found, says so: a line on stderr, or a report
+        assert r.stderr.startswith("mem: ") or r.stdout.strip(), (r.exit_code, r.stderr)
+    assert not (isolated_env / ".qwen").exists()  # nothing made for a client the user does not have
