@@ -481,3 +481,14 @@ def test_every_command_from_an_empty_home(args, codes, fresh_project, isolated_e
     if r.exit_code != 0:  # a failure, or nothing found, says so: a line on stderr, or a report
         assert r.stderr.startswith("mem: ") or r.stdout.strip(), (r.exit_code, r.stderr)
     assert not (isolated_env / ".qwen").exists()  # nothing made for a client the user does not have
+
+
+def test_cron_uninstall_dry_run_removes_nothing(tools, isolated_env, mem_exe):  # noqa: F811
+    _, table = tools
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    before = table.read_text()
+    r = invoke("cron", "uninstall", "--dry-run")
+    assert r.exit_code == 1 and r.stdout == "would remove crontab line\n" and table.read_text() == before
+    assert invoke("cron", "uninstall").exit_code == 0
+    r = invoke("cron", "uninstall", "--dry-run")
+    assert r.exit_code == 0 and r.stdout == ""

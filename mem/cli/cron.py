@@ -82,7 +82,8 @@ def install_cmd(at: str, via: str, wait: bool, with_key: bool, mem_path: str | N
 @cron_cmd.command("uninstall")
 @click.option("--via", type=click.Choice(VIA), default="auto", show_default=True,
               help="Remove only the crontab line or only the systemd units (auto: both).")
-def uninstall_cmd(via: str) -> int:
+@click.option("--dry-run", is_flag=True, help="Print what would be removed; remove nothing; exit 1 if anything would be.")
+def uninstall_cmd(via: str, dry_run: bool) -> int:
     """Remove mem's crontab line and systemd units, and nothing else; the environment file stays.
 
     \b
@@ -91,7 +92,11 @@ def uninstall_cmd(via: str) -> int:
     """
     from mem.core import cron
 
-    removed = cron.uninstall(via=via)
+    removed = cron.uninstall(via=via, dry_run=dry_run)
+    if dry_run:
+        for what in removed:
+            render.out(f"would remove {what}")
+        return 1 if removed else 0
     render.info("removed " + ", ".join(removed) if removed else "no nightly job of mem's was scheduled")
     return 0
 

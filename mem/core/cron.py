@@ -388,8 +388,9 @@ def _read_small(path: str) -> str:
     return read_text(path, 1 << 20)
 
 
-def uninstall(*, via: str = "auto", env: Mapping[str, str] | None = None) -> list[str]:
-    """Remove our crontab line and our units, wherever they are; what was removed. The env file stays."""
+def uninstall(*, via: str = "auto", env: Mapping[str, str] | None = None, dry_run: bool = False) -> list[str]:
+    """Remove our crontab line and our units, wherever they are; what was (or, ``dry_run``, would be)
+    removed. The env file stays."""
     removed = []
     try:
         current = read_crontab(env)
@@ -398,11 +399,14 @@ def uninstall(*, via: str = "auto", env: Mapping[str, str] | None = None) -> lis
     if current is not None and via in ("auto", "cron"):
         new = plan_crontab(current, None)
         if new != current:
-            _run([*_tool("crontab", env), "-"], stdin=new, env=env)
+            if not dry_run:
+                _run([*_tool("crontab", env), "-"], stdin=new, env=env)
             removed.append("crontab line")
     if via in ("auto", "systemd"):
         units = [p for p in unit_files([], "00:00", env=env) if os.path.exists(p)]
-        if units:
+        if units and dry_run:
+            removed += units
+        elif units:
             if systemd_works(env):
                 _run([*_tool("systemctl", env), "--user", "disable", "--now", f"{UNIT}.timer"], env=env, check=False)
             for p in units:
