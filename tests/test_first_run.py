@@ -492,3 +492,8 @@ def test_cron_uninstall_dry_run_removes_nothing(tools, isolated_env, mem_exe):  
     assert invoke("cron", "uninstall").exit_code == 0
     r = invoke("cron", "uninstall", "--dry-run")
     assert r.exit_code == 0 and r.stdout == ""
+
+
+def test_a_json_document_already_printed_gets_no_error_document_after_it(fresh_project, memdir):
+    r = invoke("forget", "--yes", "--json", "terraform modules", cwd=fresh_project)
+    assert r.exit_code == 1 and json.loads(r.stdout)["candidates"] == [] and "no memory matches" in r.stderr

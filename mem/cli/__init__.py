@@ -185,8 +185,14 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, json_mode
     """Run the command; every failure becomes one line on stderr and an exit code (and, with
     ``json_mode``, a JSON error object on stdout too, so ``mem verify --json | jq`` reads one)."""
     failed: list = []  # (message, kind) of the failure told on stderr
+    if json_mode:
+        from mem import render
+
+        render.wrote[0] = False
     code = _run(group, argv, prog_name, complete_var, hook, failed, **extra)
-    if failed and json_mode and not hook:
+    # With --json, a document already printed (forget's candidates, then exit 1) stays the only one;
+    # --jsonl rows get the error as one more line.
+    if failed and json_mode and not hook and (json_mode == "jsonl" or not render.wrote[0]):
         _json_error(*failed[0], code, json_mode)
     try:
         sys.stdout.flush()
