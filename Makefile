@@ -34,18 +34,23 @@ demo: $(STAMP)
 # The team-memory tests need a real PostgreSQL: scripts/ci-postgres.sh starts a private one on
 # a Unix socket (installing Debian's package when root), idempotent and fast once running. Without it
 # those tests skip, except under CI=true, where they fail.
-PG_URL = $${MEM_TEST_PG_URL:-$$(bash scripts/ci-postgres.sh || true)}
+# After the tests, a server the script started for them is stopped (one already running stays);
+# MEM_TEST_PG_KEEP=1 keeps it for the next run, `bash scripts/ci-postgres.sh stop` stops it any time.
+PG_URL = $${MEM_TEST_PG_URL:-$$(MEM_TEST_PG_MARK=1 bash scripts/ci-postgres.sh || true)}
+PG_STOP = if [ -z "$$MEM_TEST_PG_KEEP" ]; then bash scripts/ci-postgres.sh stop-started || true; fi
+#: pytest's arguments: make test TESTS=tests/test_cron.py runs those alone.
+TESTS ?=
 
 # One worker per core; a file's tests stay on one worker, so a module's fixture (a zipapp build) is made once.
 PARALLEL = -n auto --dist loadfile
 
 ## test: the whole test suite
 test: $(STAMP)
-	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q $(PARALLEL)
+	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q $(PARALLEL) $(TESTS); status=$$?; $(PG_STOP); exit $$status
 
 ## test-fast: everything but the slow artefact builds
 test-fast: $(STAMP)
-	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q $(PARALLEL) -m 'not slow'
+	MEM_TEST_PG_URL="$(PG_URL)" $(BIN)/python -m pytest -q $(PARALLEL) -m 'not slow' $(TESTS); status=$$?; $(PG_STOP); exit $$status
 
 ## zipapp: dist/mem-pyX.Y.pyz for the venv's Python X.Y, reproducible (another: scripts/build_zipapp.py --python python3.12)
 zipapp: $(STAMP)
@@ -67,8 +72,10 @@ install: $(ZIPAPP)
 	install -m 644 completions/_mem $(DEST)/share/zsh/site-functions/_mem
 	install -m 644 completions/mem.fish $(DEST)/share/fish/vendor_completions.d/mem.fish
 
+# Hooks and the nightly job name the binary by its path: removing it leaves them failing, so say so.
 uninstall:
 	rm -f $(INSTALLED) $(addprefix $(DEST)/share/man/man1/,$(notdir $(wildcard man/*.1)))
+	@echo "removed $(DEST)/bin/mem. Hooks and a nightly job that name it now fail: run 'mem hooks uninstall' (each --client and --scope you used) and 'mem cron uninstall' with a mem still installed, or remove them by hand (~/.claude/settings.json, crontab -e)."
 
 dist/mem-py$(PYVER).pyz: $(STAMP) pyproject.toml $(shell find mem -name '*.py')
 	$(BIN)/python scripts/build_zipapp.py $@

@@ -24,8 +24,13 @@ def _style(text: str, code: str, stream: TextIO) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if use_color(stream) else text
 
 
+#: Whether this run has printed data on stdout (the CLI then adds no --json error document after it).
+wrote = [False]
+
+
 def out(text: str = "", *, nl: bool = True) -> None:
     """Data for stdout."""
+    wrote[0] = True
     sys.stdout.write(text + ("\n" if nl else ""))
 
 
@@ -33,6 +38,7 @@ def out_json(obj: Any) -> None:
     """One JSON document."""
     import json
 
+    wrote[0] = True
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
@@ -42,6 +48,7 @@ def out_jsonl(rows: Iterable[Any]) -> None:
 
     encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
     write = sys.stdout.write
+    wrote[0] = True
     for row in rows:
         write(encode(row) + "\n")
 

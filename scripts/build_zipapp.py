@@ -1,11 +1,11 @@
 """Build dist/mem-pyX.Y.pyz with shiv for one Python: compiled on first run, byte-for-byte reproducible.
 
-    python scripts/build_zipapp.py [--python PYTHON] [OUTPUT]
+    python3 scripts/build_zipapp.py [--python PYTHON] [OUTPUT]
 
 The archive carries compiled modules (pydantic-core, jiter, PyYAML's) for one
 Python minor version: PYTHON's (default: the one running this script), whose
-pip stages them. Its name says which (mem-py3.11.pyz), its shebang asks for it
-(python3.11), and its launcher refuses any other with one line naming it.
+pip stages them. Its name says which (mem-py3.11.pyz); its shebang starts any python3, and
+its launcher refuses any other than the one built for with one line naming it (exit 3).
 
 Two builds of the same tree, from any two paths, give the same sha256: the
 staged site-packages drop pip's direct_url.json (it records the source path)
@@ -92,6 +92,12 @@ def replace_main(archive: str, main_py: bytes) -> None:
     os.replace(tmp, archive)
 
 
+#: Any python3: the launcher checks the version and names the one needed in one line, exit 3
+#: (a shebang naming python3.11 failed with env's "No such file or directory", exit 127, where
+#: only another python3 was installed).
+SHEBANG = "/usr/bin/env -S python3 -sE"
+
+
 def build(output: str | None = None, python: str = sys.executable) -> str:
     version = python_version(python)
     output = os.path.abspath(output or default_output(version))
@@ -103,7 +109,7 @@ def build(output: str | None = None, python: str = sys.executable) -> str:
         shiv = os.path.join(os.path.dirname(sys.executable), "shiv")
         subprocess.run(
             [shiv, "--site-packages", site, "--reproducible", "--compile-pyc",
-             "-e", "mem.__main__:main", "-p", "/usr/bin/env -S python%d.%d -sE" % version, "-o", output],
+             "-e", "mem.__main__:main", "-p", SHEBANG, "-o", output],
             check=True, env=env,
         )
     replace_main(output, launcher(version))

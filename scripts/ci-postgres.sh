@@ -3,7 +3,10 @@
 #
 #   scripts/ci-postgres.sh            # prints a postgresql:// URL on stdout
 #   MEM_TEST_PG_URL=$(scripts/ci-postgres.sh) pytest tests/test_team_pg.py
+#   scripts/ci-postgres.sh stop       # stops that private server (its data stays for the next start)
 #
+# `make test` stops the server after the tests when this script started it for them (a server
+# already running, started by hand, is left running); MEM_TEST_PG_KEEP=1 keeps it for the next run.
 # Idempotent, and fast once done: a running server is reused. Installs Debian's
 # postgresql package when it is missing and we are root (CI); starts a private
 # cluster (not the system one) under $MEM_TEST_PG_DIR that listens on a Unix
@@ -33,6 +36,23 @@ pg_bindir() {
 }
 
 BIN="$(pg_bindir || true)"
+
+# stop: the private cluster under $BASE, whoever started it; stop-started: only one this script
+# started (the marker it leaves), as `make test` does after the tests.
+if [ "${1:-}" = stop ] || [ "${1:-}" = stop-started ]; then
+    if [ "$1" = stop-started ] && [ ! -e "$BASE/started-by-ci-postgres" ]; then
+        exit 0
+    fi
+    rm -f "$BASE/started-by-ci-postgres"
+    if [ -n "$BIN" ] && [ -s "$BASE/data/postmaster.pid" ]; then
+        if [ "$(id -u)" = 0 ]; then as_pg() { runuser -u postgres -- "$@"; }; else as_pg() { "$@"; }; fi
+        as_pg "$BIN/pg_ctl" -D "$BASE/data" -m fast -w -t 60 stop >/dev/null || { say "pg_ctl stop failed"; exit 1; }
+        say "stopped PostgreSQL on $BASE/.s.PGSQL.$PORT (MEM_TEST_PG_KEEP=1 make test keeps it running)"
+    fi
+    exit 0
+fi
+[ -z "${1:-}" ] || { say "usage: $0 [stop|stop-started]"; exit 2; }
+
 if [ -z "$BIN" ]; then
     if [ "$(id -u)" != 0 ]; then
         say "PostgreSQL is not installed and we are not root; run: sudo apt-get install postgresql"
@@ -56,6 +76,7 @@ else
 fi
 
 ready() { "$BIN/pg_isready" -q -h "$BASE" -p "$PORT" -d postgres >/dev/null 2>&1; }
+
 psql_() { "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$BASE" -p "$PORT" -U mem -d postgres "$@"; }
 
 if ! ready; then
@@ -75,6 +96,8 @@ if ! ready; then
         start >/dev/null || { tail -n 20 "$BASE/server.log" >&2; exit 1; }
     for _ in $(seq 1 50); do ready && break; sleep 0.1; done
     ready || { say "the server did not become ready"; tail -n 20 "$BASE/server.log" >&2; exit 1; }
+    # started for `make test` (MEM_TEST_PG_MARK=1): its stop-started stops it after the tests
+    if [ -n "${MEM_TEST_PG_MARK:-}" ]; then touch "$BASE/started-by-ci-postgres"; fi
 fi
 
 if [ "$(psql_ -tAc "SELECT 1 FROM pg_database WHERE datname = '$DB'")" != 1 ]; then

@@ -210,3 +210,15 @@ def fake_vertex(monkeypatch, tmp_path_factory):
         monkeypatch.setenv(name, value)
     yield api
     api.stop()
+
+
+@pytest.fixture
+def cron_daemon(tmp_path):
+    """A process named ``cron`` (a copy of sleep): what `mem cron status` looks for in /proc."""
+    exe = tmp_path / "daemon" / "cron"
+    exe.parent.mkdir()
+    shutil.copy(shutil.which("sleep"), exe)
+    proc = subprocess.Popen([str(exe), "600"])
+    yield proc
+    proc.kill()
+    proc.wait()

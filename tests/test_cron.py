@@ -93,7 +93,7 @@ def test_with_key_puts_the_key_in_the_0600_file_only(tools, mem_exe, isolated_en
     assert "ANTHROPIC_API_KEY" in status["env_file"]["keys"] and key not in json.dumps(status)
 
 
-def test_the_crontab_line_runs_under_crons_path_and_logs(tools, mem_exe, isolated_env):
+def test_the_crontab_line_runs_under_crons_path_and_logs(tools, mem_exe, isolated_env, cron_daemon):
     _, table = tools
     assert mem(mem_exe, "cron", "install").returncode == 0
     line = next(ln for ln in table.read_text().splitlines() if ln.endswith("removes it"))

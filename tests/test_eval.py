@@ -189,7 +189,7 @@ def test_eval_from_the_project_transcripts(tmp_path, monkeypatch):
     r = run("eval", "--dir", str(memdir), "--from-transcripts", str(empty))
     assert r.exit_code == 1 and "no prompt was followed by a memory file" in r.stderr
     r = run("eval", "--dir", str(memdir), "--from-transcripts", str(tmp_path / "nowhere"))
-    assert r.exit_code == 1 and "no transcripts at" in r.stderr
+    assert r.exit_code == 1 and "no transcripts: looked in" in r.stderr and str(tmp_path / "nowhere") in r.stderr
 
 
 def test_qwen_hook_context_in_the_prompt_counts_as_shown(tmp_path):

@@ -98,3 +98,46 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
     p = subprocess.run(["make", "-C", str(src), "uninstall", f"PREFIX={prefix}"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert [f for f in prefix.rglob("*") if f.is_file()] == []
+
+
+def readme_block(first_line: str) -> str:
+    """The README's shell block that starts with ``first_line``."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("```sh\n" + first_line) + len("```sh\n")
+    return text[start:text.index("```", start)]
+
+
+def bash_completes(home: Path, path: str) -> str | None:
+    """`complete -p mem` in a bash with bash-completion loaded, once bash has been asked to complete mem
+    (None: no bash-completion on this machine)."""
+    script = "/usr/share/bash-completion/bash_completion"
+    if not os.path.exists(script):
+        return None
+    env = {"PATH": path, "HOME": str(home), "LANG": "C"}
+    p = subprocess.run(["bash", "-c", f"source {script}; __load_completion mem; complete -p mem"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    return p.stdout.strip()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["sudo apt install pipx", "python3 -m venv"])
+def test_the_readmes_routes_find_man_pages_and_completions(tmp_path, route):
+    # As the README says: apt's pipx on Debian 12 (1.1, which links no man pages), or a venv; then its ln lines.
+    if shutil.which("man") is None or (route.endswith("pipx") and shutil.which("pipx") is None):
+        pytest.skip("no pipx or no man here (apt-get install pipx man-db)")
+    src = tmp_path / "src"
+    src.mkdir()
+    copy_sources(src)
+    home = tmp_path / "home"
+    home.mkdir()
+    path = f"{home / '.local/bin'}:/usr/bin:/bin"  # a login shell's PATH once ~/.local/bin exists
+    env = {"HOME": str(home), "PATH": path, "LANG": "C"}
+    block = readme_block(route).replace("sudo apt install pipx", "true")
+    p = subprocess.run(["bash", "-ec", block], cwd=src, capture_output=True, text=True, env=env, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for page in ("mem-recall", "mem"):  # man mem: ours, not the kernel's mem(4)
+        r = subprocess.run(["man", "-w", page], capture_output=True, text=True, env=env)
+        found = r.stdout.strip()  # man-db names the link's target
+        assert found.startswith(str(home)) and found.endswith(f"/man1/{page}.1"), r.stdout + r.stderr
+    said = bash_completes(home, path)
+    assert said in (None, "complete -o nosort -F _mem_completion mem"), said

@@ -63,7 +63,7 @@ def test_two_builds_from_different_paths_are_identical(two_builds):
 
 def test_zipapp_runs_directly_and_names_itself_mem(two_builds, tmp_path, memdir):
     pyz = two_builds[0]
-    assert pyz.read_bytes().startswith(f"#!/usr/bin/env -S python{HERE} -sE\n".encode())
+    assert pyz.read_bytes().startswith(b"#!/usr/bin/env -S python3 -sE\n")
     assert os.access(pyz, os.X_OK)
     (memdir / "a.md").write_text("---\nname: a\ndescription: from the zipapp\ntype: user\n---\n")
     env = {**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")}
@@ -71,7 +71,8 @@ def test_zipapp_runs_directly_and_names_itself_mem(two_builds, tmp_path, memdir)
     r = subprocess.run([sys.executable, "-sE", str(pyz), "scan"], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("- [user] a.md (") and r.stdout.rstrip().endswith("from the zipapp")
-    if subprocess.run([f"python{HERE}", "-c", "pass"], capture_output=True).returncode == 0:
+    if subprocess.run(["python3", "-c", f"import sys; assert '%d.%d' % sys.version_info[:2] == '{HERE}'"],
+                      capture_output=True).returncode == 0:
         direct = subprocess.run([str(pyz), "scan"], capture_output=True, text=True, env=env)
         assert direct.returncode == 0 and direct.stdout == r.stdout
     r = subprocess.run([sys.executable, "-sE", str(pyz), "--help"], capture_output=True, text=True, env=env)
@@ -153,6 +154,29 @@ def test_a_zipapp_declared_for_another_python_refuses_in_one_line(two_builds, tm
     assert "_bootstrap" not in r.stderr and not (tmp_path / "shiv").exists()
 
 
+def test_run_directly_where_python3_is_another_version_it_says_so_in_one_line(two_builds, tmp_path):
+    # A machine whose python3 is not the one the archive was built for, and which has no python3.X
+    # of that version: env found no python3.X (exit 127); now python3 starts and the launcher says why.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import build_zipapp
+
+    major, minor = sys.version_info[:2]
+    other = tmp_path / f"mem-py{major}.{minor + 1}.pyz"
+    shutil.copy(two_builds[0], other)
+    build_zipapp.replace_main(str(other), build_zipapp.launcher((major, minor + 1)))
+    other.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)  # python3 here, and no python3.{minor + 1}
+    env = {**os.environ, "PATH": str(bin_dir), "SHIV_ROOT": str(tmp_path / "shiv")}
+    r = subprocess.run([str(other), "scan"], capture_output=True, text=True, env=env)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+    assert f"built for Python {major}.{minor + 1}, not {HERE}; run it with python{major}.{minor + 1}" in r.stderr
+    two_builds[0].chmod(0o755)
+    r = subprocess.run([str(two_builds[0]), "--version"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and r.stdout.startswith("mem "), r.stderr
+
+
 def test_one_zipapp_per_python_each_runs_on_its_own_and_refuses_the_other(two_builds, tmp_path, memdir):
     python = other_python()
     if python is None:
@@ -162,7 +186,7 @@ def test_one_zipapp_per_python_each_runs_on_its_own_and_refuses_the_other(two_bu
     ours = two_builds[0]
     theirs = build_from_copy(tmp_path, "other", python)
     assert theirs.name == f"mem-py{theirs_version}.pyz"
-    assert theirs.read_bytes().startswith(f"#!/usr/bin/env -S python{theirs_version} -sE\n".encode())
+    assert theirs.read_bytes().startswith(b"#!/usr/bin/env -S python3 -sE\n")
     write_memory(memdir, "a.md", name="a", description="deploys go through staging", type="project")
     env = {**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")}
     _wrong_python_line(subprocess.run([python, "-sE", str(ours), "scan"], capture_output=True, text=True, env=env),

@@ -49,6 +49,7 @@ COMMANDS = {
     "hooks": "mem.cli.hooks:hooks_cmd",
     "cron": "mem.cli.cron:cron_cmd",
     "model": "mem.cli.model:model_cmd",
+    "doctor": "mem.cli.doctor:doctor_cmd",
     "help": "mem.cli:help_cmd",
 }
 
@@ -98,45 +99,64 @@ class MemGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv = list(sys.argv[1:] if args is None else args)
-        path, params = _command_line(self, argv)
+        path, params, json_mode = _command_line(self, argv)
         _state.update(debug=False, path=path)
         # A hook must never break the agent's session: whatever happens, exit 0.
         hook = bool(params.get("hook"))
-        code = run(self, argv, prog_name or "mem", complete_var, hook, **extra)
+        code = run(self, argv, prog_name or "mem", complete_var, hook, json_mode=json_mode, **extra)
         if standalone_mode:
             sys.exit(code)
         return code
 
 
-def _command_line(group: click.Group, argv: list[str]) -> tuple[list[str], dict]:
-    """The names of the command run (``["team", "sync"]``) and its parameters, before click runs it.
+def _command_line(group: click.Group, argv: list[str]) -> tuple[list[str], dict, str | None]:
+    """The names of the command run (``["team", "sync"]``), its parameters, and its JSON format, before click runs it.
 
     The arguments are parsed as click will parse them, without callbacks' effects
     or type checks (unknown options are passed over, so ``mem recall --hook --bogus``
     is still a hook and exits 0). The parameters say whether the command is given
     its own ``--hook`` option: the word elsewhere (``mem grep -e --hook``, a query
     after ``--``) is data. If the arguments do not parse at all, a ``--hook`` before
-    any ``--`` counts.
+    any ``--`` counts. The format is "json" or "jsonl" when the command has that
+    option and it is given, on the command or before it (``mem --json verify``), so
+    a failure can be told in that format too; None otherwise.
     """
     cmd: click.Command | None = group
     args, parent, name, path = list(argv), None, "mem", []
+    given: dict = {}  # --json / --jsonl given to the group, passed down as the command's defaults
     try:
         while isinstance(cmd, click.Group):
             parent = cmd.make_context(name, args, parent=parent, resilient_parsing=True)
+            given = {k: True for k in ("as_json", "as_jsonl") if parent.params.get(k)} or given
             # click 8.2 renamed protected_args (and warns on the old name); read whichever this click has.
             protected = vars(parent).get("_protected_args", vars(parent).get("protected_args", []))
             rest = [*protected, *parent.args]
             if not rest:
-                return path, {}
+                return path, {}, None
             name, args = rest[0], rest[1:]
             cmd = cmd.get_command(parent, name)
             path.append(name)
         if cmd is None:
-            return path, {}
-        return path, cmd.make_context(name, args, parent=parent, resilient_parsing=True).params
+            return path, {}, None
+        params = cmd.make_context(name, args, parent=parent, resilient_parsing=True).params
+        return path, params, _json_mode(params, given)
     except Exception:  # noqa: BLE001 - the arguments do not parse: click reports that later
-        hook = "--hook" in argv[: argv.index("--")] if "--" in argv else "--hook" in argv
-        return path, {"hook": hook}
+        options = argv[: argv.index("--")] if "--" in argv else argv
+        mode = "json" if "--json" in options else "jsonl" if "--jsonl" in options else None
+        return path, {"hook": "--hook" in options}, mode
+
+
+def _json_mode(params: dict, given: dict) -> str | None:
+    """"json", "jsonl" or None: the command's own option first, then the group's (as _pass_down gives it)."""
+    if params.get("as_json") and params.get("as_jsonl"):
+        return None  # a usage error: neither format is asked for
+    for key, mode in (("as_json", "json"), ("as_jsonl", "jsonl")):
+        if params.get(key):
+            return mode
+    for key, mode in (("as_json", "json"), ("as_jsonl", "jsonl")):
+        if key in params and given.get(key):
+            return mode
+    return None
 
 
 def _with_debug(cmd: click.Command) -> click.Command:
@@ -163,7 +183,40 @@ def _did_you_mean(word: str, choices) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
-def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) -> int:
+def run(group: click.Group, argv, prog_name, complete_var, hook: bool, json_mode: str | None = None, **extra) -> int:
+    """Run the command; every failure becomes one line on stderr and an exit code (and, with
+    ``json_mode``, a JSON error object on stdout too, so ``mem verify --json | jq`` reads one)."""
+    failed: list = []  # (message, kind) of the failure told on stderr
+    if json_mode:
+        from mem import render
+
+        render.wrote[0] = False
+    code = _run(group, argv, prog_name, complete_var, hook, failed, **extra)
+    # With --json, a document already printed (forget's candidates, then exit 1) stays the only one;
+    # --jsonl rows get the error as one more line.
+    if failed and json_mode and not hook and (json_mode == "jsonl" or not render.wrote[0]):
+        _json_error(*failed[0], code, json_mode)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        code = ExitCode.BROKEN_PIPE
+    return 0 if hook else int(code)
+
+
+def _json_error(message: str, kind: str, code: int, mode: str) -> None:
+    """``{"error": {"message", "exit_code", "kind"}}`` on stdout: a document for --json, a line for --jsonl."""
+    import json
+
+    error = {"error": {"message": " ".join(str(message).split()), "exit_code": int(code), "kind": kind}}
+    text = json.dumps(error, ensure_ascii=False, indent=2 if mode == "json" else None)
+    try:
+        sys.stdout.write(text + "\n")
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _run(group: click.Group, argv, prog_name, complete_var, hook: bool, failed: list, **extra) -> int:
     try:
         rv = click.Group.main(group, argv, prog_name, complete_var, standalone_mode=False, **extra)
         code = rv if isinstance(rv, int) else 0
@@ -176,13 +229,16 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
             from mem import render
 
             render.error(_usage_line(exc))
+            failed.append((_usage_line(exc), "usage"))
         else:
             exc.show()
+            failed.append((exc.format_message(), "usage" if isinstance(exc, click.UsageError) else "failure"))
         code = exc.exit_code
     except (click.Abort, KeyboardInterrupt):
         if hook:
             return 0
         sys.stderr.write("\nmem: interrupted\n")
+        failed.append(("interrupted", "interrupted"))
         code = ExitCode.INTERRUPTED
     except MemError as exc:
         if debug_enabled():
@@ -193,6 +249,7 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
         from mem import render
 
         render.error(str(exc))
+        failed.append((str(exc), exc.kind))
         code = exc.exit_code
     except (BrokenPipeError, StdoutClosed):
         # `mem scan | head -1`: the reader left; stop quietly like a C tool.
@@ -208,17 +265,14 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, **extra) 
 
         if is_storage_error(exc):  # the disk said no (full, read-only...): not a bug of ours
             render.error(_describe(exc))
+            failed.append((_describe(exc), "storage"))
             code = ExitCode.STORAGE
         else:
             code = getattr(exc, "exit_code", ExitCode.FAILURE)  # an OSError that says why, e.g. files.NotRegularFile
             hint = "" if debug_enabled() or code != ExitCode.FAILURE else " (run with --debug for a traceback)"
             render.error(f"{_describe(exc)}{hint}")
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-        code = ExitCode.BROKEN_PIPE
-    return 0 if hook else int(code)
+            failed.append((_describe(exc), getattr(exc, "kind", "failure")))
+    return code
 
 
 #: What an unknown option looks like when it is one (a typo of ours: ``--nmae``), not text.
@@ -266,6 +320,8 @@ def _usage_line(exc: click.UsageError) -> str:
     if unknown is not None and _COMMAND_SHAPE.fullmatch(unknown) and ctx is not None and isinstance(ctx.command, click.Group):
         message += _did_you_mean(unknown, ctx.command.list_commands(ctx))  # mem scna, mem team snyc
     where = f" Try '{ctx.command_path} --help'." if ctx is not None else ""
+    if where and not message.rstrip().endswith((".", "?", "!")):
+        message = message.rstrip() + "."  # one sentence, then "Try ..."
     return f"{message}{where}"
 
 

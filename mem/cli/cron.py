@@ -33,8 +33,11 @@ def cron_cmd() -> None:
 @click.option("--with-key", is_flag=True,
               help="Copy ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) from here into the 0600 environment file.")
 @click.option("--mem", "mem_path", metavar="PATH", help="The mem the job runs (default: the one running this command).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the crontab line or unit and the environment file it would write; write nothing; "
+                   "exit 1 if it would change anything.")
 @format_options
-def install_cmd(at: str, via: str, wait: bool, with_key: bool, mem_path: str | None, fmt: str) -> int:
+def install_cmd(at: str, via: str, wait: bool, with_key: bool, mem_path: str | None, dry_run: bool, fmt: str) -> int:
     """Schedule `mem cron run` every night; a second install changes nothing.
 
     The API key never goes into the crontab or a unit file: the job reads
@@ -51,8 +54,20 @@ def install_cmd(at: str, via: str, wait: bool, with_key: bool, mem_path: str | N
 
     cron.parse_time(at)
     words = mem_words(mem_path)
+    env_path, text = cron.env_file_text(with_key=with_key)  # refuses a bad value before anything is written
+    if dry_run:
+        result = cron.plan(words, at=at, via=via, wait=wait)
+        if fmt != "text":
+            render.out_record({**result.as_dict(), "env_file_written": text is not None}, fmt)
+        else:
+            verb = "would schedule" if result.changed else "already scheduled"
+            render.out(f"{verb} nightly at {at} via {result.via} ({result.where}): {result.entry}")
+            if text is not None:
+                render.out(f"would write {env_path} (mode 0600), its variables: "
+                           + (", ".join(cron.variables(text)) or "none"))
+        return 1 if result.changed or text is not None else 0
+    result = cron.install(words, at=at, via=via, wait=wait)  # a failure here leaves no env file behind
     env_path, written = cron.ensure_env_file(with_key=with_key)
-    result = cron.install(words, at=at, via=via, wait=wait)
     if fmt != "text":
         render.out_record({**result.as_dict(), "env_file_written": written}, fmt)
         return 0
@@ -67,7 +82,8 @@ def install_cmd(at: str, via: str, wait: bool, with_key: bool, mem_path: str | N
 @cron_cmd.command("uninstall")
 @click.option("--via", type=click.Choice(VIA), default="auto", show_default=True,
               help="Remove only the crontab line or only the systemd units (auto: both).")
-def uninstall_cmd(via: str) -> int:
+@click.option("--dry-run", is_flag=True, help="Print what would be removed; remove nothing; exit 1 if anything would be.")
+def uninstall_cmd(via: str, dry_run: bool) -> int:
     """Remove mem's crontab line and systemd units, and nothing else; the environment file stays.
 
     \b
@@ -76,7 +92,11 @@ def uninstall_cmd(via: str) -> int:
     """
     from mem.core import cron
 
-    removed = cron.uninstall(via=via)
+    removed = cron.uninstall(via=via, dry_run=dry_run)
+    if dry_run:
+        for what in removed:
+            render.out(f"would remove {what}")
+        return 1 if removed else 0
     render.info("removed " + ", ".join(removed) if removed else "no nightly job of mem's was scheduled")
     return 0
 
@@ -86,8 +106,10 @@ def uninstall_cmd(via: str) -> int:
 def status_cmd(fmt: str) -> int:
     """Where the nightly job is scheduled, whether the mem it names runs, the environment file, the last run.
 
-    Exit 1 when no job is scheduled, the mem it names does not run, the
-    environment file is readable by others, or the last run failed.
+    Exit 1 when no job is scheduled, the mem it names does not run, no cron
+    daemon runs for a crontab line (containers, WSL) or systemctl --user
+    does not answer for a timer, the environment file is readable by
+    others, or the last run failed.
 
     \b
     Example:
@@ -99,11 +121,9 @@ def status_cmd(fmt: str) -> int:
     report = cron.status()
     env = report["env_file"]
     last = report["last_run"]
-    ok = (bool(report["jobs"]) and all(j["runs"] for j in report["jobs"])
-          and env.get("mode", "0o600") == "0o600" and "problem" not in env
-          and (last is None or last["exit"] in (0, 1, None)))
+    ok = report["ok"]
     if fmt != "text":
-        render.out_record({**report, "ok": ok}, fmt)
+        render.out_record(report, fmt)
         return 0 if ok else 1
     for job in report["jobs"]:
         state = "runs" if job["runs"] else f"DOES NOT RUN: {job['problem']}"

@@ -10,7 +10,7 @@ import click
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, resolve_dir
 from mem.cli.model import backend_option
-from mem.core.errors import ExitCode, UsageError
+from mem.core.errors import ExitCode, NotFoundError, UsageError
 
 
 @click.command("eval", short_help="Measure recall on your memories (Recall@5, top-1, latency).")
@@ -60,19 +60,26 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
         cases = evaluate.load_cases(*_read_cases(cases_file))
     else:
         source = transcripts or resolution.transcripts_dir
-        if not source or not os.path.exists(source):
-            render.info(f"no transcripts at {source}")
-            ctx.exit(ExitCode.NOT_FOUND)
-        cases = evaluate.cases_from_transcripts(evaluate.transcript_files(source), root, known)
+        if not source:
+            raise NotFoundError("no transcripts: no client keeps sessions for this memory directory; "
+                                "give --from-transcripts PATH")
+        if not os.path.exists(source):
+            raise NotFoundError(f"no transcripts: looked in {source}, which does not exist (the client has not "
+                                f"run in {resolution.project_root}?); give --from-transcripts PATH")
+        files = evaluate.transcript_files(source)
+        if not files:
+            raise NotFoundError(f"no transcripts: looked in {source} and found no *.jsonl session")
+        cases = evaluate.cases_from_transcripts(files, root, known)
+        if not cases:
+            raise NotFoundError(f"no cases to run: in {len(files)} transcript{'s' if len(files) != 1 else ''} "
+                                f"in {source}, no prompt was followed by a memory file read or shown")
     if print_cases:
         render.out_jsonl(c.as_dict() for c in cases)
         if not cases:
             ctx.exit(ExitCode.NOT_FOUND)
         return
     if not cases:
-        render.info("no cases to run" + (" (no prompt was followed by a memory file read or shown)"
-                                         if transcripts is not None else ""))
-        ctx.exit(ExitCode.NOT_FOUND)
+        raise NotFoundError("no cases to run: the cases file has none")
     unknown = evaluate.unknown_files(cases, known)
     if unknown:
         render.warn(f"not memories of {root}: {', '.join(unknown[:5])}{' …' if len(unknown) > 5 else ''}")

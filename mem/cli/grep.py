@@ -55,6 +55,8 @@ def _count(value: str | None, name: str) -> int | None:
 @click.option("-A", "--after-context", metavar="NUM", help="Print NUM lines of context after each selected line.")
 @click.option("-B", "--before-context", metavar="NUM", help="Print NUM lines of context before each selected line.")
 @click.option("-C", "--context", metavar="NUM", help="Print NUM lines of context around each selected line.")
+@click.option("-r", "-R", "--recursive", "recursive", is_flag=True,
+              help="Accepted from grep's habit: mem grep always searches a directory's whole tree.")
 @click.option("-a", "--text", is_flag=True, help="Search a file holding NUL bytes as text instead of saying it matches.")
 @click.option("--color", "--colour", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
               show_default=True, help="Colour matches, file names and line numbers; auto means at a terminal without NO_COLOR.")
@@ -75,7 +77,7 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
              ignore_case: bool, word: bool, whole_line: bool, invert: bool, line_numbers: bool,
              filename: str | None, list_mode: str | None, count: bool, only_matching: bool, quiet: bool,
              no_messages: bool, max_count: str | None, after_context: str | None, before_context: str | None,
-             context: str | None, text: bool, color: str, types: tuple[str, ...], since: str | None,
+             context: str | None, recursive: bool, text: bool, color: str, types: tuple[str, ...], since: str | None,
              transcripts: bool, all_projects: bool, roles: tuple[str, ...], as_json: bool, where: dict) -> None:
     """Search memories, or transcripts as the text a person saw, like grep.
 

@@ -59,6 +59,8 @@ def history_cmd(file: str | None, limit: int | None, diff_id: str | None, prune:
     ops = history.operations(_relpath(file) if file else None, limit)
     render.out_rows([op.as_dict() for op in ops], fmt, line)
     if not ops:
+        # exit 1 alone said nothing: a fresh machine's first `mem history` looked broken
+        render.info(f"no change recorded{' to ' + file if file else ''} in {memory.root} yet")
         raise click.exceptions.Exit(ExitCode.NOT_FOUND)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 
 import click
@@ -108,7 +107,9 @@ def uninstall_cmd(client: str, scope: str | None, project: str | None, only, wit
 
     An entry is mem's when it runs a program named mem (or a *.pyz, or
     python -m mem) with --hook; the user's own hooks, and other handlers in
-    a matcher group shared with mem's, stay.
+    a matcher group shared with mem's, stay. A command of the user's that
+    runs mem inside it (timeout 5 mem recall --hook) stays too, with a
+    warning; mem hooks status lists it as wrapped.
 
     \b
     Example:
@@ -119,6 +120,8 @@ def uninstall_cmd(client: str, scope: str | None, project: str | None, only, wit
 
     events = install.select_events(client, only, without)
     change = install.plan(client, scope or "user", install=False, events=events, project=project)
+    for command in install.wrapped_entries(client, scope or "user", events, project):
+        render.warn(f"{change.path}: left a hook of yours that runs mem inside it (remove it by hand): {command}")
     return _finish(change, dry_run, fmt, "removed")
 
 
@@ -166,25 +169,16 @@ def status_cmd(client: str, scope: str | None, project: str | None, fmt: str) ->
     """
     from mem.core import install
 
-    scopes = (scope,) if scope else (("user", "project") if client == "qwen" else install.SCOPES)
-    checked: dict = {}
-    found = []
-    seen = set()
-    for name in scopes:
-        path = os.path.realpath(install.settings_path(client, name, project))
-        if path not in seen:  # in the home directory, project settings are the user's
-            seen.add(path)
-            found += install.entries(client, name, project, checked=checked)
-    missing = [e for e in install.events_for(client) if not any(f.event == e for f in found)]
-    disabled = install.disabled_by(project) if client == "claude" else None
-    ok = not missing and all(f.runs for f in found) and not disabled
+    report = install.status(client, scope, project)
+    found, missing, disabled, ok = report["entries"], report["missing"], report["disabled_by"], report["ok"]
     if fmt != "text":
         render.out_record({"client": client, "entries": [f.as_dict() for f in found], "missing": missing,
                            "disabled_by": disabled, "ok": ok}, fmt)
         return 0 if ok else 1
     for f in found:
         where = f"{f.event}" + (f" ({f.matcher})" if f.matcher else "")
-        state = "runs" if f.runs else f"DOES NOT RUN: {f.problem}"
+        state = ("wrapped in a command of yours (uninstall leaves it)" if f.wrapped
+                 else "runs" if f.runs else f"DOES NOT RUN: {f.problem}")
         fired = f"last fired {f.last_fired}" if f.last_fired else "never fired"
         render.out(f"{f.scope}  {where}  {f.command}  {state}  {fired}")
     for event in missing:

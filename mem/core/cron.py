@@ -7,7 +7,12 @@ Both run ``<absolute mem> cron run``, which loads the environment file (mode 060
 crontab or the unit), runs ``mem dream --all-projects -q`` and appends its output,
 a timestamp and its exit status to ``<state>/cron.log``.
 
-uses: install (which mem), memdir.state (log path), memdir.files (atomic_write).
+Every value written into a crontab line, a unit or the env file is checked for newlines and
+other control characters (one would start a line of its own) and quoted for its reader (sh
+for cron, systemd's own rules for a unit). The env file is never written or chmodded through
+a symbolic link. Status counts a crontab line as running only while a cron daemon runs.
+
+uses: install (which mem), memdir.state (log path), memdir.files (atomic_write, read_text).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from mem.core.errors import ConfigError, MemError, UsageError
+from mem.core.errors import ConfigError, MemError, RefusedError, UsageError
 
 #: Every crontab line mem writes ends with this comment; uninstall removes exactly those lines.
 MARKER = "# mem-cron"
@@ -60,10 +65,45 @@ def parse_time(at: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+#: Characters no value written into a crontab line, a unit or the env file may hold: each could
+#: end the line (cron, systemd and our reader are line-based) and start one of its own.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]")
+
+
+def check_value(what: str, value: str) -> str:
+    """``value`` unchanged, or UsageError when it holds a newline or another control character.
+
+    Example: check_value("XDG_CONFIG_HOME", "/h/.config\\n* * * * * evil") raises UsageError
+    """
+    if _CONTROL.search(value):
+        raise UsageError(f"{what} holds a newline or another control character ({value!r}); in a crontab line, "
+                         f"a unit file or cron.env it would start a line of its own: fix it and run the command again")
+    return value
+
+
+def job_words(mem: list[str], wait: bool = False, env: Mapping[str, str] | None = None) -> list[str]:
+    """The words of the job: ``<mem> cron run --env-file <absolute path> [--wait]``, each checked."""
+    for word in mem:
+        check_value("the path of mem", word)
+    path = check_value("the environment file's path (from XDG_CONFIG_HOME or HOME)", env_file(env))
+    return [*mem, "cron", "run", "--env-file", path, *(["--wait"] if wait else [])]
+
+
 def job_command(mem: list[str], wait: bool = False, env: Mapping[str, str] | None = None) -> str:
-    """``<mem> cron run --env-file <absolute path>``: nothing in it depends on cron's PATH or HOME."""
-    return " ".join([*(shlex.quote(w) for w in mem), "cron", "run", "--env-file", shlex.quote(env_file(env)),
-                     *(["--wait"] if wait else [])])
+    """``<mem> cron run --env-file <absolute path>`` for sh: nothing in it depends on cron's PATH or HOME."""
+    return " ".join(shlex.quote(w) for w in job_words(mem, wait, env))
+
+
+def systemd_quote(word: str) -> str:
+    """One word of an ExecStart= line, as systemd splits it: double-quoted with C escapes when needed,
+    $ doubled (systemd expands $NAME), % doubled (a specifier).
+
+    Example: systemd_quote("/opt/my mem/bin/mem") == '"/opt/my mem/bin/mem"'
+    """
+    word = word.replace("%", "%%").replace("$", "$$")
+    if re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", word):
+        return word
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 # ---------------------------------------------------------------------------------------------
@@ -72,12 +112,15 @@ def job_command(mem: list[str], wait: bool = False, env: Mapping[str, str] | Non
 
 def read_env_file(path: str) -> dict[str, str]:
     """KEY=VALUE lines (``export`` and quotes allowed, ``#`` comments), as sh and systemd read them."""
+    from mem.core.memdir.files import read_text
+
     out: dict[str, str] = {}
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
+        lines = read_text(path, 1 << 20).splitlines()
     except FileNotFoundError:
         return out
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     for n, line in enumerate(lines, 1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -94,45 +137,86 @@ def read_env_file(path: str) -> dict[str, str]:
     return out
 
 
-def ensure_env_file(env: Mapping[str, str] | None = None, *, with_key: bool = False) -> tuple[str, bool]:
-    """The environment file, created 0600 if missing (with ``with_key``, the key set from ``env``).
+def env_file_text(env: Mapping[str, str] | None = None, *, with_key: bool = False) -> tuple[str, str | None]:
+    """The environment file's path and the text install would write (None: it stays as it is).
 
-    Returns (path, written). An existing file is only tightened to 0600 and, with ``with_key``,
-    given the current key; its other lines stay.
+    A new file carries CARRIED's variables set here; with ``with_key`` the key set here replaces
+    any in the file, the other lines staying. Raises before anything is written: ConfigError when
+    --with-key finds no key, UsageError when a value holds a newline (it would break the file).
     """
-    from mem.core.memdir.files import atomic_write
+    from mem.core.memdir.files import read_text
 
     env = _env(env)
-    path = env_file(env)
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    path = check_value("the environment file's path (from XDG_CONFIG_HOME or HOME)", env_file(env))
+    present = [k for k in KEYS if env.get(k)]
+    if with_key and not present:
+        raise ConfigError("--with-key: neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set here")
     try:
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-        existed = True
+        lines = read_text(_no_link(path), 1 << 20).splitlines()
     except FileNotFoundError:
         lines = [
             "# The environment of the nightly `mem cron run` (mem dream --all-projects), read as KEY=VALUE",
             "# lines. Keep this file mode 0600: a model key here is how the job reaches a model.",
             "# Without a key the dream runs in its mechanical (offline) mode.",
-            *(f"{k}={shlex.quote(env[k])}" for k in CARRIED if env.get(k)),
+            *(f"{k}={shlex.quote(check_value(k, env[k]))}" for k in CARRIED if env.get(k)),
             "# ANTHROPIC_API_KEY=...",
         ]
-        existed = False
+    else:
+        if not with_key:
+            return path, None
     if with_key:
-        present = [k for k in KEYS if env.get(k)]
-        if not present:
-            raise ConfigError("--with-key: neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set here")
+        for k in present:
+            if _CONTROL.search(env[k]):  # never the value: it is a key
+                raise UsageError(f"{k} holds a newline or another control character; cron.env holds one line "
+                                 f"per variable: set it again without one")
         lines = [ln for ln in lines if not re.match(rf"\s*(export\s+)?({'|'.join(KEYS)})=", ln)]
         lines += [f"{k}={shlex.quote(env[k])}" for k in present]
-    if existed and not with_key:
-        os.chmod(path, 0o600)
+    return path, "\n".join(lines) + "\n"
+
+
+def variables(text: str) -> list[str]:
+    """The names an environment file's text sets (never their values)."""
+    return [m.group(2) for m in re.finditer(r"^\s*(export\s+)?([A-Za-z_][A-Za-z0-9_]*)=", text, re.M)]
+
+
+def _no_link(path: str) -> str:
+    """``path``, or RefusedError when it is a symbolic link (mem writes and chmods the file itself, never
+    what a link points at)."""
+    if os.path.islink(path):
+        raise RefusedError(f"{path} is a symbolic link; mem writes the environment file only as a file of its "
+                           f"own (mode 0600): replace the link with the file")
+    return path
+
+
+def ensure_env_file(env: Mapping[str, str] | None = None, *, with_key: bool = False) -> tuple[str, bool]:
+    """The environment file, created 0600 if missing (with ``with_key``, the key set from ``env``).
+
+    Returns (path, written). An existing file is only tightened to 0600 and, with ``with_key``,
+    given the current key; its other lines stay. A symbolic link is refused, never followed.
+    """
+    from mem.core.memdir.files import atomic_write
+
+    path, text = env_file_text(env, with_key=with_key)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    if text is None:
+        fd = os.open(_no_link(path), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        try:
+            os.fchmod(fd, 0o600)  # on the file opened, not on whatever the path names a moment later
+        finally:
+            os.close(fd)
         return path, False
     old_mask = os.umask(0o077)
     try:
-        atomic_write(path, ("\n".join(lines) + "\n").encode("utf-8"))
+        if os.path.lexists(path):
+            _no_link(path)
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            try:
+                os.fchmod(fd, 0o600)  # atomic_write keeps the old mode: make it 0600 first
+            finally:
+                os.close(fd)
+        atomic_write(path, text.encode("utf-8"))  # a new file under umask 077: 0600
     finally:
         os.umask(old_mask)
-    os.chmod(path, 0o600)
     return path, True
 
 
@@ -213,7 +297,7 @@ def unit_files(mem: list[str], at: str, wait: bool = False, env: Mapping[str, st
         "Description=mem: nightly memory consolidation (mem dream --all-projects)\n\n"
         "[Service]\n"
         "Type=oneshot\n"
-        f"ExecStart={job_command(mem, wait, env).replace('%', '%%')}\n"  # % starts a systemd specifier
+        f"ExecStart={' '.join(systemd_quote(w) for w in job_words(mem, wait, env))}\n"
     )
     timer = (
         "# Written by mem cron install; mem cron uninstall removes it.\n"
@@ -261,8 +345,7 @@ def install(mem: list[str], *, at: str = "04:30", via: str = "auto", wait: bool 
     files = unit_files(mem, at, wait, env)
     for unit, text in files.items():
         try:
-            with open(unit, encoding="utf-8") as fh:
-                same = fh.read() == text
+            same = _read_small(unit) == text
         except FileNotFoundError:
             same = False
         if not same:
@@ -277,8 +360,37 @@ def install(mem: list[str], *, at: str = "04:30", via: str = "auto", wait: bool 
     return Result("systemd", changed, timer, job_command(mem, wait, env), path, cron_log(env))
 
 
-def uninstall(*, via: str = "auto", env: Mapping[str, str] | None = None) -> list[str]:
-    """Remove our crontab line and our units, wherever they are; what was removed. The env file stays."""
+def plan(mem: list[str], *, at: str = "04:30", via: str = "auto", wait: bool = False,
+         env: Mapping[str, str] | None = None) -> Result:
+    """What install would do (--dry-run): the same Result, ``changed`` when it would write; nothing written."""
+    from mem.core.memdir.state import cron_log
+
+    via = choose(via, env)
+    path = env_file(env)
+    if via == "cron":
+        line = crontab_line(mem, at, wait, env)
+        current = read_crontab(env)
+        return Result("cron", plan_crontab(current, line) != current, "crontab", line, path, cron_log(env))
+    files = unit_files(mem, at, wait, env)
+    changed = False
+    for unit, text in files.items():
+        try:
+            changed |= _read_small(unit) != text
+        except FileNotFoundError:
+            changed = True
+    timer = next(p for p in files if p.endswith(".timer"))
+    return Result("systemd", changed, timer, job_command(mem, wait, env), path, cron_log(env))
+
+
+def _read_small(path: str) -> str:
+    from mem.core.memdir.files import read_text
+
+    return read_text(path, 1 << 20)
+
+
+def uninstall(*, via: str = "auto", env: Mapping[str, str] | None = None, dry_run: bool = False) -> list[str]:
+    """Remove our crontab line and our units, wherever they are; what was (or, ``dry_run``, would be)
+    removed. The env file stays."""
     removed = []
     try:
         current = read_crontab(env)
@@ -287,11 +399,14 @@ def uninstall(*, via: str = "auto", env: Mapping[str, str] | None = None) -> lis
     if current is not None and via in ("auto", "cron"):
         new = plan_crontab(current, None)
         if new != current:
-            _run([*_tool("crontab", env), "-"], stdin=new, env=env)
+            if not dry_run:
+                _run([*_tool("crontab", env), "-"], stdin=new, env=env)
             removed.append("crontab line")
     if via in ("auto", "systemd"):
         units = [p for p in unit_files([], "00:00", env=env) if os.path.exists(p)]
-        if units:
+        if units and dry_run:
+            removed += units
+        elif units:
             if systemd_works(env):
                 _run([*_tool("systemctl", env), "--user", "disable", "--now", f"{UNIT}.timer"], env=env, check=False)
             for p in units:
@@ -316,14 +431,22 @@ def status(env: Mapping[str, str] | None = None) -> dict:
         pass
     for unit in unit_files([], "00:00", env=env):
         if unit.endswith(".service") and os.path.exists(unit):
-            with open(unit, encoding="utf-8") as fh:
-                m = re.search(r"^ExecStart=(.*)$", fh.read(), re.M)
+            m = re.search(r"^ExecStart=(.*)$", _read_small(unit), re.M)
             jobs.append({"via": "systemd", "entry": m.group(1) if m else unit})
+    daemon = None
     for job in jobs:
         command = job["entry"].split(MARKER)[0]
-        # the escapes each scheduler needs for %: \% in a crontab, %% in a unit
-        words = _job_launcher(command.replace("\\%", "%") if job["via"] == "cron" else command.replace("%%", "%"))
+        # the escapes each scheduler needs: \% in a crontab; %%, $$ in a unit
+        words = _job_launcher(command.replace("\\%", "%") if job["via"] == "cron"
+                              else command.replace("%%", "%").replace("$$", "$"))
         job["problem"] = check_runs(words, env) if words else "no `mem cron run` command in it"
+        if job["problem"] is None and job["via"] == "cron":
+            daemon = cron_daemon_running() if daemon is None else daemon
+            if daemon is False:
+                job["problem"] = ("no cron daemon is running here (a container or WSL?), so the line never fires: "
+                                  "start one (sudo service cron start) or run mem cron run from elsewhere")
+        elif job["problem"] is None and not systemd_works(env):
+            job["problem"] = "systemctl --user does not answer here, so the timer never fires"
         job["runs"] = job["problem"] is None
     path = env_file(env)
     info: dict = {"path": path, "exists": os.path.exists(path)}
@@ -334,7 +457,30 @@ def status(env: Mapping[str, str] | None = None) -> dict:
         except ConfigError as exc:
             info["problem"] = str(exc)
     log = cron_log(env)
-    return {"jobs": jobs, "env_file": info, "log": log, "last_run": last_run(log)}
+    last = last_run(log)
+    ok = (bool(jobs) and all(j["runs"] for j in jobs) and info.get("mode", "0o600") == "0o600"
+          and "problem" not in info and (last is None or last["exit"] in (0, 1, None)))
+    return {"jobs": jobs, "env_file": info, "log": log, "last_run": last, "ok": ok}
+
+
+#: The process names of cron daemons: Debian's cron, cronie's and busybox's crond, fcron.
+CRON_DAEMONS = ("cron", "crond", "fcron")
+
+
+def cron_daemon_running(proc: str = "/proc") -> bool | None:
+    """Whether a cron daemon runs on this machine; None where it cannot be told (no /proc)."""
+    try:
+        pids = [d for d in os.listdir(proc) if d.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(os.path.join(proc, pid, "comm"), encoding="utf-8", errors="replace") as fh:
+                if fh.read(64).strip() in CRON_DAEMONS:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def _job_launcher(command: str) -> list[str] | None:

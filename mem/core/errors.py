@@ -48,6 +48,8 @@ class MemError(Exception):
     """Base of every error the core raises on purpose."""
 
     exit_code: ExitCode = ExitCode.FAILURE
+    #: what went wrong, one word for programs: the "kind" of --json's error object (stable, documented in mem(1))
+    kind: str = "failure"
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -59,20 +61,24 @@ class MemError(Exception):
 
 class UsageError(MemError):
     exit_code = ExitCode.USAGE
+    kind = "usage"
 
 
 class NotFoundError(MemError):
     """A file or memory directory that should exist does not."""
 
     exit_code = ExitCode.NOT_FOUND
+    kind = "not_found"
 
 
 class ConfigError(MemError):
     exit_code = ExitCode.CONFIG
+    kind = "config"
 
 
 class RefusedError(MemError):
     exit_code = ExitCode.REFUSED
+    kind = "refused"
 
 
 class PathEscapeError(RefusedError):
@@ -95,3 +101,4 @@ class SecretError(RefusedError):
 
 class LockedError(MemError):
     exit_code = ExitCode.LOCKED
+    kind = "locked"

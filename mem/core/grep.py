@@ -155,7 +155,11 @@ class Matcher:
                     source = rf"^(?:{source})$" if self.multiline else rf"\A(?:{source})\Z"
                 self.regexes.append(re.compile(source, flags))
             except re.error as exc:
-                raise UsageError(f"bad pattern {p!r}: {exc}") from None
+                import shlex
+
+                # grep's users type a bracket or a paren as text: say how to search for it as such
+                raise UsageError(f"bad pattern {p!r}: {exc} (a regular expression; to search for the text "
+                                 f"itself, use -F: mem grep -F {shlex.quote(p)})") from None
             except (OverflowError, RecursionError, ValueError) as exc:
                 raise UsageError(f"bad pattern {p!r}: {exc}") from None
 

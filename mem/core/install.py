@@ -5,13 +5,14 @@ Example: plan_install("claude", "user", mem=["/opt/mem/bin/mem"]).changed  # Tru
 The entries are the ones the README documents. Every command names ``mem`` by
 its absolute path (a client, like cron, runs hooks with whatever PATH it was
 started with: a bare ``mem`` there is ``sh: mem: not found``, exit 127, and
-memory silently off). The settings file is edited, not rewritten: every other
-key keeps its value and place, the indent is the file's own, nothing is
-written when nothing changes, and a copy of the old file goes to the state
-directory first. A file that is not a JSON object is never touched.
+memory silently off). The settings file is edited, not rewritten: only the
+text of its top-level "hooks" changes (in the file's indent), every other byte
+stays, numbers are written as the file wrote them, qwen-code's comments are
+kept, nothing is written when nothing changes, and a copy of the old file goes
+to the state directory first. A file that is not a JSON object is never touched.
 
-uses: paths (settings locations), hooks (subcommand names), memdir.files (atomic_write), memdir.state
-(backups, hook stamps).
+uses: paths (settings locations), hooks (subcommand names), memdir.files (read_bytes, atomic_write),
+memdir.state (backups, hook stamps).
 """
 
 from __future__ import annotations
@@ -153,6 +154,21 @@ def launcher(command: str) -> list[str] | None:
     return None
 
 
+#: mem run with a hook subcommand and --hook somewhere inside a command of the user's
+#: (``timeout 5 /usr/bin/mem recall --hook``, ``bash -c '... mem.pyz recall --hook'``).
+_INSIDE = re.compile(r"""(?:^|[\s;&|(`'"])((?:[^\s;&|()`'"]*/)?(?:mem|[^\s;&|()`'"/]+\.pyz)|-m\s+mem)\s+"""
+                     rf"(?:{'|'.join(HOOK_COMMANDS)})\b[^\n]*?\s--hook\b")
+
+
+def wrapped(command) -> bool:
+    """True for a command of the user's that runs one of our hooks inside it: not ours to edit
+    (install and uninstall leave it), but mem still runs, so status counts it.
+
+    Example: wrapped("timeout 5 /usr/bin/mem recall --hook") is True; wrapped("/usr/bin/mem recall --hook") is False
+    """
+    return isinstance(command, str) and launcher(command) is None and _INSIDE.search(command) is not None
+
+
 # ---------------------------------------------------------------------------------------------
 # Settings files
 
@@ -185,8 +201,73 @@ class SettingsFile(NamedTuple):
     data: dict
 
 
-def read_settings(path: str) -> SettingsFile:
-    """The file's JSON object; RefusedError (exit 4) when it cannot be read or is not one."""
+class Number:
+    """A JSON number kept as the file writes it: ``1e400`` stays ``1e400`` (as a float it would be
+    written back as ``Infinity``, which Claude Code cannot parse), ``1.0`` stays ``1.0``."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Number) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"Number({self.text!r})"
+
+
+
+
+def comments_allowed(client: str) -> bool:
+    """qwen-code reads its settings with // and /* */ comments (as JSONC); Claude Code does not."""
+    return client == "qwen"
+
+
+def blank_comments(text: str) -> str:
+    """``text`` with every // and /* */ comment outside strings turned into spaces (newlines kept),
+    so positions in it are positions in ``text``.
+
+    Example: blank_comments('{"a": 1 // one\n}') == '{"a": 1       \n}'
+    """
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _decoder() -> json.JSONDecoder:
+    return json.JSONDecoder(parse_int=Number, parse_float=Number, parse_constant=Number)
+
+
+def read_settings(path: str, client: str = "claude") -> SettingsFile:
+    """The file's JSON object; RefusedError (exit 4) when it cannot be read or is not one.
+
+    Numbers are kept as written (Number); qwen-code's file may carry comments.
+    """
     from mem.core.memdir.files import read_bytes
     from mem.core.paths import SETTINGS_MAX_BYTES
 
@@ -203,8 +284,9 @@ def read_settings(path: str) -> SettingsFile:
         raise RefusedError(f"{path} is not UTF-8 text; fix it by hand, mem leaves it as it is") from None
     if not text.strip():
         return SettingsFile(target, text, {})
+    source = blank_comments(text) if comments_allowed(client) else text
     try:
-        data = json.loads(text)
+        data = _decoder().decode(source)
     except ValueError as exc:
         raise RefusedError(f"{path} is not valid JSON ({exc}); fix it by hand, mem leaves it as it is") from None
     except RecursionError:
@@ -220,6 +302,40 @@ def read_settings(path: str) -> SettingsFile:
     return SettingsFile(target, text, data)
 
 
+def dumps(data, **kwargs) -> str:
+    """json.dumps that writes each Number as its own text."""
+    import uuid
+
+    numbers: dict[str, str] = {}
+    token = f"mem-number-{uuid.uuid4().hex}-"
+
+    def swap(value):
+        if isinstance(value, Number):
+            key = f"{token}{len(numbers)}"
+            numbers[key] = value.text
+            return key
+        if isinstance(value, dict):
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return value
+
+    text = json.dumps(swap(data), ensure_ascii=False, **kwargs)
+    if numbers:
+        text = re.sub(f'"({re.escape(token)}[0-9]+)"', lambda m: numbers[m.group(1)], text)
+    return text
+
+
+def _style(original: str) -> dict:
+    """The json.dumps arguments that write like ``original``: its indent, or its separators on one line."""
+    body = original.strip()
+    match = re.search(r"\n([ \t]+)\S", body)
+    if match:
+        return {"indent": match.group(1)}
+    spaced = re.search(r'"\s*:\s+\S', body) is not None or not re.search(r'"\s*:\S', body)
+    return {"separators": (", ", ": ") if spaced else (",", ":")}
+
+
 def dump_like(data: dict, original: str | None) -> str:
     """``data`` as JSON in the style of ``original``: its indent, its separators, its final newline.
 
@@ -227,15 +343,81 @@ def dump_like(data: dict, original: str | None) -> str:
     Example: dump_like({"a": 1}, '{\\n\\t"b": 2\\n}') == '{\\n\\t"a": 1\\n}'
     """
     if original is None or not original.strip():
-        return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    body = original.strip()
-    match = re.search(r"\n([ \t]+)\S", body)
-    if match:
-        text = json.dumps(data, ensure_ascii=False, indent=match.group(1))
-    else:
-        spaced = re.search(r'"\s*:\s+\S', body) is not None or not re.search(r'"\s*:\S', body)
-        text = json.dumps(data, ensure_ascii=False, separators=(", ", ": ") if spaced else (",", ":"))
-    return text + ("\n" if original.endswith("\n") else "")
+        return dumps(data, indent=2) + "\n"
+    return dumps(data, **_style(original)) + ("\n" if original.endswith("\n") else "")
+
+
+class _Member(NamedTuple):
+    key: str
+    start: int  # where the key's string starts
+    value_start: int
+    value_end: int
+    comma: int | None  # the comma after the value, if any
+
+
+def _members(source: str) -> tuple[int, int, list[_Member]]:
+    """The top-level object's braces and members in ``source`` (comments already blanked)."""
+    from json.decoder import scanstring
+
+    decoder = _decoder()
+    ws = re.compile(r"\s*")
+    i = ws.match(source, 0).end()
+    if not source.startswith("{", i):
+        raise ValueError("not an object")
+    opening = i
+    i = ws.match(source, i + 1).end()
+    members: list[_Member] = []
+    if source.startswith("}", i):
+        return opening, i, members
+    while True:
+        start = i
+        key, i = scanstring(source, i + 1)
+        i = ws.match(source, i).end()
+        i = ws.match(source, i + 1).end()  # past the colon
+        _, end = decoder.raw_decode(source, i)
+        j = ws.match(source, end).end()
+        if source.startswith(",", j):
+            members.append(_Member(key, start, i, end, j))
+            i = ws.match(source, j + 1).end()
+        else:
+            members.append(_Member(key, start, i, end, None))
+            return opening, j, members
+
+
+def edit_hooks(original: str | None, data: dict, new: dict, client: str) -> str:
+    """The file's text with only its top-level "hooks" changed to ``new``'s: every other byte
+    (other keys, their indent, numbers, comments) stays as it is.
+
+    Falls back to writing the whole object in the file's style when it is new or empty.
+    """
+    if original is None or not original.strip() or not data:
+        return dump_like(new, original)
+    source = blank_comments(original) if comments_allowed(client) else original
+    opening, closing, members = _members(source)
+    style = _style(original)
+    indent = style.get("indent")
+    hooks = [m for m in members if m.key == "hooks"]
+    if "hooks" in new:
+        value = dumps(new["hooks"], **style)
+        if indent is not None:
+            value = value.replace("\n", "\n" + indent)  # the value sits one level in
+        if hooks:
+            last = hooks[-1]
+            return original[:last.value_start] + value + original[last.value_end:]
+        after = members[-1]
+        sep = ",\n" + indent if indent is not None else style["separators"][0]
+        colon = ": " if indent is not None else style["separators"][1]
+        return original[:after.value_end] + f"{sep}{json.dumps('hooks')}{colon}{value}" + original[after.value_end:]
+    if not hooks:
+        return original
+    at = members.index(hooks[-1])
+    gone = members[at]
+    if len(members) == 1:
+        return original[:opening] + "{}" + original[closing + 1:]
+    if at > 0:  # from the comma before it to its end
+        before = members[at - 1]
+        return original[:before.comma] + original[gone.value_end if gone.comma is None else gone.comma:]
+    return original[:gone.start] + original[members[at + 1].start:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,7 +449,7 @@ def _our_group(group: Group, mem: list[str]) -> dict:
     if group.matcher is not None:
         entry["matcher"] = group.matcher
     entry["hooks"] = [{"type": "command", "command": command_line(mem, args),
-                       **({} if timeout is None else {"timeout": timeout})}
+                       **({} if timeout is None else {"timeout": Number(str(timeout))})}
                       for args, timeout in group.handlers]
     return entry
 
@@ -328,7 +510,7 @@ def plan(client: str, scope: str, *, install: bool, events: Iterable[str], mem: 
          project: str | None = None, env: Mapping[str, str] | None = None) -> Change:
     """What install (or uninstall) would write; nothing is written."""
     path = settings_path(client, scope, project, env)
-    current = read_settings(path)
+    current = read_settings(path, client)
     events = tuple(events)
     if install:
         new = with_hooks(current.data, client, events, mem or running_mem())
@@ -336,9 +518,8 @@ def plan(client: str, scope: str, *, install: bool, events: Iterable[str], mem: 
         new = without_hooks(current.data, events)
     if new == current.data and current.text is not None:
         return Change(client, scope, current.path, False, current.text, current.text, events)
-    after = dump_like(new, current.text)
-    kept = current.text is None or dump_like(current.data, current.text) == current.text
-    return Change(client, scope, current.path, True, current.text, after, events, reformatted=not kept)
+    after = edit_hooks(current.text, current.data, new, client)
+    return Change(client, scope, current.path, True, current.text, after, events)
 
 
 def apply(change: Change, env: Mapping[str, str] | None = None) -> Change:
@@ -350,7 +531,7 @@ def apply(change: Change, env: Mapping[str, str] | None = None) -> Change:
         return change
     from mem.core.memdir.files import atomic_write
 
-    now = read_settings(change.path)
+    now = read_settings(change.path, change.client)
     if now.text != change.before:
         raise RefusedError(f"{change.path} changed while mem was editing it; run the command again")
     backup = None
@@ -397,6 +578,7 @@ class Entry(NamedTuple):
     runs: bool
     problem: str | None  # why it does not run
     last_fired: str | None  # ISO time of the last hook payload read for this client and event
+    wrapped: bool = False  # the user's command runs mem inside it: install and uninstall leave it
 
     def as_dict(self) -> dict:
         return self._asdict()
@@ -445,25 +627,39 @@ def entries(client: str, scope: str, project: str | None = None, env: Mapping[st
             checked: dict | None = None) -> list[Entry]:
     """Our handlers in one settings file, each checked: does its mem run, when did it last fire."""
     path = settings_path(client, scope, project, env)
-    data = read_settings(path).data
+    data = read_settings(path, client).data
     checked = {} if checked is None else checked
     found = []
     for event, groups in (data.get("hooks") or {}).items():
         for group in groups:
             handlers = group.get("hooks") if isinstance(group, dict) else None
             for h in handlers if isinstance(handlers, list) else ():
-                words = launcher(h.get("command")) if isinstance(h, dict) else None
+                command = h.get("command") if isinstance(h, dict) else None
+                words = launcher(command)
+                matcher = group.get("matcher")
+                matcher = matcher if isinstance(matcher, str) else None
+                if wrapped(command):
+                    found.append(Entry(client, scope, path, event, matcher, command, True, None, None, True))
+                    continue
                 if not words:
                     continue
                 key = tuple(words)
                 if key not in checked:
                     checked[key] = check_runs(words, env)
                 problem = checked[key]
-                matcher = group.get("matcher")
-                found.append(Entry(client, scope, path, event, matcher if isinstance(matcher, str) else None,
-                                   h["command"], problem is None, problem,
-                                   last_fired(client, event, h["command"], env)))
+                found.append(Entry(client, scope, path, event, matcher, command, problem is None, problem,
+                                   last_fired(client, event, command, env)))
     return found
+
+
+def wrapped_entries(client: str, scope: str, events: Iterable[str], project: str | None = None,
+                    env: Mapping[str, str] | None = None) -> list[str]:
+    """The user's commands that run mem inside them, for ``events``: what uninstall leaves."""
+    events = set(events)
+    data = read_settings(settings_path(client, scope, project, env), client).data
+    return [h["command"] for event, groups in (data.get("hooks") or {}).items() if event in events
+            for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for h in group["hooks"] if isinstance(h, dict) and wrapped(h.get("command"))]
 
 
 def disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
@@ -478,3 +674,23 @@ def disabled_by(project: str | None = None, env: Mapping[str, str] | None = None
     if hit:
         return f"allowManagedHooksOnly in {hit[1].label}"
     return None
+
+
+def status(client: str, scope: str | None = None, project: str | None = None,
+           env: Mapping[str, str] | None = None) -> dict:
+    """What ``mem hooks status`` reports: our entries in every scope of the client (or ``scope``),
+    the events missing from all, what turns hooks off, and whether all is well."""
+    scopes = (scope,) if scope else (("user", "project") if client == "qwen" else SCOPES)
+    checked: dict = {}
+    found: list[Entry] = []
+    seen = set()
+    for name in scopes:
+        path = os.path.realpath(settings_path(client, name, project, env))
+        if path not in seen:  # in the home directory, project settings are the user's
+            seen.add(path)
+            found += entries(client, name, project, env, checked=checked)
+    missing = [e for e in events_for(client) if not any(f.event == e for f in found)]
+    disabled = disabled_by(project, env) if client == "claude" else None
+    ok = not missing and all(f.runs for f in found) and not disabled
+    return {"client": client, "entries": found, "missing": missing, "disabled_by": disabled, "ok": ok}
+
