@@ -254,3 +254,13 @@ def test_stdin_from_dev_zero_stops_at_the_cap(mem_exe, tmp_path, args):
         r, took = bounded(mem_exe, *args, stdin=zero, env=env)
     assert r.returncode != 70 and "larger than 16,777,216 bytes" in r.stderr, (r.returncode, r.stderr[-800:])
     assert "MemoryError" not in r.stderr and took < 20
+
+
+@pytest.mark.parametrize("args", [["extract", "--transcript", "-"], ["grep", "x", "-"]])
+def test_a_transcript_or_file_piped_from_dev_zero_stops_at_the_cap(mem_exe, tmp_path, args):
+    # extract - and grep - read stdin whole: /dev/zero grew them until the kernel said no
+    env = {**planted(tmp_path, None), "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    with open("/dev/zero", "rb") as zero:
+        r, took = bounded(mem_exe, *args, stdin=zero, env=env)
+    assert r.returncode != 70 and "larger than 268,435,456 bytes" in r.stderr, (r.returncode, r.stderr[-800:])
+    assert "MemoryError" not in r.stderr and took < 20

@@ -84,7 +84,9 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
 
     data = None
     if transcript == "-":
-        data = sys.stdin.buffer.read()
+        from mem.core.memdir.files import MAX_TRANSCRIPT_STDIN_BYTES, read_stream
+
+        data = read_stream(sys.stdin.buffer, MAX_TRANSCRIPT_STDIN_BYTES)
         transcript = None
     elif transcript is None:
         transcript = _newest_transcript(resolution.transcripts_dir)

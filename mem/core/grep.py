@@ -619,7 +619,9 @@ class Searcher:
         if target.path == "-":
             import sys
 
-            data = sys.stdin.buffer.read()
+            from mem.core.memdir.files import MAX_TRANSCRIPT_STDIN_BYTES, read_stream
+
+            data = read_stream(sys.stdin.buffer, MAX_TRANSCRIPT_STDIN_BYTES)
         else:
             if o.since is not None and os.stat(target.path).st_mtime < o.since:
                 result.skipped = True

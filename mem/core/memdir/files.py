@@ -245,6 +245,9 @@ def capped_lines(fh, max_line: int) -> Iterator[bytes]:
 
 #: The most ``read_stream`` takes from standard input by default (a hook payload, a query, a case list).
 MAX_STDIN_BYTES = 16 << 20
+#: A transcript piped in (``mem extract -``, ``mem grep --transcripts -``): sessions run to tens of
+#: megabytes; past this it is no transcript (``</dev/zero``), and a file of it can be named instead.
+MAX_TRANSCRIPT_STDIN_BYTES = 256 << 20
 
 
 def read_stream(stream, limit: int = MAX_STDIN_BYTES, *, what: str = "standard input") -> bytes:
