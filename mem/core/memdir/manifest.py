@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 from mem.core.memdir.files import MAX_HEAD_BYTES, open_regular
 from mem.core.memdir.layout import Skipped, is_log, walk_topic_files
 from mem.core.jscompat import iso_utc_ms, now_iso  # noqa: F401 - now_iso: part of this module's interface
-from mem.core.memdir.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
 
 MAX_MEMORY_FILES = 200
 FRONTMATTER_MAX_LINES = 30
@@ -90,6 +89,10 @@ def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:
 
 
 def header_of(path: str, relpath: str, st: os.stat_result) -> MemoryHeader:
+    # The parser (its regexes compile in ~2 ms) is loaded only for a file the header cache has not
+    # seen: the recall hook, on every prompt, mostly reads the cache.
+    from mem.core.memdir.frontmatter import description_of, js_string, memory_type_of, parse_frontmatter
+
     head = read_head(path)
     parsed = parse_frontmatter(head)
     data = parsed.data
@@ -215,11 +218,12 @@ class HeaderCache:
         import zlib
 
         from mem import __version__
-        from mem.core.memdir import frontmatter
 
         code = 0
+        # the parser's file, found beside this one rather than imported (the hook need not load it)
+        parser = os.path.join(os.path.dirname(__file__), "frontmatter.py")
         try:
-            for source in (__file__, frontmatter.__file__):
+            for source in (__file__, parser):
                 with open(source, "rb") as fh:
                     code = zlib.crc32(fh.read(), code)
         except (OSError, TypeError):
