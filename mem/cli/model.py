@@ -10,7 +10,7 @@ from mem import render
 from mem.cli.common import format_options
 from mem.core.errors import ExitCode
 
-BACKENDS = ("anthropic", "claude-settings", "openai")
+BACKENDS = ("anthropic", "claude-settings", "openai", "claude-code")
 
 
 def backend_option(f):
@@ -40,8 +40,10 @@ def model_cmd(ctx: click.Context, backend: str | None, fmt: str) -> None:
     --backend or MEM_BACKEND names one: anthropic (ANTHROPIC_API_KEY or
     ANTHROPIC_AUTH_TOKEN in the environment), claude-settings (Claude Code's
     settings: env blocks, apiKeyHelper), openai (OPENAI_API_KEY /
-    OPENAI_BASE_URL, or qwen-code's ~/.qwen/settings.json and .env files).
-    Exit 3 when none is configured.
+    OPENAI_BASE_URL, or qwen-code's ~/.qwen/settings.json and .env files),
+    claude-code (a claude executable on PATH: the Claude subscription through
+    Claude Code itself, one claude -p session per job, with mem's tools only;
+    recall never uses it). Exit 3 when none is configured.
 
     \b
     Example:

@@ -531,6 +531,9 @@ def select_with_model(
     from mem.core.memdir.manifest import format_manifest
 
     config = llm.model_config("recall", model, timeout=timeout)
+    if config.backend == "claude-code":
+        raise llm.ModelError("the claude-code backend starts a Claude Code session per call (seconds): "
+                             "too slow for a prompt, so recall does not use it", "not_for_recall")
     usage = llm.Usage()
     request = dict(
         system=SELECTOR_SYSTEM.format(limit=limit),

@@ -4,14 +4,15 @@ This module knows the rest. The backend is ``--backend`` / ``MEM_BACKEND``, else
 configured of ``DETECTION``: anthropic (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``, at
 ``ANTHROPIC_BASE_URL``), claude-settings (Claude Code's settings, ``backends.claude_settings``),
 openai (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``OPENAI_MODEL``, or qwen-code's provider,
-``backends.qwen``). The model is ``--model``, then ``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...),
+``backends.qwen``), and last claude-code (a ``claude`` executable on PATH: the user's Claude
+subscription through Claude Code itself, ``backends.claude_code``; never for recall). The model is ``--model``, then ``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...),
 then ``MEM_MODEL``, then what the backend's configuration names (recall also honours
 ``ANTHROPIC_DEFAULT_SONNET_MODEL``), else ``DEFAULT_MODEL`` (the openai backend has no default:
 ConfigError). Each job's budget (output tokens, temperature, timeout, SDK retries) is in
 ``JOBS``. The calls go through the backend, which carries the model's window and output limit.
 
 uses: errors, backends (ModelConfig, ModelError), backends.anthropic, backends.openai,
-backends.claude_settings, backends.qwen
+backends.claude_settings, backends.qwen, backends.claude_code
 """
 
 from __future__ import annotations
@@ -83,8 +84,10 @@ class Credentials(NamedTuple):
     recall_model: str | None = None  # the recall selector's model, when the configuration names one
 
 
-#: How backends are detected when neither --backend nor MEM_BACKEND names one, in this order.
-DETECTION = ("anthropic", "claude-settings", "openai")
+#: How backends are detected when neither --backend nor MEM_BACKEND names one, in this order:
+#: a key or a server configured for mem's own loop first; Claude Code's CLI (one process per job,
+#: seconds of start-up) only when nothing else is.
+DETECTION = ("anthropic", "claude-settings", "openai", "claude-code")
 
 
 def find_credentials(env: Mapping[str, str] | None = None, backend: str | None = None,
@@ -121,6 +124,13 @@ def _credentials(name: str, env: Mapping[str, str], cwd: str | None, run_helper:
             return None
         return Credentials("claude-settings", found.api_key, found.auth_token, found.base_url, found.model,
                            found.source, "", found.recall_model)
+    if name == "claude-code":
+        from mem.core.jobs.backends import find_claude
+
+        exe = find_claude(env)
+        if exe is None:
+            return None
+        return Credentials("claude-code", None, None, None, None, f"Claude Code's own login ({exe})", "")
     from mem.core.jobs.backends import qwen
 
     found = qwen.find(env, cwd)
@@ -254,6 +264,10 @@ class Model:
 
 
 def _backend(config: ModelConfig):
+    if config.backend == "claude-code":
+        from mem.core.jobs.backends.claude_code import ClaudeCodeBackend
+
+        return ClaudeCodeBackend(config)
     if config.backend == "openai":
         from mem.core.jobs.backends.openai import OpenAIBackend
 
