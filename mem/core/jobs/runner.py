@@ -51,9 +51,9 @@ class Job:
         """
         turns = self.settings.max_turns if max_turns is None else max_turns
         if self.model.config.backend == "claude-code":  # Claude Code runs the loop: one session
-            from mem.core.jobs.backends import claude_code
+            from mem.core.jobs import claude_agent
 
-            run = claude_code.run_agent(self.model, system=system, messages=messages, toolbox=toolbox,
+            run = claude_agent.run_agent(self.model, system=system, messages=messages, toolbox=toolbox,
                                         max_turns=turns, deadline_s=self.deadline_s, log=self.log)
         else:
             run = run_agent(self.model, system=system, messages=messages, toolbox=toolbox, max_turns=turns,

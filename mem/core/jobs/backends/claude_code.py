@@ -1,7 +1,7 @@
 """The Claude subscription, through the Claude Code CLI the user already has (``--backend claude-code``).
 
 Claude Code runs its own agent loop, so an agent job is one headless session, not one request
-per turn: ``run_agent`` starts ``claude -p`` once for the run, with the job's system prompt, its
+per turn: ``jobs.claude_agent.run_agent`` starts ``claude -p`` (``argv``, ``run_session``) once for the run, with the job's system prompt, its
 conversation on stdin, and mem's confined tools as the only tools (``mcp_tools``: an MCP server
 whose calls run through the job's ``ToolBox`` in mem's own process, so every write takes the one
 write path and is recorded). Every built-in tool is off (``--tools ""``, and listed again in
@@ -23,7 +23,7 @@ start-up (README: Models; bench/RESULTS.md), which is why recall never uses this
 process's environment only (the e2e tests point it at a local server this way, so no key is ever
 in mem's own environment).
 
-uses: errors, backends (ModelError, Reply, Block, find_claude), backends.mcp_tools, budget (limits)
+uses: errors, backends (ModelError, Reply, Block, find_claude), budget (limits), memdir.files (read_text)
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def _end(proc: subprocess.Popen) -> None:
 
 
 class ClaudeCodeBackend:
-    """One-call jobs through ``claude -p`` with no tools; agent jobs use ``run_agent``."""
+    """One-call jobs through ``claude -p`` with no tools; agent jobs use ``jobs.claude_agent``."""
 
     def __init__(self, config: Any, env: Mapping[str, str] | None = None):
         self.config = config
@@ -311,55 +311,3 @@ class ClaudeCodeBackend:
         usage = _usage(session.result)
         return Reply([Block("text", text=session.text)] if session.text else [], usage,
                      "end_turn", session.model, usage_estimated=False)
-
-
-def run_agent(model: Any, *, system: str, messages: str | list[dict], toolbox: Any, max_turns: int = 5,
-              deadline_s: float | None = None, log: Callable[[str], None] | None = None,
-              env: Mapping[str, str] | None = None):
-    """``agent.run_agent`` through one Claude Code session: the same AgentResult, the same tools."""
-    from mem.core.jobs.agent import AgentResult
-    from mem.core.jobs.backends.mcp_tools import ToolServer
-    from mem.core.jobs.llm import Usage
-
-    started = time.monotonic()
-    exe = find_executable(env)
-    if exe is None:
-        raise ConfigError("backend claude-code: no claude executable on PATH")
-    toolbox.deadline = None if deadline_s is None else started + deadline_s
-    calls_before = len(toolbox.calls)
-    usage = Usage()
-    prompt = prompt_text(messages)
-    error = error_kind = None
-    with ToolServer(toolbox) as server:
-        args = argv(exe, model=model.config.model, system=system, max_turns=max_turns,
-                    tools=[t.name for t in toolbox.tools], mcp_config=server.mcp_config())
-        if log is not None:
-            log(f"claude-code: one session for up to {max_turns} turns")
-        session = run_session(args, prompt, env=child_env(env), deadline_s=deadline_s, log=log)
-    if getattr(model, "debug", False):
-        import sys
-
-        sys.stderr.write(f"mem: debug: claude-code session {time.monotonic() - started:.2f}s "
-                         f"(start-up {session.startup_s if session.startup_s is None else round(session.startup_s, 2)}s) "
-                         f"turns={session.turns} model={session.model or model.config.model}\n")
-    found = _usage(session.result)
-    if found is not None:
-        usage.add(found)
-        usage.calls = max(session.turns, 1)
-        model.usage.add(found)
-    failure = _failure(session)
-    if session.timed_out:
-        stop_reason = "deadline"
-    elif failure is not None:
-        stop_reason, error, error_kind = "error", str(failure), failure.kind
-    elif (session.result or {}).get("subtype") == "error_max_turns":
-        stop_reason = "max_turns"
-    else:
-        stop_reason = (session.result or {}).get("stop_reason") or "end_turn"
-    history = [{"role": "user", "content": prompt}] if isinstance(messages, str) else [dict(m) for m in messages]
-    if session.text:
-        history.append({"role": "assistant", "content": [{"type": "text", "text": session.text}]})
-    return AgentResult(text=session.text, turns=session.turns, stop_reason=stop_reason,
-                       created=list(toolbox.created), updated=list(toolbox.updated), deleted=list(toolbox.deleted),
-                       tool_calls=toolbox.calls[calls_before:], usage=usage,
-                       duration_s=time.monotonic() - started, error=error, error_kind=error_kind, messages=history)
