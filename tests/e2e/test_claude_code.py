@@ -1,0 +1,131 @@
+"""The claude-code backend end to end: mem's jobs through the real Claude Code binary (both pinned
+versions), pointed at the local model server, with no key in mem's own environment.
+
+Skipped unless MEM_E2E=1 (the binary comes from npm): run ``make e2e``. The server address and a
+fake key reach the Claude Code process only, through MEM_CLAUDE_CODE_ENV_FILE (for tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.e2e import driver  # noqa: E402
+from tests.e2e.fakemodel import FakeModel, Reply, request_texts, tool_names  # noqa: E402
+from tests.helpers.messy import messy_dir  # noqa: E402
+from tests.sessions import write_session  # noqa: E402
+
+pytestmark = pytest.mark.skipif(os.environ.get("MEM_E2E") != "1", reason="end-to-end: set MEM_E2E=1 (make e2e)")
+
+VERSIONS = list(driver.PINNED["claude"])
+MEM_TOOLS = {"mcp__mem__read", "mcp__mem__grep", "mcp__mem__glob", "mcp__mem__ls", "mcp__mem__write",
+             "mcp__mem__edit"}
+
+
+@pytest.fixture
+def server():
+    srv = FakeModel().start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(params=VERSIONS, ids=[f"claude-{v}" for v in VERSIONS])
+def setup(request, tmp_path, server):
+    exe = driver.install("claude", request.param)
+    env_file = tmp_path / "claude.env"
+    env_file.write_text(f"ANTHROPIC_BASE_URL={server.url}\nANTHROPIC_API_KEY=sk-fake-e2e-not-a-key\n"
+                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\nDISABLE_TELEMETRY=1\n")
+    home, memory = tmp_path / "home", tmp_path / "memory"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "MEM_", "CLAUDE_"))}
+    env.update(HOME=str(home), MEM_DIR=str(memory), MEM_STATE_DIR=str(tmp_path / "state"),
+               PATH=f"{exe.parent}:{env.get('PATH', '/usr/bin:/bin')}", MEM_CLAUDE_CODE_ENV_FILE=str(env_file),
+               PYTHONPATH=str(driver.REPO_ROOT))
+    assert not any("ANTHROPIC" in k or "OPENAI" in k for k in env)  # no key in mem's own environment
+    return env, home, memory
+
+
+def mem(env, *args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "mem", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def mains(server):
+    return [r["body"] for r in server.requests if r.get("main")]
+
+
+def no_transcripts(home: Path) -> list[Path]:
+    return sorted((home / ".claude" / "projects").rglob("*.jsonl")) if (home / ".claude").exists() else []
+
+
+def test_mem_model_detects_claude_code_when_nothing_else_is_configured(setup):
+    env, _, _ = setup
+    r = mem(env, "model", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert {row["backend"] for row in rows} == {"claude-code"} and rows[0]["reason"] == "detected"
+
+
+def test_extract_of_a_multi_mb_session_runs_through_claude_with_only_mems_tools(setup, server, tmp_path):
+    env, home, memory = setup
+    session = tmp_path / "session.jsonl"
+    facts = write_session(str(session), target_bytes=3_000_000)
+    fact = ("---\nname: e2e-fact\ndescription: a fact saved through Claude Code\ntype: project\n---\n\n"
+            "Saved through the claude-code backend.\n")
+    server.main += [Reply(tool=("mcp__mem__write", {"file_path": "e2e_fact.md", "content": fact})),
+                    Reply(tool=("Bash", {"command": f"touch {tmp_path}/escaped"})),
+                    Reply(text="Saved one memory.")]
+    r = mem(env, "extract", "--transcript", str(session), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    bodies = mains(server)
+    assert doc["windows"] >= 2 and len(bodies) >= doc["windows"]
+    # every planted fact reached a request; only mem's tools were offered; the built-in one was refused
+    sent = [t for b in bodies for t in request_texts(b)]
+    assert [f for f in facts if not any(f in t for t in sent)] == []
+    for body in bodies:
+        assert MEM_TOOLS <= tool_names(body) and not tool_names(body) & {"Bash", "Write", "Read", "Edit", "WebFetch"}
+    assert not (tmp_path / "escaped").exists()
+    assert (memory / "e2e_fact.md").read_text() == fact and "e2e_fact.md" in doc["created"]
+    assert doc["usage"]["input_tokens"] > 0
+    # the write went through the one write path: it is in the history, and can be undone
+    hist = mem(env, "history", "--json")
+    assert hist.returncode == 0 and "e2e_fact.md" in hist.stdout and '"extract"' in hist.stdout
+    assert no_transcripts(home) == []  # the job's sessions are not in the user's history
+
+
+def test_agent_dream_on_a_messy_directory_reads_every_memory_through_claude(setup, server):
+    env, home, memory = setup
+    rels = messy_dir(memory, "MEMORY.md")
+    bodies_planted = {rel: (memory / rel).read_text().split("---\n", 2)[2].strip() for rel in rels}
+    server.main += [Reply(tool=("mcp__mem__read", {"file_path": rel})) for rel in sorted(rels)]
+    server.main.append(Reply(text="Read every memory; nothing to merge tonight."))
+    r = mem(env, "dream", "--force", "--json", timeout=900)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["mode"] == "agent" and doc["ran"] is True
+    sent = [t for b in mains(server) for t in request_texts(b)]
+    # tool results come back as text blocks inside tool_result content
+    for b in mains(server):
+        for m in b.get("messages") or []:
+            for block in m.get("content") if isinstance(m.get("content"), list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    c = block.get("content")
+                    sent += [c] if isinstance(c, str) else [x.get("text", "") for x in c or [] if isinstance(x, dict)]
+    missing = [rel for rel, body in bodies_planted.items() if not any(body.splitlines()[0] in t for t in sent)]
+    assert missing == []
+    assert no_transcripts(home) == []
+
+
+def test_recall_with_only_claude_code_uses_the_ranker_and_says_why(setup, server):
+    env, _, memory = setup
+    messy_dir(memory, "MEMORY.md")
+    r = mem({**env, "MEM_DEBUG": "1"}, "recall", "--force", "--always-ask", "where are the latency dashboards")
+    assert "claude-code" in r.stderr and "not_for_recall" in r.stderr, r.stderr
+    assert server.requests == []
