@@ -182,7 +182,7 @@ def _failure(session: Session) -> ModelError | None:
         return None
     if result is None:
         why = " ".join(session.stderr.split())[-300:] or f"exit status {session.returncode}"
-        return ModelError(f"claude ended without a result: {why}", "connection")
+        return ModelError(f"claude ended without a result: {why}", "auth" if "/login" in why else "connection")
     subtype = result.get("subtype")
     if subtype == "error_max_turns" or not result.get("is_error") and subtype == "success":
         return None
@@ -220,7 +220,8 @@ def run_session(args: list[str], prompt: str, *, env: Mapping[str, str], deadlin
 
         import threading
 
-        threading.Thread(target=drain_stderr, daemon=True).start()
+        err_thread = threading.Thread(target=drain_stderr, daemon=True)
+        err_thread.start()
 
         def feed_stdin() -> None:
             try:
@@ -263,6 +264,7 @@ def run_session(args: list[str], prompt: str, *, env: Mapping[str, str], deadlin
             if proc.poll() is None:
                 _end(proc)
             session.returncode = proc.wait()
+            err_thread.join(timeout=2.0)
             session.stderr = b"".join(err_chunks).decode("utf-8", "replace")
     return session
 
