@@ -80,6 +80,9 @@ def test_extract_of_a_multi_mb_session_runs_through_claude_with_only_mems_tools(
             "Saved through the claude-code backend.\n")
     server.main += [Reply(tool=("mcp__mem__write", {"file_path": "e2e_fact.md", "content": fact})),
                     Reply(tool=("Bash", {"command": f"touch {tmp_path}/escaped"})),
+                    Reply(tool=("Write", {"file_path": f"{tmp_path}/escaped", "content": "x"})),
+                    Reply(tool=("ToolSearch", {"query": "select:Bash"})),
+                    Reply(tool=("DeferredToolPlaceholder", {})),
                     Reply(text="Saved one memory.")]
     r = mem(env, "extract", "--transcript", str(session), "--json")
     assert r.returncode == 0, r.stderr
@@ -92,6 +95,9 @@ def test_extract_of_a_multi_mb_session_runs_through_claude_with_only_mems_tools(
     for body in bodies:
         assert MEM_TOOLS <= tool_names(body) and not tool_names(body) & {"Bash", "Write", "Read", "Edit", "WebFetch"}
     assert not (tmp_path / "escaped").exists()
+    refusals = [b for body in bodies for m in body["messages"] if isinstance(m.get("content"), list)
+                for b in m["content"] if b.get("type") == "tool_result" and b.get("is_error")]
+    assert len(refusals) >= 4  # Bash, Write, ToolSearch and the placeholder: no such tool
     assert (memory / "e2e_fact.md").read_text() == fact and "e2e_fact.md" in doc["created"]
     assert doc["usage"]["input_tokens"] > 0
     # the write went through the one write path: it is in the history, and can be undone
@@ -120,6 +126,18 @@ def test_agent_dream_on_a_messy_directory_reads_every_memory_through_claude(setu
                     sent += [c] if isinstance(c, str) else [x.get("text", "") for x in c or [] if isinstance(x, dict)]
     missing = [rel for rel, body in bodies_planted.items() if not any(body.splitlines()[0] in t for t in sent)]
     assert missing == []
+    assert no_transcripts(home) == []
+
+
+def test_mem_model_test_asks_claude_one_tiny_question(setup, server):
+    env, home, _ = setup
+    server.side_text = "OK"
+    r = mem(env, "model", "test", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = json.loads(r.stdout)[0]
+    assert row["backend"] == "claude-code" and row["ok"] is True and row["latency_s"] > 0
+    body = server.requests[-1]["body"]
+    assert tool_names(body) <= {"DeferredToolPlaceholder"} and "Are you there?" in json.dumps(body["messages"])
     assert no_transcripts(home) == []
 
 
