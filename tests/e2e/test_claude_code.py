@@ -104,6 +104,8 @@ def test_extract_of_a_multi_mb_session_runs_through_claude_with_only_mems_tools(
     hist = mem(env, "history", "--json")
     assert hist.returncode == 0 and "e2e_fact.md" in hist.stdout and '"extract"' in hist.stdout
     assert no_transcripts(home) == []  # the job's sessions are not in the user's history
+    caches = home / ".cache" / "claude-cli-nodejs"  # Claude Code's per-directory caches: one for mem, not one per job
+    assert len(list(caches.iterdir()) if caches.exists() else []) <= 1
 
 
 def test_agent_dream_on_a_messy_directory_reads_every_memory_through_claude(setup, server):

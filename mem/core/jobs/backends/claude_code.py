@@ -7,8 +7,8 @@ whose calls run through the job's ``ToolBox`` in mem's own process, so every wri
 write path and is recorded). Every built-in tool is off (``--tools ""``, and listed again in
 ``--disallowedTools``), no other MCP server is loaded (``--strict-mcp-config``), only mem's tools
 are allowed and anything else is denied without a prompt (``--permission-mode dontAsk``). The
-session leaves no transcript (``--no-session-persistence``), runs in an empty temp directory (no
-project's CLAUDE.md, settings or hooks), loads no settings files and runs no hooks (mem's own
+session leaves no transcript (``--no-session-persistence``), runs in an empty directory of mem's
+state (no project's CLAUDE.md, settings or hooks), loads no settings files and runs no hooks (mem's own
 hooks would otherwise start a job inside the job). Claude Code finds the user's login itself
 (``~/.claude/.credentials.json`` or the keychain, under ``CLAUDE_CONFIG_DIR`` when set): mem
 never reads it.
@@ -23,11 +23,13 @@ start-up (README: Models; bench/RESULTS.md), which is why recall never uses this
 process's environment only (the e2e tests point it at a local server this way, so no key is ever
 in mem's own environment).
 
-uses: errors, backends (ModelError, Reply, Block, find_claude), budget (limits), memdir.files (read_text)
+uses: errors, backends (ModelError, Reply, Block, find_claude), budget (limits), memdir.files (read_text),
+memdir.state (state_root)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -35,7 +37,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from mem.core.errors import ConfigError
@@ -75,7 +77,7 @@ def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
             if sep and name and not name.startswith("#"):
                 env[name] = value
     env.setdefault("DISABLE_AUTOUPDATER", "1")
-    # the job's prompt is all the model needs: no CLAUDE.md, no auto-memory of the temp directory
+    # the job's prompt is all the model needs: no CLAUDE.md, no auto-memory of the working directory
     env["CLAUDE_CODE_DISABLE_CLAUDE_MDS"] = "1"
     env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "1"
     return env
@@ -201,11 +203,11 @@ def _failure(session: Session) -> ModelError | None:
 
 def run_session(args: list[str], prompt: str, *, env: Mapping[str, str], deadline_s: float | None,
                 log: Callable[[str], None] | None = None) -> Session:
-    """Run ``args`` with ``prompt`` on stdin in an empty temp directory; the session's events read
+    """Run ``args`` with ``prompt`` on stdin in an empty directory (``_workdir``); the session's events read
     as they come. At the deadline the process group is ended (``timed_out``)."""
     session = Session()
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="mem-claude-") as cwd:
+    with _workdir() as cwd:
         try:
             proc = subprocess.Popen(args, cwd=cwd, env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True)
@@ -267,6 +269,23 @@ def run_session(args: list[str], prompt: str, *, env: Mapping[str, str], deadlin
             err_thread.join(timeout=2.0)
             session.stderr = b"".join(err_chunks).decode("utf-8", "replace")
     return session
+
+
+@contextlib.contextmanager
+def _workdir() -> Iterator[str]:
+    """The session's working directory: one empty directory of mem's state, the same for every job
+    (Claude Code keeps per-directory caches, ~/.cache/claude-cli-nodejs/<dir>/: one for mem, not one
+    per job); a temp directory when the state directory cannot be had."""
+    from mem.core.memdir.state import state_root
+
+    try:
+        path = os.path.join(state_root(), "claude-code")
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        with tempfile.TemporaryDirectory(prefix="mem-claude-") as tmp:
+            yield tmp
+        return
+    yield path
 
 
 def _end(proc: subprocess.Popen) -> None:

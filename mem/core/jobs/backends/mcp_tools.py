@@ -40,7 +40,9 @@ PROTOCOL_VERSION = "2025-06-18"
 #: the socket's lines to stdout, until either side closes. Standard library only, no mem import
 #: (a zipapp's interpreter could not import mem by name).
 RELAY = r"""
-import os, socket, sys, threading
+import os, signal, socket, sys, threading
+signal.signal(signal.SIGINT, lambda *_: os._exit(0))
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])
 def up():
