@@ -143,6 +143,18 @@ def test_mem_model_test_asks_claude_one_tiny_question(setup, server):
     assert no_transcripts(home) == []
 
 
+def test_forget_asks_claude_for_its_json_and_forgets_through_the_write_path(setup, server):
+    env, _, memory = setup
+    messy_dir(memory, "MEMORY.md")
+    server.side_text = json.dumps({"candidates": [{"file": "grafana.md", "confident": True, "reason": "asked"}]})
+    r = mem(env, "forget", "--yes", "--json", "the grafana latency dashboards")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not (memory / "grafana.md").exists() and (memory / "dashboards.md").exists()
+    body = server.requests[-1]["body"]
+    assert "matching this JSON schema" in json.dumps(body["system"]) and tool_names(body) <= {"DeferredToolPlaceholder"}
+    assert mem(env, "undo").returncode == 0 and (memory / "grafana.md").exists()
+
+
 def test_recall_with_only_claude_code_uses_the_ranker_and_says_why(setup, server):
     env, _, memory = setup
     messy_dir(memory, "MEMORY.md")

@@ -17,7 +17,8 @@ The budgets are kept: turns (``--max-turns``), the deadline (the process group i
 passes: stop reason ``deadline``), usage (the ``result`` event's). Each job pays Claude Code's
 start-up (README: Models; bench/RESULTS.md), which is why recall never uses this backend.
 
-``create`` (the one-call jobs: forget, ``mem model test``) is a session with no tools and one turn.
+``create`` (the one-call jobs: forget, ``mem model test``) is a session with no tools and one turn; a
+JSON schema asked for (``output_config``) is stated in the system prompt, and the caller checks the answer.
 
 ``MEM_CLAUDE_CODE_ENV_FILE`` (for tests): a file of ``NAME=value`` lines added to the Claude Code
 process's environment only (the e2e tests point it at a local server this way, so no key is ever
@@ -315,12 +316,16 @@ class ClaudeCodeBackend:
         return limits_for(self.config.model)
 
     def create(self, *, system: Any = "", messages: list[dict], max_tokens: int | None = None,
-               timeout: float | None = None, **_: Any) -> Reply:
+               timeout: float | None = None, output_config: dict | None = None, **_: Any) -> Reply:
         exe = find_executable(self.env)
         if exe is None:
             raise ConfigError("backend claude-code: no claude executable on PATH")
         if isinstance(system, list):
             system = "\n\n".join(b.get("text", "") for b in system if isinstance(b, dict))
+        schema = ((output_config or {}).get("format") or {}).get("schema")
+        if schema is not None:  # structured output: said in words (the caller parses and checks the JSON)
+            system = (f"{system}\n\nAnswer with one JSON object and nothing else (no prose, no code fence), "
+                      f"matching this JSON schema: {json.dumps(schema)}")
         args = argv(exe, model=self.config.model, system=system or "", max_turns=1, tools=[], mcp_config=None)
         session = run_session(args, prompt_text(messages), env=child_env(self.env),
                               deadline_s=timeout if timeout is not None else self.config.timeout)
