@@ -193,3 +193,17 @@ def test_recall_with_only_claude_code_uses_the_ranker_and_debug_says_why(run_mem
     r = run_mem("recall", "--always-ask", "how do we deploy to staging", env=env)
     assert "deploy.md" in r.stdout and "not_for_recall" in r.stderr and "too slow for a prompt" in r.stderr
     assert not called.exists()
+
+
+def test_the_recall_hook_with_only_claude_code_answers_from_the_ranker_and_debug_says_why(run_mem, memdir, tmp_path):
+    (memdir / "deploy.md").write_text("---\nname: deploy\ndescription: how we deploy to staging\ntype: project\n---\n\n"
+                                      "Deploy with make ship.\n")
+    (memdir / "MEMORY.md").write_text("- [Deploy](deploy.md) — staging\n")
+    called = tmp_path / "called"
+    folder = fake_claude(tmp_path, f"touch {called}\n")
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    r = run_mem("recall", "--hook", "--always-ask", "--dir", str(memdir), input=payload,
+                env={"PATH": f"{folder}:{os.environ['PATH']}", "MEM_DEBUG": "1"})
+    assert "deploy.md" in r.stdout and not called.exists()
+    assert "route=offline " in r.stderr and "fallback=not_for_recall" in r.stderr, r.stderr

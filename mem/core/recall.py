@@ -1039,7 +1039,8 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
             except llm.ModelError as exc:
                 result.fallback_reason = exc.kind
                 result.fallback_detail = str(exc)
-                result.route = "deadline-fallback" if exc.kind == "timeout" else "model-failed"
+                result.route = ("deadline-fallback" if exc.kind == "timeout"
+                                else "offline" if exc.kind == "not_for_recall" else "model-failed")
             except ConfigError as exc:  # a backend configured but unusable (a failing apiKeyHelper...)
                 result.fallback_reason = "config"
                 result.fallback_detail = str(exc)
