@@ -173,6 +173,21 @@ def test_a_result_event_gives_the_turns_usage_and_stop(tmp_path, box, monkeypatc
     assert run.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}
 
 
+@pytest.mark.parametrize("version", ["2.1.197", "2.1.330"])
+def test_not_logged_in_is_an_auth_error_and_no_turn(tmp_path, box, monkeypatch, version):
+    """Recorded from the real binary with an empty HOME and no network (unshare -rn)."""
+    from pathlib import Path
+
+    from mem.core.jobs import claude_agent
+
+    recorded = Path(__file__).parent / "fixtures" / "claude-code-print" / f"{version}-not-logged-in.jsonl"
+    folder = fake_claude(tmp_path, f"cat >/dev/null; cat {recorded}\n")
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    run = claude_agent.run_agent(model(tmp_path), system="s", messages="m", toolbox=box, max_turns=3, deadline_s=20)
+    assert (run.stop_reason, run.error_kind, run.turns, run.text) == ("error", "auth", 0, "")
+    assert "Not logged in" in run.error and "/login" in run.error
+
+
 def test_the_env_file_reaches_claude_only(tmp_path, monkeypatch):
     env_file = tmp_path / "claude.env"
     env_file.write_text("# for tests\nANTHROPIC_BASE_URL=http://127.0.0.1:9\n")

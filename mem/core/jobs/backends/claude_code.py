@@ -146,6 +146,7 @@ class Session:
         self.returncode: int | None = None
         self.stderr = ""
         self.startup_s: float | None = None  # from spawn to the init event
+        self.api_error: str | None = None  # Claude Code's word for a failed request: authentication_failed...
 
     def feed(self, event: Any) -> None:
         if not isinstance(event, dict):
@@ -156,6 +157,10 @@ class Session:
             self.tools_offered = [t for t in event.get("tools") or [] if isinstance(t, str)]
         elif kind == "assistant" and isinstance(event.get("message"), dict) and not event.get("parent_tool_use_id"):
             message = event["message"]
+            if event.get("error") or message.get("model") == "<synthetic>":
+                # Claude Code's own words (not logged in, an API error), not a model turn
+                self.api_error = str(event.get("error") or "") or self.api_error
+                return
             # Claude Code emits one event per content block of a message: count messages by id
             mid = message.get("id")
             if mid is None or mid != getattr(self, "_last_id", None):
@@ -191,7 +196,7 @@ def _failure(session: Session) -> ModelError | None:
         return None
     status = result.get("api_error_status")
     text = " ".join(str(result.get("result") or result.get("errors") or subtype or "error").split())[:300]
-    if status in (401, 403) or "login" in text.lower() or "/login" in text:
+    if status in (401, 403) or session.api_error == "authentication_failed" or "/login" in text:
         kind = "auth"
     elif status in (429, 529):
         kind = "overloaded"
