@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,39 @@ def test_forget_asks_claude_for_its_json_and_forgets_through_the_write_path(setu
     body = server.requests[-1]["body"]
     assert "matching this JSON schema" in json.dumps(body["system"]) and tool_names(body) <= {"DeferredToolPlaceholder"}
     assert mem(env, "undo").returncode == 0 and (memory / "grafana.md").exists()
+
+
+def started_by(marker: str) -> list[str]:
+    """Live processes whose environment holds ``marker`` (every process of this test's job has it)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                environ = fh.read()
+            with open(f"/proc/{pid}/status") as fh:
+                zombie = "\nState:\tZ" in fh.read()
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+        except OSError:
+            continue
+        if marker.encode() in environ and not zombie and int(pid) != os.getpid():
+            found.append(f"{pid} {cmd}")
+    return found
+
+
+def test_the_deadline_ends_the_claude_session_and_everything_it_started(setup, server, tmp_path):
+    env, _, memory = setup
+    session = tmp_path / "session.jsonl"
+    write_session(str(session), target_bytes=50_000)
+    server.delay = lambda headers, body: 60.0  # a model that does not answer in time
+    started = time.monotonic()
+    r = mem(env, "extract", "--transcript", str(session), "--timeout", "5", "--json")
+    took = time.monotonic() - started
+    assert r.returncode != 0 and took < 20, (took, r.stderr)
+    assert "time budget" in r.stderr or "timeout" in r.stderr.lower(), r.stderr
+    time.sleep(0.5)
+    assert started_by(env["MEM_CLAUDE_CODE_ENV_FILE"]) == []  # neither claude nor the relay it started outlives the job
+    assert not list(memory.glob("*.md")) or (memory / "MEMORY.md").exists()
 
 
 def test_recall_with_only_claude_code_uses_the_ranker_and_says_why(setup, server):
