@@ -5,7 +5,7 @@ claude-code: Claude Code runs the loop, mem serves the job's ``ToolBox`` to it o
 (``backends.mcp_tools``), and the run comes back as the same ``AgentResult`` (the files the box
 wrote, its tool calls, the session's usage, why it stopped: end_turn, max_turns, deadline, error).
 
-uses: agent (AgentResult), llm (Usage), backends.claude_code, backends.mcp_tools
+uses: errors, agent (AgentResult), llm (Usage), backends.claude_code, backends.mcp_tools
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ JSON schema asked for (``output_config``) is stated in the system prompt, and th
 process's environment only (the e2e tests point it at a local server this way, so no key is ever
 in mem's own environment).
 
-uses: errors, backends (ModelError, Reply, Block, find_claude), budget (limits), memdir.files (read_text),
-memdir.state (state_root)
+uses: errors, backends (ModelError, Reply, Block, find_claude), backends.mcp_tools (tool_name), budget (limits),
+memdir.files (read_text), memdir.state (state_root)
 """
 
 from __future__ import annotations
