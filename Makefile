@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SAMPLE := examples/memory
 
-.PHONY: install uninstall all demo test test-fast e2e zipapp docs man completions bench bench-recall bench-toolcall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets clean
+.PHONY: install uninstall all demo test test-fast e2e zipapp docs man completions bench bench-recall bench-toolcall bench-team bench-grep bench-lint bench-history bench-extract bench-verify bench-secrets bench-claude-code clean
 
 all: test
 
@@ -117,6 +117,10 @@ bench-grep: $(STAMP)
 ## bench-history: what recording every change costs a write, on 200 and 10,000 memories, into bench/RESULTS.md
 bench-history: $(STAMP)
 	$(BIN)/python bench/history.py
+
+## bench-claude-code: the claude-code backend's start-up per job with each pinned Claude Code (installs them from npm once)
+bench-claude-code: $(STAMP)
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/claude_code_startup.py
 
 ## bench-extract: share of planted facts reaching the model from 1, 5 and 20 MB sessions, tokens, requests (~30 s), into bench/RESULTS.md
 bench-extract: $(STAMP)

@@ -71,9 +71,10 @@ ENVIRONMENT = [
                           "update and a remember that must place its memory exit 3."),
     ("ANTHROPIC_BASE_URL", "The Messages API server to call instead of Anthropic's."),
     ("MEM_BACKEND", "The model backend: bedrock, vertex (Claude Code's Bedrock and Vertex set-ups), anthropic, "
-                    "claude-settings (Claude Code's settings env blocks and "
-                    "apiKeyHelper) or openai (OPENAI_API_KEY / OPENAI_BASE_URL / OPENAI_MODEL, or qwen-code's "
-                    "settings and .env files). Default: the first of these configured; mem model says which."),
+                    "claude-settings (Claude Code's settings env blocks and apiKeyHelper), openai (OPENAI_API_KEY / "
+                    "OPENAI_BASE_URL / OPENAI_MODEL, or qwen-code's settings and .env files) or claude-code (the "
+                    "claude executable on PATH: one claude -p session per agent job, mem's tools only; never for "
+                    "recall). Default: the first of these configured; mem model says which."),
     ("CLAUDE_CODE_USE_BEDROCK", "1, true, yes or on (in the environment or a Claude Code settings env block): "
                                 "the model is on Amazon Bedrock, as for Claude Code (the mem[bedrock] extra): "
                                 "region AWS_REGION or AWS_DEFAULT_REGION; credentials AWS_BEARER_TOKEN_BEDROCK, "
@@ -84,6 +85,8 @@ ENVIRONMENT = [
                                "mem[vertex] extra): region CLOUD_ML_REGION, project ANTHROPIC_VERTEX_PROJECT_ID, "
                                "Google's application-default credentials (GOOGLE_APPLICATION_CREDENTIALS...); "
                                "ANTHROPIC_VERTEX_BASE_URL another endpoint; CLAUDE_CODE_SKIP_VERTEX_AUTH no token."),
+    ("MEM_CLAUDE_CODE_ENV_FILE", "For tests: a file of NAME=value lines added to the environment of the "
+                                 "claude process the claude-code backend starts, and to no other."),
     ("OPENAI_BASE_URL", "An OpenAI-compatible chat-completions server (ending in /v1), with OPENAI_API_KEY "
                         "(none for a local server) and OPENAI_MODEL."),
     ("CLAUDE_CODE_API_KEY_HELPER_TTL_MS", "How long the output of Claude Code's apiKeyHelper is kept "

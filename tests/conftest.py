@@ -25,6 +25,10 @@ def isolated_env(tmp_path_factory, monkeypatch):
     for key in list(os.environ):
         if key.startswith(_LEAKY_PREFIXES):
             monkeypatch.delenv(key, raising=False)
+    # A developer's own Claude Code on PATH would be detected as the claude-code backend.
+    monkeypatch.setenv("PATH", os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep)
+        if not os.access(os.path.join(d or ".", "claude"), os.X_OK)))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("MEM_STATE_DIR", str(base / "state"))

@@ -41,8 +41,10 @@ def model_cmd(ctx: click.Context, backend: str | None, fmt: str) -> None:
     settings' env blocks; the mem[bedrock] / mem[vertex] extras), anthropic (ANTHROPIC_API_KEY or
     ANTHROPIC_AUTH_TOKEN in the environment), claude-settings (Claude Code's
     settings: env blocks, apiKeyHelper), openai (OPENAI_API_KEY /
-    OPENAI_BASE_URL, or qwen-code's ~/.qwen/settings.json and .env files).
-    Exit 3 when none is configured.
+    OPENAI_BASE_URL, or qwen-code's ~/.qwen/settings.json and .env files),
+    claude-code (a claude executable on PATH: the Claude subscription through
+    Claude Code itself, one claude -p session per job, with mem's tools only;
+    recall never uses it). Exit 3 when none is configured.
 
     \b
     Example:

@@ -531,6 +531,9 @@ def select_with_model(
     from mem.core.memdir.manifest import format_manifest
 
     config = llm.model_config("recall", model, timeout=timeout)
+    if config.backend == "claude-code":
+        raise llm.ModelError("the claude-code backend starts a Claude Code session per call (seconds): "
+                             "too slow for a prompt, so recall does not use it", "not_for_recall")
     usage = llm.Usage()
     request = dict(
         system=SELECTOR_SYSTEM.format(limit=limit),
@@ -1036,7 +1039,8 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
             except llm.ModelError as exc:
                 result.fallback_reason = exc.kind
                 result.fallback_detail = str(exc)
-                result.route = "deadline-fallback" if exc.kind == "timeout" else "model-failed"
+                result.route = ("deadline-fallback" if exc.kind == "timeout"
+                                else "offline" if exc.kind == "not_for_recall" else "model-failed")
             except ConfigError as exc:  # a backend configured but unusable (a failing apiKeyHelper...)
                 result.fallback_reason = "config"
                 result.fallback_detail = str(exc)

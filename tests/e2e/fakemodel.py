@@ -12,8 +12,8 @@ speaks both, as far as the clients need, and records every request::
     srv.requests                                   # [{"path", "dialect", "body"}]
 
 A request is a main-loop turn when it offers the client's file-writing tool
-(``Write`` or ``write_file``) and its system prompt is the agent's own (see
-``is_main``); every other request (titles, memory selectors, qwen's memory
+(``Write`` or ``write_file``) and its system prompt is the agent's own, or offers mem's tools
+(a job of mem's claude-code backend; see ``is_main``); every other request (titles, memory selectors, qwen's memory
 extraction agent, compaction summaries) gets ``side_text``. When the script
 of main replies is empty, a main turn gets ``default_text``.
 """
@@ -62,6 +62,8 @@ def tool_names(body: dict) -> set[str]:
 def is_main(body: dict) -> bool:
     """The agent's own turn, not a side query (side agents carry tools too, with prompts of their own)."""
     system = system_text(body)
+    if any(n.startswith("mcp__mem__") for n in tool_names(body)):  # a mem job run through Claude Code
+        return True
     if "Write" in tool_names(body):  # Claude Code
         return "Claude" in system
     return system.lstrip().startswith("You are Qwen Code")  # qwen-code: write_file may be a deferred tool

@@ -7,14 +7,15 @@ configured of ``DETECTION``: bedrock and vertex (Claude Code's ``CLAUDE_CODE_USE
 the Anthropic API, whatever key is also set), anthropic (``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN``, at
 ``ANTHROPIC_BASE_URL``), claude-settings (Claude Code's settings, ``backends.claude_settings``),
 openai (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` / ``OPENAI_MODEL``, or qwen-code's provider,
-``backends.qwen``). The model is ``--model``, then ``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...),
+``backends.qwen``), and last claude-code (a ``claude`` executable on PATH: the user's Claude
+subscription through Claude Code itself, ``backends.claude_code``; never for recall). The model is ``--model``, then ``MEM_MODEL_<JOB>`` (``MEM_MODEL_RECALL``...),
 then ``MEM_MODEL``, then what the backend's configuration names (recall also honours
 ``ANTHROPIC_DEFAULT_SONNET_MODEL``), else ``DEFAULT_MODEL`` (the openai backend has no default:
 ConfigError). Each job's budget (output tokens, temperature, timeout, SDK retries) is in
 ``JOBS``. The calls go through the backend, which carries the model's window and output limit.
 
 uses: errors, backends (ModelConfig, ModelError), backends.anthropic, backends.openai,
-backends.claude_settings, backends.qwen, backends.bedrock, backends.vertex
+backends.claude_settings, backends.qwen, backends.bedrock, backends.vertex, backends.claude_code
 """
 
 from __future__ import annotations
@@ -87,8 +88,11 @@ class Credentials(NamedTuple):
     options: dict | None = None  # a cloud backend's settings (ModelConfig.options); may hold secrets
 
 
-#: How backends are detected when neither --backend nor MEM_BACKEND names one, in this order.
-DETECTION = ("bedrock", "vertex", "anthropic", "claude-settings", "openai")
+#: How backends are detected when neither --backend nor MEM_BACKEND names one, in this order:
+#: a cloud switched on first (Claude Code then sends nothing to the Anthropic API), a key or a
+#: server configured for mem's own loop next; Claude Code's CLI (one process per job, seconds of
+#: start-up) only when nothing else is.
+DETECTION = ("bedrock", "vertex", "anthropic", "claude-settings", "openai", "claude-code")
 
 
 def find_credentials(env: Mapping[str, str] | None = None, backend: str | None = None,
@@ -139,6 +143,13 @@ def _credentials(name: str, env: Mapping[str, str], cwd: str | None, run_helper:
             return None
         return Credentials("claude-settings", found.api_key, found.auth_token, found.base_url, found.model,
                            found.source, "", found.recall_model)
+    if name == "claude-code":
+        from mem.core.jobs.backends import find_claude
+
+        exe = find_claude(env)
+        if exe is None:
+            return None
+        return Credentials("claude-code", None, None, None, None, f"Claude Code's own login ({exe})", "")
     from mem.core.jobs.backends import qwen
 
     found = qwen.find(env, cwd)
@@ -286,6 +297,10 @@ def _backend(config: ModelConfig):
         from mem.core.jobs.backends.vertex import VertexBackend
 
         return VertexBackend(config)
+    if config.backend == "claude-code":
+        from mem.core.jobs.backends.claude_code import ClaudeCodeBackend
+
+        return ClaudeCodeBackend(config)
     if config.backend == "openai":
         from mem.core.jobs.backends.openai import OpenAIBackend
 

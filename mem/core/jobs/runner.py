@@ -49,10 +49,16 @@ class Job:
 
         A deadline reached before the model's first answer comes back as a timeout error.
         """
-        run = run_agent(self.model, system=system, messages=messages, toolbox=toolbox,
-                        max_turns=self.settings.max_turns if max_turns is None else max_turns,
-                        deadline_s=self.deadline_s, max_tokens=self.model.config.max_tokens,
-                        retries=self.settings.retries, log=self.log)
+        turns = self.settings.max_turns if max_turns is None else max_turns
+        if self.model.config.backend == "claude-code":  # Claude Code runs the loop: one session
+            from mem.core.jobs import claude_agent
+
+            run = claude_agent.run_agent(self.model, system=system, messages=messages, toolbox=toolbox,
+                                        max_turns=turns, deadline_s=self.deadline_s, log=self.log)
+        else:
+            run = run_agent(self.model, system=system, messages=messages, toolbox=toolbox, max_turns=turns,
+                            deadline_s=self.deadline_s, max_tokens=self.model.config.max_tokens,
+                            retries=self.settings.retries, log=self.log)
         run.timeout_if_unanswered(self.deadline_s)
         self.turns += run.turns
         for key, value in (run.usage.as_dict() if run.usage is not None else {}).items():

@@ -1,7 +1,7 @@
 """The one interface every model backend speaks, and the types it shares with the jobs.
 
-A backend is one small module of this package (``anthropic``, ``openai``; ``bedrock`` and
-``vertex`` are the anthropic one with the SDK's Bedrock and Vertex clients) with a class that
+A backend is one small module of this package (``anthropic``, ``openai``, ``claude_code``; ``bedrock``
+and ``vertex`` are the anthropic one with the SDK's Bedrock and Vertex clients) with a class that
 takes a ``ModelConfig`` and offers::
 
     backend.create(system=..., messages=[...], tools=[...], max_tokens=N,
@@ -19,7 +19,8 @@ when the server reports none) and ``stop_reason`` (end_turn, tool_use, max_token
 Every failure is a ``ModelError`` whose ``kind`` says what to do about it: overloaded (429,
 529; ``retry_after`` when the server said), timeout, connection, status (any other refusal,
 ``status`` set), auth (401, 403), over_window (the request is larger than the model's window),
-bad_response (an answer that is not one). The agent loop retries the first three and 5xx.
+bad_response (an answer that is not one), not_for_recall (the claude-code backend, too slow for a
+prompt). The agent loop retries the first three and 5xx.
 
 uses: nothing beyond the standard library (the recall hook imports it on every prompt).
 """
@@ -31,7 +32,7 @@ from typing import Any, NamedTuple
 from mem.core.errors import MemError
 
 #: The backends by name, in the order detection tries them (see ``llm.choose_backend``).
-NAMES = ("bedrock", "vertex", "anthropic", "claude-settings", "openai")
+NAMES = ("bedrock", "vertex", "anthropic", "claude-settings", "openai", "claude-code")
 
 
 class ModelError(MemError):
@@ -40,7 +41,7 @@ class ModelError(MemError):
     def __init__(self, message: str, kind: str = "error", *, status: int | None = None,
                  retry_after: float | None = None):
         super().__init__(message)
-        self.kind = kind  # overloaded | timeout | connection | status | auth | over_window | bad_response
+        self.kind = kind  # overloaded | timeout | connection | status | auth | over_window | bad_response | not_for_recall
         self.status = status  # the HTTP status the server answered, when it answered one
         self.retry_after = retry_after  # seconds the server asked us to wait, when it said
 
@@ -54,7 +55,8 @@ class ModelConfig(NamedTuple):
     max_retries: int
     max_tokens: int
     temperature: float | None
-    #: which backend module speaks to the server (a name of NAMES; claude-settings speaks anthropic)
+    #: which backend module speaks to the server (a name of NAMES; claude-settings speaks anthropic;
+    #: claude-code runs agent jobs as one Claude Code session, ``claude_code.run_agent``)
     backend: str = "anthropic"
     #: where the credentials came from, for people ("env ANTHROPIC_API_KEY"); never the secret
     source: str = ""
@@ -108,6 +110,18 @@ class Reply:
     @property
     def tool_calls(self) -> list[ToolCall]:
         return [ToolCall(b.id, b.name, b.input) for b in self.content if getattr(b, "type", None) == "tool_use"]
+
+
+def find_claude(env: Any) -> str | None:
+    """The ``claude`` executable on ``env``'s PATH, or None (the claude-code backend's one requirement;
+    a walk of PATH rather than shutil.which, which the recall hook would pay for on every prompt)."""
+    import os
+
+    for folder in (env.get("PATH") or os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", "claude")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def reply_text(response: Any) -> str:
