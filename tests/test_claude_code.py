@@ -1,7 +1,7 @@
 """The claude-code backend without the real binary: the MCP tool server (in-process and through the
 relay process Claude Code starts), the command line, detection, and the run's budgets.
 
-The real Claude Code runs these jobs in tests/e2e/test_claude_code.py (make e2e).
+The real Claude Code runs these jobs in tests/e2e/test_claude_code_backend.py (make e2e).
 """
 
 from __future__ import annotations

@@ -20,12 +20,14 @@ def backend_option(f):
             os.environ["MEM_BACKEND"] = value  # read by the model factory, and by background children
 
     return click.option("--backend", type=click.Choice(BACKENDS), expose_value=False, callback=set_backend,
-                        is_eager=True, help="The model backend (default: MEM_BACKEND, else detected; see mem model).")(f)
+                        is_eager=True, metavar="NAME",
+                        help=f"The model backend: {', '.join(BACKENDS)} (default: MEM_BACKEND, else detected; "
+                             "see mem model).")(f)
 
 
 def _backend_choice(f):
-    return click.option("--backend", type=click.Choice(BACKENDS),
-                        help="Only this backend (default: MEM_BACKEND, else detected).")(f)
+    return click.option("--backend", type=click.Choice(BACKENDS), metavar="NAME",
+                        help=f"Only this backend: {', '.join(BACKENDS)} (default: MEM_BACKEND, else detected).")(f)
 
 
 @click.group("model", invoke_without_command=True)
