@@ -102,7 +102,9 @@ def recall_hook(options: dict) -> int:
             sys.stdout.write(result.output + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        from mem.render import silence_stdout
+
+        silence_stdout()
     except (KeyboardInterrupt, SystemExit):
         pass
     except BaseException as exc:  # noqa: BLE001 - a hook must never break the session
@@ -119,13 +121,6 @@ def recall_hook(options: dict) -> int:
             pass
     return 0
 
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 def main(argv: list[str] | None = None) -> None:

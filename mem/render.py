@@ -95,3 +95,13 @@ def error(message: str) -> None:
 def color_err(text: str, code: str) -> str:
     """Colour for a stderr message (only at a terminal)."""
     return _style(text, code, sys.stderr)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null after its reader left (``mem scan | head -1``), so the interpreter's
+    last flush cannot fail again and print a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -199,7 +199,9 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, json_mode
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        from mem.render import silence_stdout
+
+        silence_stdout()
         code = ExitCode.BROKEN_PIPE
     return 0 if hook else int(code)
 
@@ -253,7 +255,9 @@ def _run(group: click.Group, argv, prog_name, complete_var, hook: bool, failed: 
         code = exc.exit_code
     except (BrokenPipeError, StdoutClosed):
         # `mem scan | head -1`: the reader left; stop quietly like a C tool.
-        _silence_stdout()
+        from mem.render import silence_stdout
+
+        silence_stdout()
         code = ExitCode.BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into a line
         if debug_enabled():
@@ -345,13 +349,6 @@ def _hook_failed(message: str) -> None:
     except Exception:  # noqa: BLE001 - nothing more can be done
         pass
 
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 @click.group(cls=MemGroup, context_settings={"help_option_names": ["-h", "--help"]})
