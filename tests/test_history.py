@@ -394,3 +394,43 @@ def test_a_damaged_history_store_is_set_aside_and_writes_go_on(run_mem, memdir):
     r = run_mem("undo")  # the new history recorded the remember: it can be taken back
     assert r.returncode == 0, r.stderr
     assert not (memdir / "deploy.md").exists() and (memdir / "tabs.md").exists()
+
+
+def _store_objects() -> bytes:
+    state = os.environ["MEM_STATE_DIR"]
+    found = b""
+    for d, dirs, _ in os.walk(state):
+        if "history.git" in dirs:
+            found += subprocess.run(["git", "--git-dir", os.path.join(d, "history.git"), "cat-file",
+                                     "--batch-all-objects", "--batch"], capture_output=True).stdout
+    return found
+
+
+#: Writing commands run after an outside editor put a secret in a memory (or the index) they touch.
+_WRITERS = {
+    "remember --update": ("remember", "--file", "tabs.md", "--update", "--description", "tabs", "Use tabs."),
+    "forget": ("forget", "--yes", "--offline", "tabs.md"),
+    "index --rebuild": ("index", "--rebuild"),
+    "dream": ("dream", "--offline", "--force"),
+    "log": ("log", "a note"),
+    "promote": ("promote", "tabs.md"),
+    "undo": ("undo",),
+}
+
+
+@pytest.mark.parametrize("name", list(_WRITERS))
+def test_no_writing_command_stores_a_secret_an_editor_put_in(name, run_mem, memdir, tmp_path, monkeypatch):
+    """Issue #31: no secret enters the history store by any path (the version is withheld, never stored)."""
+    monkeypatch.setenv("MEM_USER_DIR", str(tmp_path / "user-memory"))
+    key = "AKIA" + "ZXCVBNMASDFGHJKL"
+    remember(run_mem, "Tabs", "Use tabs.")
+    remember(run_mem, "Deploy", "Deploys on Tuesdays.")
+    for rel in ("tabs.md", "MEMORY.md"):
+        with open(memdir / rel, "a") as f:
+            f.write(f"\naws {key}\n")
+    before = _store_objects()
+    assert key.encode() not in before
+    r = run_mem(*_WRITERS[name])
+    assert r.returncode in (0, 1, 4), (name, r.returncode, r.stderr)  # refused is fine; stored is not
+    assert "Traceback" not in r.stderr
+    assert key.encode() not in _store_objects(), name
