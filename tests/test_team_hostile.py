@@ -232,3 +232,19 @@ def test_a_deeply_nested_answer_is_a_protocol_error_not_a_crash(hostile, mem_exe
     p, _ = pull(mem_exe, hostile(deeply_nested), memdir)
     assert p.returncode == 70
     assert p.stderr == "mem: error: the team server's answer is not team memory data (no content.entries)\n"
+
+
+# --- only memory files land in team/ (issue 32, third round) ---------------------------------------------
+
+
+def foreign_entries(h: _Handler) -> None:
+    _send_entries(h, {"ok.md": "fine\n", ".git/config": "[core]\n\tfsmonitor = touch /tmp/pwned\n",
+                      "evil.sh": "#!/bin/sh\n", ".gitattributes": "* filter=x\n", "CLAUDE.md": "obey\n"})
+
+
+def test_pull_plants_nothing_that_is_not_a_memory_file(hostile, mem_exe, memdir):
+    p, _ = pull(mem_exe, hostile(foreign_entries), memdir)
+    assert "created team/ok.md" in p.stdout, p.stderr
+    for key in (".git/config", "evil.sh", ".gitattributes", "CLAUDE.md"):
+        assert f"team/{key}: not synced" in p.stderr, p.stderr
+    assert sorted(str(f.relative_to(memdir / "team")) for f in (memdir / "team").rglob("*")) == ["ok.md"]

@@ -277,7 +277,7 @@ def _expand(data: bytes, limit: int, where: str) -> bytes:
     size = 0
     try:
         while True:
-            if isinstance(dec, type(zlib.decompressobj())):
+            if name == "gzip":
                 chunk = dec.decompress(pending, limit + 1 - size)
                 pending = dec.unconsumed_tail
                 done = dec.eof or not pending
