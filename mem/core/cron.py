@@ -328,6 +328,31 @@ class Result(NamedTuple):
 def install(mem: list[str], *, at: str = "04:30", via: str = "auto", wait: bool = False,
             env: Mapping[str, str] | None = None) -> Result:
     """Schedule the nightly job (replacing one of ours, by any path); nothing changes if it is already so."""
+    result, writes = _planned(mem, at, via, wait, env)
+    if result.via == "cron":
+        if result.changed:
+            _run([*_tool("crontab", env), "-"], stdin=writes["crontab"], env=env)
+        return result
+    from mem.core.memdir.files import atomic_write
+
+    for unit, text in writes.items():
+        os.makedirs(os.path.dirname(unit), exist_ok=True)
+        atomic_write(unit, text.encode("utf-8"))
+    systemctl = [*_tool("systemctl", env), "--user"]
+    if result.changed:
+        _run([*systemctl, "daemon-reload"], env=env)
+    _run([*systemctl, "enable", "--now", f"{UNIT}.timer"], env=env)
+    return result
+
+
+def plan(mem: list[str], *, at: str = "04:30", via: str = "auto", wait: bool = False,
+         env: Mapping[str, str] | None = None) -> Result:
+    """What install would do (--dry-run): the same Result, ``changed`` when it would write; nothing written."""
+    return _planned(mem, at, via, wait, env)[0]
+
+
+def _planned(mem: list[str], at: str, via: str, wait: bool, env: Mapping[str, str] | None) -> tuple[Result, dict]:
+    """(what install does, what it writes: the new crontab under "crontab", or each unit file that differs)."""
     from mem.core.memdir.state import cron_log
 
     via = choose(via, env)
@@ -336,50 +361,18 @@ def install(mem: list[str], *, at: str = "04:30", via: str = "auto", wait: bool 
         line = crontab_line(mem, at, wait, env)
         current = read_crontab(env)
         new = plan_crontab(current, line)
-        if new != current:
-            _run([*_tool("crontab", env), "-"], stdin=new, env=env)
-        return Result("cron", new != current, "crontab", line, path, cron_log(env))
-    from mem.core.memdir.files import atomic_write
-
-    changed = False
+        return Result("cron", new != current, "crontab", line, path, cron_log(env)), {"crontab": new}
     files = unit_files(mem, at, wait, env)
+    writes = {}
     for unit, text in files.items():
         try:
             same = _read_small(unit) == text
         except FileNotFoundError:
             same = False
         if not same:
-            os.makedirs(os.path.dirname(unit), exist_ok=True)
-            atomic_write(unit, text.encode("utf-8"))
-            changed = True
-    systemctl = [*_tool("systemctl", env), "--user"]
-    if changed:
-        _run([*systemctl, "daemon-reload"], env=env)
-    _run([*systemctl, "enable", "--now", f"{UNIT}.timer"], env=env)
+            writes[unit] = text
     timer = next(p for p in files if p.endswith(".timer"))
-    return Result("systemd", changed, timer, job_command(mem, wait, env), path, cron_log(env))
-
-
-def plan(mem: list[str], *, at: str = "04:30", via: str = "auto", wait: bool = False,
-         env: Mapping[str, str] | None = None) -> Result:
-    """What install would do (--dry-run): the same Result, ``changed`` when it would write; nothing written."""
-    from mem.core.memdir.state import cron_log
-
-    via = choose(via, env)
-    path = env_file(env)
-    if via == "cron":
-        line = crontab_line(mem, at, wait, env)
-        current = read_crontab(env)
-        return Result("cron", plan_crontab(current, line) != current, "crontab", line, path, cron_log(env))
-    files = unit_files(mem, at, wait, env)
-    changed = False
-    for unit, text in files.items():
-        try:
-            changed |= _read_small(unit) != text
-        except FileNotFoundError:
-            changed = True
-    timer = next(p for p in files if p.endswith(".timer"))
-    return Result("systemd", changed, timer, job_command(mem, wait, env), path, cron_log(env))
+    return Result("systemd", bool(writes), timer, job_command(mem, wait, env), path, cron_log(env)), writes
 
 
 def _read_small(path: str) -> str:
