@@ -112,16 +112,17 @@ def test_claude_settings_env_blocks_in_the_clients_precedence(tmp_path):
     write_json(home / ".claude" / "settings.json", {"env": {"ANTHROPIC_API_KEY": "user-key", "ANTHROPIC_MODEL": "user-model",
                                                           "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
     write_json(project / ".claude" / "settings.json", {"env": {"ANTHROPIC_MODEL": "project-model"}})
+    # a key in the project's directory is not taken (a cloned repository may carry settings.local.json)
     write_json(project / ".claude" / "settings.local.json", {"env": {"ANTHROPIC_API_KEY": "local-key"}})
     found = llm.find_credentials(env, cwd=str(project))
     assert (found.backend, found.api_key, found.model, found.base_url) == \
-        ("claude-settings", "local-key", "project-model", "http://127.0.0.1:9")
-    assert found.source == f"{project}/.claude/settings.local.json env ANTHROPIC_API_KEY"
+        ("claude-settings", "user-key", "project-model", "http://127.0.0.1:9")
+    assert found.source == "~/.claude/settings.json env ANTHROPIC_API_KEY"
     write_json(managed, {"env": {"ANTHROPIC_MODEL": "policy-model"}})
     found = llm.find_credentials({**env, "MEM_MANAGED_SETTINGS": str(managed)}, cwd=str(project))
     assert found.model == "policy-model"
     config = llm.model_config("extract", env=env, cwd=str(project))
-    assert (config.backend, config.model, config.api_key) == ("claude-settings", "project-model", "local-key")
+    assert (config.backend, config.model, config.api_key) == ("claude-settings", "project-model", "user-key")
 
 
 def test_claude_model_variables(tmp_path):
@@ -171,11 +172,17 @@ def test_a_projects_env_file_cannot_send_the_users_key_elsewhere(tmp_path):
     with pytest.raises(ConfigError) as exc:
         llm.find_credentials(env_of(home, OPENAI_API_KEY="users-own-key"), cwd=str(project))
     assert "users-own-key" not in str(exc.value) and "OPENAI_BASE_URL" in str(exc.value)
-    # its own key with its own server, or a server with no key, is the project's business
-    (project / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_API_KEY=project-key\nOPENAI_MODEL=m\n")
-    assert llm.find_credentials(env_of(home), cwd=str(project)).api_key == "project-key"
-    (project / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=m\n")
-    assert llm.find_credentials(env_of(home), cwd=str(project)).api_key is None
+    # nor with a key of its own, or none: the user's memories would still go to its server
+    for text in ("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_API_KEY=project-key\nOPENAI_MODEL=m\n",
+                 "OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=m\n"):
+        (project / ".env").write_text(text)
+        with pytest.raises(ConfigError, match="a server the repository chose"):
+            llm.find_credentials(env_of(home), cwd=str(project))
+    # the user's own ~/.qwen/.env may name one
+    (home / ".qwen").mkdir(parents=True, exist_ok=True)
+    (home / ".qwen" / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=m\n")
+    (project / ".env").write_text("OPENAI_MODEL=m\n")
+    assert llm.find_credentials(env_of(home), cwd=str(project)).base_url == "http://127.0.0.1:9/v1"
 
 
 def test_the_projects_committed_claude_settings_cannot_send_the_users_key_elsewhere(tmp_path):
@@ -185,8 +192,16 @@ def test_the_projects_committed_claude_settings_cannot_send_the_users_key_elsewh
     with pytest.raises(ConfigError) as exc:
         llm.find_credentials(env, cwd=str(project))
     assert "users-own-key" not in str(exc.value) and "ANTHROPIC_BASE_URL" in str(exc.value)
-    # the user's own local settings may
-    write_json(project / ".claude" / "settings.local.json", {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
+    # nor may settings.local.json (a repository can carry it too), nor a key of the repository's own
+    (project / ".claude" / "settings.json").unlink()
+    write_json(project / ".claude" / "settings.local.json", {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+                                                                     "ANTHROPIC_AUTH_TOKEN": "repo-token"}})
+    with pytest.raises(ConfigError, match="a server the repository chose"):
+        llm.find_credentials(env, cwd=str(project))
+    # the user's own settings may
+    write_json(home / ".claude" / "settings.json", {"env": {"ANTHROPIC_API_KEY": "users-own-key",
+                                                          "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
+    (project / ".claude" / "settings.local.json").unlink()
     assert llm.find_credentials(env, cwd=str(project)).base_url == "http://127.0.0.1:9"
 
 

@@ -345,12 +345,16 @@ def test_the_projects_committed_settings_cannot_send_the_users_cloud_credentials
         (project / ".claude" / "settings.json").write_text(json.dumps({"env": block}))
         r = run_mem("model", cwd=str(project), env={"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET})
         assert r.returncode == 3 and variable in r.stderr and SECRET not in r.stderr
-        # the user's own local settings may; so may the project when nothing of the user's is sent
-        (project / ".claude" / "settings.local.json").write_text(json.dumps({"env": {variable: "http://127.0.0.1:9"}}))
-        assert run_mem("model", cwd=str(project)).returncode == 0
-        (project / ".claude" / "settings.local.json").unlink()
+        # nor settings.local.json (a repository can carry it too), nor unsigned: the memories would go there
         skip = "CLAUDE_CODE_SKIP_BEDROCK_AUTH" if "BEDROCK" in variable else "CLAUDE_CODE_SKIP_VERTEX_AUTH"
-        assert run_mem("model", cwd=str(project), env={skip: "1"}).returncode == 0
+        assert run_mem("model", cwd=str(project), env={skip: "1"}).returncode == 3
+        (project / ".claude" / "settings.json").write_text(json.dumps({"env": {k: v for k, v in block.items()
+                                                                                if k != variable}}))
+        (project / ".claude" / "settings.local.json").write_text(json.dumps({"env": {variable: "http://127.0.0.1:9"}}))
+        assert run_mem("model", cwd=str(project)).returncode == 3
+        (project / ".claude" / "settings.local.json").unlink()
+        # the user's own environment may name one
+        assert run_mem("model", cwd=str(project), env={variable: "http://127.0.0.1:9"}).returncode == 0
 
 
 def test_no_credentials_anywhere_is_an_auth_error_naming_what_is_missing(run_mem):

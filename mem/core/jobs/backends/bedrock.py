@@ -85,8 +85,8 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     region = (f"region {options['region']} ({origin(where, region_key)})" if region_key
               else "no region (set AWS_REGION)")
     source = f"{origin(where, SWITCH)}; {region}; {auth}"
-    if not options["skip_auth"]:
-        refuse_project_endpoint(where, "ANTHROPIC_BEDROCK_BASE_URL", "your AWS-signed requests")
+    # even unsigned: the memories and transcripts a job sends would go to the repository's server
+    refuse_project_endpoint(where, "ANTHROPIC_BEDROCK_BASE_URL", "your AWS-signed requests")
     model, recall_model = models(merged, settings)
     return Found(token, None, get("ANTHROPIC_BEDROCK_BASE_URL"), model or DEFAULT_MODEL,
                  recall_model or DEFAULT_MODEL, source, None, options)

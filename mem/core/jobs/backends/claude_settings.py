@@ -68,8 +68,10 @@ PROJECT_ENV = frozenset({
     "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
     "AWS_REGION", "AWS_DEFAULT_REGION", "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID",
     "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
-    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",  # the project's own key: it can only spend its own money
-    "ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL",  # refused with a user's key
+    # read only to be refused (``refuse_project_endpoint``): a repository's server would get the
+    # user's key and every memory and transcript a job sends; never a key of the repository's own,
+    # which would put the user's memories on the repository owner's account
+    "ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "ANTHROPIC_VERTEX_BASE_URL",
 })
 
 
@@ -114,12 +116,7 @@ def find(env: Mapping[str, str], cwd: str | None = None, *, run_helper: bool = T
             key = token = helper_key(helper, merged, cwd)
     else:
         return None
-    if where.get("scope:ANTHROPIC_BASE_URL") == "project" and not source.startswith(where["ANTHROPIC_BASE_URL"] + " "):
-        # A repository's committed settings must not send the user's key to its own server (Claude
-        # Code asks whether the folder is trusted first; mem cannot ask, so it refuses).
-        raise ConfigError(f"ANTHROPIC_BASE_URL in {where['ANTHROPIC_BASE_URL']} (the project's committed settings) "
-                          f"would send the key from {source} to another server; set it in "
-                          ".claude/settings.local.json, ~/.claude/settings.json or the environment")
+    refuse_project_endpoint(where, "ANTHROPIC_BASE_URL", f"the key from {source}")
     model, recall_model = models(merged, settings)
     return Found(key, token if not helper else key, merged.get("ANTHROPIC_BASE_URL") or None, model,
                  recall_model, source, helper)
@@ -149,12 +146,13 @@ def models(merged: Mapping[str, str], settings: Any) -> tuple[str | None, str | 
 
 
 def refuse_project_endpoint(where: Mapping[str, str], variable: str, what: str) -> None:
-    """ConfigError when ``variable`` (an endpoint) comes from the project's committed settings while the
-    user's own ``what`` would be sent there: Claude Code asks whether the folder is trusted first; mem
-    cannot ask, so it refuses."""
-    if where.get("scope:" + variable) == "project":
-        raise ConfigError(f"{variable} in {where[variable]} (the project's committed settings) would send {what} "
-                          "to another server; set it in .claude/settings.local.json, ~/.claude/settings.json "
+    """ConfigError when ``variable`` (an endpoint) comes from a settings file in the project's directory
+    (settings.json or settings.local.json: a cloned repository may carry both): the user's ``what``,
+    and every memory and transcript a job sends, would go to a server the repository chose. Claude
+    Code asks whether the folder is trusted first; mem cannot ask, so it refuses."""
+    if where.get("scope:" + variable) in PROJECT_SOURCES:
+        raise ConfigError(f"{variable} in {where[variable]} (the project's own settings) would send {what} "
+                          "and your memories to a server the repository chose; set it in ~/.claude/settings.json "
                           "or the environment")
 
 

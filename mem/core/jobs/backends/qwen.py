@@ -11,8 +11,8 @@ variable holding that model's key). Then, as in qwen-code: the key is ``OPENAI_A
 (environment or .env) or the matching provider's ``envKey``, else ``security.auth.apiKey``;
 the base URL ``OPENAI_BASE_URL``, else the provider's ``baseUrl``, else ``security.auth.baseUrl``;
 the model ``OPENAI_MODEL``, else ``model.name``. One refusal qwen-code makes through its folder
-trust, which mem cannot ask about: a base URL from a project's .env is not used with a key from
-anywhere else (ConfigError), so a repository cannot send the user's key to its own server.
+trust, which mem cannot ask about: a base URL from a project's .env is not used at all (ConfigError),
+so a repository cannot have the user's key, or the memories a job sends, go to its own server.
 
 uses: memdir.files (read_text: capped, regular files only)
 """
@@ -160,13 +160,15 @@ def find(env: Mapping[str, str], cwd: str | None = None) -> Found | None:
         return None
     base_from = "env" if env.get("OPENAI_BASE_URL") else where.get("OPENAI_BASE_URL") if "OPENAI_BASE_URL" in merged \
         else "settings"
-    if key is not None and base_from in project_files and not source.startswith(base_from + " "):
-        # A repository's .env must not send the user's key elsewhere (qwen-code asks whether the
+    if base_from in project_files:
+        # A repository's .env must not choose the server: the user's key (or the repository's own)
+        # and every memory and transcript a job sends would go there (qwen-code asks whether the
         # folder is trusted first; mem cannot ask, so it refuses).
         from mem.core.errors import ConfigError
 
-        raise ConfigError(f"OPENAI_BASE_URL in {base_from} (a project's file) would send the key from "
-                          f"{source} to another server; set OPENAI_BASE_URL in the environment or ~/.qwen/.env")
+        sent = f"the key from {source}" if key is not None else "your requests"
+        raise ConfigError(f"OPENAI_BASE_URL in {base_from} (a project's file) would send {sent} and your memories "
+                          "to a server the repository chose; set OPENAI_BASE_URL in the environment or ~/.qwen/.env")
     if not source:
         source = ("env OPENAI_BASE_URL" if env.get("OPENAI_BASE_URL") else
                   f"{where['OPENAI_BASE_URL']} OPENAI_BASE_URL" if "OPENAI_BASE_URL" in merged else settings_path) \

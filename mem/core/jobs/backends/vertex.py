@@ -71,8 +71,8 @@ def find(env: Mapping[str, str], cwd: str | None = None, merged: tuple | None = 
     project = (f"project {options['project_id']} ({origin(where, 'ANTHROPIC_VERTEX_PROJECT_ID')})"
                if options["project_id"] else "project from the Google credentials")
     source = f"{origin(where, SWITCH)}; {region}; {project}; {auth}"
-    if not options["skip_auth"]:
-        refuse_project_endpoint(where, "ANTHROPIC_VERTEX_BASE_URL", "your Google access token")
+    # even unsigned: the memories and transcripts a job sends would go to the repository's server
+    refuse_project_endpoint(where, "ANTHROPIC_VERTEX_BASE_URL", "your Google access token")
     model, recall_model = models(merged, settings)
     return Found(None, None, get("ANTHROPIC_VERTEX_BASE_URL"), model or DEFAULT_MODEL,
                  recall_model or DEFAULT_MODEL, source, None, options)
