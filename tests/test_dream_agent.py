@@ -196,7 +196,9 @@ def test_a_dream_agent_that_never_stops_reading_keeps_its_night_within_the_windo
     fake_api.respond_with(lambda body: message([tool_use_block("read", {"file_path": "notes.md"}) for _ in range(2)],
                                                stop_reason="tool_use"))
     fake_api.context_window = 60_000
-    r = run_mem("dream", "--force", "--json", env={"ANTHROPIC_BASE_URL": fake_api.url, "MEM_CONTEXT_WINDOW": "60000"})
+    # no spending cap: the point here is the window (tests/test_run_budget.py caps the same reader)
+    r = run_mem("dream", "--force", "--json", "--budget", "none",
+                env={"ANTHROPIC_BASE_URL": fake_api.url, "MEM_CONTEXT_WINDOW": "60000"})
     assert r.returncode == 0, r.stderr
     assert {q["status"] for q in fake_api.requests} == {200} and fake_api.max_input_tokens + 8_192 <= 60_000
     doc = json.loads(r.stdout)

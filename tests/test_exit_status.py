@@ -11,7 +11,7 @@ from mem.core.errors import ExitCode
 
 def test_codes_are_the_documented_ones():
     assert {c.name: int(c) for c in ExitCode} == {
-        "OK": 0, "NOT_FOUND": 1, "USAGE": 2, "CONFIG": 3, "REFUSED": 4, "LOCKED": 5,
+        "OK": 0, "NOT_FOUND": 1, "USAGE": 2, "CONFIG": 3, "REFUSED": 4, "LOCKED": 5, "BUDGET": 6,
         "STORAGE": 74, "FAILURE": 70, "INTERRUPTED": 130, "BROKEN_PIPE": 141,
     }
     assert ExitCode.CHECK_FAILED is ExitCode.NOT_FOUND

@@ -25,8 +25,10 @@ def cost_cmd(count: int, transcripts: tuple[str, ...], where: dict, fmt: str) ->
     recall hook surfaced) and per tool call (the tool hook's reminders),
     read back from what Claude Code recorded of mem's hooks in the newest
     --sessions transcripts: median, 90th percentile and total. Model jobs'
-    spending is summed from the usage each run recorded. Token counts are
-    estimates, made as the jobs' budgets make them (they err high).
+    spending is summed from the usage each run recorded, and each job's
+    spending cap per run (MEM_BUDGET_<JOB>, else its default) is shown
+    against its largest and last run. Token counts are estimates, made as
+    the jobs' budgets make them (they err high).
 
     \b
     Example:
@@ -81,5 +83,15 @@ def text_lines(report) -> list[str]:
                              f"{_n(job.output_tokens)} out"))
     else:
         lines.append(row("model jobs", "none recorded"))
+    from mem.core.jobs.budget import format_size
+
+    for b in report.budgets:
+        spent = (f"largest run {_n(b.largest_run_input_tokens)} in, {_n(b.largest_run_output_tokens)} out; "
+                 f"last {_n(b.last_run_input_tokens or 0)} in, {_n(b.last_run_output_tokens or 0)} out"
+                 if b.runs else "no run recorded")
+        stopped = f"; {plural(b.stopped_at_budget, 'run')} stopped at it" if b.stopped_at_budget else ""
+        lines.append(row("budget per run" if b is report.budgets[0] else "",
+                         f"{b.job}: in={format_size(b.input_tokens)},out={format_size(b.output_tokens)} "
+                         f"({b.source}); {spent}{stopped}"))
     lines.append("Token counts are estimates (mem's estimator, as the jobs' budgets use; it errs high).")
     return lines

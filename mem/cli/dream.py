@@ -9,7 +9,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of, resolve_dir
-from mem.cli.model import backend_option
+from mem.cli.model import backend_option, budget_option
 from mem.core.errors import ExitCode
 
 
@@ -17,6 +17,7 @@ from mem.core.errors import ExitCode
 @click.option("--offline", is_flag=True, help="Mechanical consolidation without a model (what runs when no key is set).")
 @backend_option
 @click.option("--model", metavar="MODEL", help="Model for the consolidation agent (default: MEM_MODEL_DREAM, MEM_MODEL, else the newest Sonnet).")
+@budget_option("dream")
 @click.option("--dry-run", is_flag=True, help="Run the whole job on a scratch copy; print the unified diff; change nothing; exit 1 if it would change something.")
 @click.option("--force", is_flag=True, help="Skip the time and session gates (not the lock).")
 @click.option("--min-hours", type=float, default=24.0, show_default=True, metavar="H", help="Time gate: hours since the last consolidation.")
@@ -33,7 +34,8 @@ from mem.core.errors import ExitCode
 @memory_dir_options
 @format_options
 @click.pass_context
-def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: bool, force: bool, min_hours: float,
+def dream_cmd(ctx: click.Context, offline: bool, model: str | None, budget: str | None, dry_run: bool, force: bool,
+              min_hours: float,
               min_sessions: int, session: str | None, keep: int, wait: bool, undo: bool, repo: str | None, all_projects: bool,
               quiet: bool, verbose: bool, where: dict, fmt: str) -> None:
     """Consolidate memories: merge, date, prune and re-index, with undo.
@@ -46,7 +48,10 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
     In a git repository (or with --repo) the memories' claims are checked as
     by mem verify: each stale one is a stale-claim finding, and the agent is
     given them to fix (moved paths to their new place, expired ones updated
-    or dropped).
+    or dropped). The agent stops cleanly at its --budget (1M input tokens by
+    default): what it did is repaired, validated and kept, and the run exits
+    6 (with --all-projects, the nightly form, 0: a dream that used its
+    budget is not a failure).
 
     \b
     Example:
@@ -72,7 +77,11 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
         raise UsageError("--repo names one project's repository; with --all-projects each project's is "
                                "found from its transcripts")
     targets = _targets(where, all_projects, repo)
-    opts = dict(mode=mode, model=model, dry_run=dry_run, force=force, min_hours=min_hours,
+    if mode == "agent":
+        from mem.core.jobs.runner import spend_for
+
+        spend_for("dream", budget)  # a bad MEM_BUDGET_DREAM: exit 3 before anything runs
+    opts = dict(mode=mode, model=model, budget=budget, dry_run=dry_run, force=force, min_hours=min_hours,
                 min_sessions=min_sessions, session=session, wait=wait, progress=_progress())
     results, worst = [], 0
     for memory_dir, transcripts_dir, the_repo in targets:
@@ -91,6 +100,8 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, dry_run: boo
         _report(result, fmt, quiet, verbose or not all_projects, all_projects)
         if result.dry_run and result.changes:
             worst = max(worst, int(ExitCode.WOULD_CHANGE))
+        elif result.stopped_at_budget and not all_projects:
+            worst = max(worst, int(ExitCode.BUDGET))
     if fmt == "json":
         data = [r.as_dict() for r in results]
         render.out_json(data if all_projects else (data[0] if data else None))
@@ -188,6 +199,14 @@ def _report(result, fmt: str, quiet: bool, chatty: bool, many: bool) -> None:
                 render.out(f"{verb} {prefix}{p}")
     if result.summary and not quiet:
         render.info(f"{prefix}{result.summary}")
+    if result.stopped_at_budget:  # said even with -q: the nightly log should show why a dream was short
+        b = result.budget or {}
+        from mem.core.jobs.budget import format_size
+
+        render.info(f"{prefix}stopped at its budget (in={format_size(b.get('input_tokens'))},"
+                    f"out={format_size(b.get('output_tokens'))}, {b.get('source')}; spent "
+                    f"{b.get('spent_input_tokens', 0):,} in, {b.get('spent_output_tokens', 0):,} out); "
+                    "what it did is kept")
     for finding in result.findings if chatty and not quiet else []:
         render.warn(f"{prefix}{finding.line()}")
     for line in result.lint if chatty and not quiet else []:

@@ -9,7 +9,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, resolve_dir
-from mem.cli.model import backend_option
+from mem.cli.model import backend_option, budget_option
 from mem.core.errors import NotFoundError, UsageError
 from mem.core.memdir.store import MemoryDir
 from mem.core.wording import plural
@@ -39,16 +39,21 @@ LOG_MAX_BYTES = 1_000_000
               help="Model turns each run may take (a long conversation takes one run per window).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True, metavar="SECONDS",
               help="Wall-clock budget for the model's work in each run.")
+@budget_option("extract")
 @memory_dir_options
 @format_options
 def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool, hook: bool, background: bool,
                 wait: bool, no_queue: bool, model: str | None, max_turns: int, timeout: float,
-                where: dict, fmt: str) -> None:
+                budget: str | None, where: dict, fmt: str) -> None:
     """Save what a conversation taught about the user and the project as memories.
 
     Reads the messages after the cursor of the session, asks the model to save
     what is worth keeping (user, feedback, project, reference), and moves the
     cursor. Skips the model when the agent already wrote memory itself.
+    A run stops cleanly at its --budget, between windows of a long
+    conversation or before a request that would go over: what it saved is
+    kept, the cursor is after the last window it finished, and it exits 6;
+    the next run goes on from there.
 
     \b
     Example:
@@ -81,6 +86,9 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         return
 
     llm.model_config("extract", model)  # no credentials: exit 3 before anything is read or written
+    from mem.core.jobs.runner import spend_for
+
+    spend_for("extract", budget)  # a bad MEM_BUDGET_EXTRACT: exit 3 before anything is written
 
     data = None
     if transcript == "-":
@@ -103,7 +111,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
     if background:
         child = _spawn_background(memory, transcript, data, session=session, model=model, max_turns=max_turns,
                                   timeout=timeout, wait=wait, no_queue=no_queue, ignore_cursor=ignore_cursor,
-                                  debug=debug, project=resolution.project_root)
+                                  debug=debug, project=resolution.project_root, budget=budget)
         if not hook:
             if fmt == "text":
                 render.info(f"extracting in the background (pid {child['pid']}); log: {child['log']}")
@@ -113,10 +121,14 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
 
     request = ExtractRequest(memory, transcript=transcript, data=data, session=session, model=model,
                              max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor,
-                             project=resolution.project_root)
+                             project=resolution.project_root, budget=budget)
     log = render.debug if debug else None
     result = extract(request, wait=wait, queue=not no_queue, log=log, debug=debug)
     _report(result, fmt=fmt, hook=hook, max_turns=max_turns, timeout=timeout)
+    if result.stopped_at_budget and not hook:
+        from mem.core.errors import ExitCode
+
+        click.get_current_context().exit(int(ExitCode.BUDGET))
 
 
 def _report(result, *, fmt: str, hook: bool, max_turns: int = 5, timeout: float = 300) -> None:
@@ -162,7 +174,18 @@ def _describe(result, *, max_turns: int, timeout: float) -> list[str]:
         lines.append(f"the time budget ({timeout:g}s) ran out before the model finished")
     elif result.stop_reason == "budget":
         lines.append("the model's context window filled up before it finished; it was asked to wrap up")
+    if result.stopped_at_budget:
+        b = result.budget or {}
+        lines.append(f"stopped at its budget ({_caps(b)}; spent {b.get('spent_input_tokens', 0):,} in, "
+                     f"{b.get('spent_output_tokens', 0):,} out) after {plural(result.windows_done, 'window')} "
+                     f"of {result.windows}; the next run goes on from the cursor")
     return lines
+
+
+def _caps(b: dict) -> str:
+    from mem.core.jobs.budget import format_size
+
+    return f"in={format_size(b.get('input_tokens'))},out={format_size(b.get('output_tokens'))}, {b.get('source')}"
 
 
 def _newest_transcript(transcripts_dir: str | None) -> str:
@@ -205,7 +228,7 @@ def _take_spool(path: str) -> bytes:
 
 
 def _spawn_background(memory: MemoryDir, transcript: str | None, data: bytes | None, *, session, model, max_turns,
-                      timeout, wait, no_queue, ignore_cursor, debug, project=None) -> dict:
+                      timeout, wait, no_queue, ignore_cursor, debug, project=None, budget=None) -> dict:
     """Start ``mem extract`` detached: own session, stdin from /dev/null, output to the log.
 
     The clients wait until a hook's stdout and stderr close, not until it
@@ -228,6 +251,8 @@ def _spawn_background(memory: MemoryDir, transcript: str | None, data: bytes | N
         args += ["--session", session]
     if project:
         args += ["--project", project]
+    if budget:
+        args += ["--budget", budget]
     if model:
         args += ["--model", model]
     if wait:

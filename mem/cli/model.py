@@ -25,6 +25,34 @@ def backend_option(f):
                              "see mem model).")(f)
 
 
+def budget_option(job: str):
+    """--budget SPEC: the spending cap of this run of ``job`` (parsed here, so a bad one is a usage
+    error before anything runs; ``MEM_BUDGET_<JOB>`` and the job's default otherwise)."""
+    from mem.core.jobs.budget import format_size
+    from mem.core.jobs.llm import JOBS
+
+    settings = JOBS[job]
+    default = f"in={format_size(settings.input_budget)},out={format_size(settings.output_budget)}"
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        from mem.core.jobs.budget import parse_budget
+
+        if value is not None:
+            try:
+                parse_budget(value)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc)) from None
+        return value
+
+    def decorate(f):
+        return click.option("--budget", metavar="SPEC", callback=check,
+                            help=f"The most tokens this run may spend: SIZE (input tokens) or in=SIZE,out=SIZE, "
+                                 f"SIZE like 500k or 1.5M, or none; it stops cleanly before a request would go "
+                                 f"over (default: MEM_BUDGET_{job.upper()}, else {default}).")(f)
+
+    return decorate
+
+
 def _backend_choice(f):
     return click.option("--backend", type=click.Choice(BACKENDS), metavar="NAME",
                         help=f"Only this backend: {', '.join(BACKENDS)} (default: MEM_BACKEND, else detected).")(f)

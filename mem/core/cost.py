@@ -6,12 +6,14 @@ and its output), so the text mem's hooks injected is read back exactly and count
 whose transcript holds no such line (qwen-code records no hook output; a session from before
 the hooks were installed) counts as a session without hook context. What the memory would cost
 a session started now is counted from the index and instructions as `mem prompt` renders them.
-Model jobs' spending is summed from the usage each run recorded in the audit trail.
+Model jobs' spending is summed from the usage each run recorded in the audit trail, and set
+against each job's spending cap per run (``BudgetUse``: the cap as configured now, the largest and
+the last run's spend, the runs that stopped at their cap).
 
 Every token count is an estimate made with the estimator the jobs' budgets use
 (jobs/budget.text_tokens), which errs high; the report says so.
 
-uses: transcripts, hooks.payload (subcommand), memdir.events, prompt, jobs.budget
+uses: transcripts, hooks.payload (subcommand), memdir.events, prompt, jobs.budget, jobs.llm (JOBS)
 """
 
 from __future__ import annotations
@@ -90,12 +92,31 @@ class JobSpend(NamedTuple):
         return self._asdict()
 
 
+class BudgetUse(NamedTuple):
+    """One job's spending cap per run (as configured now) against what its recorded runs spent."""
+
+    job: str
+    input_tokens: int | None  # the cap (None: none)
+    output_tokens: int | None
+    source: str  # default | MEM_BUDGET_<JOB> | "MEM_BUDGET_<JOB> (invalid: ...)"
+    runs: int  # runs that recorded their spend against a cap
+    largest_run_input_tokens: int
+    largest_run_output_tokens: int
+    last_run_input_tokens: int | None
+    last_run_output_tokens: int | None
+    stopped_at_budget: int  # runs that stopped at their cap
+
+    def as_dict(self) -> dict:
+        return self._asdict()
+
+
 class CostReport(NamedTuple):
     memory_dir: str
     transcripts_dir: str | None
     start_now: int  # the index and instructions a session would get now
     sessions: list[SessionCost]
     jobs: list[JobSpend]
+    budgets: list[BudgetUse] = []
 
     @property
     def hooked(self) -> list[SessionCost]:
@@ -117,6 +138,7 @@ class CostReport(NamedTuple):
             "per_tool_call": self.spread("tool").as_dict(),
             "per_session": Spread.of([s.total for s in self.hooked]).as_dict(),
             "jobs": [j.as_dict() for j in self.jobs],
+            "budgets": [b.as_dict() for b in self.budgets],
             "sessions": [s.as_dict() for s in self.sessions],
         }
 
@@ -236,6 +258,47 @@ def job_spend(memory_dir: str, env=None) -> list[JobSpend]:
     return [JobSpend(command, *row) for command, row in sorted(sums.items())]
 
 
+def budget_use(memory_dir: str, env=None) -> list[BudgetUse]:
+    """Every capped job's cap per run (``--budget`` aside: MEM_BUDGET_<JOB>, else its default) against
+    the spend its runs recorded (``detail.budget`` of their events, summed over a run's windows)."""
+    from mem.core.jobs.budget import Caps, caps_for
+    from mem.core.jobs.llm import JOBS
+    from mem.core.memdir.events import read_events
+
+    runs: dict[str, list[tuple[int, int, bool, str | None]]] = {}
+    for event in read_events(memory_dir, env=env):
+        detail = event.get("detail")
+        spent = detail.get("budget") if isinstance(detail, dict) else None
+        if not isinstance(spent, dict):
+            continue
+        spent_in, spent_out = spent.get("spent_input_tokens"), spent.get("spent_output_tokens")
+        # A run of several windows records an event per window, each with the run's spend so far:
+        # consecutive events of one process and job with growing spend are one run.
+        row = runs.setdefault(str(event.get("command")), [])
+        key = f"{event.get('pid')}"
+        value = (spent_in if isinstance(spent_in, int) else 0, spent_out if isinstance(spent_out, int) else 0,
+                 event.get("outcome") == "budget", key)
+        if row and row[-1][3] == key and value[0] >= row[-1][0] and value[1] >= row[-1][1] and not row[-1][2]:
+            row[-1] = value
+        else:
+            row.append(value)
+    out = []
+    for job, settings in JOBS.items():
+        default = Caps(settings.input_budget, settings.output_budget)
+        if default == Caps(None, None):
+            continue
+        try:
+            caps, source = caps_for(job, None, default, env)
+        except ValueError as exc:
+            caps, source = default, f"MEM_BUDGET_{job.upper()} (invalid: {exc}; the default applies)"
+        rows = runs.get(job, [])
+        out.append(BudgetUse(job, caps.input, caps.output, source, len(rows),
+                             max((r[0] for r in rows), default=0), max((r[1] for r in rows), default=0),
+                             rows[-1][0] if rows else None, rows[-1][1] if rows else None,
+                             sum(1 for r in rows if r[2])))
+    return out
+
+
 def cost(memory: MemoryDir, transcripts_dir: str | None, *, sessions: int = DEFAULT_SESSIONS,
          transcripts: Iterable[str] = ()) -> CostReport:
     """The report for one memory directory: the newest ``sessions`` transcripts of ``transcripts_dir``
@@ -246,4 +309,4 @@ def cost(memory: MemoryDir, transcripts_dir: str | None, *, sessions: int = DEFA
     paths = list(transcripts) or newest_transcripts(transcripts_dir, sessions)
     start_now = text_tokens(prompt.build(memory, "full").text)
     return CostReport(memory.spelled, transcripts_dir, start_now, [session_cost(p) for p in paths],
-                      job_spend(memory.root))
+                      job_spend(memory.root), budget_use(memory.root))

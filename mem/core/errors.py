@@ -25,6 +25,9 @@ class ExitCode(IntEnum):
     REFUSED = 4
     #: a lock is held and --wait was not given
     LOCKED = 5
+    #: a model job stopped at its spending cap (--budget, MEM_BUDGET_<JOB>): what it did is kept and
+    #: valid, and the next run goes on; not a failure (the nightly dream of all projects exits 0 for it)
+    BUDGET = 6
     #: the disk refused a write: no space, over quota, read-only, or permission denied (EX_IOERR)
     STORAGE = 74
     #: unexpected failure (EX_SOFTWARE)

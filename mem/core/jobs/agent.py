@@ -914,7 +914,7 @@ class AgentResult:
 
     text: str
     turns: int
-    stop_reason: str  # end_turn | max_turns | deadline | budget | max_tokens | refusal | error | ...
+    stop_reason: str  # end_turn | max_turns | deadline | budget | run_budget | max_tokens | refusal | error | ...
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
@@ -1093,6 +1093,7 @@ def run_agent(
     max_tokens: int = MAX_OUTPUT,
     retries: int = 0,
     log: Log | None = None,
+    spend: Any = None,
 ) -> AgentResult:
     """Let ``model`` (an ``llm.Model``) work with ``toolbox`` until it stops or a budget runs out.
 
@@ -1116,6 +1117,11 @@ def run_agent(
     has room for (the rest is cut, with a note saying so). When even that does
     not fit, the run ends with one last request offering no tools and asking the
     model to finish (``budget``); what it wrote before stays written.
+
+    ``spend`` (a ``budget.Spend``) caps what the whole job may spend, over this run and the job's
+    others: before every request its estimated input is checked against what is left (and its
+    ``max_tokens`` lowered to the output left); a request that would go over is not sent, and the
+    run stops (``run_budget``) with what it wrote kept.
 
     ``retries`` retries a call that failed in a way worth retrying (overloaded,
     timed out, no connection, a 5xx) after a short pause, within the deadline.
@@ -1208,6 +1214,16 @@ def run_agent(
                     log(f"agent turn {turns + 1}: the request does not fit the token budget")
                 stop_reason = "budget"
                 break
+        estimated = max(raw, budget.estimate(raw))
+        if spend is not None:
+            allowed = spend.allow(estimated, kwargs["max_tokens"])
+            if allowed is None:
+                if log is not None:
+                    log(f"agent turn {turns + 1}: stopped at the run's budget ({spend.stopped} tokens: "
+                        f"{spend.input:,} in, {spend.output:,} out spent; the next request is ~{estimated:,} in)")
+                stop_reason = "run_budget"
+                break
+            kwargs["max_tokens"] = allowed
         if log is not None:
             log(f"agent turn {turns + 1}/{max_turns}: {len(history)} messages"
                 + (" (finish now: the token budget is spent)" if finishing else ""))
@@ -1219,6 +1235,10 @@ def run_agent(
                 stop_reason, error, error_kind = "error", str(failure), failure.kind
             break
         turns += 1
+        if spend is not None:
+            reply_usage = getattr(response, "usage", None)
+            spend.charge(reply_usage if reply_usage is not None
+                         else {"input_tokens": estimated, "output_tokens": kwargs["max_tokens"]})
         usage.add(getattr(response, "usage", None))
         budget.observe(raw, getattr(response, "usage", None))
         raw_blocks = getattr(response, "content", None) or []

@@ -15,6 +15,11 @@ JSON and CJK/Hangul/kana alike, so a request it passes fits; each reply's
 usage then says how far off it was, and later estimates follow that ratio,
 never dropping below ``MIN_CORRECTION`` of the conservative count.
 
+A job run's total spending is capped too (``Spend``): input and output tokens summed over its
+requests, from each reply's usage, checked before every request against that request's estimate,
+so a run stops before it would go over. ``caps_for`` reads ``--budget`` / ``MEM_BUDGET_<JOB>``
+(``parse_budget``: ``500k``, ``in=1M,out=50k``, ``none``) over the job's default.
+
 Uses: nothing beyond the standard library (the agent loop imports it on every run,
 before any model call).
 """
@@ -237,3 +242,138 @@ class Budget:
             return
         ratio = max(MIN_CORRECTION, counted / raw)
         self.correction = ratio if self.correction is None else max(self.correction, ratio)
+
+
+# --- the spending cap of one job run ---------------------------------------------------------------
+
+#: A reply needs at least this many output tokens to be worth asking for: below it the run stops.
+MIN_OUTPUT = 256
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)([kKmM]?)")
+_UNITS = {"": 1, "k": 1_000, "m": 1_000_000}
+BUDGET_SYNTAX = "SIZE (input tokens) or in=SIZE,out=SIZE; SIZE like 500k, 1.5M, 20000 or none"
+
+
+class Caps(NamedTuple):
+    """A run's total input and output tokens at most (None: no cap)."""
+
+    input: int | None
+    output: int | None
+
+
+def parse_budget(text: str, default: Caps = Caps(None, None)) -> Caps:
+    """``default`` with what ``text`` sets: ``500k`` (input tokens), ``in=1M,out=50k``, ``none`` (no cap).
+
+    ValueError with a one-line reason for anything else (an empty part, an unknown key, a
+    size of 0, a negative or fractional token count, a unit other than k or M).
+    """
+    text = text.strip()
+    if not text:
+        raise ValueError(f"empty budget; expected {BUDGET_SYNTAX}")
+    if text.lower() == "none":
+        return Caps(None, None)
+    if "=" not in text:
+        return default._replace(input=_size(text))
+    found: dict[str, int | None] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in ("in", "out"):
+            raise ValueError(f"bad budget part {part.strip()!r}; expected {BUDGET_SYNTAX}")
+        if key in found:
+            raise ValueError(f"budget names {key}= twice")
+        found[key] = _size(value)
+    return default._replace(**{"input" if k == "in" else "output": v for k, v in found.items()})
+
+
+def _size(text: str) -> int | None:
+    text = text.strip()
+    if text.lower() == "none":
+        return None
+    m = _SIZE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"bad token count {text!r}; expected {BUDGET_SYNTAX}")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if value != int(value) or value < 1:
+        raise ValueError(f"bad token count {text!r}: a whole number of tokens, at least 1")
+    return int(value)
+
+
+def format_size(value: int | None) -> str:
+    """``1M``, ``50k``, ``12,345`` or ``none``: a cap as people write it."""
+    if value is None:
+        return "none"
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if value >= size and value % (size // 10 if unit == "M" else size) == 0:
+            return f"{value / size:g}{unit}"
+    return f"{value:,}"
+
+
+def caps_for(job: str, option: str | None, default: Caps, env: Mapping[str, str] | None = None) -> tuple[Caps, str]:
+    """(the caps of one run of ``job``, where they came from): ``--budget``, else ``MEM_BUDGET_<JOB>``,
+    else ``default``. ValueError naming the source for a value that does not parse."""
+    env = os.environ if env is None else env
+    name = f"MEM_BUDGET_{job.upper()}"
+    for source, value in (("--budget", option), (name, env.get(name))):
+        if value is not None and (source == "--budget" or value.strip()):
+            try:
+                return parse_budget(value, default), source
+            except ValueError as exc:
+                raise ValueError(f"{source}: {exc}") from None
+    return default, "default"
+
+
+def _counted_input(usage: Any) -> int:
+    total = 0
+    for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        value = usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
+        if isinstance(value, int) and value > 0:
+            total += value
+    return total
+
+
+class Spend:
+    """What one job run has spent against its caps, checked before every request.
+
+    Input is every input token a reply's usage counts, cached ones included (a cache read is
+    cheaper, but it is still context the run sent); output is the reply's output tokens. A
+    request is allowed only when its estimated input fits what is left of the input cap, and its
+    ``max_tokens`` is lowered to what is left of the output cap, so a run never goes over either.
+    ``reserve`` input tokens are held back for a later round (the dream's fix round).
+    """
+
+    def __init__(self, caps: Caps, source: str = "default"):
+        self.caps = caps
+        self.source = source
+        self.input = 0
+        self.output = 0
+        self.requests = 0
+        self.reserve = 0
+        #: why the run stopped at its budget ("input" or "output"), None while it has not
+        self.stopped: str | None = None
+
+    def allow(self, estimated_input: int, max_tokens: int) -> int | None:
+        """The ``max_tokens`` the next request may have, or None (``stopped`` set) when it would
+        overrun the caps."""
+        if self.caps.input is not None and self.input + estimated_input > self.caps.input - self.reserve:
+            self.stopped = "input"
+            return None
+        if self.caps.output is not None:
+            left = self.caps.output - self.output
+            if left < min(MIN_OUTPUT, max_tokens):
+                self.stopped = "output"
+                return None
+            max_tokens = min(max_tokens, left)
+        return max_tokens
+
+    def charge(self, usage: Any) -> None:
+        """Count one reply's usage (or mem's estimate of it, for a server that reports none)."""
+        self.requests += 1
+        self.input += _counted_input(usage)
+        out = usage.get("output_tokens") if isinstance(usage, dict) else getattr(usage, "output_tokens", None)
+        if isinstance(out, int) and out > 0:
+            self.output += out
+
+    def as_dict(self) -> dict:
+        return {"input_tokens": self.caps.input, "output_tokens": self.caps.output, "source": self.source,
+                "spent_input_tokens": self.input, "spent_output_tokens": self.output,
+                "stopped": self.stopped}

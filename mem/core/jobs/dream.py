@@ -68,6 +68,12 @@ class DreamResult:
     tokens: dict | None = None
     duration_s: float = 0.0
     model: str | None = None
+    budget: dict | None = None  # the agent run's cap and spend (budget.Spend.as_dict)
+
+    @property
+    def stopped_at_budget(self) -> bool:
+        """The agent stopped at the run's spending cap; what it did was kept and validated."""
+        return bool(self.budget and self.budget.get("stopped"))
 
     def as_dict(self) -> dict:
         return {
@@ -86,6 +92,8 @@ class DreamResult:
             "turns": self.turns,
             "tokens": self.tokens,
             "model": self.model,
+            "stopped_at_budget": self.stopped_at_budget,
+            "budget": self.budget,
             "duration_s": round(self.duration_s, 3),
         }
 
@@ -112,13 +120,16 @@ def run(
     today: date | None = None,
     progress: Progress = _quiet,
     repo: str | None = None,
+    budget: str | None = None,
 ) -> DreamResult:
     """Gate, lock, consolidate as one operation, validate. Raises LockedError / ValidationError / MemError.
 
     ``today`` is the date stale dates are judged against (default: the local date).
     ``repo``, the project's git repository, is what the memories' claims are checked against
     (``stale-claim`` findings; none without it). ``model`` names the agent's model (default: the
-    job's, see ``llm.choose_model``).
+    job's, see ``llm.choose_model``). ``budget``: the agent's spending cap, as ``--budget`` gives it
+    (default: ``MEM_BUDGET_DREAM``, else the job's); a run that reaches it stops, and what it did is
+    repaired, validated and kept like any other (the event's outcome is ``budget``).
     """
     started = time.monotonic()
     memory_dir = memory.root
@@ -133,7 +144,7 @@ def run(
     if dry_run:
         with scratch.scratch_copy(memory_dir, "mem-dream-") as work:
             _consolidate(result, work, transcripts_dir, model, gate, progress, today, repo,
-                         lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, work))))
+                         lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, work))), budget)
             result.changes = scratch.compare(memory_dir, work)
             result.diff = scratch.unified_diff(memory_dir, work)
         result.ran = True
@@ -147,7 +158,7 @@ def run(
     try:
         with memory.operation("dream", [mode], event=False):
             _consolidate(result, memory_dir, transcripts_dir, model, gate, progress, today, repo,
-                         lambda: _before(memory))
+                         lambda: _before(memory), budget)
         op = memory.last_operation
         if op is not None:
             result.snapshot_id = op.id
@@ -164,7 +175,9 @@ def run(
 
     events.record(memory_dir, "dream", created=result.changes.created, updated=result.changes.updated,
                   deleted=result.changes.deleted, strategy=mode, tokens=result.tokens,
-                  duration=result.duration_s, detail={"operation": result.snapshot_id, "gate": gate.reason})
+                  duration=result.duration_s, outcome="budget" if result.stopped_at_budget else "ok",
+                  detail={"operation": result.snapshot_id, "gate": gate.reason,
+                          **({"budget": result.budget} if result.budget else {})})
     return result
 
 
@@ -222,14 +235,15 @@ def _acquire(memory_dir: str, wait: bool) -> int:
 
 
 def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress, today: date,
-                 repo: str | None, before: Callable[[], contextlib.AbstractContextManager]) -> None:
+                 repo: str | None, before: Callable[[], contextlib.AbstractContextManager],
+                 budget: str | None = None) -> None:
     """The job, the index repaired, the checks, validation; the agent gets one more round to fix what fails."""
     store = MemoryDir(root)
     if result.mode == "agent":
         from mem.core.jobs.dream_agent import consolidate
 
         again = consolidate(result, root, transcripts_dir, model, gate, progress,
-                            stale=stale_claims(root, repo, today, progress))
+                            stale=stale_claims(root, repo, today, progress), budget=budget)
         heal_index(store, result, progress)
         problems = _problems(root, before)
         if problems:

@@ -10,6 +10,10 @@ from mem.core.jobs.llm import JOBS
 MAX_TURNS = JOBS["dream"].max_turns
 #: Turns of the round that fixes what failed validation.
 FIX_TURNS = 10
+#: The share of the run's input cap the consolidation round leaves for the round that fixes what
+#: failed validation: without it a run stopped at its cap could not mend a dangling link, and the
+#: whole night's work would be taken back.
+FIX_SHARE = 0.1
 
 SYSTEM = """\
 You maintain an AI coding agent's long-term memory: a directory of Markdown files. Each topic \
@@ -122,17 +126,21 @@ def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_t
     ) + ("\n" + stale_section(list(stale)) if stale else "")
 
 
-def consolidate(result, root: str, transcripts_dir: str | None, model: str | None, gate, progress, stale: list = ()):
+def consolidate(result, root: str, transcripts_dir: str | None, model: str | None, gate, progress, stale: list = (),
+                budget: str | None = None):
     """Run the consolidation agent on ``root`` and fill ``result`` (a DreamResult).
 
     ``model`` names the model (default: the dream job's). ``stale``: the ``stale-claim``
-    findings, for the agent to fix. Returns ``again(problems)``: one more round of the same
-    conversation, told what failed validation, for the agent to fix.
+    findings, for the agent to fix. ``budget``: the ``--budget`` text (``runner.spend_for``); a run
+    that reaches its cap stops there, ``result.budget`` says so, and what it wrote goes on to be
+    repaired and validated like any other. Returns ``again(problems)``: one more round of the same
+    conversation, told what failed validation, for the agent to fix (with the share of the cap
+    held back for it, ``FIX_SHARE``).
     """
     from mem.core.jobs.agent import ToolBox, WritePolicy
     from mem.core.jobs.runner import Job
 
-    job = Job("dream", model=model, log=progress)
+    job = Job("dream", model=model, log=progress, budget=budget)
     result.model = job.model_name
     transcripts = transcripts_dir if transcripts_dir and os.path.isdir(transcripts_dir) else None
     toolbox = ToolBox(root, transcripts=transcripts, policy=WritePolicy(allow_delete=True))
@@ -144,6 +152,9 @@ def consolidate(result, root: str, transcripts_dir: str | None, model: str | Non
         outcome = job.agent(SYSTEM, messages, toolbox, max_turns=max_turns)
         conversation[:] = outcome.messages
         result.turns, result.tokens = job.turns, dict(job.usage)
+        result.budget = job.spend.as_dict()
+        if outcome.stop_reason == "run_budget":
+            progress(f"consolidate: {job.budget_note()}; keeping what it did")
         result.summary = (outcome.text or "").strip() or result.summary
         _keep_older_dates(toolbox)
         if outcome.error:
@@ -159,8 +170,11 @@ def consolidate(result, root: str, transcripts_dir: str | None, model: str | Non
             conversation[-1] = {"role": "user", "content": [*content, note]}
         else:
             conversation.append({"role": "user", "content": [note]})
+        job.spend.reserve = 0
         turn(conversation, FIX_TURNS)
 
+    if job.spend.caps.input is not None:
+        job.spend.reserve = int(job.spend.caps.input * FIX_SHARE)
     turn(conversation, MAX_TURNS)
     return again
 

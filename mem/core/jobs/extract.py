@@ -8,7 +8,10 @@ last message processed; only messages after it are sent to the model, and all
 of them when that message is gone (a rewritten transcript). Messages too many
 for one request (``budget``: the model's context window) are sent in windows,
 in order, each its own run, and the cursor moves after each window past the
-messages it showed whole, no further. When the agent
+messages it showed whole, no further. The run's spending cap (``runner.Job.spend``:
+``--budget``, ``MEM_BUDGET_EXTRACT``, 1M input tokens by default) is checked between windows
+and before every request: a run that reaches it stops, with what it saved kept and indexed and
+the cursor after the last window it finished, and the next run goes on from there. When the agent
 itself wrote into the memory dir after the cursor, the model is not called:
 the cursor moves on and the result says ``skipped: agent_wrote_memory``.
 
@@ -52,6 +55,9 @@ RESULT_BUDGET = 1_500
 CONVERSATION_SHARE = 0.6
 #: ... and at most this many tokens: past it a window costs more than the prompt it repeats.
 WINDOW_TOKENS = 100_000
+#: A window starts only when what is left of the run's input cap covers its first request this many
+#: times over (one turn to read, one to write): a window the cap cuts short is read again next run.
+WINDOW_START_COST = 2
 #: Room kept for the list of existing memories, which grows as earlier windows save.
 MANIFEST_GROWTH = 2_000
 #: MEMORY.md is shown whole up to this size, else as an agent is given it.
@@ -76,6 +82,7 @@ class ExtractRequest:
     timeout: float = DEFAULT_TIMEOUT
     ignore_cursor: bool = False
     project: str | None = None  # the project whose CLAUDE.md files the prompt shows
+    budget: str | None = None  # the --budget text (default: MEM_BUDGET_EXTRACT, else the job's)
 
     @property
     def label(self) -> str:
@@ -84,7 +91,7 @@ class ExtractRequest:
     def to_json(self) -> dict:
         return {"memory_dir": self.memory.root, "transcript": self.transcript, "session": self.session,
                 "model": self.model, "max_turns": self.max_turns, "timeout": self.timeout,
-                "ignore_cursor": self.ignore_cursor, "project": self.project}
+                "ignore_cursor": self.ignore_cursor, "project": self.project, "budget": self.budget}
 
     @classmethod
     def from_json(cls, obj: dict, data: bytes | None = None) -> ExtractRequest:
@@ -92,7 +99,8 @@ class ExtractRequest:
                    session=obj.get("session"), model=obj.get("model"),
                    max_turns=int(obj.get("max_turns") or MAX_TURNS),
                    timeout=float(obj.get("timeout") or DEFAULT_TIMEOUT),
-                   ignore_cursor=bool(obj.get("ignore_cursor")), project=obj.get("project"))
+                   ignore_cursor=bool(obj.get("ignore_cursor")), project=obj.get("project"),
+                   budget=obj.get("budget"))
 
 
 @dataclass
@@ -112,6 +120,8 @@ class ExtractResult:
     cursor_reset: bool = False  # the cursor's message was gone: everything was sent
     turns: int = 0
     windows: int = 0  # runs the new messages took (a long conversation is sent in windows)
+    windows_done: int = 0  # windows finished this run (fewer when it stopped at its budget)
+    budget: dict | None = None  # the run's cap and spend (budget.Spend.as_dict)
     stop_reason: str | None = None
     tool_calls: list = field(default_factory=list)  # agent.ToolCall
     usage: dict | None = None
@@ -136,6 +146,11 @@ class ExtractResult:
     def refused(self) -> int:
         return sum(1 for c in self.tool_calls if not c.ok)
 
+    @property
+    def stopped_at_budget(self) -> bool:
+        """The run stopped at its spending cap; the cursor is after the last window it finished."""
+        return bool(self.budget and self.budget.get("stopped"))
+
     def as_dict(self) -> dict:
         return {
             "memory_dir": self.memory_dir,
@@ -153,7 +168,10 @@ class ExtractResult:
             "cursor": {"before": self.cursor_before, "after": self.cursor_after, "reset": self.cursor_reset},
             "turns": self.turns,
             "windows": self.windows,
+            "windows_done": self.windows_done,
             "stop_reason": self.stop_reason,
+            "stopped_at_budget": self.stopped_at_budget,
+            "budget": self.budget,
             "tool_calls": [c.as_dict() for c in self.tool_calls],
             "refused": self.refused,
             "usage": self.usage,
@@ -623,9 +641,9 @@ def team_sections(memory: MemoryDir) -> list[tuple[str, str]]:
 def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = False) -> ExtractResult:
     """One extraction for ``request``; the caller holds the run lock."""
     from mem.core.guards.secrets import redact
-    from mem.core.jobs.agent import FINISH_RESERVE, ToolBox
+    from mem.core.jobs.agent import FINISH_RESERVE, AgentResult, ToolBox
     from mem.core.jobs.budget import Budget, request_tokens
-    from mem.core.jobs.runner import Job
+    from mem.core.jobs.runner import RUN_BUDGET, Job
     from mem.core.team.routing import team_enabled
     from mem.core.transcripts import conversation_dates, memory_writes, render_messages
 
@@ -664,7 +682,8 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         result.duration_s = time.monotonic() - started
         return result
 
-    job = Job("extract", model=request.model, deadline_s=request.timeout, memory=memory, debug=debug, log=log)
+    job = Job("extract", model=request.model, deadline_s=request.timeout, memory=memory, debug=debug, log=log,
+              budget=request.budget)
     memory.resolve(INDEX_NAME)  # an index linked out of the directory: refused before the model writes anything
     os.makedirs(memory.root, exist_ok=True)
     memory.sweep_temp_files()
@@ -693,6 +712,18 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         toolbox = ToolBox(memory, policy=policy, log=log)
         if prompt.index_shown_whole:
             toolbox.note_seen(INDEX_NAME)
+        first = budget.estimate(request_tokens({"system": [{"type": "text", "text": prompt.system}],
+                                                "messages": prompt.messages(), "tools": toolbox.definitions()}))
+        if job.spend.allow(WINDOW_START_COST * first, job.model.config.max_tokens) is None:
+            # Between windows: the cursor stays after the last one finished, the next run goes on from it.
+            if log is not None:
+                log(f"window {n}/{len(windows)}: not started, the run {job.budget_note()}")
+            result.stop_reason = RUN_BUDGET
+            result.budget = job.spend.as_dict()
+            job.record(AgentResult(text="", turns=0, stop_reason=RUN_BUDGET),
+                       detail={"session": session, "transcript": request.label, "window": n,
+                               "windows": len(windows), "stop_reason": RUN_BUDGET})
+            break
         with memory.operation("extract", [session] if session else [], event=False):
             run = job.agent(prompt.system, prompt.messages(), toolbox, max_turns=request.max_turns)
             if run.stop_reason == "budget" and run.turns == 0:  # planned to fit: a guard, not a path
@@ -706,6 +737,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         result.stop_reason = run.stop_reason
         result.tool_calls += run.tool_calls
         result.usage = dict(job.usage)
+        result.budget = job.spend.as_dict()
         detail = {"session": session, "transcript": request.label, "messages": window.end - window.start,
                   "window": n, "windows": len(windows), "turns": run.turns, "stop_reason": run.stop_reason,
                   "refused": run.refused, "operation": operation}
@@ -714,13 +746,18 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
             where = "where it was" if n == 1 else f"after window {n - 1} of {len(windows)}"
             raise job.failure(run, f"extraction failed{f' in window {n} of {len(windows)}' if len(windows) > 1 else ''}",
                               detail=detail, after=f"; the cursor stays {where}")
-        # The cursor moves past what this run showed the model, and no further.
-        if n == len(windows):
-            advance()
-        elif window.complete_through is not None:
-            advance(ids[offset + window.complete_through])
+        # The cursor moves past what this run showed the model, and no further; a window the cap
+        # cut short is not finished (what it saved stays, indexed): the next run reads it again.
+        if run.stop_reason != RUN_BUDGET:
+            result.windows_done += 1
+            if n == len(windows):
+                advance()
+            elif window.complete_through is not None:
+                advance(ids[offset + window.complete_through])
         job.record(run, updated=[*run.updated, *([INDEX_NAME] if indexed and INDEX_NAME not in run.files_written else [])],
                    detail={**detail, "indexed": indexed})
+        if run.stop_reason == RUN_BUDGET:
+            break
     result.duration_s = time.monotonic() - started
     return result
 

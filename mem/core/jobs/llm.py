@@ -44,6 +44,10 @@ class JobSettings(NamedTuple):
     max_turns: int = 1  # model calls an agent run may make
     deadline_s: float = 0.0  # wall-clock budget of one run of the job (default: one call's timeout)
     retries: int = 0  # our agent loop's retries of a failed call, inside the deadline
+    #: one run's total input and output tokens at most (None: no cap); ``--budget`` and
+    #: ``MEM_BUDGET_<JOB>`` override them (``budget.caps_for``)
+    input_budget: int | None = None
+    output_budget: int | None = None
 
 
 #: Each job's budget. Selectors (recall, forget) run at temperature 0: the same manifest and
@@ -58,19 +62,31 @@ JOBS: dict[str, JobSettings] = {
     "forget": JobSettings(max_tokens=2_048, temperature=0.0, timeout=60.0, max_retries=1, deadline_s=60.0),
     # One turn may write several whole memory files and their index lines; a window of a long
     # session gets five turns and five minutes.
+    # Its budget: a window holds at most 100k tokens of conversation (extract.WINDOW_TOKENS) plus
+    # ~10k of prompt, and each of its 5 turns sends it again: ~600k input at worst, 41k output
+    # (5 x 8,192). 1M input lets the worst window finish with room, and a Stop hook's usual few
+    # thousand new tokens never come near it; a catch-up over a long session stops between windows
+    # and the next run goes on from the cursor.
     "extract": JobSettings(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0,
-                           max_turns=5, deadline_s=300.0, retries=2),
-    # One memory file and its index line, while a person waits.
+                           max_turns=5, deadline_s=300.0, retries=2,
+                           input_budget=1_000_000, output_budget=100_000),
+    # One memory file and its index line, while a person waits: 4 turns of a prompt holding the
+    # index and the manifest (~30k at most), 4 x 4,096 output.
     "remember": JobSettings(max_tokens=4_096, temperature=None, timeout=60.0, max_retries=0,
-                            max_turns=4, deadline_s=120.0, retries=2),
+                            max_turns=4, deadline_s=120.0, retries=2,
+                            input_budget=300_000, output_budget=20_000),
     # Edits across the session notes, each of whose sections may hold ~2,000 tokens: one turn
-    # is the plan, two more to fix a refused edit.
+    # is the plan, two more to fix a refused edit. 3 turns of 80,000 characters of conversation
+    # and the notes (~40k tokens at most), 3 x 8,192 output.
     "session": JobSettings(max_tokens=8_192, temperature=None, timeout=120.0, max_retries=0,
-                           max_turns=3, deadline_s=180.0, retries=2),
+                           max_turns=3, deadline_s=180.0, retries=2,
+                           input_budget=300_000, output_budget=30_000),
     # Merges rewrite whole files; a turn may hold several of them. A night's work may read the
-    # whole directory and its transcripts.
+    # whole directory and its transcripts, but not without end: one greedy run sent ~5.5M input
+    # tokens in 40 turns. 1M input is ~10 turns of a full window, or 40 of a 25k conversation.
     "dream": JobSettings(max_tokens=8_192, temperature=None, timeout=300.0, max_retries=0,
-                         max_turns=40, deadline_s=20 * 60.0, retries=2),
+                         max_turns=40, deadline_s=20 * 60.0, retries=2,
+                         input_budget=1_000_000, output_budget=100_000),
 }
 
 
