@@ -279,3 +279,40 @@ def test_cost_shows_each_jobs_spend_against_its_budget(run_mem, memdir, fake_api
     assert r.returncode == 0, r.stderr
     assert f"dream: in=1M,out=100k (default); largest run {spent:,} in" in r.stdout
     assert "1 run stopped at it" in r.stdout and "extract: in=1M,out=100k (default); no run recorded" in r.stdout
+
+
+# --- the other agent jobs ------------------------------------------------------------------------
+
+REVIEW = ("---\nname: review-day\ndescription: the user reviews pull requests on Tuesdays\ntype: user\n---\n\n"
+          "The user reviews pull requests on Tuesdays.\n")
+
+
+def test_remember_stops_at_its_budget_with_the_memory_it_saved_indexed(run_mem, memdir, fake_api):
+    from fakeapi import message, tool_use_block
+
+    seeded(memdir)
+    fake_api.reply_tool_use("write", {"file_path": "review-day.md", "content": REVIEW})
+    fake_api.respond_with(lambda body: message([tool_use_block("read", {"file_path": "notes.md"})],
+                                               stop_reason="tool_use"))
+    r = run_mem("remember", "--json", "--budget", "40k", "I review PRs on Tuesdays")
+    assert r.returncode == 6, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["stopped_at_budget"] is True and doc["saved"] == ["review-day.md"]
+    assert sum(q["input_tokens"] for q in fake_api.requests) <= 40_000 and len(fake_api.requests) < 4
+    assert (memdir / "review-day.md").read_text() == REVIEW and "](review-day.md)" in (memdir / "MEMORY.md").read_text()
+    assert events("remember")[-1]["outcome"] == "budget"
+
+
+def test_session_update_honours_its_environment_budget(run_mem, tmp_path, fake_api):
+    from mem.core import session
+
+    path = Path(session.notes_path("63ec8da7-3d1c-4d82-927e-992a0039be2f", str(tmp_path)))
+    session.init(str(path), session.DEFAULT_TEMPLATE)
+    before = path.read_text()
+    fixture = Path(__file__).parent / "fixtures" / "session" / "06-compact.jsonl"
+    r = run_mem("session", "update", "--transcript", str(fixture), "--project", str(tmp_path), "--json",
+                env={"MEM_BUDGET_SESSION": "500"})
+    assert r.returncode == 6, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["stopped_at_budget"] is True and doc["budget"]["source"] == "MEM_BUDGET_SESSION"
+    assert fake_api.requests == [] and path.read_text() == before

@@ -8,7 +8,7 @@ import click
 
 from mem import render
 from mem.cli.common import format_options, memory_dir_options, memory_of
-from mem.cli.model import backend_option
+from mem.cli.model import backend_option, budget_option
 
 TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES, without importing it here
 
@@ -30,11 +30,12 @@ TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES
               help="Model turns the agent may take.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, metavar="SECONDS",
               help="Wall-clock budget for the model's work.")
+@budget_option("remember")
 @memory_dir_options
 @format_options
 def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | None, description: str | None,
                  file_: str | None, update: bool, force: bool, team: bool | None, offline: bool, model: str | None,
-                 max_turns: int, timeout: float, where: dict, fmt: str) -> None:
+                 max_turns: int, timeout: float, budget: str | None, where: dict, fmt: str) -> None:
     """Write one memory: TEXT (or - for stdin) as a topic file plus its index line.
 
     With --type, --name and --description the text is saved as given. Without
@@ -60,7 +61,7 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
     body = read_stream_text(sys.stdin) if text == ("-",) else " ".join(text)
     request = RememberRequest(memory_of(where), body, type=memory_type, name=name, description=description, file=file_,
                               update=update, force=force, scope=None if team is None else ("team" if team else "private"),
-                              offline=offline, model=model, max_turns=max_turns, timeout=timeout)
+                              offline=offline, model=model, max_turns=max_turns, timeout=timeout, budget=budget)
     debug = debug_enabled()
     result = remember(request, log=render.debug if debug else None, debug=debug)
     for warning in result.warnings:
@@ -77,3 +78,8 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
         render.info(f"{verb} {rel}{where_}")
     if result.strategy == "model" and result.summary:
         render.info(f"model: {' '.join(result.summary.split())}")
+    if result.stopped_at_budget:
+        from mem.core.errors import ExitCode
+
+        render.info("the model stopped at its budget; what it saved is kept")
+        click.get_current_context().exit(int(ExitCode.BUDGET))

@@ -9,8 +9,8 @@ import click
 
 from mem import render
 from mem.cli.common import format_options
-from mem.cli.model import backend_option
-from mem.core.errors import NotFoundError, UsageError
+from mem.cli.model import backend_option, budget_option
+from mem.core.errors import ExitCode, NotFoundError, UsageError
 
 
 def _session_options(f):
@@ -172,9 +172,10 @@ def status_cmd(session_id, project, file_, transcript, fmt) -> None:
 @click.option("--hook", is_flag=True, help="Read a Stop hook payload on stdin; never fail the session.")
 @backend_option
 @click.option("--model", metavar="MODEL", help="Model for the note-taking agent (default: MEM_MODEL_SESSION, MEM_MODEL, else the newest Sonnet).")
+@budget_option("session")
 @format_options
 @click.pass_context
-def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model, fmt) -> None:
+def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model, budget, fmt) -> None:
     """Bring the notes up to date with the conversation (uses a model).
 
     The agent may only edit summary.md. Afterwards every header and italic
@@ -197,7 +198,7 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
         raise UsageError("mem session update needs --transcript PATH (or --hook)")
     t = _read_transcript(transcript)
     sid, path = _where(session_id, project, file_, t, transcript)
-    result = session_update.update(sid, path, t, model=model, if_due=if_due)
+    result = session_update.update(sid, path, t, model=model, if_due=if_due, budget=budget)
     data = result.as_dict()
     if fmt != "text":
         render.out_record(data, fmt)
@@ -205,6 +206,10 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
         render.info(f"not updating: {result.skipped}")
     else:
         render.info(f"updated {path} ({result.turns} turn{'s' * (result.turns != 1)})")
+    if result.stopped_at_budget:
+        render.info("the note-taking agent stopped at its budget; its edits are kept")
+        if not hook:
+            ctx.exit(int(ExitCode.BUDGET))
 
 
 @session_cmd.command("compact")

@@ -68,6 +68,7 @@ class RememberRequest:
     model: str | None = None
     max_turns: int = MAX_TURNS
     timeout: float = DEFAULT_TIMEOUT
+    budget: str | None = None  # the --budget text (default: MEM_BUDGET_REMEMBER, else the job's)
 
     @property
     def missing(self) -> list[str]:
@@ -93,6 +94,11 @@ class RememberResult:
     model: str | None = None
     duration_s: float = 0.0
     operation: str | None = None  # the history's id for what was written (`mem undo ID`)
+    budget: dict | None = None  # the model run's cap and spend (budget.Spend.as_dict)
+
+    @property
+    def stopped_at_budget(self) -> bool:
+        return bool(self.budget and self.budget.get("stopped"))
 
     @property
     def paths(self) -> list[str]:
@@ -118,6 +124,8 @@ class RememberResult:
             "model": self.model,
             "duration_s": round(self.duration_s, 3),
             "operation": self.operation,
+            "stopped_at_budget": self.stopped_at_budget,
+            "budget": self.budget,
         }
 
 
@@ -417,7 +425,8 @@ def _agent(request: RememberRequest, result: RememberResult, memory: MemoryDir, 
                            "or choose another --name or --file")
     given = "\n".join(v for v in (request.text, request.name, request.description) if v)
     result.warnings += check_text(given, force=request.force, what="the memory")
-    job = Job("remember", model=request.model, deadline_s=request.timeout, memory=memory, debug=debug, log=log)
+    job = Job("remember", model=request.model, deadline_s=request.timeout, memory=memory, debug=debug, log=log,
+              budget=request.budget)
     result.model = job.model_name
     os.makedirs(memory.root, exist_ok=True)
     prompt = build_prompt(request, pinned=pinned, scope=scope, team=team)
@@ -430,12 +439,13 @@ def _agent(request: RememberRequest, result: RememberResult, memory: MemoryDir, 
     result.tokens = run.usage.as_dict() if run.usage is not None else None
     result.summary = (run.text or "").strip()
     result.created, result.updated = list(run.created), list(run.updated)
+    result.budget = job.spend.as_dict()
     if run.error:
         raise job.failure(run, "remember failed")
     topics = [rel for rel in run.files_written if rel.rsplit("/", 1)[-1] != INDEX_NAME]
     result.saved = topics
     if not topics:
-        why = f": {result.summary}" if result.summary else ""
+        why = f": {result.summary}" if result.summary else f": it {job.budget_note()}" if job.stopped_at_budget else ""
         raise NothingSaved(f"the model saved nothing{why} (to save the text as it is, give --type, --name "
                            "and --description)")
     added = ensure_indexed(memory, [rel for rel in topics if not is_team_relpath(rel)])
@@ -489,5 +499,6 @@ def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = 
                   strategy=strategy, tokens=result.tokens, duration=result.duration_s,
                   detail={"saved": result.saved, "indexed": result.indexed, "scope": result.scope,
                           "model": result.model, "turns": result.turns, "forced": bool(result.warnings),
-                          "operation": result.operation})
+                          "operation": result.operation, **({"budget": result.budget} if result.budget else {})},
+                  outcome="budget" if result.stopped_at_budget else "ok")
     return result

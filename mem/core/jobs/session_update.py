@@ -47,11 +47,17 @@ class UpdateResult:
     turns: int = 0
     tokens: dict | None = None
     duration_s: float = 0.0
+    budget: dict | None = None  # the run's cap and spend (budget.Spend.as_dict)
+
+    @property
+    def stopped_at_budget(self) -> bool:
+        return bool(self.budget and self.budget.get("stopped"))
 
     def as_dict(self) -> dict:
         return {"session_id": self.session_id, "path": self.path, "updated": self.skipped is None,
                 "skipped": self.skipped, "due_reason": self.due_reason, "turns": self.turns,
-                "tokens": self.tokens, "duration_s": round(self.duration_s, 3)}
+                "tokens": self.tokens, "duration_s": round(self.duration_s, 3),
+                "stopped_at_budget": self.stopped_at_budget, "budget": self.budget}
 
 
 #: The last words of the request: what to do now.
@@ -65,7 +71,8 @@ def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str 
             + prompt.rstrip("\n") + session.size_reminders(notes) + "\n\n" + EDIT_NOW.format(path=notes_path) + "\n")
 
 
-def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False) -> UpdateResult:
+def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False,
+           budget: str | None = None) -> UpdateResult:
     from mem.core.guards.secrets import redact
     from mem.core.jobs.agent import ToolBox, WritePolicy
     from mem.core.jobs.runner import Job
@@ -75,7 +82,7 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     st = session.status(session_id, path, transcript)
     if if_due and not st.due:
         return UpdateResult(session_id, path, skipped="not_due", due_reason=st.reason)
-    job = Job("session", model=model)
+    job = Job("session", model=model, budget=budget)
     template = session.load_template()
     session.init(path, template)
     before = session.read_notes(path)
@@ -99,7 +106,8 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
                                      + "; ".join(problems[:3]))
     if outcome.error:
         raise job.failure(outcome, "the note-taking agent failed")
-    session.record_update(session_id, transcript, st.tokens)
+    if outcome.turns or not job.stopped_at_budget:  # a run the cap kept from starting left the notes as due
+        session.record_update(session_id, transcript, st.tokens)
     return UpdateResult(session_id, path, skipped=None, due_reason=st.reason, turns=outcome.turns,
                         tokens=outcome.usage.as_dict() if outcome.usage is not None else None,
-                        duration_s=time.monotonic() - started)
+                        duration_s=time.monotonic() - started, budget=job.spend.as_dict())
