@@ -108,6 +108,13 @@ ENVIRONMENT = [
                            "OpenAI-compatible server, what it reports, else this, else 32,768, and this when "
                            "lower than what it reports); every request is kept inside it."),
     ("MEM_MAX_OUTPUT_TOKENS", "The largest answer the model may give, in tokens (default: its known limit)."),
+    ("MEM_BUDGET_DREAM", "The most tokens one run of mem dream may spend, as --budget takes it: SIZE "
+                         "(input tokens) or in=SIZE,out=SIZE, SIZE like 500k, 1.5M or 20000, or none (no cap); "
+                         "a key left out keeps its default. Likewise MEM_BUDGET_EXTRACT, MEM_BUDGET_REMEMBER "
+                         "and MEM_BUDGET_SESSION. Defaults: dream and extract in=1M,out=100k; remember "
+                         "in=300k,out=20k; session in=300k,out=30k. Input counts every input token a reply "
+                         "reports, cached ones included (mem's estimate when the server reports none). "
+                         "--budget wins; a value that does not parse exits 3."),
 ]
 
 #: One line per exit status. Every ExitCode value must be here (checked).
@@ -118,6 +125,8 @@ EXIT_MEANINGS = {
     3: "Configuration missing: no API key or model where one is required.",
     4: "Refused for safety: a secret, a path escaping the memory directory, a structure violation.",
     5: "A lock is held and --wait was not given.",
+    6: "A model job stopped at its spending cap (--budget, MEM_BUDGET_<JOB>): what it did is kept and "
+       "valid, and the next run goes on; not a failure (mem dream --all-projects exits 0 for it).",
     74: "The disk refused a write: no space left, over quota, read-only file system, or permission denied.",
     70: "Unexpected failure; one line on stderr (a traceback with --debug or MEM_DEBUG=1).",
     130: "Interrupted (Ctrl-C).",
