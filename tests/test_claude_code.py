@@ -222,3 +222,24 @@ def test_the_recall_hook_with_only_claude_code_answers_from_the_ranker_and_debug
                 env={"PATH": f"{folder}:{os.environ['PATH']}", "MEM_DEBUG": "1"})
     assert "deploy.md" in r.stdout and not called.exists()
     assert "route=offline " in r.stderr and "fallback=not_for_recall" in r.stderr, r.stderr
+
+
+def test_a_session_starts_only_within_the_jobs_spending_cap(tmp_path, box, monkeypatch):
+    """Claude Code runs its own loop, so the cap is checked before each session and the session's
+    usage charged after it: the second session of a job whose first spent its cap is never started."""
+    from mem.core.jobs.runner import RUN_BUDGET, Job
+
+    started = tmp_path / "started"
+    result = {"type": "result", "subtype": "success", "is_error": False, "num_turns": 3, "result": "Done.",
+              "usage": {"input_tokens": 9_000, "output_tokens": 40, "cache_read_input_tokens": 500}}
+    out = tmp_path / "events.jsonl"
+    out.write_text(json.dumps(result) + "\n")
+    folder = fake_claude(tmp_path, f"cat >/dev/null; echo x >> {started}; cat {out}\n")
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    monkeypatch.setenv("MEM_BACKEND", "claude-code")
+    job = Job("extract", budget="in=10k")
+    first = job.agent("s", "m", box)
+    assert first.stop_reason == "end_turn" and (job.spend.input, job.spend.output) == (9_500, 40)
+    second = job.agent("s", "m", box)
+    assert second.stop_reason == RUN_BUDGET and second.turns == 0 and job.stopped_at_budget
+    assert started.read_text() == "x\n"  # one session, not two
