@@ -22,6 +22,9 @@ deleted file). The agent gets one more round to fix a failed validation; a
 failure after that, or a failed run, takes back the dream's own changes (only
 those: a memory saved meanwhile stays).
 ``dry_run`` runs the whole job on a scratch copy and returns the diff.
+An agent that reaches the run's spending cap (``--budget``, ``MEM_BUDGET_DREAM``) stops there,
+and what it did goes through the same repair and validation and is kept: the result's
+``budget`` and the event's outcome (``budget``) say so.
 """
 
 from __future__ import annotations
