@@ -321,8 +321,11 @@ def main() -> int:
                 "package managers (`npm install lodash`), a memory forbidding two things npm does being about npm "
                 "(`npm ci`), refspecs (`HEAD:release/2.5`), host names (db-staging.internal), code matched as code "
                 "and a directory said in passing as the rule's scope (`print(` in `python -c` is not service code "
-                "under src/). Still missed on heldout: `git commit --amend` (the memory names `git commit -m`) and "
-                "`alembic upgrade head` (the memory names alembic only in what to do)."]
+                "under src/), and a sentence saying when naming the action without its flag (\"whenever you write a "
+                "`git commit -m`\" meets `git commit --amend`). Still missed on heldout: `alembic upgrade head` (the "
+                "memory names alembic only in what to do). Rules no split of calls.json supports (turning them off "
+                "changes nothing above), kept as the principles they state: action-alone, cjk-verbs, shell-reads, "
+                "subcommand-flags."]
         write_section("toolcall", "\n".join(body))
     return 0 if met else 1
 

@@ -298,3 +298,12 @@ def test_a_flag_alone_is_of_the_subcommand_the_memory_names():
     text = "Never use `git commit --no-verify` (or `-n`) to skip the hooks."
     assert shell("git commit -n -m 'quick fix'", text)
     assert not shell("git push -n origin main", text)
+
+
+def test_a_sentence_saying_when_names_the_action_and_a_latin_verb_in_a_cjk_rule_is_the_action():
+    text = "Commit messages: imperative subject. **How to apply:** whenever you write a `git commit -m`."
+    assert shell("git commit --amend --no-edit", text) and shell("git commit -m 'Fix totals'", text)
+    assert not shell("git push origin main", text) and not shell("git log -n 3", text)
+    text = "`release/` ブランチには直接 push しないこと。"
+    assert shell("git push origin release/2.4", text)
+    assert not shell("git checkout -b fix/vat origin/release/2.4", text)

@@ -28,13 +28,25 @@ A trigger weighs what its atoms do (a path 2, a flag or a word 1; a command name
 ``yarn``, unless it is one as common as ``cat`` or ``git``; a flag alone 2 in a call of a
 command the memory names, ``-n`` in ``git commit -n`` but not in ``git log -n 5``) and a memory
 scores the weight of its best trigger that applies, plus half of each further one; it is
-surfaced from ``MIN_WEIGHT``. A memory that forbids two things one command does ("never `npm
-install`, `npm run`") is about the command: naming it alone is a trigger too. A command named
-alone does not apply to a call that only looks (``kubectl get pods``, ``npm ls``), and a call
-that only reads (Read, ``cat``, ``grep``, ``git log``) surfaces only memories that speak of
-reading. A directory said in passing, outside code spans, scopes the memory's other triggers:
-"In service code (src/)" needs a path under src/ in the call, "except build output (build/)"
-excludes a call whose paths all lie there.
+surfaced from ``MIN_WEIGHT``. Besides the spans as written:
+
+* a command as specific as ``terraform`` with its subcommand is the rule's action without its
+  flags too (``terraform apply`` for ``terraform apply -auto-approve``), and so is any command
+  in a sentence that says when rather than forbids ("whenever you write a `git commit -m`":
+  every ``git commit``);
+* a memory that forbids two things one command does ("never `npm install`, `npm run`") is
+  about the command: naming it alone is a trigger too;
+* a Latin verb in a Chinese or Japanese rule (`release/` ブランチには直接 push しないこと) is
+  what a shell call on its path must do;
+* a command named alone, in a memory that names what it does (``kubectl apply``), does not
+  meet a call that only looks (``kubectl get pods``); a call that only reads (Read, ``cat``,
+  ``grep``, ``git log``) surfaces only memories that speak of reading;
+* a directory said in passing, outside code spans, scopes the memory's other triggers: "In
+  service code (src/)" needs a path under src/ in the call, "except build output (build/)"
+  excludes a call whose paths all lie there.
+
+Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
+some splits of the labelled set and measure them on another.
 
 A span in a sentence (or a CJK clause) that says what to do instead ("use `docker compose`",
 "new work goes in `api/v2/`", the "How to apply:" line, 先改 `config/staging.yaml`), and that
@@ -84,6 +96,8 @@ RULES = frozenset((
     "refspec",           # HEAD:release/2.5 names both sides
     "action-alone",      # `terraform apply -auto-approve` is about `terraform apply` too
     "subcommand-flags",  # a flag alone is of the subcommand the memory names (`git commit -n`)
+    "when-action",       # "whenever you write a `git commit -m`": the action is the trigger, the flag its usual form
+    "cjk-verbs",         # a Latin verb in a CJK rule (`release/` に直接 push しない) is what shell calls must do
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -119,6 +133,11 @@ _ALTERNATIVE_FIRST = re.compile(r"\binstead\b|\buse\b|\bgoes? in\b|\bhow to appl
 #: ... unless the sentence also forbids, requires or says when: then its spans are the rule.
 _RULE = re.compile(r"\b(?:never|not|no|avoid|must|only|always|ask|when|whenever)\b|n't|不要|禁止|必须|不得|不能|しない",
                    re.I)
+#: A sentence that says when the rule applies ("whenever you write a `git commit -m`") ...
+_WHEN = re.compile(r"\b(?:when|whenever|each time|every time)\b|的时候|时，|する際|するとき|する時", re.I)
+#: ... rather than forbidding something.
+_FORBID = re.compile(r"\b(?:never|not|no|avoid|don't|do not)\b|不要|禁止|不得|しない", re.I)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 #: A directory said after these is one the rule does not cover ("except build output (build/)").
 _EXCEPT = re.compile(r"\b(?:except|outside|other than|apart from|but not)\b|除了|以外", re.I)
 #: Commands so common that naming one alone says nothing about a call (`cat`, `git`): they count
@@ -207,6 +226,8 @@ def triggers(text: str) -> list[tuple]:
 
     found: list[tuple] = []
     spans: list[tuple[str, bool, int]] = []  # (span, quoted, sentence number)
+    when: set[int] = set()  # sentences that say when the rule applies rather than forbid
+    verbs: dict[int, tuple[str, ...]] = {}  # what a CJK sentence says is done (push), in Latin letters
     scope: list[str] = []
     outside: list[str] = []
     rules = RULES
@@ -216,6 +237,10 @@ def triggers(text: str) -> list[tuple]:
             continue  # what to do instead: a call that does it needs no reminder
         spans += [(span, True, n) for span in _CODE_SPAN.findall(sentence)]
         plain = _CODE_SPAN.sub(" ", sentence)
+        if _WHEN.search(sentence) and not _FORBID.search(sentence):
+            when.add(n)
+        if _CJK.search(plain):
+            verbs[n] = tuple(w for w in re.findall(r"[a-z]+", plain.lower()) if w in _ACTS)
         for m in _BARE_PATH.finditer(plain):
             path = _norm_path(m.group())
             if path.endswith("/"):
@@ -297,14 +322,17 @@ def triggers(text: str) -> list[tuple]:
             shape.append("adds-package")
         if command in acting and "looks" in rules:
             shape.append("acts")
-        if "action-alone" in rules and quoted and flags and len(literals) >= 2 and literals[0] not in _COMMON_COMMANDS \
-                and not paths:
+        if quoted and flags and len(literals) >= 2 and not paths and (
+                ("action-alone" in rules and literals[0] not in _COMMON_COMMANDS) or ("when-action" in rules and n in when)):
             # `terraform apply -auto-approve`: the action alone (`terraform apply`), by a command as
-            # specific as terraform, is already what the rule is about
+            # specific as terraform, is already what the rule is about; "whenever you write a
+            # `git commit -m`" is about every `git commit`
             partial = (tuple(dict.fromkeys(ranker.terms(" ".join(literals)))), (), (), float(len(literals)), "", (),
                        tuple(literals), "", "", scope_t, outside_t)
             if partial not in found:
                 found.append(partial)
+        if paths and not literals and verbs.get(n) and "cjk-verbs" in rules:
+            literals = list(verbs[n])  # `release/` ブランチには直接 push しないこと: a shell call pushes
         key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
                commands, tuple(literals), code, " ".join(shape), () if paths else scope_t, () if paths else outside_t)
         if key not in found:
