@@ -307,3 +307,18 @@ def test_a_sentence_saying_when_names_the_action_and_a_latin_verb_in_a_cjk_rule_
     text = "`release/` ブランチには直接 push しないこと。"
     assert shell("git push origin release/2.4", text)
     assert not shell("git checkout -b fix/vat origin/release/2.4", text)
+
+
+def test_in_a_files_text_a_span_of_several_words_is_a_phrase():
+    text = "Queries list their columns; no `SELECT *`."
+    assert hit("Edit", {"file_path": "/r/q.py", "new_string": "cur.execute('select *  from orders')"}, text)
+    assert not hit("Edit", {"file_path": "/r/q.py", "new_string": "SELECT count(*) FROM orders"}, text)
+    text = "Never run `kubectl apply` against prod."
+    assert hit("Write", {"file_path": "/r/deploy.sh", "content": "kubectl apply -f k8s/"}, text)
+    assert not hit("Write", {"file_path": "/r/notes.md", "content": "apply the patch; kubectl is installed"}, text)
+
+
+def test_qwen_codes_read_many_files_names_its_paths():
+    reading = "Never print `.env` (`cat`, Read): it holds credentials."
+    assert hit("read_many_files", {"paths": ["/r/README.md", "/r/.env"]}, reading)
+    assert not hit("read_many_files", {"paths": ["/r/README.md"]}, reading)

@@ -13,8 +13,9 @@ call when every one of its atoms is in the call:
   file or a path in its command, as a whole, a directory on its way, or its file name; a
   ``.`` (``git checkout -- .``) is any path;
 * a **word** of a command must be a word of one command of the call (``make proto``: both
-  in one segment of ``cd api && make proto``, as written); in a file's text it is compared
-  as the recall ranker compares words (mem/core/ranker.py's terms: NFKC, case folded, stemmed;
+  in one segment of ``cd api && make proto``, as written); in a file's text a span of several
+  words is a phrase (``SELECT *`` is not ``SELECT count(*)``), and a word alone is compared as
+  the recall ranker compares words (mem/core/ranker.py's terms: NFKC, case folded, stemmed;
   CJK in bigrams);
 * a piece of **code** (``print()``, ``datetime.now()``, ``@patch``, ``MagicMock``) or a host
   name (db-staging.internal) must be in the text as code: ``print(`` is a call of print, not the
@@ -77,7 +78,7 @@ TEXT_CHARS = 4096
 #: The memory types a tool call can surface.
 TYPES = ("feedback", "project")
 #: Bump when the triggers a memory gives change: cached triggers of older versions are rebuilt.
-TRIGGERS_VERSION = 3
+TRIGGERS_VERSION = 4
 TRIGGERS_CACHE = "tool-triggers.marshal"
 
 #: The matcher's rules past the first version's (code spans, paths and flags as triggers), each named so
@@ -98,6 +99,7 @@ RULES = frozenset((
     "subcommand-flags",  # a flag alone is of the subcommand the memory names (`git commit -n`)
     "when-action",       # "whenever you write a `git commit -m`": the action is the trigger, the flag its usual form
     "cjk-verbs",         # a Latin verb in a CJK rule (`release/` に直接 push しない) is what shell calls must do
+    "phrases",           # in a file's text, a span of several words is a phrase (`SELECT *`), not a bag of words
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -161,12 +163,13 @@ _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "insta
 _ADD_VERBS = frozenset(("add", "require", "get"))
 
 # A trigger is a tuple; its fields, by position:
-WORDS, FLAGS, PATHS, WEIGHT, COMMAND, COMMANDS, LITERALS, CODE, SHAPE, SCOPE, OUTSIDE = range(11)
+WORDS, FLAGS, PATHS, WEIGHT, COMMAND, COMMANDS, LITERALS, CODE, SHAPE, SCOPE, OUTSIDE, PHRASE = range(12)
 # WORDS: terms, for a file's text; FLAGS, PATHS; WEIGHT; COMMAND: a command named alone, else "";
 # COMMANDS: for a flag alone, the commands the memory names ("git commit", "pytest"); LITERALS: the
 # words of a command, as written; CODE: a regular expression for code or a host name, else "";
 # SHAPE: "arg" (a placeholder), "any-path" (`.`), "adds-package", space-separated; SCOPE and OUTSIDE:
-# the directories the memory's rule covers / does not cover.
+# the directories the memory's rule covers / does not cover; PHRASE: a regular expression for the span
+# in a file's text, else "".
 
 
 def _is_flag(piece: str) -> bool:
@@ -328,19 +331,25 @@ def triggers(text: str) -> list[tuple]:
             # specific as terraform, is already what the rule is about; "whenever you write a
             # `git commit -m`" is about every `git commit`
             partial = (tuple(dict.fromkeys(ranker.terms(" ".join(literals)))), (), (), float(len(literals)), "", (),
-                       tuple(literals), "", "", scope_t, outside_t)
+                       tuple(literals), "", "", scope_t, outside_t, "")
             if partial not in found:
                 found.append(partial)
         if paths and not literals and verbs.get(n) and "cjk-verbs" in rules:
             literals = list(verbs[n])  # `release/` ブランチには直接 push しないこと: a shell call pushes
+        phrase = ""
+        if "phrases" in rules and quoted and not paths and not code and len(pieces) > 1 and literals:
+            phrase = r"\s+".join(re.escape(p) for p in pieces)  # `SELECT *`, `## Unreleased`
+            phrase = (r"(?<![\w-])" if pieces[0][:1].isalnum() else "") + phrase + (
+                r"(?![\w-])" if pieces[-1][-1:].isalnum() else "")
         key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
-               commands, tuple(literals), code, " ".join(shape), () if paths else scope_t, () if paths else outside_t)
+               commands, tuple(literals), code, " ".join(shape), () if paths else scope_t, () if paths else outside_t,
+               phrase)
         if key not in found:
             found.append(key)
     # A memory that forbids two things one command does is about the command: `npm install`, `npm run`.
     for (n, lead), subs in by_sentence.items():
         if len(subs) >= 2 and "two-things" in rules:
-            key = ((lead,), (), (), 2.0, lead, (), (lead,), "", "acts" if lead in acting else "", scope_t, outside_t)
+            key = ((lead,), (), (), 2.0, lead, (), (lead,), "", "acts" if lead in acting else "", scope_t, outside_t, "")
             if not any(t[COMMAND] == lead for t in found):
                 found.append(key)
     return found
@@ -470,6 +479,9 @@ def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | N
     path = _relative(file_path, cwd) if file_path else ""
     if path:
         paths.append(path)
+    many = tool_input.get("paths")  # qwen-code's read_many_files
+    if isinstance(many, list):
+        paths += [_relative(p, cwd) for p in many[:50] if isinstance(p, str) and "*" not in p]
     text = ""
     if kind == "edit":
         text = text_of("new_string", "new_source")
@@ -534,7 +546,7 @@ def _code_in(pattern: str, text: str) -> bool:
 
 def _applies(call: ToolCall, t: Sequence) -> float:
     """The weight of one trigger on the call, 0 when it does not apply."""
-    words, flags, paths, weight, command, commands, literals, code, shape, scope, outside = t
+    words, flags, paths, weight, command, commands, literals, code, shape, scope, outside, phrase = t
     if scope and not any(_path_applies(d, call.paths) for d in scope):
         return 0.0  # "in service code (src/)": a call elsewhere
     if outside and call.paths and all(any(_path_applies(d, [p]) for d in outside) for p in call.paths):
@@ -546,6 +558,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
     if call.kind != "shell":
         if command or "adds-package" in shape or not (words or flags or paths):
             return 0.0  # `yarn` is about running yarn, not about a file that says "yarn"
+        if phrase:
+            return weight if _code_in(phrase, call.text) else 0.0
         if not all(w in call.words for w in words):
             return 0.0
         if not all(_flag_in(f, call.flags) for f in flags):
