@@ -322,3 +322,23 @@ def test_qwen_codes_read_many_files_names_its_paths():
     reading = "Never print `.env` (`cat`, Read): it holds credentials."
     assert hit("read_many_files", {"paths": ["/r/README.md", "/r/.env"]}, reading)
     assert not hit("read_many_files", {"paths": ["/r/README.md"]}, reading)
+
+
+def test_a_flag_span_is_of_the_file_its_sentence_names():
+    text = "`scripts/seed.py` を本番データベース（`--env production`）に対して実行しないこと。"
+    assert shell("python scripts/seed.py --env production", text)
+    assert not shell("python scripts/migrate.py --env production", text)
+
+
+def test_a_memory_is_about_reading_when_a_rule_of_it_names_reading():
+    logging = "use the logger, not print, in service code\nIn service code (src/), never leave `print()` calls."
+    assert not shell("grep -rn 'print(' src/", logging) and not hit("Read", {"file_path": "/r/src/a.py"}, logging)
+    deploy = "Deploys are run with `scripts/deploy.sh <env>`; it reads DEPLOY_ENV."
+    assert not shell("cat scripts/deploy.sh", deploy) and shell("scripts/deploy.sh prod", deploy)
+
+
+def test_wrapped_and_quoted_commands_are_read_as_the_shell_reads_them():
+    assert shell("sudo -H pip install black", "Never run `sudo pip install`.")
+    assert shell("rm -rf node_modules", "Do not run `rm -rf` except on build output (build/, dist/).")
+    assert not shell("rm -rf dist", "Do not run `rm -rf` except on build output (build/, dist/).")
+    assert not shell("cd src && grep -n 'print(' shop/*.py", "In service code (src/), never leave `print()` calls.")

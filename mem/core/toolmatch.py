@@ -41,10 +41,13 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   what a shell call on its path must do;
 * a command named alone, in a memory that names what it does (``kubectl apply``), does not
   meet a call that only looks (``kubectl get pods``); a call that only reads (Read, ``cat``,
-  ``grep``, ``git log``) surfaces only memories that speak of reading;
+  ``grep``, ``git log``, with no redirection) surfaces only memories about reading;
 * a directory said in passing, outside code spans, scopes the memory's other triggers: "In
   service code (src/)" needs a path under src/ in the call, "except build output (build/)"
-  excludes a call whose paths all lie there.
+  excludes a command whose arguments all lie there (``rm -rf dist``); a flag span is of the
+  file its sentence names (`scripts/seed.py` ... `--env production`);
+* a memory is about reading when a sentence of it that forbids or requires names reading
+  ("Never print them (`cat`, Read)"; not "use the logger, not print").
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -100,6 +103,8 @@ RULES = frozenset((
     "when-action",       # "whenever you write a `git commit -m`": the action is the trigger, the flag its usual form
     "cjk-verbs",         # a Latin verb in a CJK rule (`release/` に直接 push しない) is what shell calls must do
     "phrases",           # in a file's text, a span of several words is a phrase (`SELECT *`), not a bag of words
+    "flag-of",           # a flag span is of the file its sentence names (`scripts/seed.py` ... `--env production`)
+    "reading-rules",     # a memory is about reading when a rule of it names reading (`cat`, Read), not "print"
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -118,10 +123,10 @@ _BARE_PATH = re.compile(r"(?<![\w/.`])(?:(?:\.?[\w.-]+/)+(?:[\w.-]*\.\w+)?"
 _HOST = re.compile(r"(?<![\w.@/-])(?:[a-z0-9-]+\.)+(?:internal|local|lan|corp|intra|com|net|org|io|dev|cloud)"
                    r"(?![\w-]|\.\w)")
 _SHELL_SPLIT = re.compile(r"[\s;|&()<>`'\"=]+")
-#: A shell command's segments: ``cd web && git push -f`` is two.
-_SEGMENTS = re.compile(r"&&|\|\||[;|&\n(]|\$\(")
+#: A shell command's segments: ``cd web && git push -f`` is two (quotes are kept whole: ``grep 'print(' src/``).
+_SEGMENTS = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|(&&|\|\||[;|&\n(]|\$\()")
 #: What runs a command rather than being it: ``sudo``, ``env``, ``A=b``, ``time``.
-_WRAPPER = re.compile(r"\s*(?:(?:sudo|env|time|nohup|exec|command)\s+|[A-Za-z_]\w*=\S*\s+)")
+_WRAPPER = re.compile(r"\s*(?:(?:sudo|env|time|nohup|exec|command)(?:\s+-u\s+\S+|\s+-\S+)*\s+|[A-Za-z_]\w*=\S*\s+)")
 _PLACEHOLDER = re.compile(r"<[^>]*>|\.\.\.")
 #: Sentences of a memory: a code span's sentence says whether it is the rule or what to do instead;
 #: in Chinese and Japanese a clause (after ，) says it.
@@ -146,7 +151,7 @@ _EXCEPT = re.compile(r"\b(?:except|outside|other than|apart from|but not)\b|除�
 #: as a word, not as a command named alone.
 _COMMON_COMMANDS = frozenset("cat ls cd echo grep head tail git python python3 make sh bash find less sudo rm cp mv".split())
 #: Commands that only show files: a call made of them only reads.
-_READERS = frozenset("cat head tail less more ls grep egrep rg wc stat tree du file diff bat".split())
+_READERS = frozenset("cat head tail less more ls grep egrep rg wc stat tree du file diff bat cd pwd".split())
 #: Subcommands that only look (``kubectl get``, ``git log``, ``npm ls``) ...
 _LOOKS = frozenset("get describe logs log status show list ls top version help view inspect explain diff info outdated "
                    "why search ps blame whoami".split())
@@ -254,6 +259,10 @@ def triggers(text: str) -> list[tuple]:
         if "hosts" in rules:
             spans += [(m.group(), False, n) for m in _HOST.finditer(plain)]
     scope_t, outside_t = tuple(dict.fromkeys(scope)), tuple(dict.fromkeys(outside))
+    files_of: dict[int, list[str]] = {}  # the paths each sentence names in a span of their own
+    for span, quoted, n in spans:
+        if quoted and len(span.split()) == 1 and _is_path(span) and "*" not in span:
+            files_of.setdefault(n, []).append(_norm_path(span))
     # The commands the memory names (`pytest -x -q` names pytest, `git commit --no-verify` git commit):
     # a flag alone is about them.
     named: list[str] = []
@@ -330,8 +339,9 @@ def triggers(text: str) -> list[tuple]:
             # `terraform apply -auto-approve`: the action alone (`terraform apply`), by a command as
             # specific as terraform, is already what the rule is about; "whenever you write a
             # `git commit -m`" is about every `git commit`
-            partial = (tuple(dict.fromkeys(ranker.terms(" ".join(literals)))), (), (), float(len(literals)), "", (),
-                       tuple(literals), "", "", scope_t, outside_t, "")
+            action = literals[:2]  # the command and its subcommand, not their arguments
+            partial = (tuple(dict.fromkeys(ranker.terms(" ".join(action)))), (), (), float(len(action)), "", (),
+                       tuple(action), "", "", scope_t, outside_t, "")
             if partial not in found:
                 found.append(partial)
         if paths and not literals and verbs.get(n) and "cjk-verbs" in rules:
@@ -341,9 +351,11 @@ def triggers(text: str) -> list[tuple]:
             phrase = r"\s+".join(re.escape(p) for p in pieces)  # `SELECT *`, `## Unreleased`
             phrase = (r"(?<![\w-])" if pieces[0][:1].isalnum() else "") + phrase + (
                 r"(?![\w-])" if pieces[-1][-1:].isalnum() else "")
+        where = () if paths else scope_t
+        if "flag-of" in rules and pieces and _is_flag(pieces[0]) and not paths and files_of.get(n):
+            where = tuple(files_of[n])  # `--env production` of `scripts/seed.py`: a call of that file
         key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
-               commands, tuple(literals), code, " ".join(shape), () if paths else scope_t, () if paths else outside_t,
-               phrase)
+               commands, tuple(literals), code, " ".join(shape), where, () if paths else outside_t, phrase)
         if key not in found:
             found.append(key)
     # A memory that forbids two things one command does is about the command: `npm install`, `npm run`.
@@ -397,11 +409,21 @@ def _relative(path: str, cwd: str) -> str:
     return _norm_path(path)
 
 
+def _split_segments(command: str) -> list[str]:
+    parts, start = [], 0
+    for m in _SEGMENTS.finditer(command):
+        if m.group(1):  # a separator outside quotes
+            parts.append(command[start:m.start()])
+            start = m.end()
+    parts.append(command[start:])
+    return parts
+
+
 def _segment(text: str, cwd: str) -> Segment | None:
     wrappers = []
     m = _WRAPPER.match(text)
     while m and m.end() > 0:
-        wrappers.append(m.group().split("=", 1)[0].strip().lower())
+        wrappers.append(m.group().split()[0].split("=", 1)[0].lower())
         text = text[m.end():]
         m = _WRAPPER.match(text)
     pieces: list[str] = []
@@ -424,7 +446,7 @@ def _segment(text: str, cwd: str) -> Segment | None:
             pieces.append(piece.lower())
     if not pieces:
         return None
-    name = pieces[0].rsplit("/", 1)[-1]
+    name = pieces[0].rstrip("/").rsplit("/", 1)[-1]
     if name.startswith("python") and len(pieces) > 2 and pieces[1] == "-m":
         name = pieces[2]  # python -m pytest runs pytest
     pieces[0] = name
@@ -461,7 +483,7 @@ def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | N
 
     if kind == "shell":
         command = text_of("command")[:TEXT_CHARS]
-        segments = [s for part in _SEGMENTS.split(command) if (s := _segment(part, cwd))]
+        segments = [s for part in _split_segments(command) if (s := _segment(part, cwd))]
         for s in segments:
             flags |= s.flags
             paths += s.paths
@@ -549,7 +571,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
     words, flags, paths, weight, command, commands, literals, code, shape, scope, outside, phrase = t
     if scope and not any(_path_applies(d, call.paths) for d in scope):
         return 0.0  # "in service code (src/)": a call elsewhere
-    if outside and call.paths and all(any(_path_applies(d, [p]) for d in outside) for p in call.paths):
+    if outside and call.kind != "shell" and call.paths and all(
+            any(_path_applies(d, [p]) for d in outside) for p in call.paths):
         return 0.0  # "except build output (build/)"
     if paths and not all(_path_applies(p, call.paths) for p in paths):
         return 0.0
@@ -571,6 +594,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         return _applies_to_words(call, t)
     best = 0.0
     for s in call.segments:
+        if outside and _all_outside(s, outside):
+            continue  # `rm -rf build dist`: "except build output (build/, dist/)"
         if command and (s.command != command or (s.looks and "acts" in shape)):
             continue  # `kubectl` alone: where it is the command (and, if the memory is about what it does, does something)
         if not all(lit in s.tokens for lit in literals):
@@ -590,6 +615,11 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             continue  # a word alone counts where it is the command: `yarn`, not "yarn" in a message
         best = max(best, w)
     return best
+
+
+def _all_outside(s: Segment, outside: Sequence[str]) -> bool:
+    args = [_norm_path(p) for p in s.pieces[1:] if not _is_flag(p)]
+    return bool(args) and all(any(_path_applies(d, [a]) for d in outside) for a in args)
 
 
 def _applies_to_words(call: ToolCall, t: Sequence) -> float:
@@ -616,12 +646,16 @@ def score(call: ToolCall, memory_triggers: Iterable[Sequence]) -> float:
 
 
 #: A memory a read can surface says something about reading (most rules are about changing a file).
-_ABOUT_READING = re.compile(r"\b(?:read|cat|print|open|view)\b|读取|打开|查看|読ま|読み|開か|開く", re.I)
+_ABOUT_READING_FIRST = re.compile(r"\b(?:read|cat|print|open|view)\b|读取|打开|查看|読ま|読み|開か|開く", re.I)
+#: ... in a sentence that forbids or requires: "Never print them (`cat`, Read)", not "use the logger, not print".
+_ABOUT_READING = re.compile(r"\b(?:read|cat|open|view|less|head|tail)\b|读取|打开|查看|読ま|読み|開か|開く", re.I)
 
 
 def about_reading(text: str) -> bool:
-    """Whether a memory's text speaks of reading or printing something (only such memories apply to a read)."""
-    return bool(_ABOUT_READING.search(text))
+    """Whether a rule of a memory speaks of reading something (only such memories apply to a call that only reads)."""
+    if "reading-rules" not in RULES:
+        return bool(_ABOUT_READING_FIRST.search(text))
+    return any(_ABOUT_READING.search(s) and _RULE.search(s) for s in _SENTENCE.split(text))
 
 
 def select(call: ToolCall, candidates: Sequence[tuple[str, list, bool]], *, min_weight: float = MIN_WEIGHT,
