@@ -238,7 +238,7 @@ def test_code_is_matched_as_code():
 def test_a_placeholder_needs_an_argument_and_adding_a_package_is_one_rule():
     text = "Ask the user before adding a dependency (`pip install <new>`, `pnpm add`)."
     for command in ("pip install requests", "npm install lodash", "yarn add moment", "poetry add httpx",
-                    "sudo pip install requests"):
+                    "sudo pip install requests", "go get github.com/pkg/errors", "pnpm add -D @types/node"):
         assert shell(command, text), command
     for command in ("pip install -r requirements.txt", "pnpm install --frozen-lockfile", "pip install -U pip",
                     ".venv/bin/pip install -e .", "npm ci"):

@@ -163,7 +163,7 @@ _ACTS = frozenset("apply delete create edit patch replace scale rollout run exec
 _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "install"), "poetry": ("add",),
                  "pipenv": ("install",), "conda": ("install",), "npm": ("install", "i", "add"),
                  "pnpm": ("add", "install", "i"), "yarn": ("add",), "bun": ("add",), "cargo": ("add",),
-                 "go": ("get",), "gem": ("install",), "composer": ("require",)}
+                 "go": ("get",), "gem": ("install",), "bundle": ("add",), "composer": ("require",)}
 #: The verbs of these that only ever add (``npm install`` alone installs what the lockfile says).
 _ADD_VERBS = frozenset(("add", "require", "get"))
 
@@ -546,8 +546,12 @@ def _has_argument(s: Segment, after: str) -> bool:
         i = s.pieces.index(after)
     except ValueError:
         return False
-    return any(not _is_flag(p) and p not in (".", "..") and (not _is_path(p) or p.startswith("@"))
-               for p in s.pieces[i + 1:])
+    return any(not _is_flag(p) and not _LOCAL_FILE.search(p) for p in s.pieces[i + 1:])
+
+
+#: What names a file or directory here rather than a package (`-r requirements.txt`, `-e .`); a
+#: package may have slashes (github.com/pkg/errors, @types/node).
+_LOCAL_FILE = re.compile(r"^(?:\.|/|~)|\.(?:txt|in|toml|cfg|lock|json|ya?ml|whl|zip|tar\.gz|tgz)$")
 
 
 def _adds_package(s: Segment) -> bool:
