@@ -324,7 +324,7 @@ def triggers(text: str) -> list[tuple]:
             weight = 2.0
         elif not paths and not flags and len(literals) == 1 and len(pieces) == 1:
             # a command named alone (`yarn`, `kubectl`) is one specific word; a common command is not
-            command = literals[0] if re.fullmatch(r"[a-z][\w-]*", literals[0]) else ""
+            command = literals[0] if re.fullmatch(r"[a-z][\w-]*", pieces[0]) else ""  # `yarn`, not `Postgres`
             if command and command not in _COMMON_COMMANDS:
                 weight = 2.0
         if flags and not literals and not paths and flags != ["*"]:
@@ -601,7 +601,7 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         if outside and _all_outside(s, outside):
             continue  # `rm -rf build dist`: "except build output (build/, dist/)"
         if command and (s.command != command or (s.looks and "acts" in shape)):
-            continue  # `kubectl` alone: where it is the command (and, if the memory is about what it does, does something)
+            continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
         if not all(lit in s.tokens for lit in literals):
             continue
         if not all(_flag_in(f, s.flags) for f in flags):
