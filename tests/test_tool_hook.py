@@ -342,3 +342,10 @@ def test_wrapped_and_quoted_commands_are_read_as_the_shell_reads_them():
     assert shell("rm -rf node_modules", "Do not run `rm -rf` except on build output (build/, dist/).")
     assert not shell("rm -rf dist", "Do not run `rm -rf` except on build output (build/, dist/).")
     assert not shell("cd src && grep -n 'print(' shop/*.py", "In service code (src/), never leave `print()` calls.")
+
+
+def test_a_checker_on_a_guarded_path_does_not_change_it():
+    text = "The payments service (`services/payments/`) is frozen: no changes there."
+    assert not shell("pytest services/payments/tests -q", text) and not shell("mypy services/payments", text)
+    assert shell("ruff check --fix services/payments", text) and shell("sed -i s/5/3/ services/payments/a.py", text)
+    assert hit("Edit", {"file_path": "/r/services/payments/a.py", "new_string": "x"}, text)

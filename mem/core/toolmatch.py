@@ -48,6 +48,8 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   file its sentence names (`scripts/seed.py` ... `--env production`);
 * a memory is about reading when a sentence of it that forbids or requires names reading
   ("Never print them (`cat`, Read)"; not "use the logger, not print").
+* a checker (``pytest``, ``mypy``, ``ruff check``) run on a path does not change it: a rule
+  that names only that path is not met.
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -105,6 +107,7 @@ RULES = frozenset((
     "phrases",           # in a file's text, a span of several words is a phrase (`SELECT *`), not a bag of words
     "flag-of",           # a flag span is of the file its sentence names (`scripts/seed.py` ... `--env production`)
     "reading-rules",     # a memory is about reading when a rule of it names reading (`cat`, Read), not "print"
+    "checks",            # a checker (pytest, mypy, ruff check) on a path does not change it: a path alone is not met
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -159,6 +162,8 @@ _LOOKS = frozenset("get describe logs log status show list ls top version help v
 _ACTS = frozenset("apply delete create edit patch replace scale rollout run exec install add remove rm push commit reset "
                   "clean set update upgrade deploy destroy drop ci uninstall publish build start stop restart up down init "
                   "cp mv checkout merge rebase".split())
+#: Commands that check files without changing them (unless told to fix): a path a rule guards is not touched.
+_CHECKERS = frozenset("pytest mypy pyright flake8 pylint tsc jest vitest ruff eslint".split())
 #: How each package manager adds a package: ``pip install <new>`` and ``pnpm add`` are one rule.
 _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "install"), "poetry": ("add",),
                  "pipenv": ("install",), "conda": ("install",), "npm": ("install", "i", "add"),
@@ -580,6 +585,9 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         return 0.0  # "except build output (build/)"
     if paths and not all(_path_applies(p, call.paths) for p in paths):
         return 0.0
+    if paths and not (literals or flags) and call.kind == "shell" and "checks" in RULES and all(
+            _checks(s) for s in call.segments if any(_path_applies(p, s.paths) for p in paths)):
+        return 0.0  # `pytest services/payments/` does not change the frozen service
     if code:
         return weight if _code_in(code, call.text) else 0.0
     if call.kind != "shell":
@@ -619,6 +627,10 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             continue  # a word alone counts where it is the command: `yarn`, not "yarn" in a message
         best = max(best, w)
     return best
+
+
+def _checks(s: Segment) -> bool:
+    return s.command in _CHECKERS and not s.tokens & {"--fix", "format", "-u", "--update-snapshots"}
 
 
 def _all_outside(s: Segment, outside: Sequence[str]) -> bool:
