@@ -328,8 +328,9 @@ def main() -> int:
                 "under src/), and a sentence saying when naming the action without its flag (\"whenever you write a "
                 "`git commit -m`\" meets `git commit --amend`). Still missed on heldout: `alembic upgrade head` (the "
                 "memory names alembic only in what to do). Rules no call of calls.json supports (turning one off "
-                "changes nothing surfaced), kept for the principles they state: "
-                f"{', '.join(cv['unsupported']) or 'none'}."]
+                "changes nothing surfaced), thought of on calls written to probe the rules (not labelled data, not in "
+                f"the bench) and kept for the principles they state: {', '.join(cv['unsupported']) or 'none'}. The "
+                "present matcher has had no blind evaluation yet."]
         write_section("toolcall", "\n".join(body))
     return 0 if met else 1
 
