@@ -72,7 +72,9 @@ def load_calls() -> list[dict]:
             blind = json.load(fh)
     except FileNotFoundError:
         return calls
-    return calls + [{**c, "split": BLIND} for c in blind]
+    ids = {c["id"] for c in calls}
+    # its ids may repeat calls.json's: each call is looked up by id
+    return calls + [{**c, "split": BLIND, "id": f"{BLIND}/{c['id']}" if c["id"] in ids else c["id"]} for c in blind]
 
 
 def goal_split(calls: list[dict]) -> str:
@@ -230,7 +232,7 @@ def figures(calls: list[dict], got: dict[str, list[str]]) -> dict:
 
 
 def in_slice(c: dict, name: str) -> bool:
-    return name in (c["kind"], c["lang"], c["client"])
+    return name in (c.get("kind"), c.get("lang"), c.get("client"))
 
 
 def fmt(x) -> str:

@@ -37,3 +37,17 @@ def test_cross_validation_never_sees_the_blind_split(tmp_path, monkeypatch):
     blind = [{**calls[0], "id": "b001", "split": "heldout-3", "relevant": []}]
     text, pooled = toolcall.cross_validate(calls + blind)
     assert "heldout-3" not in text and pooled["calls"] == len(calls)
+
+
+def test_a_blind_call_whose_id_repeats_one_of_calls_json_keeps_its_own_result(tmp_path, monkeypatch):
+    bench = ROOT / "tests" / "fixtures" / "toolcall-bench"
+    shutil.copy(bench / "calls.json", tmp_path / "calls.json")
+    shutil.copytree(bench / "memories", tmp_path / "memories")
+    monkeypatch.setattr(toolcall, "BENCH", str(tmp_path))
+    blind = [{"id": "t001", "tool_name": "Bash", "tool_input": {"command": "git status"}, "relevant": []}]
+    (tmp_path / "calls-heldout-3.json").write_text(json.dumps(blind), encoding="utf-8")
+    calls = toolcall.load_calls()
+    got = toolcall.surfaced_for(calls)
+    assert got["t001"] == ["feedback_no_force_push.md"] and got["heldout-3/t001"] == []
+    text, overall = toolcall.table(calls, got)  # a call without kind, lang or client is in no slice but "all"
+    assert overall["heldout-3"]["false_surface"] == 0.0
