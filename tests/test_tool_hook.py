@@ -349,3 +349,13 @@ def test_a_checker_on_a_guarded_path_does_not_change_it():
     assert not shell("pytest services/payments/tests -q", text) and not shell("mypy services/payments", text)
     assert shell("ruff check --fix services/payments", text) and shell("sed -i s/5/3/ services/payments/a.py", text)
     assert hit("Edit", {"file_path": "/r/services/payments/a.py", "new_string": "x"}, text)
+
+
+def test_a_function_passed_as_a_value_is_used_and_via_says_what_to_do_instead():
+    text = "Store datetimes with tzinfo: `datetime.now(timezone.utc)`, never naive `datetime.now()` or `utcnow()`."
+    assert hit("Edit", {"file_path": "/r/m.py", "new_string": "created = Column(DateTime, default=datetime.utcnow)"}, text)
+    assert hit("Edit", {"file_path": "/r/m.py", "new_string": "field(default_factory=datetime.now)"}, text)
+    assert not hit("Edit", {"file_path": "/r/m.py", "new_string": "# utcnow is naive, see the memory"}, text)
+    text = "Never modify code under `third_party/`: it is vendored. Patch via `patches/` and the vendoring script."
+    assert hit("Edit", {"file_path": "/r/third_party/zlib/inflate.c", "new_string": "x"}, text)
+    assert not hit("Edit", {"file_path": "/r/patches/zlib.patch", "new_string": "+x"}, text)

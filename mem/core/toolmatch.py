@@ -19,7 +19,8 @@ call when every one of its atoms is in the call:
   CJK in bigrams);
 * a piece of **code** (``print()``, ``datetime.now()``, ``@patch``, ``MagicMock``) or a host
   name (db-staging.internal) must be in the text as code: ``print(`` is a call of print, not the
-  word "print"; ``datetime.now()`` is the bare call when the memory shows ``datetime.now(tz)`` too;
+  word "print"; ``datetime.now()`` is the bare call when the memory shows ``datetime.now(tz)`` too,
+  and a function passed as a value is used too (``default=datetime.utcnow``);
 * a **placeholder** (``pip install <new>``) needs an argument there: a package, not ``-r
   requirements.txt``; a command that adds a package (``pip install <new>``, ``pnpm add``)
   stands for adding a package with any package manager (``yarn add moment``, ``npm install
@@ -55,7 +56,8 @@ Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose t
 some splits of the labelled set and measure them on another.
 
 A span in a sentence (or a CJK clause) that says what to do instead ("use `docker compose`",
-"new work goes in `api/v2/`", the "How to apply:" line, 先改 `config/staging.yaml`), and that
+"new work goes in `api/v2/`", "patch via `patches/`", the "How to apply:" line, 先改
+`config/staging.yaml`), and that
 neither forbids nor says when, is no trigger: a call that does what the memory asks needs no
 reminder. Word overlap alone, which is what prompt recall lives on, never surfaces anything
 here: most tool calls must surface nothing, and a tool call's words (a file's content) are
@@ -108,6 +110,8 @@ RULES = frozenset((
     "flag-of",           # a flag span is of the file its sentence names (`scripts/seed.py` ... `--env production`)
     "reading-rules",     # a memory is about reading when a rule of it names reading (`cat`, Read), not "print"
     "checks",            # a checker (pytest, mypy, ruff check) on a path does not change it: a path alone is not met
+    "references",        # `utcnow()` is met by `default=datetime.utcnow` too (a function passed, called later)
+    "via",               # "Patch via `patches/`" says what to do instead
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -139,6 +143,7 @@ _SENTENCE_WHOLE = re.compile(r"(?<=[.;!?。！？；])\s+|\n+|(?<=[。！？；]
 #: What to do instead ("use `docker compose`", "new work goes in `api/v2/`", the "How to apply:" line)...
 _ALTERNATIVE = re.compile(r"\binstead\b|\buse\b|\b(?:go|goes|belongs?) (?:in|into|under)\b|\bhow to apply\b"
                           r"|改用|先改|先在|改为|请用|请使用|应使用|代わりに|を使う|を使って", re.I)
+_VIA = re.compile(r"\bvia\b", re.I)
 _ALTERNATIVE_FIRST = re.compile(r"\binstead\b|\buse\b|\bgoes? in\b|\bhow to apply\b|改用|代わりに", re.I)
 #: ... unless the sentence also forbids, requires or says when: then its spans are the rule.
 _RULE = re.compile(r"\b(?:never|not|no|avoid|must|only|always|ask|when|whenever)\b|n't|不要|禁止|必须|不得|不能|しない",
@@ -213,13 +218,19 @@ def _is_code(piece: str) -> bool:
 
 
 def _code_pattern(piece: str, exact_calls: bool) -> str:
-    """The regular expression that finds ``piece`` in code: ``f()`` is any call of f unless ``exact_calls``."""
+    """The regular expression that finds ``piece`` in code: ``f()`` is any call of f unless ``exact_calls``,
+    or f passed as a value (``default=datetime.utcnow``)."""
     decorator = piece.startswith("@")
     body = piece[1:] if decorator else piece
-    if body.endswith("()") and not exact_calls:
-        pattern = re.escape(body[:-2]) + r"\s*\("
-    else:
-        pattern = re.escape(body)
+    if body.endswith("()"):
+        name = re.escape(body[:-2])
+        call = name + (r"\(\)" if exact_calls else r"\s*\(")
+        # a reference: `datetime.now` as a whole, `utcnow` as an attribute (not the word in a comment)
+        reference = (r"(?<![\w])" if "." in body[:-2] else r"(?<=\.)") + name + r"(?![\w(])"
+        if "code" in RULES and "references" in RULES:
+            return rf"(?:(?<![\w]){call}|{reference})"
+        return rf"(?<![\w]){call}"
+    pattern = re.escape(body)
     if decorator:
         pattern = r"@(?:[\w.]+\.)?" + pattern  # `@patch` is `@mock.patch` too
     else:
@@ -246,7 +257,7 @@ def triggers(text: str) -> list[tuple]:
     rules = RULES
     sentences, alternative = (_SENTENCE, _ALTERNATIVE) if "clauses" in rules else (_SENTENCE_WHOLE, _ALTERNATIVE_FIRST)
     for n, sentence in enumerate(sentences.split(text)):
-        if alternative.search(sentence) and not _RULE.search(sentence):
+        if (alternative.search(sentence) or ("via" in rules and _VIA.search(sentence))) and not _RULE.search(sentence):
             continue  # what to do instead: a call that does it needs no reminder
         spans += [(span, True, n) for span in _CODE_SPAN.findall(sentence)]
         plain = _CODE_SPAN.sub(" ", sentence)
