@@ -206,3 +206,156 @@ def test_a_star_and_a_bare_file_name_are_triggers():
     assert hit("Edit", {"file_path": "/r/q.py", "new_string": "SELECT * FROM orders"}, "No `SELECT *` in queries.")
     assert not hit("Edit", {"file_path": "/r/q.py", "new_string": "SELECT id FROM orders"}, "No `SELECT *` in queries.")
     assert hit("Edit", {"file_path": "/r/CHANGELOG.md", "new_string": "- x"}, "Add CHANGELOG.md entries under Unreleased.")
+
+
+def shell(command: str, text: str) -> bool:
+    return hit("Bash", {"command": command}, text)
+
+
+def test_a_commands_words_are_matched_as_written_in_one_command_of_the_call():
+    text = "Never edit them: change the .proto file and run `make proto`."
+    assert shell("make proto", text) and shell("cd api && make proto", text)
+    assert not shell("make lint", text)
+    text = "Ask before adding a dependency (`pnpm add`)."
+    assert not shell("pnpm install --frozen-lockfile", text)  # "add" is no term of the ranker: still a word here
+    text = "Never run `git checkout -- .`: the user has uncommitted work."
+    assert shell("git checkout -- src/shop/cart.py", text)  # `.` is any path
+    assert not shell("git checkout -b feature/refunds", text)
+
+
+def test_code_is_matched_as_code():
+    text = "In service code, never leave `print()` calls."
+    assert hit("Edit", {"file_path": "/r/w.py", "new_string": "    print('charging', order.id)"}, text)
+    assert not hit("Edit", {"file_path": "/r/w.py", "new_string": "# print the totals\nlog.info(x)"}, text)
+    text = "Store datetimes with tzinfo: `datetime.now(timezone.utc)`, never naive `datetime.now()` or `utcnow()`."
+    assert hit("Edit", {"file_path": "/r/d.py", "new_string": "due = datetime.utcnow()"}, text)
+    assert not hit("Edit", {"file_path": "/r/d.py", "new_string": "from datetime import date"}, text)
+    text = "Do not patch the repository layer (`MagicMock`, `@patch`)."
+    assert hit("Edit", {"file_path": "/r/t.py", "new_string": "@mock.patch('shop.repo.Orders')\ndef test(x):"}, text)
+    assert not hit("Edit", {"file_path": "/r/t.py", "new_string": "def test_patch_level(): assert v.patch == 2"}, text)
+
+
+def test_a_placeholder_needs_an_argument_and_adding_a_package_is_one_rule():
+    text = "Ask the user before adding a dependency (`pip install <new>`, `pnpm add`)."
+    for command in ("pip install requests", "npm install lodash", "yarn add moment", "poetry add httpx",
+                    "sudo pip install requests", "go get github.com/pkg/errors", "pnpm add -D @types/node"):
+        assert shell(command, text), command
+    for command in ("pip install -r requirements.txt", "pnpm install --frozen-lockfile", "pip install -U pip",
+                    ".venv/bin/pip install -e .", "npm ci"):
+        assert not shell(command, text), command
+
+
+def test_a_memory_forbidding_two_things_one_command_does_is_about_the_command():
+    text = "The frontend uses pnpm. Never run `npm install`, `npm run` or `yarn`."
+    assert shell("npm ci", text)
+    assert not shell("npx prettier --check src", text) and not shell("pnpm install", text)
+
+
+def test_a_command_named_with_what_it_does_does_not_meet_a_call_that_only_looks():
+    text = "Always pass `--context` to `kubectl`, and never `kubectl apply` or `kubectl delete` against prod."
+    assert not shell("kubectl get pods", text)
+    assert shell("kubectl rollout restart deploy/api", text) and shell("kubectl logs api --context staging", text)
+    text = "Use `docker compose` (v2). The old `docker-compose` binary is not installed."
+    assert shell("docker-compose ps", text)  # the memory is about the binary, not about what it does
+
+
+def test_a_shell_call_that_only_reads_surfaces_only_rules_about_reading():
+    editing = "Every file under `migrations/` implements `downgrade()`."
+    assert not shell("ls migrations/versions", editing) and not shell("cat migrations/0001.py", editing)
+    assert not shell("git log --oneline migrations/", editing)
+    assert shell("rm migrations/0001.py", editing)
+    reading = "Never print `.env` (`cat`, Read): it holds credentials."
+    assert shell("head -n 5 .env", reading) and shell("echo 'A=1' >> .env", reading)
+
+
+def test_an_unquoted_directory_scopes_the_rule_or_excludes_from_it():
+    text = "In service code (src/), never leave `print()` calls."
+    assert hit("Edit", {"file_path": "/r/src/shop/w.py", "new_string": "print(x)"}, text)
+    assert not shell("python -c 'import shop; print(shop.__version__)'", text)
+    assert not hit("Edit", {"file_path": "/r/scripts/report.py", "new_string": "print(x)"}, text)
+    text = "Do not run `rm -rf` on anything except build output (build/, dist/)."
+    assert shell("rm -rf data/fixtures", text) and shell("rm -fr ~/backup", text)
+    assert not shell("rm -rf build/ dist/", text)
+
+
+def test_a_chinese_clause_saying_what_to_do_instead_is_no_trigger():
+    text = "不要直接修改 `config/production.yaml`。生产配置必须通过发布流程变更，先改 `config/staging.yaml` 验证。"
+    assert hit("Edit", {"file_path": "/r/config/production.yaml", "new_string": "a: 1"}, text)
+    assert not hit("Edit", {"file_path": "/r/config/staging.yaml", "new_string": "a: 1"}, text)
+    text = "Never print them; new keys go in `.env.example` with a placeholder."
+    assert not hit("Write", {"file_path": "/r/.env.example", "content": "KEY=\n"}, text)
+
+
+def test_refspecs_host_names_and_the_action_alone():
+    assert shell("git push origin HEAD:release/2.5", "`release/` ブランチには直接 push しないこと。")
+    text = "The staging database is db-staging.internal. Migrations are applied there by CI, never by hand."
+    assert shell("psql -h db-staging.internal -f m.sql", text) and not shell("psql -h localhost", text)
+    text = "Never run `terraform apply -auto-approve`: apply a reviewed plan."
+    assert shell("terraform apply", text) and not shell("terraform fmt -recursive", text)
+
+
+def test_a_flag_alone_is_of_the_subcommand_the_memory_names():
+    text = "Never use `git commit --no-verify` (or `-n`) to skip the hooks."
+    assert shell("git commit -n -m 'quick fix'", text)
+    assert not shell("git push -n origin main", text)
+
+
+def test_a_sentence_saying_when_names_the_action_and_a_latin_verb_in_a_cjk_rule_is_the_action():
+    text = "Commit messages: imperative subject. **How to apply:** whenever you write a `git commit -m`."
+    assert shell("git commit --amend --no-edit", text) and shell("git commit -m 'Fix totals'", text)
+    assert not shell("git push origin main", text) and not shell("git log -n 3", text)
+    text = "`release/` ブランチには直接 push しないこと。"
+    assert shell("git push origin release/2.4", text)
+    assert not shell("git checkout -b fix/vat origin/release/2.4", text)
+
+
+def test_in_a_files_text_a_span_of_several_words_is_a_phrase():
+    text = "Queries list their columns; no `SELECT *`."
+    assert hit("Edit", {"file_path": "/r/q.py", "new_string": "cur.execute('select *  from orders')"}, text)
+    assert not hit("Edit", {"file_path": "/r/q.py", "new_string": "SELECT count(*) FROM orders"}, text)
+    text = "Never run `kubectl apply` against prod."
+    assert hit("Write", {"file_path": "/r/deploy.sh", "content": "kubectl apply -f k8s/"}, text)
+    assert not hit("Write", {"file_path": "/r/notes.md", "content": "apply the patch; kubectl is installed"}, text)
+
+
+def test_qwen_codes_read_many_files_names_its_paths():
+    reading = "Never print `.env` (`cat`, Read): it holds credentials."
+    assert hit("read_many_files", {"paths": ["/r/README.md", "/r/.env"]}, reading)
+    assert not hit("read_many_files", {"paths": ["/r/README.md"]}, reading)
+
+
+def test_a_flag_span_is_of_the_file_its_sentence_names():
+    text = "`scripts/seed.py` を本番データベース（`--env production`）に対して実行しないこと。"
+    assert shell("python scripts/seed.py --env production", text)
+    assert not shell("python scripts/migrate.py --env production", text)
+
+
+def test_a_memory_is_about_reading_when_a_rule_of_it_names_reading():
+    logging = "use the logger, not print, in service code\nIn service code (src/), never leave `print()` calls."
+    assert not shell("grep -rn 'print(' src/", logging) and not hit("Read", {"file_path": "/r/src/a.py"}, logging)
+    deploy = "Deploys are run with `scripts/deploy.sh <env>`; it reads DEPLOY_ENV."
+    assert not shell("cat scripts/deploy.sh", deploy) and shell("scripts/deploy.sh prod", deploy)
+
+
+def test_wrapped_and_quoted_commands_are_read_as_the_shell_reads_them():
+    assert shell("sudo -H pip install black", "Never run `sudo pip install`.")
+    assert shell("rm -rf node_modules", "Do not run `rm -rf` except on build output (build/, dist/).")
+    assert not shell("rm -rf dist", "Do not run `rm -rf` except on build output (build/, dist/).")
+    assert not shell("cd src && grep -n 'print(' shop/*.py", "In service code (src/), never leave `print()` calls.")
+
+
+def test_a_checker_on_a_guarded_path_does_not_change_it():
+    text = "The payments service (`services/payments/`) is frozen: no changes there."
+    assert not shell("pytest services/payments/tests -q", text) and not shell("mypy services/payments", text)
+    assert shell("ruff check --fix services/payments", text) and shell("sed -i s/5/3/ services/payments/a.py", text)
+    assert hit("Edit", {"file_path": "/r/services/payments/a.py", "new_string": "x"}, text)
+
+
+def test_a_function_passed_as_a_value_is_used_and_via_says_what_to_do_instead():
+    text = "Store datetimes with tzinfo: `datetime.now(timezone.utc)`, never naive `datetime.now()` or `utcnow()`."
+    assert hit("Edit", {"file_path": "/r/m.py", "new_string": "created = Column(DateTime, default=datetime.utcnow)"}, text)
+    assert hit("Edit", {"file_path": "/r/m.py", "new_string": "field(default_factory=datetime.now)"}, text)
+    assert not hit("Edit", {"file_path": "/r/m.py", "new_string": "# utcnow is naive, see the memory"}, text)
+    text = "Never modify code under `third_party/`: it is vendored. Patch via `patches/` and the vendoring script."
+    assert hit("Edit", {"file_path": "/r/third_party/zlib/inflate.c", "new_string": "x"}, text)
+    assert not hit("Edit", {"file_path": "/r/patches/zlib.patch", "new_string": "+x"}, text)

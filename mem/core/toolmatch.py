@@ -7,22 +7,61 @@ same words, mostly in code spans and paths: "Never run `git push --force`", "Eve
 migration file under `migrations/`". Those are its **triggers**. A trigger applies to a
 call when every one of its atoms is in the call:
 
-* a **flag** (``-f``, ``--no-verify``, ``-auto-approve``) must be among the call's flags;
+* a **flag** (``-f``, ``--no-verify``, ``-auto-approve``) must be among the call's flags
+  (``-rf`` is ``-r`` and ``-f`` in any order);
 * a **path** (``migrations/``, ``.env``, ``config/production.yaml``) must name the call's
-  file or a path in its command, as a whole, a directory on its way, or its file name;
-* a **word** is compared as the recall ranker compares words (mem/core/ranker.py's terms:
-  NFKC, case folded, stemmed; CJK in bigrams).
+  file or a path in its command, as a whole, a directory on its way, or its file name; a
+  ``.`` (``git checkout -- .``) is any path;
+* a **word** of a command must be a word of one command of the call (``make proto``: both
+  in one segment of ``cd api && make proto``, as written); in a file's text a span of several
+  words is a phrase (``SELECT *`` is not ``SELECT count(*)``), and a word alone is compared as
+  the recall ranker compares words (mem/core/ranker.py's terms: NFKC, case folded, stemmed;
+  CJK in bigrams);
+* a piece of **code** (``print()``, ``datetime.now()``, ``@patch``, ``MagicMock``) or a host
+  name (db-staging.internal) must be in the text as code: ``print(`` is a call of print, not the
+  word "print"; ``datetime.now()`` is the bare call when the memory shows ``datetime.now(tz)`` too,
+  and a function passed as a value is used too (``default=datetime.utcnow``);
+* a **placeholder** (``pip install <new>``) needs an argument there: a package, not ``-r
+  requirements.txt``; a command that adds a package (``pip install <new>``, ``pnpm add``)
+  stands for adding a package with any package manager (``yarn add moment``, ``npm install
+  lodash``), and upgrading one (``-U``) is not adding it.
 
 A trigger weighs what its atoms do (a path 2, a flag or a word 1; a command named alone 2,
 ``yarn``, unless it is one as common as ``cat`` or ``git``; a flag alone 2 in a call of a
-command the memory names, ``--cov`` in ``pytest --cov``) and a memory scores the weight of
-its best trigger that applies, plus half of each further one; it is surfaced from
-``MIN_WEIGHT``. A span in a sentence that says what to do instead ("use `docker compose`",
-"new work goes in `api/v2/`", the "How to apply:" line), and that neither forbids nor says
-when, is no trigger: a call that does what the memory asks needs no reminder. Word overlap alone, which
-is what prompt recall lives on, never surfaces anything here: most tool calls must
-surface nothing, and a tool call's words (a file's content) are mostly not about the
-rule. Only ``feedback`` and ``project`` memories are candidates.
+command the memory names, ``-n`` in ``git commit -n`` but not in ``git log -n 5``) and a memory
+scores the weight of its best trigger that applies, plus half of each further one; it is
+surfaced from ``MIN_WEIGHT``. Besides the spans as written:
+
+* a command as specific as ``terraform`` with its subcommand is the rule's action without its
+  flags too (``terraform apply`` for ``terraform apply -auto-approve``), and so is any command
+  in a sentence that says when rather than forbids ("whenever you write a `git commit -m`":
+  every ``git commit``);
+* a memory that forbids two things one command does ("never `npm install`, `npm run`") is
+  about the command: naming it alone is a trigger too;
+* a Latin verb in a Chinese or Japanese rule (`release/` ブランチには直接 push しないこと) is
+  what a shell call on its path must do;
+* a command named alone, in a memory that names what it does (``kubectl apply``), does not
+  meet a call that only looks (``kubectl get pods``); a call that only reads (Read, ``cat``,
+  ``grep``, ``git log``, with no redirection) surfaces only memories about reading;
+* a directory said in passing, outside code spans, scopes the memory's other triggers: "In
+  service code (src/)" needs a path under src/ in the call, "except build output (build/)"
+  excludes a command whose arguments all lie there (``rm -rf dist``); a flag span is of the
+  file its sentence names (`scripts/seed.py` ... `--env production`);
+* a memory is about reading when a sentence of it that forbids or requires names reading
+  ("Never print them (`cat`, Read)"; not "use the logger, not print").
+* a checker (``pytest``, ``mypy``, ``ruff check``) run on a path does not change it: a rule
+  that names only that path is not met.
+
+Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
+some splits of the labelled set and measure them on another.
+
+A span in a sentence (or a CJK clause) that says what to do instead ("use `docker compose`",
+"new work goes in `api/v2/`", "patch via `patches/`", the "How to apply:" line, 先改
+`config/staging.yaml`), and that
+neither forbids nor says when, is no trigger: a call that does what the memory asks needs no
+reminder. Word overlap alone, which is what prompt recall lives on, never surfaces anything
+here: most tool calls must surface nothing, and a tool call's words (a file's content) are
+mostly not about the rule. Only ``feedback`` and ``project`` memories are candidates.
 
 The triggers of each memory are kept in the state directory between calls, keyed by the
 file's modification time and size, so a hook called before every tool reads only what changed.
@@ -36,8 +75,8 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 
-#: A memory is surfaced when its triggers that apply weigh this much (chosen on the tune half
-#: of tests/fixtures/toolcall-bench; see bench/RESULTS.md).
+#: A memory is surfaced when its triggers that apply weigh this much (chosen on all of
+#: tests/fixtures/toolcall-bench, cross-validated by split; see bench/RESULTS.md).
 MIN_WEIGHT = 2.0
 #: At most this many memories for one tool call.
 MAX_PER_CALL = 2
@@ -46,8 +85,34 @@ TEXT_CHARS = 4096
 #: The memory types a tool call can surface.
 TYPES = ("feedback", "project")
 #: Bump when the triggers a memory gives change: cached triggers of older versions are rebuilt.
-TRIGGERS_VERSION = 2
+TRIGGERS_VERSION = 4
 TRIGGERS_CACHE = "tool-triggers.marshal"
+
+#: The matcher's rules past the first version's (code spans, paths and flags as triggers), each named so
+#: that bench/toolcall.py --cv can choose them on some splits and measure them on another.
+RULES = frozenset((
+    "as-written",        # a command's words as written, in one segment of the call
+    "code",              # code as code: `print()` is `print(`, `@patch` a decorator
+    "hosts",             # host names outside code spans (db-staging.internal)
+    "argument",          # a placeholder needs an argument: `pip install <new>`
+    "adds-package",      # adding a package is one rule across package managers
+    "two-things",        # forbidding two things one command does is about the command
+    "looks",             # a command named with what it does does not meet a call that only looks
+    "shell-reads",       # `cat`, `grep`, `git log` only read, as Read does
+    "scope",             # an unquoted directory scopes (in src/) or excludes (except build/)
+    "clauses",           # CJK clauses, and more ways to say what to do instead (goes in, 先改)
+    "refspec",           # HEAD:release/2.5 names both sides
+    "action-alone",      # `terraform apply -auto-approve` is about `terraform apply` too
+    "subcommand-flags",  # a flag alone is of the subcommand the memory names (`git commit -n`)
+    "when-action",       # "whenever you write a `git commit -m`": the action is the trigger, the flag its usual form
+    "cjk-verbs",         # a Latin verb in a CJK rule (`release/` に直接 push しない) is what shell calls must do
+    "phrases",           # in a file's text, a span of several words is a phrase (`SELECT *`), not a bag of words
+    "flag-of",           # a flag span is of the file its sentence names (`scripts/seed.py` ... `--env production`)
+    "reading-rules",     # a memory is about reading when a rule of it names reading (`cat`, Read), not "print"
+    "checks",            # a checker (pytest, mypy, ruff check) on a path does not change it: a path alone is not met
+    "references",        # `utcnow()` is met by `default=datetime.utcnow` too (a function passed, called later)
+    "via",               # "Patch via `patches/`" says what to do instead
+))
 
 #: Tool names of both clients, by what the tool does.
 TOOL_KINDS = {
@@ -58,20 +123,68 @@ TOOL_KINDS = {
 }
 
 _CODE_SPAN = re.compile(r"`([^`\n]{1,120})`")
-#: A path-like word outside code spans: ``src/shop/api/``, ``docs/runbook.md``.
-_BARE_PATH = re.compile(r"(?<![\w/.`])(?:(?:\.?[\w.-]+/)+[\w.-]*|[\w-]+\.(?:toml|json|ya?ml|lock|cfg|ini|md|py|sh|sql|ts|tsx|js))(?![\w`])")
+#: A path-like word outside code spans: ``src/shop/api/``, ``docs/runbook.md`` (not "Tue/Thu").
+_BARE_PATH = re.compile(r"(?<![\w/.`])(?:(?:\.?[\w.-]+/)+(?:[\w.-]*\.\w+)?"
+                        r"|[\w-]+\.(?:toml|json|ya?ml|lock|cfg|ini|md|py|sh|sql|ts|tsx|js))(?![\w`/])")
+#: A host name outside code spans: db-staging.internal.
+_HOST = re.compile(r"(?<![\w.@/-])(?:[a-z0-9-]+\.)+(?:internal|local|lan|corp|intra|com|net|org|io|dev|cloud)"
+                   r"(?![\w-]|\.\w)")
 _SHELL_SPLIT = re.compile(r"[\s;|&()<>`'\"=]+")
-_SEGMENT_START = re.compile(r"(?:^|[;|&(]|&&|\|\|)\s*(?:sudo\s+|env\s+|\S+=\S*\s+)*([\w./-]+)")
+#: A shell command's segments: ``cd web && git push -f`` is two (quotes are kept whole: ``grep 'print(' src/``).
+_SEGMENTS = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|(&&|\|\||[;|&\n(]|\$\()")
+#: What runs a command rather than being it: ``sudo``, ``env``, ``A=b``, ``time``.
+_WRAPPER = re.compile(r"\s*(?:(?:sudo|env|time|nohup|exec|command)(?:\s+-u\s+\S+|\s+-\S+)*\s+|[A-Za-z_]\w*=\S*\s+)")
 _PLACEHOLDER = re.compile(r"<[^>]*>|\.\.\.")
-#: Sentences of a memory: a code span's sentence says whether it is the rule or what to do instead.
-_SENTENCE = re.compile(r"(?<=[.;!?。！？；])\s+|\n+|(?<=[。！？；])")
+#: Sentences of a memory: a code span's sentence says whether it is the rule or what to do instead;
+#: in Chinese and Japanese a clause (after ，) says it.
+_SENTENCE = re.compile(r"(?<=[.;!?。！？；])\s+|\n+|(?<=[。！？；，])")
+#: (Without the "clauses" rule, as the matcher of 0952dd5 read them.)
+_SENTENCE_WHOLE = re.compile(r"(?<=[.;!?。！？；])\s+|\n+|(?<=[。！？；])")
 #: What to do instead ("use `docker compose`", "new work goes in `api/v2/`", the "How to apply:" line)...
-_ALTERNATIVE = re.compile(r"\binstead\b|\buse\b|\bgoes? in\b|\bhow to apply\b|改用|代わりに", re.I)
+_ALTERNATIVE = re.compile(r"\binstead\b|\buse\b|\b(?:go|goes|belongs?) (?:in|into|under)\b|\bhow to apply\b"
+                          r"|改用|先改|先在|改为|请用|请使用|应使用|代わりに|を使う|を使って", re.I)
+_VIA = re.compile(r"\bvia\b", re.I)
+_ALTERNATIVE_FIRST = re.compile(r"\binstead\b|\buse\b|\bgoes? in\b|\bhow to apply\b|改用|代わりに", re.I)
 #: ... unless the sentence also forbids, requires or says when: then its spans are the rule.
-_RULE = re.compile(r"\b(?:never|not|no|avoid|must|only|always|ask|when|whenever)\b|n't|不要|禁止|必须|しない|しないこと", re.I)
+_RULE = re.compile(r"\b(?:never|not|no|avoid|must|only|always|ask|when|whenever)\b|n't|不要|禁止|必须|不得|不能|しない",
+                   re.I)
+#: A sentence that says when the rule applies ("whenever you write a `git commit -m`") ...
+_WHEN = re.compile(r"\b(?:when|whenever|each time|every time)\b|的时候|时，|する際|するとき|する時", re.I)
+#: ... rather than forbidding something.
+_FORBID = re.compile(r"\b(?:never|not|no|avoid|don't|do not)\b|不要|禁止|不得|しない", re.I)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+#: A directory said after these is one the rule does not cover ("except build output (build/)").
+_EXCEPT = re.compile(r"\b(?:except|outside|other than|apart from|but not)\b|除了|以外", re.I)
 #: Commands so common that naming one alone says nothing about a call (`cat`, `git`): they count
 #: as a word, not as a command named alone.
 _COMMON_COMMANDS = frozenset("cat ls cd echo grep head tail git python python3 make sh bash find less sudo rm cp mv".split())
+#: Commands that only show files: a call made of them only reads.
+_READERS = frozenset("cat head tail less more ls grep egrep rg wc stat tree du file diff bat cd pwd".split())
+#: Subcommands that only look (``kubectl get``, ``git log``, ``npm ls``) ...
+_LOOKS = frozenset("get describe logs log status show list ls top version help view inspect explain diff info outdated "
+                   "why search ps blame whoami".split())
+#: ... unless the command also does one of these.
+_ACTS = frozenset("apply delete create edit patch replace scale rollout run exec install add remove rm push commit reset "
+                  "clean set update upgrade deploy destroy drop ci uninstall publish build start stop restart up down init "
+                  "cp mv checkout merge rebase".split())
+#: Commands that check files without changing them (unless told to fix): a path a rule guards is not touched.
+_CHECKERS = frozenset("pytest mypy pyright flake8 pylint tsc jest vitest ruff eslint".split())
+#: How each package manager adds a package: ``pip install <new>`` and ``pnpm add`` are one rule.
+_ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "install"), "poetry": ("add",),
+                 "pipenv": ("install",), "conda": ("install",), "npm": ("install", "i", "add"),
+                 "pnpm": ("add", "install", "i"), "yarn": ("add",), "bun": ("add",), "cargo": ("add",),
+                 "go": ("get",), "gem": ("install",), "bundle": ("add",), "composer": ("require",)}
+#: The verbs of these that only ever add (``npm install`` alone installs what the lockfile says).
+_ADD_VERBS = frozenset(("add", "require", "get"))
+
+# A trigger is a tuple; its fields, by position:
+WORDS, FLAGS, PATHS, WEIGHT, COMMAND, COMMANDS, LITERALS, CODE, SHAPE, SCOPE, OUTSIDE, PHRASE = range(12)
+# WORDS: terms, for a file's text; FLAGS, PATHS; WEIGHT; COMMAND: a command named alone, else "";
+# COMMANDS: for a flag alone, the commands the memory names ("git commit", "pytest"); LITERALS: the
+# words of a command, as written; CODE: a regular expression for code or a host name, else "";
+# SHAPE: "arg" (a placeholder), "any-path" (`.`), "adds-package", space-separated; SCOPE and OUTSIDE:
+# the directories the memory's rule covers / does not cover; PHRASE: a regular expression for the span
+# in a file's text, else "".
 
 
 def _is_flag(piece: str) -> bool:
@@ -99,34 +212,116 @@ def _flags(piece: str) -> list[str]:
     return out
 
 
+def _is_code(piece: str) -> bool:
+    """A piece of code rather than a command's word: ``print()``, ``@patch``, ``MagicMock``, ``unittest.mock``."""
+    return not _is_path(piece) and bool(re.search(r"[()@]|[a-z][A-Z]|[A-Za-z_]\.[A-Za-z_]", piece))
+
+
+def _code_pattern(piece: str, exact_calls: bool) -> str:
+    """The regular expression that finds ``piece`` in code: ``f()`` is any call of f unless ``exact_calls``,
+    or f passed as a value (``default=datetime.utcnow``)."""
+    decorator = piece.startswith("@")
+    body = piece[1:] if decorator else piece
+    if body.endswith("()"):
+        name = re.escape(body[:-2])
+        call = name + (r"\(\)" if exact_calls else r"\s*\(")
+        # a reference: `datetime.now` as a whole, `utcnow` as an attribute (not the word in a comment)
+        reference = (r"(?<![\w])" if "." in body[:-2] else r"(?<=\.)") + name + r"(?![\w(])"
+        if "code" in RULES and "references" in RULES:
+            return rf"(?:(?<![\w]){call}|{reference})"
+        return rf"(?<![\w]){call}"
+    pattern = re.escape(body)
+    if decorator:
+        pattern = r"@(?:[\w.]+\.)?" + pattern  # `@patch` is `@mock.patch` too
+    else:
+        pattern = r"(?<![\w])" + pattern
+    if body[-1:].isalnum() or body[-1:] == "_":
+        pattern += r"(?![\w])"
+    return pattern
+
+
 # --- a memory's triggers ----------------------------------------------------------
 
 def triggers(text: str) -> list[tuple]:
-    """(words, flags, paths, weight, command, commands) of each trigger a memory's text holds: the
-    code spans and bare paths of its sentences that state the rule (not those saying what to do
-    instead); ``command``: the command's name when the trigger is that alone, else ""; ``commands``: for a flag alone,
-    the commands the memory names."""
+    """Each trigger a memory's text holds (a tuple, its fields named by WORDS ... OUTSIDE): the code
+    spans, bare paths and host names of its sentences that state the rule (not those saying what
+    to do instead)."""
     from mem.core import ranker
 
     found: list[tuple] = []
-    spans = []
-    for sentence in _SENTENCE.split(text):
-        if _ALTERNATIVE.search(sentence) and not _RULE.search(sentence):
+    spans: list[tuple[str, bool, int]] = []  # (span, quoted, sentence number)
+    when: set[int] = set()  # sentences that say when the rule applies rather than forbid
+    verbs: dict[int, tuple[str, ...]] = {}  # what a CJK sentence says is done (push), in Latin letters
+    scope: list[str] = []
+    outside: list[str] = []
+    rules = RULES
+    sentences, alternative = (_SENTENCE, _ALTERNATIVE) if "clauses" in rules else (_SENTENCE_WHOLE, _ALTERNATIVE_FIRST)
+    for n, sentence in enumerate(sentences.split(text)):
+        if (alternative.search(sentence) or ("via" in rules and _VIA.search(sentence))) and not _RULE.search(sentence):
             continue  # what to do instead: a call that does it needs no reminder
-        spans += [(span, True) for span in _CODE_SPAN.findall(sentence)]
-        spans += [(span, False) for span in _BARE_PATH.findall(_CODE_SPAN.sub(" ", sentence))]
-    # The commands the memory names (`pytest -x -q` names pytest): a flag alone is about them.
-    named = tuple(dict.fromkeys(p.split()[0] for p, quoted in spans if quoted and re.match(r"[a-z][\w-]*(\s|$)", p)))
-    for span, quoted in spans:
+        spans += [(span, True, n) for span in _CODE_SPAN.findall(sentence)]
+        plain = _CODE_SPAN.sub(" ", sentence)
+        if _WHEN.search(sentence) and not _FORBID.search(sentence):
+            when.add(n)
+        if _CJK.search(plain):
+            verbs[n] = tuple(w for w in re.findall(r"[a-z]+", plain.lower()) if w in _ACTS)
+        for m in _BARE_PATH.finditer(plain):
+            path = _norm_path(m.group())
+            if path.endswith("/"):
+                if "scope" in rules:
+                    (outside if _EXCEPT.search(plain[:m.start()]) else scope).append(path)
+            else:
+                spans.append((m.group(), False, n))
+        if "hosts" in rules:
+            spans += [(m.group(), False, n) for m in _HOST.finditer(plain)]
+    scope_t, outside_t = tuple(dict.fromkeys(scope)), tuple(dict.fromkeys(outside))
+    files_of: dict[int, list[str]] = {}  # the paths each sentence names in a span of their own
+    for span, quoted, n in spans:
+        if quoted and len(span.split()) == 1 and _is_path(span) and "*" not in span:
+            files_of.setdefault(n, []).append(_norm_path(span))
+    # The commands the memory names (`pytest -x -q` names pytest, `git commit --no-verify` git commit):
+    # a flag alone is about them.
+    named: list[str] = []
+    by_sentence: dict[tuple[int, str], set[str]] = {}
+    acting: set[str] = set()  # commands the memory names with what they do: `kubectl apply`
+    for span, quoted, n in spans:
+        lead = span.split()[0] if span.split() else ""
+        if quoted and re.fullmatch(r"[a-z][\w-]*", lead):
+            second = span.split()[1:2]
+            sub = second[0] if second and re.fullmatch(r"[a-z][\w-]*", second[0]) else ""
+            named.append(f"{lead} {sub}".strip() if "subcommand-flags" in rules else lead)
+            if sub and lead not in _COMMON_COMMANDS:
+                by_sentence.setdefault((n, lead), set()).add(sub)
+            if sub in _ACTS:
+                acting.add(lead)
+    # Calls of code shown with arguments (`datetime.now(timezone.utc)`) make the bare call exact.
+    with_args = {s.split("(", 1)[0] for s, quoted, _ in spans if quoted and re.search(r"\(\S+\)", s)}
+    for span, quoted, n in spans:
         words: list[str] = []
         flags: list[str] = []
         paths: list[str] = []
-        pieces = _PLACEHOLDER.sub(" ", span).split()
+        literals: list[str] = []
+        shape: list[str] = []
+        code = ""
+        pieces = _PLACEHOLDER.sub(" <> ", span).split()
+        if pieces and pieces[-1] == "<>" and len(pieces) > 1 and "argument" in rules:
+            shape.append("arg")
+        pieces = [p for p in pieces if p != "<>"]
+        if not quoted and not _is_path(span):
+            code = _code_pattern(span.lower(), False)  # a host name
+            pieces = []
+        elif len(pieces) == 1 and _is_code(pieces[0]) and "code" in rules:
+            piece = pieces[0]
+            code = _code_pattern(piece, piece.endswith("()") and piece[:-2] in with_args)
+            words.extend(ranker.terms(piece))
+            pieces = []
         for piece in pieces:
             if piece == "*":
                 flags.append("*")  # `SELECT *`, `rm -rf *`
             elif "*" in piece:
                 continue  # a glob (`proto/*.proto`) is no one path
+            elif piece == ".":
+                shape.append("any-path")
             elif _is_flag(piece):
                 flags.append(piece.split("=", 1)[0].lower())
             elif _is_path(piece):
@@ -135,45 +330,91 @@ def triggers(text: str) -> list[tuple]:
                     paths.append(path)
             else:
                 words.extend(ranker.terms(piece))
-        if not (words or flags or paths):
+                literals.append(piece.lower())
+        if not (words or flags or paths or code or literals):
             continue
-        # Each piece of a span counts once however many terms it gives (`pnpm add` is two, "add" no term).
-        weight = float(len(pieces) + len(paths))
+        weight = float(len(literals) + len(flags) + 2 * len(paths) + ("any-path" in shape))
         command = ""
         commands: tuple[str, ...] = ()
-        if not paths and not flags and words and len(pieces) == 1:
-            # a command named alone (`yarn`, `kubectl`), or an identifier of code (`print()`,
-            # `MagicMock`, `@patch`), is one specific word; a common command is not
-            command = pieces[0] if re.fullmatch(r"[a-z][\w-]*", pieces[0]) else ""
-            if (command and command not in _COMMON_COMMANDS) or (
-                    not command and re.search(r"[()._@]|[a-z][A-Z]", pieces[0])):
+        if code:
+            weight = 2.0
+        elif not paths and not flags and len(literals) == 1 and len(pieces) == 1:
+            # a command named alone (`yarn`, `kubectl`) is one specific word; a common command is not
+            command = literals[0] if re.fullmatch(r"[a-z][\w-]*", pieces[0]) else ""  # `yarn`, not `Postgres`
+            if command and command not in _COMMON_COMMANDS:
                 weight = 2.0
-        if flags and not words and not paths and flags != ["*"]:
-            commands = named  # `--cov` alone: weighs 2 in a call of a command the memory names (pytest)
-        if not quoted and paths and paths[0].endswith("/"):
-            weight = 1.0  # a directory said in passing ("in service code (src/)") is no rule about it
+        if flags and not literals and not paths and flags != ["*"]:
+            commands = tuple(dict.fromkeys(named))  # `--cov` alone: weighs 2 in a call of a command the memory names
+        if "adds-package" in rules and len(literals) >= 2 and literals[1] in _ADDS_PACKAGE.get(literals[0], ()) and (
+                "arg" in shape or literals[1] in _ADD_VERBS):
+            shape.append("adds-package")
+        if command in acting and "looks" in rules:
+            shape.append("acts")
+        if quoted and flags and len(literals) >= 2 and not paths and (
+                ("action-alone" in rules and literals[0] not in _COMMON_COMMANDS) or ("when-action" in rules and n in when)):
+            # `terraform apply -auto-approve`: the action alone (`terraform apply`), by a command as
+            # specific as terraform, is already what the rule is about; "whenever you write a
+            # `git commit -m`" is about every `git commit`
+            action = literals[:2]  # the command and its subcommand, not their arguments
+            partial = (tuple(dict.fromkeys(ranker.terms(" ".join(action)))), (), (), float(len(action)), "", (),
+                       tuple(action), "", "", scope_t, outside_t, "")
+            if partial not in found:
+                found.append(partial)
+        if paths and not literals and verbs.get(n) and "cjk-verbs" in rules:
+            literals = list(verbs[n])  # `release/` ブランチには直接 push しないこと: a shell call pushes
+        phrase = ""
+        if "phrases" in rules and quoted and not paths and not code and len(pieces) > 1 and literals:
+            phrase = r"\s+".join(re.escape(p) for p in pieces)  # `SELECT *`, `## Unreleased`
+            phrase = (r"(?<![\w-])" if pieces[0][:1].isalnum() else "") + phrase + (
+                r"(?![\w-])" if pieces[-1][-1:].isalnum() else "")
+        where = () if paths else scope_t
+        if "flag-of" in rules and pieces and _is_flag(pieces[0]) and not paths and files_of.get(n):
+            where = tuple(files_of[n])  # `--env production` of `scripts/seed.py`: a call of that file
         key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
-               commands)
+               commands, tuple(literals), code, " ".join(shape), where, () if paths else outside_t, phrase)
         if key not in found:
             found.append(key)
+    # A memory that forbids two things one command does is about the command: `npm install`, `npm run`.
+    for (n, lead), subs in by_sentence.items():
+        if len(subs) >= 2 and "two-things" in rules:
+            key = ((lead,), (), (), 2.0, lead, (), (lead,), "", "acts" if lead in acting else "", scope_t, outside_t, "")
+            if not any(t[COMMAND] == lead for t in found):
+                found.append(key)
     return found
 
 
 # --- a tool call ------------------------------------------------------------------
 
+class Segment:
+    """One command of a shell call: its command's name, its pieces as written, flags and paths."""
+
+    __slots__ = ("command", "pieces", "tokens", "flags", "paths", "looks")
+
+    def __init__(self, command: str, pieces: list[str], flags: set[str], paths: list[str], wrappers: Sequence[str] = ()):
+        self.command = command
+        self.pieces = pieces  # lower case, in order, the command's name first
+        self.tokens = set(pieces).union(wrappers)  # `sudo pip install`: sudo is a word of it
+        self.flags = flags
+        self.paths = paths
+        self.looks = bool(self.tokens & _LOOKS or flags & {"--help", "--version", "-h"}) and not self.tokens & _ACTS
+
+
 class ToolCall:
     """What a tool call shows the matcher: its words, flags and paths, and its pattern."""
 
-    __slots__ = ("kind", "words", "flags", "paths", "commands", "pattern")
+    __slots__ = ("kind", "words", "flags", "paths", "commands", "pattern", "segments", "text", "reads")
 
     def __init__(self, kind: str, words: set[str], flags: set[str], paths: list[str], commands: set[str],
-                 pattern: str):
+                 pattern: str, segments: Sequence[Segment] = (), text: str = "", reads: bool = False):
         self.kind = kind
         self.words = words
         self.flags = flags
         self.paths = paths  # normalised, relative to the session's directory where inside it
         self.commands = commands  # the command words of a shell command (git, sudo pip...)
         self.pattern = pattern  # "shell:git push", "edit:migrations/versions": once per session each
+        self.segments = segments  # of a shell command
+        self.text = text  # the command, or the text an edit or write puts in the file
+        self.reads = reads  # only reads (Read, `cat`, `git log`): only memories about reading apply
 
 
 def _relative(path: str, cwd: str) -> str:
@@ -182,6 +423,63 @@ def _relative(path: str, cwd: str) -> str:
         rel = os.path.relpath(os.path.normpath(path), cwd) if path.startswith(cwd.rstrip("/") + "/") else path
         path = rel
     return _norm_path(path)
+
+
+def _split_segments(command: str) -> list[str]:
+    parts, start = [], 0
+    for m in _SEGMENTS.finditer(command):
+        if m.group(1):  # a separator outside quotes
+            parts.append(command[start:m.start()])
+            start = m.end()
+    parts.append(command[start:])
+    return parts
+
+
+def _segment(text: str, cwd: str) -> Segment | None:
+    wrappers = []
+    m = _WRAPPER.match(text)
+    while m and m.end() > 0:
+        wrappers.append(m.group().split()[0].split("=", 1)[0].lower())
+        text = text[m.end():]
+        m = _WRAPPER.match(text)
+    pieces: list[str] = []
+    flags: set[str] = set()
+    paths: list[str] = []
+    for raw in _SHELL_SPLIT.split(text):
+        if not raw:
+            continue
+        # a refspec or scp-like path names both sides: HEAD:release/2.5
+        for piece in (raw.split(":") if ":" in raw and "://" not in raw and not raw.startswith("-") and "refspec" in RULES
+                      else (raw,)):
+            if not piece:
+                continue
+            if piece == "*":
+                flags.add("*")
+            elif _is_flag(piece):
+                flags.update(_flags(piece))
+            elif (_is_path(piece) or piece.startswith("~")) and not piece.startswith("@"):
+                paths.append(_relative(piece, cwd))  # matched as a path only: `docker-compose` is no file
+            pieces.append(piece.lower())
+    if not pieces:
+        return None
+    name = pieces[0].rstrip("/").rsplit("/", 1)[-1]
+    if name.startswith("python") and len(pieces) > 2 and pieces[1] == "-m":
+        name = pieces[2]  # python -m pytest runs pytest
+    pieces[0] = name
+    return Segment(name, pieces, flags, paths, wrappers)
+
+
+def _reads_only(segments: Sequence[Segment], command: str) -> bool:
+    if not segments or ">" in command:
+        return False
+    for s in segments:
+        if s.command == "git" and s.looks:
+            continue
+        if s.command == "find" and not s.tokens & {"-delete", "-exec", "-execdir"}:
+            continue
+        if s.command not in _READERS:
+            return False
+    return True
 
 
 def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | None:
@@ -201,46 +499,44 @@ def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | N
 
     if kind == "shell":
         command = text_of("command")[:TEXT_CHARS]
-        for piece in _SHELL_SPLIT.split(command):
-            if not piece:
-                continue
-            if piece == "*":
-                flags.add("*")
-            elif _is_flag(piece):
-                flags.update(_flags(piece))
-            elif _is_path(piece) or piece.startswith("~"):
-                paths.append(_relative(piece, cwd))  # matched as a path only: `docker-compose` is no file
-            else:
-                words.update(ranker.terms(piece))
-        for m in _SEGMENT_START.finditer(command):
-            commands.add(m.group(1).rsplit("/", 1)[-1].lower())
+        segments = [s for part in _split_segments(command) if (s := _segment(part, cwd))]
+        for s in segments:
+            flags |= s.flags
+            paths += s.paths
+            commands.add(s.command)
+            for piece in s.pieces:
+                if not _is_flag(piece) and not _is_path(piece):
+                    words.update(ranker.terms(piece))
         if re.match(r"\s*sudo\b", command):
             commands.add("sudo")
         first = [w for w in command.split() if not _is_flag(w) and "=" not in w][:2]
         pattern = "shell:" + " ".join(w.rsplit("/", 1)[-1] for w in first)
-    else:
-        file_path = text_of("file_path", "absolute_path", "path", "notebook_path")
-        path = _relative(file_path, cwd) if file_path else ""
-        if path:
-            paths.append(path)
-        text = ""
-        if kind == "edit":
-            text = text_of("new_string", "new_source")
-            edits = tool_input.get("edits")
-            if isinstance(edits, list):
-                text += "\n".join(e.get("new_string", "") for e in edits if isinstance(e, dict)
-                                  and isinstance(e.get("new_string"), str))
-        elif kind == "write":
-            text = text_of("content")
-        text = text[:TEXT_CHARS]
-        words.update(ranker.terms(text))
-        for piece in _SHELL_SPLIT.split(text):
-            if piece == "*":
-                flags.add("*")
-            elif _is_flag(piece):
-                flags.update(_flags(piece))
-        pattern = f"{kind}:{os.path.dirname(path)}"
-    return ToolCall(kind, words, flags, paths, commands, pattern)
+        return ToolCall(kind, words, flags, paths, commands, pattern, segments, command,
+                        "shell-reads" in RULES and _reads_only(segments, command))
+    file_path = text_of("file_path", "absolute_path", "path", "notebook_path")
+    path = _relative(file_path, cwd) if file_path else ""
+    if path:
+        paths.append(path)
+    many = tool_input.get("paths")  # qwen-code's read_many_files
+    if isinstance(many, list):
+        paths += [_relative(p, cwd) for p in many[:50] if isinstance(p, str) and "*" not in p]
+    text = ""
+    if kind == "edit":
+        text = text_of("new_string", "new_source")
+        edits = tool_input.get("edits")
+        if isinstance(edits, list):
+            text += "\n".join(e.get("new_string", "") for e in edits if isinstance(e, dict)
+                              and isinstance(e.get("new_string"), str))
+    elif kind == "write":
+        text = text_of("content")
+    text = text[:TEXT_CHARS]
+    words.update(ranker.terms(text))
+    for piece in _SHELL_SPLIT.split(text):
+        if piece == "*":
+            flags.add("*")
+        elif _is_flag(piece):
+            flags.update(_flags(piece))
+    return ToolCall(kind, words, flags, paths, commands, f"{kind}:{os.path.dirname(path)}", (), text, kind == "read")
 
 
 def _path_applies(trigger_path: str, call_paths: Sequence[str]) -> bool:
@@ -254,24 +550,122 @@ def _path_applies(trigger_path: str, call_paths: Sequence[str]) -> bool:
     return False
 
 
-def score(call: ToolCall, memory_triggers: Iterable[tuple]) -> float:
-    """How much of a memory applies to the call: its best trigger's weight, plus half of each further one."""
-    weights = []
-    for words, flags, paths, weight, command, commands in memory_triggers:
-        if command and (call.kind != "shell" or command not in call.commands):
-            continue  # `yarn` is about running yarn, not about a file that says "yarn"
-        if commands and call.commands.intersection(commands):
-            weight = max(weight, 2.0)
+def _flag_in(flag: str, flags: set[str]) -> bool:
+    if flag in flags or any(c.startswith(flag + "-") for c in flags):
+        return True  # --force is in --force-with-lease
+    return len(flag) > 2 and not flag.startswith("--") and flag[1:].isalpha() and all(f"-{c}" in flags for c in flag[1:])
+
+
+def _has_argument(s: Segment, after: str) -> bool:
+    """Whether a command's word is followed by an argument (a package, a name), not only flags or files."""
+    try:
+        i = s.pieces.index(after)
+    except ValueError:
+        return False
+    return any(not _is_flag(p) and not _LOCAL_FILE.search(p) for p in s.pieces[i + 1:])
+
+
+#: What names a file or directory here rather than a package (`-r requirements.txt`, `-e .`); a
+#: package may have slashes (github.com/pkg/errors, @types/node).
+_LOCAL_FILE = re.compile(r"^(?:\.|/|~)|\.(?:txt|in|toml|cfg|lock|json|ya?ml|whl|zip|tar\.gz|tgz)$")
+
+
+def _adds_package(s: Segment) -> bool:
+    verbs = _ADDS_PACKAGE.get(s.command, ())
+    verb = next((p for p in s.pieces[1:] if p in verbs), None)
+    return verb is not None and not s.flags & {"-u", "--upgrade", "--update"} and _has_argument(s, verb)
+
+
+_compiled: dict[str, re.Pattern] = {}
+
+
+def _code_in(pattern: str, text: str) -> bool:
+    rx = _compiled.get(pattern)
+    if rx is None:
+        rx = _compiled[pattern] = re.compile(pattern, re.I)
+    return rx.search(text) is not None
+
+
+def _applies(call: ToolCall, t: Sequence) -> float:
+    """The weight of one trigger on the call, 0 when it does not apply."""
+    words, flags, paths, weight, command, commands, literals, code, shape, scope, outside, phrase = t
+    if scope and not any(_path_applies(d, call.paths) for d in scope):
+        return 0.0  # "in service code (src/)": a call elsewhere
+    if outside and call.kind != "shell" and call.paths and all(
+            any(_path_applies(d, [p]) for d in outside) for p in call.paths):
+        return 0.0  # "except build output (build/)"
+    if paths and not all(_path_applies(p, call.paths) for p in paths):
+        return 0.0
+    if paths and not (literals or flags) and call.kind == "shell" and "checks" in RULES and all(
+            _checks(s) for s in call.segments if any(_path_applies(p, s.paths) for p in paths)):
+        return 0.0  # `pytest services/payments/` does not change the frozen service
+    if code:
+        return weight if _code_in(code, call.text) else 0.0
+    if call.kind != "shell":
+        if command or "adds-package" in shape or not (words or flags or paths):
+            return 0.0  # `yarn` is about running yarn, not about a file that says "yarn"
+        if phrase:
+            return weight if _code_in(phrase, call.text) else 0.0
         if not all(w in call.words for w in words):
+            return 0.0
+        if not all(_flag_in(f, call.flags) for f in flags):
+            return 0.0
+        return weight
+    if "adds-package" in shape:
+        return weight if any(_adds_package(s) for s in call.segments) else 0.0
+    if "as-written" not in RULES:
+        return _applies_to_words(call, t)
+    best = 0.0
+    for s in call.segments:
+        if outside and _all_outside(s, outside):
+            continue  # `rm -rf build dist`: "except build output (build/, dist/)"
+        if command and (s.command != command or (s.looks and "acts" in shape)):
+            continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
+        if not all(lit in s.tokens for lit in literals):
             continue
-        if not all(f in call.flags or any(c.startswith(f + "-") for c in call.flags) for f in flags):
+        if not all(_flag_in(f, s.flags) for f in flags):
             continue
-        if not all(_path_applies(p, call.paths) for p in paths):
+        if "any-path" in shape and not (s.paths or "." in s.tokens):
             continue
-        if call.kind == "shell" and words and not paths and words[0] not in call.commands and not (
-                flags or len(words) > 1):
+        if "arg" in shape and literals and not _has_argument(s, literals[-1]):
+            continue
+        w = weight
+        if commands:
+            if not any(s.command == c.split()[0] and all(x in s.tokens for x in c.split()[1:]) for c in commands):
+                continue  # `-n` alone: of `git commit`, not of `git log`
+            w = max(w, 2.0)
+        elif len(literals) == 1 and not paths and not flags and literals[0] != s.command:
             continue  # a word alone counts where it is the command: `yarn`, not "yarn" in a message
-        weights.append(weight)
+        best = max(best, w)
+    return best
+
+
+def _checks(s: Segment) -> bool:
+    return s.command in _CHECKERS and not s.tokens & {"--fix", "format", "-u", "--update-snapshots"}
+
+
+def _all_outside(s: Segment, outside: Sequence[str]) -> bool:
+    args = [_norm_path(p) for p in s.pieces[1:] if not _is_flag(p)]
+    return bool(args) and all(any(_path_applies(d, [a]) for d in outside) for a in args)
+
+
+def _applies_to_words(call: ToolCall, t: Sequence) -> float:
+    """Without "as-written": a shell call's words anywhere in it, compared as terms."""
+    words, flags, weight, command, commands = t[WORDS], t[FLAGS], t[WEIGHT], t[COMMAND], t[COMMANDS]
+    if command and command not in call.commands:
+        return 0.0
+    if commands and call.commands.intersection(c.split()[0] for c in commands):
+        weight = max(weight, 2.0)
+    if not all(w in call.words for w in words) or not all(_flag_in(f, call.flags) for f in flags):
+        return 0.0
+    if words and not t[PATHS] and words[0] not in call.commands and not (flags or len(words) > 1):
+        return 0.0
+    return weight
+
+
+def score(call: ToolCall, memory_triggers: Iterable[Sequence]) -> float:
+    """How much of a memory applies to the call: its best trigger's weight, plus half of each further one."""
+    weights = [w for t in memory_triggers if (w := _applies(call, t))]
     if not weights:
         return 0.0
     weights.sort(reverse=True)
@@ -279,12 +673,16 @@ def score(call: ToolCall, memory_triggers: Iterable[tuple]) -> float:
 
 
 #: A memory a read can surface says something about reading (most rules are about changing a file).
-_ABOUT_READING = re.compile(r"\b(?:read|cat|print|open|view)\b|读取|打开|查看|読ま|読み|開か|開く", re.I)
+_ABOUT_READING_FIRST = re.compile(r"\b(?:read|cat|print|open|view)\b|读取|打开|查看|読ま|読み|開か|開く", re.I)
+#: ... in a sentence that forbids or requires: "Never print them (`cat`, Read)", not "use the logger, not print".
+_ABOUT_READING = re.compile(r"\b(?:read|cat|open|view|less|head|tail)\b|读取|打开|查看|読ま|読み|開か|開く", re.I)
 
 
 def about_reading(text: str) -> bool:
-    """Whether a memory's text speaks of reading or printing something (only such memories apply to a read)."""
-    return bool(_ABOUT_READING.search(text))
+    """Whether a rule of a memory speaks of reading something (only such memories apply to a call that only reads)."""
+    if "reading-rules" not in RULES:
+        return bool(_ABOUT_READING_FIRST.search(text))
+    return any(_ABOUT_READING.search(s) and _RULE.search(s) for s in _SENTENCE.split(text))
 
 
 def select(call: ToolCall, candidates: Sequence[tuple[str, list, bool]], *, min_weight: float = MIN_WEIGHT,
@@ -292,7 +690,7 @@ def select(call: ToolCall, candidates: Sequence[tuple[str, list, bool]], *, min_
     """(key, score) of the memories that apply to the call, best first; ``candidates`` are
     (key, triggers, about_reading)."""
     hits = [(key, s) for key, trig, reading in candidates
-            if (reading or call.kind != "read") and (s := score(call, trig)) >= min_weight]
+            if (reading or not call.reads) and (s := score(call, trig)) >= min_weight]
     hits.sort(key=lambda h: -h[1])
     return hits[:limit]
 
