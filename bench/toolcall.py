@@ -332,7 +332,15 @@ def main() -> int:
                 "memory names alembic only in what to do). Rules no call of calls.json supports (turning one off "
                 "changes nothing surfaced), thought of on calls written to probe the rules (not labelled data, not in "
                 f"the bench) and kept for the principles they state: {', '.join(cv['unsupported']) or 'none'}. The "
-                "present matcher has had no blind evaluation yet."]
+                "present matcher (4d135bd), cross-validated at 0.95 / 0.93 / 0.06 on calls.json, was evaluated once "
+                "on heldout-3, written by a writer who read the memories but neither the matcher nor its results: "
+                "0.80 / 0.95 / 0.21 (the table above). The cross-validated figure was kind, as the last two blind "
+                "runs were. That writer labelled a call that already follows a memory with nothing (`git push "
+                "--force-with-lease` on one's own branch, `kubectl --context staging-eu ...`, `pytest -x -q` when "
+                "the memory asks for it, `make proto` when the memory says to run it), where calls.json labels such "
+                "calls relevant: 5 of the 12 false surfaces are of that kind; the other 7 are near misses the writer "
+                "planted (`terraform plan` against the apply rule, a unit-test edit against the real-database rule, "
+                "`git commit --fixup` against the message rule)."]
         write_section("toolcall", "\n".join(body))
     return 0 if met else 1
 
