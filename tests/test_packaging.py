@@ -61,13 +61,16 @@ def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
 
 @pytest.mark.slow
 def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp_path, isolated_env):
+    # The README's `make install PREFIX=~/.local`, from a new account: mem runs, man finds its pages, a login
+    # bash its completion, zsh its _mem after the README's fpath line.
     src = tmp_path / "src"
     src.mkdir()
     copy_sources(src)
     zipapp = tmp_path / "mem.pyz"
     subprocess.run([sys.executable, str(src / "scripts" / "build_zipapp.py"), str(zipapp)], check=True,
                    capture_output=True, timeout=600)
-    prefix = tmp_path / "prefix"
+    home = fresh_home(tmp_path)
+    prefix = home / ".local"
     p = subprocess.run(["make", "-C", str(src), "install", f"PREFIX={prefix}", f"ZIPAPP={zipapp}"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -75,9 +78,19 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
     assert (prefix / "share/bash-completion/completions/mem").read_bytes() == (ROOT / "completions/mem.bash").read_bytes()
     for rel, name in COMPLETIONS.items():
         assert (prefix / rel).read_bytes() == (ROOT / "completions" / name).read_bytes()
+    path = f"{prefix / 'bin'}:/usr/bin:/bin"
     found = man_finds(prefix, "mem-hooks")
     if found is not None:
         assert found == str(prefix / "share/man/man1/mem-hooks.1")
+        r = subprocess.run(["man", "-w", "mem-recall"], capture_output=True, text=True,
+                           env={"HOME": str(home), "PATH": path, "LANG": "C"})
+        assert r.stdout.strip() == str(prefix / "share/man/man1/mem-recall.1"), r.stderr
+    assert login_bash_completes(home, path) in (None, BASH_SAYS)
+    assert zsh_completes(home, path, ZSHRC) in (None, "_mem")
+    # the default PREFIX=/usr/local needs no line: its site-functions is on zsh's own fpath
+    if shutil.which("zsh"):
+        r = subprocess.run(["zsh", "-fc", "print -rl -- $fpath"], capture_output=True, text=True)
+        assert "/usr/local/share/zsh/site-functions" in r.stdout.splitlines()
 
     # the installed zipapp installs hooks naming itself, and they run with nothing of ours on PATH
     mem = prefix / "bin" / "mem"
@@ -95,9 +108,10 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
                        cwd=tmp_path, timeout=120)
     assert p.returncode == 0 and "not found" not in p.stderr, p.stderr
 
+    installed = {f for f in prefix.rglob("*") if f.is_file()}
     p = subprocess.run(["make", "-C", str(src), "uninstall", f"PREFIX={prefix}"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert [f for f in prefix.rglob("*") if f.is_file()] == []
+    assert not any(f.exists() for f in installed)
 
 
 def readme_block(first_line: str) -> str:
