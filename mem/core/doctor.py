@@ -207,10 +207,10 @@ def check_bash_completion(env: Mapping[str, str] | None = None) -> Check:
     bash = _which("bash", env)
     loader = next((s for s in BASH_COMPLETION_SCRIPTS if os.path.isfile(s)), None)
     if bash is None:
-        return Check(name, NOTE if not mine else FAIL, "no bash here", None)
+        return Check(name, NOTE, "no bash here", None)
     fix = "mem complete --install"
     if loader is None:
-        return Check(name, FAIL if mine else NOTE, "bash-completion is not installed: bash completes mem with nothing",
+        return Check(name, FAIL if mine else NOTE, "bash-completion is not installed: TAB after mem completes file names only",
                      f"apt install bash-completion (or: {fix}, and source {completions.target('bash', env)} "
                      "in ~/.bashrc)")
     try:
