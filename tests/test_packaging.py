@@ -186,21 +186,20 @@ def zsh_completes(home: Path, path: str, zshrc: str) -> str | None:
 ZSHRC = "fpath=(~/.local/share/zsh/site-functions $fpath)\nautoload -Uz compinit && compinit\n"
 BASH_SAYS = "complete -o nosort -F _mem_completion mem"
 
-ROUTES = ["sudo apt install pipx", "current pipx", "python3 -m venv"]
+#: The newest pipx needs none of the block's lines: test_the_newest_pipx_links_man_pages_and_completions_itself.
+ROUTES = ["sudo apt install pipx", "python3 -m venv"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("route", ROUTES)
-def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, route, wheel, request):
+def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, route, wheel):
     # As the README says, from a new account: apt's pipx on Debian 12 (1.1, which links neither man pages nor
-    # completions), the newest pipx (links both, and zsh's), or a venv; then its lines. The block's `.` is the
+    # completions) or a venv; then its lines. The block's `.` is the
     # session's wheel (what pip would build from it), so the build is paid once.
     if shutil.which("man") is None or (route.endswith("apt install pipx") and shutil.which("pipx") is None):
         pytest.skip("no pipx or no man here (apt-get install pipx man-db)")
     home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"  # a login shell's PATH once ~/.local/bin exists
-    if route == "current pipx":
-        path = f"{request.getfixturevalue('current_pipx')}:{path}"
     env = {"HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE}
     block = readme_block("python3 -m venv" if route == "python3 -m venv" else "sudo apt install pipx")
     assert "install .  " in block and "mem complete --install" in block
@@ -238,3 +237,13 @@ def test_the_newest_pipx_links_man_pages_and_completions_itself(tmp_path, wheel,
     assert r.stdout.strip() == str(tmp_path / "pipx/venvs/mem/share/man/man1/mem-recall.1"), (version, r.stderr)
     assert login_bash_completes(home, path) in (None, BASH_SAYS), version
     assert zsh_completes(home, path, ZSHRC) in (None, "_mem"), version
+    # the README's lines for pipx 1.1 do no harm here
+    lines = readme_block("sudo apt install pipx").split("\n", 2)[2]
+    p = subprocess.run(["bash", "-ec", lines], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = subprocess.run(["man", "-w", "mem-recall"], capture_output=True, text=True, env={"HOME": str(home), "PATH": path})
+    assert r.stdout.strip() == str(tmp_path / "pipx/venvs/mem/share/man/man1/mem-recall.1"), r.stderr
+    assert login_bash_completes(home, path) in (None, BASH_SAYS)
+    r = subprocess.run(["mem", "doctor"], capture_output=True, text=True, cwd=tmp_path, env={**env, "SHELL": "/bin/bash"})
+    assert all(f" {name}: " not in line for line in r.stdout.splitlines() if line.startswith("fail")
+               for name in ("man pages", "completion (bash)", "completion (zsh)")), r.stdout
