@@ -538,6 +538,9 @@ FRESH_RUNS = [
     (("export", "-o", "-"), {1}),
     (("hooks", "status"), {1}),
     (("cron", "status"), {1}),
+    (("complete", "bash"), {0}),
+    (("complete", "--install", "--dry-run"), {1}),
+    (("complete", "--install"), {0}),
     (("doctor",), {0, 1}),
 ]
 

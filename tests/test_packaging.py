@@ -123,6 +123,8 @@ def readme_block(first_line: str) -> str:
 
 #: Read before a test's own HOME is set: pip's cache spares the route tests a download of every dependency.
 PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip")
+#: pip's settings from the environment (an index, a proxy), kept in the fresh accounts' environments.
+PIP_SETTINGS = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
 
 
 @pytest.fixture(scope="session")
@@ -200,7 +202,7 @@ def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, route, 
         pytest.skip("no pipx or no man here (apt-get install pipx man-db)")
     home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"  # a login shell's PATH once ~/.local/bin exists
-    env = {"HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE}
+    env = {**PIP_SETTINGS, "HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE}
     block = readme_block("python3 -m venv" if route == "python3 -m venv" else "sudo apt install pipx")
     assert "install .  " in block and "mem complete --install" in block
     block = block.replace("sudo apt install pipx", "true").replace("install .  ", f"install {wheel}  ")
@@ -227,7 +229,7 @@ def test_the_newest_pipx_links_man_pages_and_completions_itself(tmp_path, wheel,
     # and bash-completion the completion with no step of ours; zsh needs the README's one fpath line.
     home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"
-    env = {"HOME": str(home), "PATH": f"{current_pipx}:{path}", "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
+    env = {**PIP_SETTINGS, "HOME": str(home), "PATH": f"{current_pipx}:{path}", "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
            "PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(home / ".local/bin"),
            "PIPX_MAN_DIR": str(home / ".local/share/man")}
     version = subprocess.run(["pipx", "--version"], capture_output=True, text=True, env=env).stdout.strip()
