@@ -92,8 +92,15 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
         r = subprocess.run(["zsh", "-fc", "print -rl -- $fpath"], capture_output=True, text=True)
         assert "/usr/local/share/zsh/site-functions" in r.stdout.splitlines()
 
-    # the installed zipapp installs hooks naming itself, and they run with nothing of ours on PATH
+    # its doctor, where man looks elsewhere (MANPATH), names the pages make install put beside it
     mem = prefix / "bin" / "mem"
+    if found is not None:
+        r = subprocess.run([str(mem), "doctor", "--json"], capture_output=True, text=True, cwd=tmp_path,
+                           env={**os.environ, "MANPATH": str(tmp_path / "nowhere"), "SHIV_ROOT": str(tmp_path / "shiv")})
+        man = next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "man pages")
+        assert man["state"] == "fail" and f"ln -sf {prefix}/share/man/man1/*.1 " in man["fix"], man
+
+    # the installed zipapp installs hooks naming itself, and they run with nothing of ours on PATH
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = "/usr/bin:/bin"
     p = subprocess.run([str(mem), "hooks", "install", "--only", "UserPromptSubmit"], capture_output=True,

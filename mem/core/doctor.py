@@ -167,9 +167,23 @@ def check_man(env: Mapping[str, str] | None = None) -> Check:
         return Check(name, FAIL, f"man -w mem-recall: {exc}", None)
     if proc.returncode == 0 and proc.stdout.strip():
         return Check(name, OK, os.path.dirname(proc.stdout.strip().splitlines()[0]), None)
-    return Check(name, FAIL, "man does not find mem-recall(1) (man mem opens the kernel's mem(4))",
-                 f"ln -s {_installed_share('man/man1')}/*.1 ~/.local/share/man/man1/ (or add its man directory "
-                 f"to MANPATH)")
+    pages = installed_man_pages()
+    fix = (f"mkdir -p ~/.local/share/man/man1 && ln -sf {pages}/*.1 ~/.local/share/man/man1/" if pages else
+           "this mem came without its man pages: make install PREFIX=~/.local from a clone puts them in place "
+           "(mem help COMMAND prints the same help meanwhile)")
+    return Check(name, FAIL, "man does not find mem-recall(1) (man mem opens the kernel's mem(4))", fix)
+
+
+def installed_man_pages() -> str | None:
+    """The man1 directory installed with this mem: the environment's (pip, pipx), or the one beside the
+    command's bin/ (make install's zipapp); None when neither holds mem-recall.1."""
+    import sys
+
+    places = [_installed_share("man/man1")]
+    if sys.argv and sys.argv[0]:
+        for exe in (os.path.abspath(sys.argv[0]), os.path.realpath(sys.argv[0])):
+            places.append(os.path.join(os.path.dirname(os.path.dirname(exe)), "share", "man", "man1"))
+    return next((p for p in places if os.path.isfile(os.path.join(p, "mem-recall.1"))), None)
 
 
 def _installed_share(rel: str) -> str:
