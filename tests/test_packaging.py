@@ -89,6 +89,7 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
     assert zsh_completes(home, path, ZSHRC) in (None, "_mem")
     # the default PREFIX=/usr/local needs no line: its site-functions is on zsh's own fpath
     if shutil.which("zsh"):
+        assert f"zsh: add this line before compinit in ~/.zshrc: fpath=({prefix}/share/zsh/site-functions $fpath)" in p.stdout
         r = subprocess.run(["zsh", "-fc", "print -rl -- $fpath"], capture_output=True, text=True)
         assert "/usr/local/share/zsh/site-functions" in r.stdout.splitlines()
 
