@@ -442,6 +442,9 @@ def test_doctor_catches_bash_completions_bash_cannot_find(fresh_project, tmp_pat
     venv_share = tmp_path / "venv" / "share" / "bash-completion" / "completions"
     venv_share.mkdir(parents=True)  # where pip puts it: found by bash-completion 2.12 and later only
     shutil.copy(ROOT / "completions" / "mem.bash", venv_share / "mem.bash")
+    (tmp_path / "venv" / "bin").mkdir()
+    (tmp_path / "venv" / "bin" / "mem").write_text("#!/bin/sh\n")  # the command it sits beside
+    (tmp_path / "venv" / "bin" / "mem").chmod(0o755)
     _, checks = doctor(fresh_project, env={**env, "PATH": f"{tmp_path / 'venv' / 'bin'}:/usr/bin:/bin"})
     assert checks["completion (bash)"]["state"] == ("ok" if _bash_completion_looks_beside_the_command() else "fail")
     r = invoke("complete", "--install", "bash", cwd=fresh_project, env=env)
