@@ -71,6 +71,10 @@ install: $(ZIPAPP)
 	install -m 644 completions/mem.bash $(DEST)/share/bash-completion/completions/mem
 	install -m 644 completions/_mem $(DEST)/share/zsh/site-functions/_mem
 	install -m 644 completions/mem.fish $(DEST)/share/fish/vendor_completions.d/mem.fish
+	@# zsh reads _mem only from its fpath, which holds /usr/local/share/zsh/site-functions but no home directory
+	@if [ -z "$(DESTDIR)" ] && command -v zsh >/dev/null && \
+	    ! zsh -fc 'print -rl -- $$fpath' | grep -qxF '$(PREFIX)/share/zsh/site-functions'; then \
+	  echo 'zsh: add this line before compinit in ~/.zshrc: fpath=($(PREFIX)/share/zsh/site-functions $$fpath)'; fi
 
 # Hooks and the nightly job name the binary by its path: removing it leaves them failing, so say so.
 uninstall:

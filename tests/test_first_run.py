@@ -426,16 +426,88 @@ def test_doctor_catches_man_pages_man_cannot_find(fresh_project, tmp_path):
     assert checks["man pages"]["state"] == "ok", checks["man pages"]
 
 
+BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
+
+
 def test_doctor_catches_bash_completions_bash_cannot_find(fresh_project, tmp_path):
+    # Asked of bash-completion itself: Debian 12's 2.11 looks in the user's directory and XDG_DATA_DIRS
+    # only, not beside the command (a venv's share/), so only a file it loads counts.
+    if not os.path.exists(BASH_COMPLETION):
+        pytest.skip("no bash-completion here (apt-get install bash-completion)")
     env = {"SHELL": "/bin/bash", "PATH": "/usr/bin:/bin", "XDG_DATA_HOME": str(tmp_path / "data"),
            "XDG_DATA_DIRS": str(tmp_path / "none")}
     code, checks = doctor(fresh_project, env=env)
-    assert code == 1 and checks["shell completions"]["state"] == "fail"
-    where = tmp_path / "data" / "bash-completion" / "completions"
-    where.mkdir(parents=True)
-    shutil.copy(ROOT / "completions" / "mem.bash", where / "mem")
+    assert code == 1 and checks["completion (bash)"]["state"] == "fail"
+    assert checks["completion (bash)"]["fix"] == "mem complete --install"
+    venv_share = tmp_path / "venv" / "share" / "bash-completion" / "completions"
+    venv_share.mkdir(parents=True)  # where pip puts it: found by bash-completion 2.12 and later only
+    shutil.copy(ROOT / "completions" / "mem.bash", venv_share / "mem.bash")
+    (tmp_path / "venv" / "bin").mkdir()
+    (tmp_path / "venv" / "bin" / "mem").write_text("#!/bin/sh\n")  # the command it sits beside
+    (tmp_path / "venv" / "bin" / "mem").chmod(0o755)
+    _, checks = doctor(fresh_project, env={**env, "PATH": f"{tmp_path / 'venv' / 'bin'}:/usr/bin:/bin"})
+    assert checks["completion (bash)"]["state"] == ("ok" if _bash_completion_looks_beside_the_command() else "fail")
+    r = invoke("complete", "--install", "bash", cwd=fresh_project, env=env)
+    assert r.exit_code == 0, r.stderr
+    where = tmp_path / "data" / "bash-completion" / "completions" / "mem"
+    assert where.read_text() == (ROOT / "completions" / "mem.bash").read_text()
     _, checks = doctor(fresh_project, env=env)
-    assert checks["shell completions"]["state"] == "ok", checks["shell completions"]
+    assert checks["completion (bash)"]["state"] == "ok" and str(where) in checks["completion (bash)"]["detail"]
+    # not the user's shell: a note, not a failure
+    where.unlink()
+    _, checks = doctor(fresh_project, env={**env, "SHELL": "/usr/bin/zsh"})
+    assert checks["completion (bash)"]["state"] == "note"
+
+
+def _bash_completion_looks_beside_the_command() -> bool:
+    return "_comp_load" in Path(BASH_COMPLETION).read_text(errors="replace")
+
+
+def test_doctor_catches_zsh_completions_zsh_cannot_find(fresh_project, isolated_env, tmp_path):
+    if shutil.which("zsh") is None:
+        pytest.skip("no zsh here (apt-get install zsh)")
+    env = {"SHELL": "/usr/bin/zsh", "PATH": "/usr/bin:/bin", "XDG_DATA_HOME": str(tmp_path / "data")}
+    code, checks = doctor(fresh_project, env=env)
+    zsh = checks["completion (zsh)"]
+    assert code == 1 and zsh["state"] == "fail" and zsh["detail"] == "no _mem on zsh's fpath", zsh
+    assert zsh["fix"].startswith("mem complete --install zsh, and add 'fpath=(")
+    r = invoke("complete", "--install", "zsh", cwd=fresh_project, env=env)
+    assert r.exit_code == 0 and (tmp_path / "data/zsh/site-functions/_mem").read_text() == (ROOT / "completions/_mem").read_text()
+    assert "zsh: add this line before compinit in ~/.zshrc: fpath=(" in r.stderr
+    _, checks = doctor(fresh_project, env=env)
+    zsh = checks["completion (zsh)"]
+    assert zsh["state"] == "fail" and "is not on zsh's fpath" in zsh["detail"], zsh
+    line = zsh["fix"].split("'")[1]
+    (isolated_env / ".zshrc").write_text(f"{line}\n")  # the line, but no compinit
+    _, checks = doctor(fresh_project, env=env)
+    assert checks["completion (zsh)"]["fix"] == "add 'autoload -Uz compinit && compinit' to ~/.zshrc"
+    (isolated_env / ".zshrc").write_text(f"{line}\nautoload -Uz compinit && compinit\n")
+    code, checks = doctor(fresh_project, env=env)
+    assert checks["completion (zsh)"] == {"name": "completion (zsh)", "state": "ok",
+                                          "detail": "compinit completes mem with _mem", "fix": None}
+    # not the user's shell: a note, not a failure
+    (isolated_env / ".zshrc").unlink()
+    _, checks = doctor(fresh_project, env={**env, "SHELL": "/bin/bash"})
+    assert checks["completion (zsh)"]["state"] == "note"
+
+
+def test_doctor_catches_a_history_store_damaged_by_hand(fresh_project, isolated_env):
+    from mem.core.memdir.state import state_dir
+
+    r = invoke("remember", "--type", "project", "--name", "n", "--description", "d", "Deploys on Fridays.",
+               cwd=fresh_project)
+    assert r.exit_code == 0, r.stderr
+    memory_dir = json.loads(invoke("path", "--json", cwd=fresh_project).stdout)["memory_dir"]
+    store = Path(state_dir(memory_dir, create=False))
+    assert (store / "history.git").is_dir()
+    _, checks = doctor(fresh_project)
+    assert checks["state directory"]["state"] == "ok", checks["state directory"]
+    shutil.rmtree(store)
+    store.write_text("not a directory\n")  # the store replaced by a file, by hand
+    code, checks = doctor(fresh_project)
+    assert code == 1 and checks["state directory"] == {
+        "name": "state directory", "state": "fail", "detail": f"the history {store} is not a directory",
+        "fix": f"move {store} away"}
 
 
 # --- every command from an empty HOME, in a project no client has opened -----------------------------
@@ -469,6 +541,9 @@ FRESH_RUNS = [
     (("export", "-o", "-"), {1}),
     (("hooks", "status"), {1}),
     (("cron", "status"), {1}),
+    (("complete", "bash"), {0}),
+    (("complete", "--install", "--dry-run"), {1}),
+    (("complete", "--install"), {0}),
     (("doctor",), {0, 1}),
 ]
 

@@ -61,13 +61,16 @@ def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
 
 @pytest.mark.slow
 def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp_path, isolated_env):
+    # The README's `make install PREFIX=~/.local`, from a new account: mem runs, man finds its pages, a login
+    # bash its completion, zsh its _mem after the README's fpath line.
     src = tmp_path / "src"
     src.mkdir()
     copy_sources(src)
     zipapp = tmp_path / "mem.pyz"
     subprocess.run([sys.executable, str(src / "scripts" / "build_zipapp.py"), str(zipapp)], check=True,
                    capture_output=True, timeout=600)
-    prefix = tmp_path / "prefix"
+    home = fresh_home(tmp_path)
+    prefix = home / ".local"
     p = subprocess.run(["make", "-C", str(src), "install", f"PREFIX={prefix}", f"ZIPAPP={zipapp}"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -75,12 +78,30 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
     assert (prefix / "share/bash-completion/completions/mem").read_bytes() == (ROOT / "completions/mem.bash").read_bytes()
     for rel, name in COMPLETIONS.items():
         assert (prefix / rel).read_bytes() == (ROOT / "completions" / name).read_bytes()
+    path = f"{prefix / 'bin'}:/usr/bin:/bin"
     found = man_finds(prefix, "mem-hooks")
     if found is not None:
         assert found == str(prefix / "share/man/man1/mem-hooks.1")
+        r = subprocess.run(["man", "-w", "mem-recall"], capture_output=True, text=True,
+                           env={"HOME": str(home), "PATH": path, "LANG": "C"})
+        assert r.stdout.strip() == str(prefix / "share/man/man1/mem-recall.1"), r.stderr
+    assert login_bash_completes(home, path) in (None, BASH_SAYS)
+    assert zsh_completes(home, path, ZSHRC) in (None, "_mem")
+    # the default PREFIX=/usr/local needs no line: its site-functions is on zsh's own fpath
+    if shutil.which("zsh"):
+        assert f"zsh: add this line before compinit in ~/.zshrc: fpath=({prefix}/share/zsh/site-functions $fpath)" in p.stdout
+        r = subprocess.run(["zsh", "-fc", "print -rl -- $fpath"], capture_output=True, text=True)
+        assert "/usr/local/share/zsh/site-functions" in r.stdout.splitlines()
+
+    # its doctor, where man looks elsewhere (MANPATH), names the pages make install put beside it
+    mem = prefix / "bin" / "mem"
+    if found is not None:
+        r = subprocess.run([str(mem), "doctor", "--json"], capture_output=True, text=True, cwd=tmp_path,
+                           env={**os.environ, "MANPATH": str(tmp_path / "nowhere"), "SHIV_ROOT": str(tmp_path / "shiv")})
+        man = next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "man pages")
+        assert man["state"] == "fail" and f"ln -sf {prefix}/share/man/man1/*.1 " in man["fix"], man
 
     # the installed zipapp installs hooks naming itself, and they run with nothing of ours on PATH
-    mem = prefix / "bin" / "mem"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = "/usr/bin:/bin"
     p = subprocess.run([str(mem), "hooks", "install", "--only", "UserPromptSubmit"], capture_output=True,
@@ -95,9 +116,10 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
                        cwd=tmp_path, timeout=120)
     assert p.returncode == 0 and "not found" not in p.stderr, p.stderr
 
+    installed = {f for f in prefix.rglob("*") if f.is_file()}
     p = subprocess.run(["make", "-C", str(src), "uninstall", f"PREFIX={prefix}"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert [f for f in prefix.rglob("*") if f.is_file()] == []
+    assert not any(f.exists() for f in installed)
 
 
 def readme_block(first_line: str) -> str:
@@ -107,37 +129,131 @@ def readme_block(first_line: str) -> str:
     return text[start:text.index("```", start)]
 
 
-def bash_completes(home: Path, path: str) -> str | None:
-    """`complete -p mem` in a bash with bash-completion loaded, once bash has been asked to complete mem
-    (None: no bash-completion on this machine)."""
-    script = "/usr/share/bash-completion/bash_completion"
-    if not os.path.exists(script):
+#: Read before a test's own HOME is set: pip's cache spares the route tests a download of every dependency.
+PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip")
+#: pip's settings from the environment (an index, a proxy), kept in the fresh accounts' environments.
+PIP_SETTINGS = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """mem's wheel, built once a session from a copy of the sources (~2 s)."""
+    src = copy_sources(tmp_path_factory.mktemp("wheel-src"))
+    out = tmp_path_factory.mktemp("wheel")
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
+                        "--wheel-dir", str(out), str(src)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    (built,) = out.glob("mem-*.whl")
+    return built
+
+
+@pytest.fixture(scope="session")
+def current_pipx(tmp_path_factory) -> Path:
+    """The bin directory of a throwaway venv holding the newest pipx from PyPI."""
+    venv = tmp_path_factory.mktemp("pipx-venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    p = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        "pipx"], capture_output=True, text=True, timeout=600, env={**os.environ, "PIP_CACHE_DIR": PIP_CACHE})
+    if p.returncode != 0:
+        pytest.skip(f"pipx could not be installed from PyPI: {p.stderr.strip()[-300:]}")
+    return venv / "bin"
+
+
+def fresh_home(tmp_path: Path) -> Path:
+    """An empty HOME but for the files a new Debian account starts with (~/.profile puts ~/.local/bin on PATH)."""
+    home = tmp_path / "home"
+    if os.path.isdir("/etc/skel"):
+        shutil.copytree("/etc/skel", home, symlinks=True)
+    else:
+        home.mkdir()
+    return home
+
+
+def login_bash_completes(home: Path, path: str) -> str | None:
+    """What a login bash (as a terminal starts one) says of mem once TAB has made bash-completion load
+    its completion: `complete -p mem`. None: no bash-completion on this machine."""
+    if not os.path.exists("/usr/share/bash-completion/bash_completion"):
         return None
-    env = {"PATH": path, "HOME": str(home), "LANG": "C"}
-    p = subprocess.run(["bash", "-c", f"source {script}; __load_completion mem; complete -p mem"],
-                       capture_output=True, text=True, env=env, timeout=60)
-    return p.stdout.strip()
+    probe = ("if declare -F _comp_load >/dev/null; then _comp_load mem; else _completion_loader mem; fi; "
+             "complete -p mem")
+    p = subprocess.run(["bash", "-lic", probe], capture_output=True, text=True, timeout=60,
+                       env={"HOME": str(home), "PATH": path, "LANG": "C"}, stdin=subprocess.DEVNULL)
+    return p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-300:]
+
+
+def zsh_completes(home: Path, path: str, zshrc: str) -> str | None:
+    """What an interactive zsh with this ~/.zshrc completes mem with ($_comps[mem]); None: no zsh here."""
+    if shutil.which("zsh") is None:
+        return None
+    (home / ".zshrc").write_text(zshrc)
+    p = subprocess.run(["zsh", "-ic", "print -r -- \"comps:${_comps[mem]-}\""], capture_output=True, text=True,
+                       timeout=60, env={"HOME": str(home), "PATH": path, "LANG": "C"}, stdin=subprocess.DEVNULL)
+    said = [line for line in p.stdout.splitlines() if line.startswith("comps:")]
+    return said[0][len("comps:"):] if said else p.stderr[-300:]
+
+
+#: The ~/.zshrc of a user who followed the README: its one fpath line, before compinit.
+ZSHRC = "fpath=(~/.local/share/zsh/site-functions $fpath)\nautoload -Uz compinit && compinit\n"
+BASH_SAYS = "complete -o nosort -F _mem_completion mem"
+
+#: The newest pipx needs none of the block's lines: test_the_newest_pipx_links_man_pages_and_completions_itself.
+ROUTES = ["sudo apt install pipx", "python3 -m venv"]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("route", ["sudo apt install pipx", "python3 -m venv"])
-def test_the_readmes_routes_find_man_pages_and_completions(tmp_path, route):
-    # As the README says: apt's pipx on Debian 12 (1.1, which links no man pages), or a venv; then its ln lines.
-    if shutil.which("man") is None or (route.endswith("pipx") and shutil.which("pipx") is None):
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, route, wheel):
+    # As the README says, from a new account: apt's pipx on Debian 12 (1.1, which links neither man pages nor
+    # completions) or a venv; then its lines. The block's `.` is the
+    # session's wheel (what pip would build from it), so the build is paid once.
+    if shutil.which("man") is None or (route.endswith("apt install pipx") and shutil.which("pipx") is None):
         pytest.skip("no pipx or no man here (apt-get install pipx man-db)")
-    src = tmp_path / "src"
-    src.mkdir()
-    copy_sources(src)
-    home = tmp_path / "home"
-    home.mkdir()
+    home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"  # a login shell's PATH once ~/.local/bin exists
-    env = {"HOME": str(home), "PATH": path, "LANG": "C"}
-    block = readme_block(route).replace("sudo apt install pipx", "true")
-    p = subprocess.run(["bash", "-ec", block], cwd=src, capture_output=True, text=True, env=env, timeout=900)
+    env = {**PIP_SETTINGS, "HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE}
+    block = readme_block("python3 -m venv" if route == "python3 -m venv" else "sudo apt install pipx")
+    assert "install .  " in block and "mem complete --install" in block
+    block = block.replace("sudo apt install pipx", "true").replace("install .  ", f"install {wheel}  ")
+    p = subprocess.run(["bash", "-ec", block], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr
+    r = subprocess.run(["mem", "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("mem "), r.stderr
     for page in ("mem-recall", "mem"):  # man mem: ours, not the kernel's mem(4)
         r = subprocess.run(["man", "-w", page], capture_output=True, text=True, env=env)
         found = r.stdout.strip()  # man-db names the link's target
         assert found.startswith(str(home)) and found.endswith(f"/man1/{page}.1"), r.stdout + r.stderr
-    said = bash_completes(home, path)
-    assert said in (None, "complete -o nosort -F _mem_completion mem"), said
+    assert login_bash_completes(home, path) in (None, BASH_SAYS)
+    assert zsh_completes(home, path, ZSHRC) in (None, "_mem")
+    r = subprocess.run(["mem", "doctor"], capture_output=True, text=True, cwd=tmp_path,
+                       env={**env, "SHELL": "/bin/bash"})
+    for name in ("man pages", "completion (bash)", "completion (zsh)"):
+        line = next(line for line in r.stdout.splitlines() if f" {name}: " in line)
+        assert line.startswith("ok ") or "no zsh here" in line or "not installed" in line, r.stdout
+
+
+@pytest.mark.slow
+def test_the_newest_pipx_links_man_pages_and_completions_itself(tmp_path, wheel, current_pipx):
+    # pipx install and nothing else, into pipx's own directories named by its variables: man finds the pages
+    # and bash-completion the completion with no step of ours; zsh needs the README's one fpath line.
+    home = fresh_home(tmp_path)
+    path = f"{home / '.local/bin'}:/usr/bin:/bin"
+    env = {**PIP_SETTINGS, "HOME": str(home), "PATH": f"{current_pipx}:{path}", "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
+           "PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(home / ".local/bin"),
+           "PIPX_MAN_DIR": str(home / ".local/share/man")}
+    version = subprocess.run(["pipx", "--version"], capture_output=True, text=True, env=env).stdout.strip()
+    p = subprocess.run(["pipx", "install", str(wheel)], capture_output=True, text=True, env=env, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = subprocess.run(["man", "-w", "mem-recall"], capture_output=True, text=True, env={"HOME": str(home), "PATH": path})
+    assert r.stdout.strip() == str(tmp_path / "pipx/venvs/mem/share/man/man1/mem-recall.1"), (version, r.stderr)
+    assert login_bash_completes(home, path) in (None, BASH_SAYS), version
+    assert zsh_completes(home, path, ZSHRC) in (None, "_mem"), version
+    # the README's lines for pipx 1.1 do no harm here
+    lines = readme_block("sudo apt install pipx").split("\n", 2)[2]
+    p = subprocess.run(["bash", "-ec", lines], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = subprocess.run(["man", "-w", "mem-recall"], capture_output=True, text=True, env={"HOME": str(home), "PATH": path})
+    assert r.stdout.strip() == str(tmp_path / "pipx/venvs/mem/share/man/man1/mem-recall.1"), r.stderr
+    assert login_bash_completes(home, path) in (None, BASH_SAYS)
+    r = subprocess.run(["mem", "doctor"], capture_output=True, text=True, cwd=tmp_path, env={**env, "SHELL": "/bin/bash"})
+    assert all(f" {name}: " not in line for line in r.stdout.splitlines() if line.startswith("fail")
+               for name in ("man pages", "completion (bash)", "completion (zsh)")), r.stdout

@@ -193,6 +193,21 @@ def test_one_zipapp_per_python_each_runs_on_its_own_and_refuses_the_other(two_bu
                        HERE, theirs_version, ours.name)
     _wrong_python_line(subprocess.run([sys.executable, "-sE", str(theirs), "scan"], capture_output=True, text=True,
                                       env=env), theirs_version, HERE, theirs.name)
+    # Run directly, as a user runs it: its shebang starts whichever python3 is first on PATH. On the one
+    # it was built for it runs; on the other it says so in one line, exit 3 (never env's 127).
+    for pyz, built, runs in ((ours, HERE, sys.executable), (theirs, theirs_version, python)):
+        pyz.chmod(0o755)
+        for py, version in ((sys.executable, HERE), (python, theirs_version)):
+            bin_dir = tmp_path / f"bin-{version}"
+            bin_dir.mkdir(exist_ok=True)
+            if not (bin_dir / "python3").exists():
+                (bin_dir / "python3").symlink_to(py)
+            direct = subprocess.run([str(pyz), "--version"], capture_output=True, text=True,
+                                    env={**env, "PATH": f"{bin_dir}:/usr/bin:/bin", "SHIV_ROOT": str(tmp_path / "direct")})
+            if py == runs:
+                assert direct.returncode == 0 and direct.stdout.startswith("mem "), (pyz.name, version, direct.stderr)
+            else:
+                _wrong_python_line(direct, built, version, pyz.name)
     for py, pyz in ((sys.executable, ours), (python, theirs)):
         first = subprocess.run([py, "-sE", str(pyz), "scan"], capture_output=True, text=True, env=env)
         assert first.returncode == 0 and "deploys go through staging" in first.stdout, first.stderr

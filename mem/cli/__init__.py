@@ -48,6 +48,7 @@ COMMANDS = {
     "demote": "mem.cli.promote:demote_cmd",
     "hooks": "mem.cli.hooks:hooks_cmd",
     "cron": "mem.cli.cron:cron_cmd",
+    "complete": "mem.cli.complete:complete_cmd",
     "model": "mem.cli.model:model_cmd",
     "doctor": "mem.cli.doctor:doctor_cmd",
     "help": "mem.cli:help_cmd",

@@ -18,9 +18,11 @@ def doctor_cmd(where: dict, fmt: str) -> int:
     history, the hooks of Claude Code and qwen-code (mem hooks status:
     installed, runnable, last fired), the nightly dream (mem cron status:
     scheduled, a daemon to fire it, the last run), whether a model key is
-    set (never its value), and whether man and bash find mem's man pages
-    and completions. Exit 1 when a check fails; notes (no key, no cron job,
-    a client never run here) do not fail.
+    set (never its value), whether man finds mem's man pages, and whether
+    bash-completion and an interactive zsh find mem's completion (mem
+    complete --install puts it where they look). Exit 1 when a check fails;
+    notes (no key, no cron job, a client never run here, a shell you do not
+    use) do not fail.
 
     \b
     Example:

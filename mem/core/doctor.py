@@ -8,7 +8,8 @@ mechanical mode). The hooks and cron checks are ``mem hooks status`` and ``mem c
 it is set.
 
 uses: install (hooks status), cron (cron status), memdir.state (state root, history), jobs.llm
-(whether a key is set).
+(whether a key is set), completions (where mem complete --install puts them); bash-completion and
+zsh themselves, run, for whether they find mem's completion.
 """
 
 from __future__ import annotations
@@ -166,9 +167,23 @@ def check_man(env: Mapping[str, str] | None = None) -> Check:
         return Check(name, FAIL, f"man -w mem-recall: {exc}", None)
     if proc.returncode == 0 and proc.stdout.strip():
         return Check(name, OK, os.path.dirname(proc.stdout.strip().splitlines()[0]), None)
-    return Check(name, FAIL, "man does not find mem-recall(1) (man mem opens the kernel's mem(4))",
-                 f"ln -s {_installed_share('man/man1')}/*.1 ~/.local/share/man/man1/ (or add its man directory "
-                 f"to MANPATH)")
+    pages = installed_man_pages()
+    fix = (f"mkdir -p ~/.local/share/man/man1 && ln -sf {pages}/*.1 ~/.local/share/man/man1/" if pages else
+           "this mem came without its man pages: make install PREFIX=~/.local from a clone puts them in place "
+           "(mem help COMMAND prints the same help meanwhile)")
+    return Check(name, FAIL, "man does not find mem-recall(1) (man mem opens the kernel's mem(4))", fix)
+
+
+def installed_man_pages() -> str | None:
+    """The man1 directory installed with this mem: the environment's (pip, pipx), or the one beside the
+    command's bin/ (make install's zipapp); None when neither holds mem-recall.1."""
+    import sys
+
+    places = [_installed_share("man/man1")]
+    if sys.argv and sys.argv[0]:
+        for exe in (os.path.abspath(sys.argv[0]), os.path.realpath(sys.argv[0])):
+            places.append(os.path.join(os.path.dirname(os.path.dirname(exe)), "share", "man", "man1"))
+    return next((p for p in places if os.path.isfile(os.path.join(p, "mem-recall.1"))), None)
 
 
 def _installed_share(rel: str) -> str:
@@ -177,36 +192,108 @@ def _installed_share(rel: str) -> str:
     return os.path.join(sys.prefix, "share", rel)
 
 
-def bash_completion_dirs(env: Mapping[str, str] | None = None) -> list[str]:
-    """Where bash-completion looks for a command's completion file named after it."""
-    env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-    dirs = []
-    if env.get("BASH_COMPLETION_USER_DIR"):
-        dirs += [os.path.join(d, "completions") for d in env["BASH_COMPLETION_USER_DIR"].split(":") if d]
-    dirs.append(os.path.join(env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"),
-                             "bash-completion", "completions"))
-    mem = shutil.which("mem", path=env.get("PATH"))
-    if mem:  # bash-completion 2.9+: <prefix>/share/... next to the command's bin/
-        dirs.append(os.path.join(os.path.dirname(os.path.dirname(mem)), "share", "bash-completion", "completions"))
-    for d in (env.get("XDG_DATA_DIRS") or "/usr/local/share:/usr/share").split(":"):
-        if d:
-            dirs.append(os.path.join(d, "bash-completion", "completions"))
-    dirs.append("/etc/bash_completion.d")
-    return dirs
+#: Where distributions put bash-completion's loader (Debian, Fedora, Arch; Homebrew; FreeBSD).
+BASH_COMPLETION_SCRIPTS = ("/usr/share/bash-completion/bash_completion",
+                           "/opt/homebrew/share/bash-completion/bash_completion",
+                           "/usr/local/share/bash-completion/bash_completion")
+
+#: bash-completion's own loader, asked for mem as TAB would ask it (_comp_load since 2.12,
+#: __load_completion before), then what bash would complete mem with.
+_BASH_PROBE = ('. "$1" >/dev/null 2>&1; if declare -F _comp_load >/dev/null; then _comp_load mem; '
+               'else __load_completion mem; fi >/dev/null 2>&1; complete -p mem 2>/dev/null; '
+               'shopt -s extdebug; declare -F _mem_completion')
 
 
-def check_completions(env: Mapping[str, str] | None = None) -> Check:
-    name = "shell completions"
-    shell = os.path.basename((env or os.environ).get("SHELL") or "")
-    found = [d for d in bash_completion_dirs(env) if os.path.isfile(os.path.join(d, "mem"))]
-    if found:
-        return Check(name, OK, f"bash: {os.path.join(found[0], 'mem')}", None)
-    source = os.path.join(_installed_share("bash-completion/completions"), "mem.bash")
-    fix = (f"mkdir -p ~/.local/share/bash-completion/completions && ln -s {source} "
-           f"~/.local/share/bash-completion/completions/mem")
-    return Check(name, FAIL if shell in ("bash", "") else NOTE,
-                 "bash finds no completion file named mem (it falls back to _minimal)", fix)
+def _which(name: str, env: Mapping[str, str] | None) -> str | None:
+    return shutil.which(name, path=(os.environ if env is None else env).get("PATH"))
+
+
+def _user_shell(env: Mapping[str, str] | None) -> str:
+    return os.path.basename((os.environ if env is None else env).get("SHELL") or "")
+
+
+def check_bash_completion(env: Mapping[str, str] | None = None) -> Check:
+    """Whether bash-completion, as installed here, loads mem's completion: asked by running it."""
+    from mem.core import completions
+
+    name = "completion (bash)"
+    mine = _user_shell(env) in ("bash", "")
+    bash = _which("bash", env)
+    loader = next((s for s in BASH_COMPLETION_SCRIPTS if os.path.isfile(s)), None)
+    if bash is None:
+        return Check(name, NOTE, "no bash here", None)
+    fix = "mem complete --install"
+    if loader is None:
+        return Check(name, FAIL if mine else NOTE, "bash-completion is not installed: TAB after mem completes file names only",
+                     f"apt install bash-completion (or: {fix}, and source {completions.target('bash', env)} "
+                     "in ~/.bashrc)")
+    try:
+        proc = subprocess.run([bash, "--norc", "--noprofile", "-c", _BASH_PROBE, "probe", loader],
+                              capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL,
+                              env=None if env is None else dict(env))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(name, FAIL, f"bash: {exc}", None)
+    said = proc.stdout.strip().splitlines()
+    defined = [line.split(" ", 2)[2] for line in said if line.startswith("_mem_completion ") and line.count(" ") >= 2]
+    if defined and "-F _mem_completion mem" in proc.stdout:
+        return Check(name, OK, f"bash-completion loads {defined[0]}", None)
+    return Check(name, FAIL if mine else NOTE,
+                 "bash-completion finds no completion for mem" + (f" ({said[0]})" if said else "")
+                 + ": TAB completes file names only", fix)
+
+
+def zsh_report(env: Mapping[str, str] | None = None) -> dict | None:
+    """What an interactive zsh (the user's ~/.zshrc read) has: whether compinit ran, what completes
+    mem, and its fpath; None without zsh. Its own output (a prompt theme's) is told apart by a mark."""
+    zsh = _which("zsh", env)
+    if zsh is None:
+        return None
+    probe = ('print -r -- "@mem-doctor@ ${+_comps} ${_comps[mem]-}"; '
+             'for d in $fpath; print -r -- "@mem-doctor-fpath@ $d"')
+    try:
+        proc = subprocess.run([zsh, "-i", "-c", probe], capture_output=True, text=True, timeout=20,
+                              stdin=subprocess.DEVNULL, env=None if env is None else dict(env))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"zsh -i: {exc}", "fpath": None}
+    report: dict = {"fpath": [], "compinit": False, "completes_with": None}
+    for line in proc.stdout.splitlines():
+        if line.startswith("@mem-doctor@ "):
+            words = line.split()
+            report["compinit"] = words[1:2] == ["1"]
+            report["completes_with"] = words[2] if len(words) > 2 else None
+        elif line.startswith("@mem-doctor-fpath@ "):
+            report["fpath"].append(line.split(" ", 1)[1])
+    if not report["fpath"]:
+        return {"error": f"zsh -i exited {proc.returncode}: {proc.stderr.strip()[-200:]}", "fpath": None}
+    return report
+
+
+def check_zsh_completion(env: Mapping[str, str] | None = None) -> Check:
+    """Whether an interactive zsh completes mem: compinit run, _mem on its fpath."""
+    from mem.core import completions
+
+    name = "completion (zsh)"
+    report = zsh_report(env)
+    if report is None:
+        return Check(name, NOTE, "no zsh here", None)
+    severity = FAIL if _user_shell(env) == "zsh" else NOTE
+    if report.get("error"):
+        return Check(name, severity, report["error"], None)
+    if report["completes_with"]:
+        return Check(name, OK, f"compinit completes mem with {report['completes_with']}", None)
+    on_fpath = next((d for d in report["fpath"] if os.path.isfile(os.path.join(d, "_mem"))), None)
+    if on_fpath and not report["compinit"]:
+        return Check(name, severity, f"_mem is in {on_fpath}, but ~/.zshrc runs no compinit",
+                     "add 'autoload -Uz compinit && compinit' to ~/.zshrc")
+    if on_fpath:
+        return Check(name, severity, f"_mem is in {on_fpath}, but compinit's dump predates it",
+                     "rm ~/.zcompdump*, then start a new zsh")
+    line = completions.user_fpath_line(env)
+    if os.path.isfile(completions.target("zsh", env)):
+        return Check(name, severity, f"{completions.target('zsh', env)} is not on zsh's fpath",
+                     f"add '{line}' before compinit in ~/.zshrc")
+    return Check(name, severity, "no _mem on zsh's fpath",
+                 f"mem complete --install zsh, and add '{line}' before compinit in ~/.zshrc")
 
 
 def _safe(name: str, check, *args) -> Check:
@@ -227,5 +314,6 @@ def run(memory_dir: str, project: str | None = None, env: Mapping[str, str] | No
         _safe("nightly dream (cron)", check_cron, env),
         _safe("model credentials", check_credentials, env),
         _safe("man pages", check_man, env),
-        _safe("shell completions", check_completions, env),
+        _safe("completion (bash)", check_bash_completion, env),
+        _safe("completion (zsh)", check_zsh_completion, env),
     ]

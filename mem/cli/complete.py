@@ -1,0 +1,78 @@
+"""mem complete: mem's shell completion script, printed or installed where bash, zsh and fish look."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import click
+
+from mem import render
+from mem.cli.common import format_options
+
+SHELLS = ("bash", "zsh", "fish")
+
+
+def script(shell: str) -> str:
+    """The completion script for ``shell``: what click emits for _MEM_COMPLETE=<shell>_source (completions/)."""
+    from click.shell_completion import get_completion_class
+
+    from mem.cli import cli
+
+    return get_completion_class(shell)(cli, {}, "mem", "_MEM_COMPLETE").source()
+
+
+@click.command("complete", short_help="Print or install the shell completion of mem.")
+@click.argument("shells", nargs=-1, type=click.Choice(SHELLS), metavar="[SHELL]...")
+@click.option("--install", is_flag=True,
+              help="Write each SHELL's completion file in your home (default: each of bash, zsh and fish here).")
+@click.option("--dry-run", is_flag=True, help="With --install: print the files it would write; write nothing; "
+                                              "exit 1 if it would write any.")
+@format_options
+def complete_cmd(shells: tuple[str, ...], install: bool, dry_run: bool, fmt: str) -> int:
+    """Print SHELL's completion script for mem, or --install it where that shell looks in your home.
+
+    pip in a venv, and Debian 12's pipx 1.1, leave the completions under the
+    environment's share/, where bash-completion before 2.12 and zsh do not
+    look: --install writes ~/.local/share/bash-completion/completions/mem
+    (bash-completion loads it by itself), ~/.config/fish/completions/mem.fish
+    and ~/.local/share/zsh/site-functions/_mem, atomically. zsh reads that
+    one once its directory is on fpath: add
+    `fpath=(~/.local/share/zsh/site-functions $fpath)` before compinit in
+    ~/.zshrc (--install says so when zsh lacks it). A file there that is not
+    mem's is left alone (exit 4). mem doctor checks that each shell finds it.
+
+    \b
+    Example:
+      mem complete --install
+      mem complete --install zsh
+      source <(mem complete bash)
+    """
+    if not install:
+        if dry_run:
+            raise click.UsageError("--dry-run goes with --install")
+        if len(shells) > 1:
+            raise click.UsageError("print one shell's script at a time (or --install several)")
+        shell = shells[0] if shells else os.path.basename(os.environ.get("SHELL") or "")
+        render.out(script(shell if shell in SHELLS else "bash"), nl=False)
+        return 0
+    from mem.core import completions
+
+    shells = shells or tuple(s for s in SHELLS if shutil.which(s)) or ("bash",)
+    placed = [completions.install(s, script(s), dry_run=dry_run) for s in dict.fromkeys(shells)]
+    changed = [p for p in placed if p.action != "unchanged"]
+    if fmt != "text":
+        render.out_record({"files": [p.as_dict() for p in placed], "dry_run": dry_run}, fmt)
+    elif dry_run:
+        for p in placed:
+            render.out(f"{'would write' if p.action != 'unchanged' else 'unchanged'} {p.path} ({p.shell})")
+    else:
+        for p in placed:
+            render.info(f"{p.shell}: {p.path} {p.action}")
+        if "zsh" in shells and not dry_run:
+            from mem.core.doctor import zsh_report
+
+            report = zsh_report()
+            if report is None or not report.get("fpath") or completions.zsh_user_dir() not in report["fpath"]:
+                render.info(f"zsh: add this line before compinit in ~/.zshrc: {completions.user_fpath_line()}")
+    return 1 if dry_run and changed else 0

@@ -1,0 +1,75 @@
+"""mem complete: the script each shell needs, printed, or installed where the shell looks in the home."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = {"bash": "mem.bash", "zsh": "_mem", "fish": "mem.fish"}
+
+
+def test_prints_the_script_gendocs_writes(run_mem):
+    for shell, name in FILES.items():
+        r = run_mem("complete", shell)
+        assert r.returncode == 0 and r.stdout == (ROOT / "completions" / name).read_text(), shell
+    r = run_mem("complete", env={"SHELL": "/usr/bin/zsh"})
+    assert r.stdout == (ROOT / "completions" / "_mem").read_text()
+    r = run_mem("complete", "bash", "zsh")
+    assert r.returncode == 2 and "one shell's script at a time" in r.stderr
+
+
+def test_install_writes_each_shells_file_once(run_mem, isolated_env):
+    home = isolated_env
+    r = run_mem("complete", "--install", "--dry-run", "bash", "zsh", "fish")
+    assert r.returncode == 1 and not (home / ".local").exists() and "would write" in r.stdout
+    r = run_mem("complete", "--install", "--json", "bash", "zsh", "fish")
+    assert r.returncode == 0, r.stderr
+    files = json.loads(r.stdout)["files"]
+    expected = {"bash": home / ".local/share/bash-completion/completions/mem",
+                "zsh": home / ".local/share/zsh/site-functions/_mem",
+                "fish": home / ".config/fish/completions/mem.fish"}
+    assert {f["shell"]: (f["path"], f["action"]) for f in files} == {
+        s: (str(p), "written") for s, p in expected.items()}
+    for shell, path in expected.items():
+        assert path.read_text() == (ROOT / "completions" / FILES[shell]).read_text()
+        assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+    r = run_mem("complete", "--install", "--dry-run", "bash", "zsh", "fish")
+    assert r.returncode == 0 and r.stdout.count("unchanged") == 3
+    r = run_mem("complete", "--install", "--json", "bash")
+    assert json.loads(r.stdout)["files"][0]["action"] == "unchanged"
+    # XDG_DATA_HOME and BASH_COMPLETION_USER_DIR move them, as they move where the shells look
+    r = run_mem("complete", "--install", "bash", "zsh",
+                env={"XDG_DATA_HOME": str(home / "data"), "BASH_COMPLETION_USER_DIR": str(home / "bc")})
+    assert r.returncode == 0
+    assert (home / "bc/completions/mem").is_file() and (home / "data/zsh/site-functions/_mem").is_file()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_install_replaces_mem_s_own_file_and_refuses_anyone_elses(run_mem, isolated_env):
+    where = isolated_env / ".local/share/bash-completion/completions"
+    where.mkdir(parents=True)
+    (where / "mem").write_text("# an older mem's\n_mem_completion() { _MEM_COMPLETE=bash_complete; }\n")
+    r = run_mem("complete", "--install", "--json", "bash")
+    assert r.returncode == 0 and json.loads(r.stdout)["files"][0]["action"] == "replaced"
+    assert (where / "mem").read_text() == (ROOT / "completions/mem.bash").read_text()
+    (where / "mem").write_text("complete -W 'my own words' mem\n")
+    r = run_mem("complete", "--install", "bash")
+    assert r.returncode == 4 and "is not mem's completion" in r.stderr and r.stderr.count("\n") == 1
+    assert (where / "mem").read_text() == "complete -W 'my own words' mem\n"
+    # a link to mem's script (pipx's, the README's ln) is left as it is; a dangling one is replaced
+    (where / "mem").unlink()
+    (where / "mem").symlink_to(ROOT / "completions/mem.bash")
+    r = run_mem("complete", "--install", "--json", "bash")
+    assert json.loads(r.stdout)["files"][0]["action"] == "unchanged" and (where / "mem").is_symlink()
+    (where / "mem").unlink()
+    (where / "mem").symlink_to(isolated_env / "removed-venv/mem.bash")
+    r = run_mem("complete", "--install", "--json", "bash")
+    assert r.returncode == 0 and json.loads(r.stdout)["files"][0]["action"] == "replaced"
+    assert not (where / "mem").is_symlink() and (where / "mem").read_text() == (ROOT / "completions/mem.bash").read_text()
