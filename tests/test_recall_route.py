@@ -76,7 +76,7 @@ def _kind(fn) -> str | None:
 
 
 @pytest.mark.parametrize(("status", "kind"), [(529, "overloaded"), (429, "overloaded"), (500, "status"),
-                                              (400, "status"), (401, "status")])
+                                              (400, "status"), (401, "auth"), (403, "auth")])
 def test_error_statuses_map_to_the_sdks_kinds(fake_api, status, kind):
     fake_api.reply_status(status, "scripted trouble")
     fake_api.reply_status(status, "scripted trouble")
