@@ -244,6 +244,8 @@ def test_the_keyed_hook_that_asks_the_model_loads_no_sdk(bench_memories, fake_ap
     loaded = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
     assert "mem.core.jobs.messages_lite" in loaded
     assert not {"anthropic", "httpx", "pydantic", "pydantic_core", "jiter"} & loaded
+    # a plain-http server needs neither http.client (it imports the email package) nor ssl: ~10 ms of the hook
+    assert not {"http.client", "email.parser", "ssl"} & loaded
 
 
 @pytest.fixture
