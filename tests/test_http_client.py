@@ -110,3 +110,55 @@ def test_no_server_is_a_connection_error():
     with pytest.raises(ModelError) as exc:
         exchange("GET", f"http://127.0.0.1:{port}", "/v1/models", {}, deadline=time.monotonic() + 2, budget=2)
     assert exc.value.kind == "connection"
+
+
+def test_https_checks_the_certificate_and_the_host_name(tmp_path, monkeypatch):
+    """The public APIs are https: the socket is wrapped with the system's trust (SSL_CERT_FILE here)."""
+    import datetime
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+
+    def serve():
+        for _ in range(2):
+            conn, _ = listener.accept()
+            try:
+                with context.wrap_socket(conn, server_side=True) as tls:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        data += tls.recv(65536)
+                    tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n{\"tls\": true}")
+            except (ssl.SSLError, OSError):
+                pass  # the client refused the certificate
+
+    threading.Thread(target=serve, daemon=True).start()
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+    answer = exchange("GET", f"https://localhost:{port}", "/v1/models", {}, deadline=time.monotonic() + 5, budget=5)
+    assert answer.data == {"tls": True}
+    with pytest.raises(ModelError) as exc:  # the certificate is not for this name
+        exchange("GET", f"https://127.0.0.1:{port}", "/v1/models", {}, deadline=time.monotonic() + 5, budget=5)
+    assert exc.value.kind == "connection"
+    listener.close()
