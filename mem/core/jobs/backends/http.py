@@ -83,7 +83,9 @@ def _direct(method: str, url, full: str, headers: dict, payload: bytes | None, d
     """
     https = url.scheme == "https"
     port = url.port or (443 if https else 80)
-    sock = socket.create_connection((url.hostname, port), timeout=left(deadline, budget))
+    # the host as bytes: a str is encoded with the idna codec, an import (~0.7 ms) an ASCII name does not need
+    host = url.hostname.encode("ascii") if url.hostname.isascii() else url.hostname.encode("idna")
+    sock = socket.create_connection((host, port), timeout=left(deadline, budget))
     try:
         if https:
             import ssl
