@@ -86,6 +86,14 @@ def test_a_server_that_keeps_the_connection_open_is_not_waited_for(raw_server):
     assert time.monotonic() - started < 1.0
 
 
+def test_a_chunked_answer_on_a_connection_kept_open_is_not_waited_for(raw_server):
+    raw_server["answer"] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+    raw_server["closes"] = False
+    started = time.monotonic()
+    assert ask(raw_server).data == {}
+    assert time.monotonic() - started < 1.0
+
+
 def test_an_answer_that_is_not_http_is_a_connection_error(raw_server):
     raw_server["answer"] = b"SSH-2.0-OpenSSH_9.6\r\n\r\n"
     with pytest.raises(ModelError) as exc:

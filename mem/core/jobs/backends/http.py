@@ -124,7 +124,13 @@ def _complete(raw: bytearray) -> bool:
         name, _, value = line.partition(":")
         if name.strip() == "content-length" and value.strip().isdigit():
             return len(raw) - end - 4 >= int(value)
-    return False  # chunked, or no length: the server closes the connection when it is done
+    if "transfer-encoding: chunked" in head:
+        try:
+            _unchunk(bytes(raw[end + 4:]))  # whole when its last chunk and the blank line after it are here
+        except ValueError:
+            return False
+        return True
+    return False  # no length: the server closes the connection when it is done
 
 
 def _parse(raw: bytes) -> tuple[int, dict, bytes]:
@@ -147,12 +153,17 @@ def _parse(raw: bytes) -> tuple[int, dict, bytes]:
 
 
 def _unchunk(body: bytes) -> bytes:
+    """The body of a chunked answer; ValueError when it is cut short or is not chunks."""
     out, at = bytearray(), 0
     while True:
-        end = body.index(b"\r\n", at)  # ValueError on a cut answer
+        end = body.index(b"\r\n", at)
         size = int(body[at:end].split(b";")[0], 16)
         if size == 0:
+            if not body.endswith(b"\r\n\r\n", end):
+                raise ValueError("a chunked answer without its end")
             return bytes(out)
+        if len(body) < end + 2 + size + 2:
+            raise ValueError("a chunked answer cut short")
         out += body[end + 2:end + 2 + size]
         at = end + 2 + size + 2
 
