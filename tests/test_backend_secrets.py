@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from conftest import write_memory
 
 GOOD = "---\nname: user-prefers-tabs\ndescription: the user wants tabs, not spaces\ntype: user\n---\n\nTabs.\n"
@@ -82,3 +84,73 @@ def test_the_openai_key_is_sent_and_kept_nowhere_else(fake_openai, monkeypatch, 
         outputs += [r.stdout, r.stderr]
     assert fake_openai.requests[-1]["headers"]["authorization"] == f"Bearer {OPENAI_KEY}"
     assert leaks(OPENAI_KEY, outputs, Path(memdir), Path(os.environ["MEM_STATE_DIR"]), Path(os.environ["HOME"])) == []
+
+
+#: every other configuration's secret, planted where that configuration keeps it
+PLANTED = "sk-planted-Wm3-leakcheck-77"
+
+
+def _anthropic_env(request, monkeypatch, home):
+    api = request.getfixturevalue("fake_api")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", PLANTED)
+    return api, None
+
+
+def _settings_token(request, monkeypatch, home):
+    api = request.getfixturevalue("fake_api")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    settings = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"env": {"ANTHROPIC_AUTH_TOKEN": PLANTED, "ANTHROPIC_BASE_URL": api.url}}))
+    return api, settings
+
+
+def _bedrock_env(request, monkeypatch, home):
+    api = request.getfixturevalue("fake_bedrock")
+    ((key, _),) = api.keys.items()
+    api.keys[key] = PLANTED  # the server signs with what mem is given
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", PLANTED)
+    return api, None
+
+
+def _qwen_settings(request, monkeypatch, home):
+    api = request.getfixturevalue("fake_openai")
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"):
+        monkeypatch.delenv(name)
+    settings = home / ".qwen" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "openai", "apiKey": PLANTED,
+                                                          "baseUrl": api.url + "/v1"}},
+                                    "model": {"name": api.model}}))
+    return api, settings
+
+
+@pytest.mark.parametrize("configure", [_anthropic_env, _settings_token, _bedrock_env, _qwen_settings],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_no_configurations_secret_reaches_an_output_log_event_or_history(request, monkeypatch, memdir, tmp_path,
+                                                                          run_mem, isolated_env, configure):
+    api, kept_in = configure(request, monkeypatch, isolated_env)
+    openai = configure is _qwen_settings
+    if openai:
+        api.reply_tool_call("write", {"file_path": "user-prefers-tabs.md", "content": GOOD})
+    else:
+        api.reply_tool_use("write", {"file_path": "user-prefers-tabs.md", "content": GOOD})
+    api.reply_text("Saved.")
+    outputs = []
+    r = run_mem("--debug", "extract", "--transcript", str(transcript(tmp_path)), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (Path(memdir) / "user-prefers-tabs.md").exists()
+    outputs += [r.stdout, r.stderr]
+    for status in (401, 403, 500):  # refusals: their error messages
+        api.reply_status(status, "refused under test")
+        r = run_mem("--debug", "remember", "--json", "the deploy target is staging-2")
+        assert r.returncode != 0 and str(status) in r.stderr
+        outputs += [r.stdout, r.stderr]
+    for args in (("model", "--json"), ("model", "test"), ("history", "--json"), ("log", "a note"),
+                 ("status", "--json"), ("dream", "--dry-run")):
+        r = run_mem("--debug", *args)
+        outputs += [r.stdout, r.stderr]
+    roots = [Path(memdir), Path(os.environ["MEM_STATE_DIR"]), isolated_env]
+    # the grep sees the one file the user keeps the secret in, and nothing mem wrote
+    assert leaks(PLANTED, outputs, *roots) == ([] if kept_in is None else [str(kept_in)])

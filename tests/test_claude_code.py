@@ -198,6 +198,21 @@ def test_the_env_file_reaches_claude_only(tmp_path, monkeypatch):
     assert child["CLAUDE_CODE_DISABLE_CLAUDE_MDS"] == "1"
 
 
+def test_claude_code_is_held_to_the_jobs_output_budget(tmp_path, box, monkeypatch):
+    from mem.core.jobs import claude_agent
+
+    seen = tmp_path / "seen"
+    folder = fake_claude(tmp_path, f'cat >/dev/null; echo "$CLAUDE_CODE_MAX_OUTPUT_TOKENS" >> {seen}\n')
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    m = model(tmp_path)
+    claude_agent.run_agent(m, system="s", messages="m", toolbox=box, max_turns=2, deadline_s=20)
+    monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "4000")  # the user's own lower limit stays
+    claude_agent.run_agent(m, system="s", messages="m", toolbox=box, max_turns=2, deadline_s=20)
+    with pytest.raises(llm.ModelError):
+        claude_code.ClaudeCodeBackend(m.config).create(messages=[{"role": "user", "content": "hi"}], max_tokens=2048)
+    assert seen.read_text().split() == [str(llm.JOBS["extract"].max_tokens), "4000", "2048"]
+
+
 def test_recall_with_only_claude_code_uses_the_ranker_and_debug_says_why(run_mem, memdir, tmp_path):
     (memdir / "deploy.md").write_text("---\nname: deploy\ndescription: how we deploy to staging\ntype: project\n---\n\n"
                                       "Deploy with make ship.\n")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from mem.core.jobs import llm
+from mem.core.jobs import llm, messages_lite
 from mem.core.errors import ConfigError, ExitCode
 
 
@@ -106,3 +108,28 @@ def test_overload_and_timeout_become_model_errors(fake_api):
     with pytest.raises(llm.ModelError) as exc:
         model.create(max_tokens=10, messages=[{"role": "user", "content": "hi"}])
     assert exc.value.kind == "timeout"
+
+
+@pytest.mark.parametrize("configured", ["token", "key"])
+def test_only_the_configured_credential_is_sent(fake_api, monkeypatch, configured):
+    # Claude Code's settings gave one credential; mem's environment holds others, which must not
+    # go to the configured server along with it (the SDK fills a credential it was not given)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "env-key-not-configured")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "env-token-not-configured")
+    c = llm.model_config("extract")._replace(api_key="key-1" if configured == "key" else None,
+                                             auth_token="token-2" if configured == "token" else None)
+    fake_api.reply_text("sdk")
+    fake_api.reply_text("stdlib")
+    llm.Model(c).create(messages=[{"role": "user", "content": "hi"}])
+    messages_lite.create(c, messages=[{"role": "user", "content": "hi"}])
+    for sent in (json.dumps(r["headers"]) for r in fake_api.requests):
+        assert "not-configured" not in sent
+        assert ("key-1" if configured == "key" else "Bearer token-2") in sent
+
+
+def test_no_base_url_configured_is_the_public_api_not_the_environments(monkeypatch):
+    from mem.core.jobs.backends.anthropic import AnthropicBackend
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/elsewhere")
+    c = llm.ModelConfig("claude-sonnet-5-5", None, "token-2", None, 5.0, 0, 16, None)
+    assert str(AnthropicBackend(c).client().base_url).startswith("https://api.anthropic.com")

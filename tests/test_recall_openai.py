@@ -57,7 +57,7 @@ def test_the_hook_uses_it_and_loads_no_sdk(memories, fake_openai):
     payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memories),
                           "hook_event_name": "UserPromptSubmit", "prompt": "which indentation style do I like?"})
     out, loaded = probe("recall", "--hook", "--always-ask", "--dir", str(memories), input=payload,
-                        heavy=("anthropic", "httpx", "pydantic", "openai"))
+                        heavy=("anthropic", "httpx", "pydantic", "openai", "http", "email", "ssl"))
     assert "tabs.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"] and loaded == []
     (post,) = [r for r in fake_openai.requests if r["method"] == "POST"]
     assert post["path"] == "/v1/chat/completions" and post["status"] == 200

@@ -76,7 +76,7 @@ def _kind(fn) -> str | None:
 
 
 @pytest.mark.parametrize(("status", "kind"), [(529, "overloaded"), (429, "overloaded"), (500, "status"),
-                                              (400, "status"), (401, "status")])
+                                              (400, "status"), (401, "auth"), (403, "auth")])
 def test_error_statuses_map_to_the_sdks_kinds(fake_api, status, kind):
     fake_api.reply_status(status, "scripted trouble")
     fake_api.reply_status(status, "scripted trouble")
@@ -244,6 +244,8 @@ def test_the_keyed_hook_that_asks_the_model_loads_no_sdk(bench_memories, fake_ap
     loaded = {line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
     assert "mem.core.jobs.messages_lite" in loaded
     assert not {"anthropic", "httpx", "pydantic", "pydantic_core", "jiter"} & loaded
+    # a plain-http server needs neither http.client (it imports the email package) nor ssl: ~10 ms of the hook
+    assert not {"http.client", "email.parser", "ssl"} & loaded
 
 
 @pytest.fixture

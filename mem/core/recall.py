@@ -527,7 +527,7 @@ def select_with_model(
 
     import sys
 
-    from mem.core.jobs import llm, messages_lite
+    from mem.core.jobs import llm
     from mem.core.memdir.manifest import format_manifest
 
     config = llm.model_config("recall", model, timeout=timeout)
@@ -552,6 +552,8 @@ def select_with_model(
                              f"in={reply.usage.get('input_tokens')} out={reply.usage.get('output_tokens')} "
                              f"stop={reply.stop_reason}\n")
     else:
+        from mem.core.jobs import messages_lite
+
         reply = messages_lite.create(config, deadline=deadline, usage=usage, debug=debug, **request)
     text = reply.text.strip()
     try:

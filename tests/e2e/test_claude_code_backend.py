@@ -95,6 +95,8 @@ def test_extract_of_a_multi_mb_session_runs_through_claude_with_only_mems_tools(
     assert [f for f in facts if not any(f in t for t in sent)] == []
     for body in bodies:
         assert MEM_TOOLS <= tool_names(body) and not tool_names(body) & {"Bash", "Write", "Read", "Edit", "WebFetch"}
+        # the job's output budget, not the model's whole output (which would put input + max_tokens over the window)
+        assert body["max_tokens"] <= 8_192
     assert not (tmp_path / "escaped").exists()
     refusals = [b for body in bodies for m in body["messages"] if isinstance(m.get("content"), list)
                 for b in m["content"] if b.get("type") == "tool_result" and b.get("is_error")]

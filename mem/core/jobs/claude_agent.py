@@ -42,7 +42,8 @@ def run_agent(model: Any, *, system: str, messages: str | list[dict], toolbox: A
                     tools=[t.name for t in toolbox.tools], mcp_config=server.mcp_config())
         if log is not None:
             log(f"claude-code: one session for up to {max_turns} turns")
-        session = run_session(args, prompt, env=child_env(env), deadline_s=deadline_s, log=log)
+        session = run_session(args, prompt, env=child_env(env, model.config.max_tokens), deadline_s=deadline_s,
+                              log=log)
     if getattr(model, "debug", False):
         sys.stderr.write(f"mem: debug: claude-code session {time.monotonic() - started:.2f}s "
                          f"(start-up {session.startup_s if session.startup_s is None else round(session.startup_s, 2)}s) "

@@ -11,7 +11,7 @@ failures to the same ``ModelError`` kinds. Everything else stays on the SDK.
 connecting, sending, waiting for and reading the answer each get only the
 time left, so a slow server costs at most the deadline.
 
-uses: backends.http (exchange), llm (ModelConfig, ModelError, Usage, takes_temperature)
+uses: backends.http (exchange), backends.anthropic (DEFAULT_BASE_URL, status_kind), llm (ModelConfig, ModelError, Usage, takes_temperature)
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from typing import Any
 
 from mem.core.jobs.backends.http import error_text as _error_text
 from mem.core.jobs.backends.http import exchange
+from mem.core.jobs.backends.anthropic import DEFAULT_BASE_URL, status_kind
 from mem.core.jobs.llm import ModelConfig, ModelError, Usage, takes_temperature
-
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: The Messages API version every SDK release pyproject.toml admits understands.
 API_VERSION = "2023-06-01"
 
@@ -57,7 +56,7 @@ def create(config: ModelConfig, *, deadline: float | None = None, usage: Usage |
 
     The exchange ends by ``deadline`` or ``config.timeout`` from now,
     whichever comes first. Raises ModelError with kind overloaded (429, 529),
-    status (any other error status), timeout, connection or bad_response (an
+    auth (401, 403), status (any other error status), timeout, connection or bad_response (an
     answer that is not a message).
     """
     started = time.monotonic()
@@ -72,8 +71,7 @@ def create(config: ModelConfig, *, deadline: float | None = None, usage: Usage |
     else:
         status, data = _post(config, body, deadline, budget)
     if status != 200:
-        kind = "overloaded" if status in (429, 529) else "status"
-        raise ModelError(f"model server answered {status}: {_error_text(data)}", kind, status=status)
+        raise ModelError(f"model server answered {status}: {_error_text(data)}", status_kind(status), status=status)
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise ModelError("the model server's answer is not a message", "bad_response")
     reply = Reply(data)

@@ -2,8 +2,9 @@
 
 The request is already in the Messages shape, so it goes out as the jobs wrote it; the
 model's temperature is dropped for models that refuse one (and once more when a model this
-module does not know refuses it). SDK errors become ``ModelError``: 429 and 529 overloaded,
-a timeout, no connection, any other status with its code. The window and the largest output
+module does not know refuses it). SDK errors become ``ModelError``: 429 and 529 overloaded, 401 and 403
+auth, a timeout, no connection, any other status with its code. Only the configured credentials
+and base URL are used, never ones the SDK would find in mem's environment. The window and the largest output
 come from ``budget.MODEL_LIMITS`` (and ``MEM_CONTEXT_WINDOW``/``MEM_MAX_OUTPUT_TOKENS``).
 
 uses: backends (ModelConfig, ModelError), budget (limits_for); anthropic, only in ``create``
@@ -25,6 +26,17 @@ def takes_temperature(model: str) -> bool:
         return True
     version = (int(m[2]), int(m[3] or 0))
     return version < (5, 0) and not (m[1] == "opus" and version >= (4, 7))
+
+
+#: Where the Messages API is when the configuration names no base URL.
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+def status_kind(status: int) -> str:
+    """The ``ModelError`` kind of an error status of the Messages API (the SDK and the stdlib client agree)."""
+    if status in (429, 529):
+        return "overloaded"
+    return "auth" if status in (401, 403) else "status"
 
 
 class AnthropicBackend:
@@ -61,14 +73,21 @@ class AnthropicBackend:
         # This SDK takes one credential; both (an apiKeyHelper's key, sent both ways as Claude
         # Code sends it) go as the key and a bearer header of our own.
         headers = {"authorization": f"Bearer {token}"} if key and token else None
-        return anthropic.Anthropic(
+        client = anthropic.Anthropic(
             api_key=key,
             auth_token=None if key else token,
             default_headers=headers,
-            base_url=self.config.base_url,
+            # None would let the SDK read ANTHROPIC_BASE_URL from mem's environment: the public API,
+            # as the stdlib client (messages_lite) has it
+            base_url=self.config.base_url or DEFAULT_BASE_URL,
             timeout=self.config.timeout,
             max_retries=self.config.max_retries,
         )
+        # The SDK fills a credential it was not given from ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN
+        # (every release before 2.x): with a token alone the environment's key went along, to
+        # whichever server this configuration names. Only the configured credentials are sent.
+        client.api_key, client.auth_token = key, None if key else token
+        return client
 
     def create(self, **kwargs: Any):
         """``messages.create`` with the configured model; errors become ModelError."""
@@ -92,7 +111,7 @@ class AnthropicBackend:
         except anthropic.APIConnectionError as exc:
             raise ModelError(f"cannot reach the model server: {exc}", "connection") from exc
         except anthropic.APIStatusError as exc:
-            kind = "overloaded" if exc.status_code in (429, 529) else "status"
+            kind = status_kind(exc.status_code)
             raise ModelError(f"model server answered {exc.status_code}: {_short(exc)}", kind,
                              status=exc.status_code) from exc
 

@@ -62,8 +62,9 @@ def find_executable(env: Mapping[str, str] | None = None) -> str | None:
     return find_claude(os.environ if env is None else env)
 
 
-def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Claude Code's environment: ours, plus ``MEM_CLAUDE_CODE_ENV_FILE``'s lines (for tests)."""
+def child_env(env: Mapping[str, str] | None = None, max_output: int | None = None) -> dict[str, str]:
+    """Claude Code's environment: ours, plus ``MEM_CLAUDE_CODE_ENV_FILE``'s lines (for tests), with the
+    job's output budget ``max_output`` as CLAUDE_CODE_MAX_OUTPUT_TOKENS (a lower one of the user's stays)."""
     env = dict(os.environ if env is None else env)
     path = env.get(ENV_FILE)
     if path:
@@ -81,6 +82,12 @@ def child_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     # the job's prompt is all the model needs: no CLAUDE.md, no auto-memory of the working directory
     env["CLAUDE_CODE_DISABLE_CLAUDE_MDS"] = "1"
     env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] = "1"
+    if max_output:
+        # Claude Code asks for the model's whole output (128,000 tokens for a Sonnet 5) on every turn;
+        # mem sized the job's windows for its own budget, and input + max_tokens must fit the window
+        # (measured: 86,318 + 128,000 > 200,000 on a 4 MB session, bench/extract_backends.py)
+        mine = env.get("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "")
+        env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(min(max_output, int(mine)) if mine.isdigit() and int(mine) else max_output)
     return env
 
 
@@ -332,7 +339,7 @@ class ClaudeCodeBackend:
             system = (f"{system}\n\nAnswer with one JSON object and nothing else (no prose, no code fence), "
                       f"matching this JSON schema: {json.dumps(schema)}")
         args = argv(exe, model=self.config.model, system=system or "", max_turns=1, tools=[], mcp_config=None)
-        session = run_session(args, prompt_text(messages), env=child_env(self.env),
+        session = run_session(args, prompt_text(messages), env=child_env(self.env, max_tokens or self.config.max_tokens),
                               deadline_s=timeout if timeout is not None else self.config.timeout)
         if session.timed_out:
             raise ModelError(f"claude did not answer within {timeout or self.config.timeout:g}s", "timeout")
