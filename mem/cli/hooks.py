@@ -15,8 +15,10 @@ from mem.core.hooks import EVENTS
 def target_options(f: Callable) -> Callable:
     """--client, --scope, --project."""
 
-    @click.option("--client", type=click.Choice(("claude", "qwen")), default="claude", show_default=True,
-                  help="Claude Code (~/.claude/settings.json) or qwen-code (~/.qwen/settings.json).")
+    @click.option("--client", type=click.Choice(("claude", "qwen", "codex", "gemini")), default="claude",
+                  show_default=True,
+                  help="Claude Code (~/.claude/settings.json), qwen-code (~/.qwen/settings.json), Codex CLI "
+                       "(~/.codex/hooks.json) or Gemini CLI (~/.gemini/settings.json).")
     @click.option("--scope", type=click.Choice(("user", "project", "local")), default=None,
                   help="Every project (user, the default), this project's checked-in settings (project), "
                        "or this project for you alone (local, Claude Code only).")
@@ -47,8 +49,8 @@ def event_options(f: Callable) -> Callable:
 def hooks_cmd() -> None:
     """Install, remove or check mem's hooks in a client's settings.
 
-    The entries, written into Claude Code's or qwen-code's settings file,
-    are those the README documents, each running mem by its absolute path,
+    The entries, written into Claude Code's, qwen-code's or Gemini CLI's
+    settings file or Codex CLI's hooks.json, are those the README documents, each running mem by its absolute path,
     so they work under whatever PATH the client has.
 
     \b
@@ -75,7 +77,12 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     applies to the call), Stop (extraction in the background) and
     PreCompact (session notes); qwen-code, which loads MEMORY.md and
     extracts memories itself, gets SessionStart and UserPromptSubmit
-    (0.24.4 runs a PreToolUse hook but does not pass its context on). Entries of mem's already there, by any path, are
+    (0.24.4 runs a PreToolUse hook but does not pass its context on); Codex
+    CLI (hooks.json) gets SessionStart (the whole memory: it loads none
+    itself), UserPromptSubmit (recall) and Stop (extraction in the
+    background), and runs them once you trust them (/hooks in codex); Gemini
+    CLI gets SessionStart, BeforeAgent (recall) and AfterAgent (extraction).
+    Entries of mem's already there, by any path, are
     replaced in place. The file is copied to the state directory first and
     written atomically; a second install changes nothing.
 
@@ -83,6 +90,7 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     Example:
       mem hooks install
       mem hooks install --client qwen
+      mem hooks install --client codex
       mem hooks install --scope local --without Stop
     """
     from mem.core import install

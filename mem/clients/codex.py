@@ -11,12 +11,18 @@ lines repeat the same turns for the UI and are not read (they would double
 every message); ``compacted`` marks a compaction. The user-role messages Codex
 writes itself (environment context, AGENTS.md instructions) are meta.
 
-uses: core.messages
+Hooks: Codex reads ``hooks.json`` (Claude Code's shape) from ``$CODEX_HOME``
+(``~/.codex``) and from a project's ``.codex/``; ``mem hooks install --client
+codex`` writes HOOK_GROUPS there (mem/core/install.py does the editing).
+
+uses: core.messages, core.paths (home directory)
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from mem.core.messages import Block, Message
@@ -31,6 +37,34 @@ LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_cont
 #: How the user-role messages Codex injects begin (its context, not what a person typed).
 INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<skills_instructions>",
             "<user_shell_command>", "<turn_aborted>", "<permissions instructions>", "<collaboration_mode>")
+
+
+#: mem's hooks in Codex's hooks.json, as (event, matcher, ((mem arguments, timeout or None), ...)):
+#: the memory text at start (Codex loads no MEMORY.md, so ``prompt --hook`` gives it all), recall
+#: per prompt, extraction at the end of a turn in the background. No timeout: Codex's default.
+#: Recorded running in codex-cli 0.171.0 (tests/fixtures/codex-0.171.0/hooks).
+HOOK_GROUPS = (
+    ("SessionStart", None, (("prompt --hook", None),)),
+    ("UserPromptSubmit", None, (("recall --hook", None),)),
+    ("Stop", None, (("extract --hook --background", None),)),
+)
+#: Where Codex reads hooks: the user's CODEX_HOME and a project's .codex/ (no local scope).
+HOOK_SCOPES = ("user", "project")
+#: hooks.json is plain JSON (no comments).
+SETTINGS_COMMENTS = False
+
+
+def home(env: Mapping[str, str] | None = None) -> str:
+    """Codex's home: ``$CODEX_HOME``, else ``~/.codex``."""
+    from mem.core.paths import home_dir
+
+    given = (os.environ if env is None else env).get("CODEX_HOME")
+    return given if given else os.path.join(home_dir(env), ".codex")
+
+
+def hooks_file(scope: str, root: str, env: Mapping[str, str] | None = None) -> str:
+    """The hooks.json Codex reads for a scope: ``$CODEX_HOME/hooks.json`` or ``<root>/.codex/hooks.json``."""
+    return os.path.join(home(env) if scope == "user" else os.path.join(root, ".codex"), "hooks.json")
 
 
 def is_transcript_path(path: str) -> bool:

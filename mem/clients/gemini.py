@@ -15,14 +15,20 @@ carries the same ``functionResponse`` is then not read twice. What hooks added
 (``<hook_context>...</hook_context>``, recorded inside the user's message) is
 not the user's words and is dropped.
 
-uses: core.messages
+Hooks: Gemini CLI reads them from settings.json (``~/.gemini/settings.json``,
+a project's ``.gemini/settings.json``; comments allowed, as it strips them)
+under "hooks", in Claude Code's shape with its own event names; ``mem hooks
+install --client gemini`` writes HOOK_GROUPS there (mem/core/install.py edits).
+
+uses: core.messages, core.paths (home directory)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mem.core.messages import Block, Message
@@ -33,12 +39,36 @@ FORMAT = "gemini"
 #: Gemini CLI's hook events (settings.json "hooks") that mean what Claude Code's do: BeforeAgent
 #: has the prompt and takes ``hookSpecificOutput.additionalContext``, AfterAgent ends the turn.
 HOOK_EVENTS = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "PreCompress": "PreCompact"}
+#: mem's hooks in settings.json, as (event, matcher, ((mem arguments, timeout or None), ...)): the
+#: memory text at start, recall before each prompt, extraction after each turn in the background.
+#: No timeout: Gemini CLI reads it in milliseconds and its default (60 s) is ample.
+#: Recorded running in gemini-cli 0.61.0 (tests/fixtures/gemini-cli-0.61.0/hooks).
+HOOK_GROUPS = (
+    ("SessionStart", None, (("prompt --hook", None),)),
+    ("BeforeAgent", None, (("recall --hook", None),)),
+    ("AfterAgent", None, (("extract --hook --background", None),)),
+)
+HOOK_SCOPES = ("user", "project")
+#: Gemini CLI strips // and /* */ comments from its settings before parsing them.
+SETTINGS_COMMENTS = True
 WHOLE_FILE = True  # a log of updates: read with parse_records once it is all in
 TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 #: How the user-role text Gemini CLI injects begins (its context, not what a person typed).
 INJECTED = ("<session_context>",)
 #: What hooks added to a prompt: Gemini CLI records it inside the user's own message.
 HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>\s*", re.S)
+
+
+def home(env: Mapping[str, str] | None = None) -> str:
+    """Gemini CLI's home: ``~/.gemini``."""
+    from mem.core.paths import home_dir
+
+    return os.path.join(home_dir(env), ".gemini")
+
+
+def hooks_file(scope: str, root: str, env: Mapping[str, str] | None = None) -> str:
+    """The settings.json Gemini CLI reads for a scope: ``~/.gemini/`` or ``<root>/.gemini/``."""
+    return os.path.join(home(env) if scope == "user" else os.path.join(root, ".gemini"), "settings.json")
 
 
 def is_transcript_path(path: str) -> bool:
