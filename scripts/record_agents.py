@@ -22,6 +22,15 @@ The ``hooks`` scenario runs mem's own hooks (``mem prompt --hook --mode full``,
 Gemini CLI's settings.json (SessionStart, BeforeAgent, AfterAgent)
 against a seeded memory and tests/fakeapi.py for extraction, and keeps each
 hook's stdin, stdout and stderr under ``hooks/``.
+
+The ``memories`` scenario has the client save a memory with its own means
+(the user asks it to remember the prompt's fact): Codex with its memories
+feature on calls ``memories.add_ad_hoc_note`` (a note under
+``$CODEX_HOME/memories_v2/extensions/ad_hoc/notes/``), Gemini CLI 0.30 calls
+``save_memory`` (a line under ``## Gemini Added Memories`` in
+``~/.gemini/GEMINI.md``), 0.61, which has no such tool, writes its private
+project memory (``~/.gemini/tmp/<project>/memory/MEMORY.md``) with
+``write_file`` as its system prompt tells it to.
 """
 
 from __future__ import annotations
@@ -49,6 +58,11 @@ FACTS = {
 }
 #: What is kept of the client's home: its session files, never its SQLite state or bundled skills.
 KEEP = {"codex": ("sessions/",), "gemini": ("tmp/", "projects.json")}
+#: What the memories scenario keeps besides: Codex's memory folder (not its git baseline), Gemini's GEMINI.md.
+KEEP_MEMORIES = {"codex": ("memories_v2/extensions/", "memories_v2/rollout_summaries/", "memories_v2/memory_summary.md",
+                           "memories/"),
+                 "gemini": ("GEMINI.md",)}
+MEMORY_NOTE = "2026-11-27T03-50-00-deploy-fridays.md"
 
 
 def install(client: str, version: str) -> Path:
@@ -108,6 +122,10 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
         hooks, logs, hook_env = mem_hooks(tmp, home, repo)
         env.update(hook_env)
         prompt = "Why do staging deploys time out?"
+    keep = KEEP[client]
+    if scenario == "memories":
+        prompt = f"Remember this for later: {FACTS['prompt']}"
+        keep = keep + KEEP_MEMORIES[client]
     if client == "codex":
         srv.replies += [Reply(tool=("exec_command", {"cmd": "cat NOTES.txt"})), Reply(text=FACTS["answer"])]
         config = home / ".codex"
@@ -121,6 +139,13 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
             (config / "hooks.json").write_text(json.dumps(hooks, indent=1))
             argv[2:2] = ["--dangerously-bypass-hook-trust"]
             srv.replies[:] = [Reply(text=FACTS["answer"])]
+        if scenario == "memories":
+            with (config / "config.toml").open("a") as f:
+                f.write("[features]\nmemories = true\n[memories]\nuse_memories = true\ngenerate_memories = true\n"
+                        "dedicated_tools = true\n")
+            srv.replies[:] = [Reply(tool=("memories.add_ad_hoc_note", {"filename": MEMORY_NOTE,
+                                                                        "note": f"- {FACTS['prompt']}\n"})),
+                              Reply(text=FACTS["answer"])]
     else:
         srv.replies += [Reply(tool=("read_file", {"file_path": "NOTES.txt"})), Reply(text=FACTS["answer"])]
         config = home / ".gemini"
@@ -136,6 +161,13 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
             settings["hooks"] = {aliases.get(e, e): entries for e, entries in hooks["hooks"].items()}
             (config / "settings.json").write_text(json.dumps(settings, indent=1))
             srv.replies[:] = [Reply(text=FACTS["answer"])]
+        if scenario == "memories" and version.startswith("0.30."):
+            srv.replies[:] = [Reply(tool=("save_memory", {"fact": FACTS["prompt"]})), Reply(text=FACTS["answer"])]
+        elif scenario == "memories":
+            private = config / "tmp" / repo.name / "memory" / "MEMORY.md"
+            srv.replies[:] = [Reply(tool=("write_file", {"file_path": str(private),
+                                                          "content": f"- {FACTS['prompt']}\n"})),
+                              Reply(text=FACTS["answer"])]
     run = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=180,
                          stdin=subprocess.DEVNULL)
     srv.stop()
@@ -151,7 +183,7 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
     dot = config.name
     for path in sorted(config.rglob("*")):
         rel = path.relative_to(config).as_posix()
-        if path.is_file() and rel.startswith(KEEP[client]):
+        if path.is_file() and rel.startswith(keep) and "/.git/" not in rel:
             dest = out / "home" / dot / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(relocate(path.read_text()))

@@ -15,12 +15,23 @@ carries the same ``functionResponse`` is then not read twice. What hooks added
 (``<hook_context>...</hook_context>``, recorded inside the user's message) is
 not the user's words and is dropped.
 
+Its own memories: up to 0.30 its ``save_memory`` tool appends ``- <fact>``
+lines under ``## Gemini Added Memories`` in ``~/.gemini/GEMINI.md`` (the global
+context file, one line a fact; recorded from 0.30.0 in
+tests/fixtures/gemini-cli-0.30.0/memories). 0.61 has no such tool: its system
+prompt has the model edit files itself, and what is memory rather than
+instructions is the private project memory, ``~/.gemini/tmp/<project>/memory/``:
+``MEMORY.md`` (brief facts as lines, and one-line pointers to sibling ``*.md``
+notes) and those notes; ``<project>`` is the project's id in
+``~/.gemini/projects.json`` (recorded from 0.61.0). The rest of GEMINI.md is the
+user's instructions, not memories: not taken.
+
 Hooks: Gemini CLI reads them from settings.json (``~/.gemini/settings.json``,
 a project's ``.gemini/settings.json``; comments allowed, as it strips them)
 under "hooks", in Claude Code's shape with its own event names; ``mem hooks
 install --client gemini`` writes HOOK_GROUPS there (mem/core/install.py edits).
 
-uses: core.messages, core.paths (home directory)
+uses: core.messages, core.paths (home directory, project root), clients (OwnMemory), core.memdir.layout (INDEX_NAME)
 """
 
 from __future__ import annotations
@@ -69,6 +80,84 @@ def home(env: Mapping[str, str] | None = None) -> str:
 def hooks_file(scope: str, root: str, env: Mapping[str, str] | None = None) -> str:
     """The settings.json Gemini CLI reads for a scope: ``~/.gemini/`` or ``<root>/.gemini/``."""
     return os.path.join(home(env) if scope == "user" else os.path.join(root, ".gemini"), "settings.json")
+
+
+#: The section save_memory keeps in the global GEMINI.md.
+MEMORY_SECTION = "## Gemini Added Memories"
+BULLET = re.compile(r"^[ \t]*[-*+][ \t]+(.+?)[ \t]*$")
+LINK = re.compile(r"\]\(([^)\s]+\.md)\)")
+
+
+def own_memories(project: str | None = None, env: Mapping[str, str] | None = None) -> list:
+    """Gemini CLI's own memories as OwnMemory records: the facts save_memory kept in ~/.gemini/GEMINI.md
+    (type user: they follow the user into every project) and the private memory of ``project`` (type
+    project): each line of its MEMORY.md that is a fact, and each note beside it."""
+    from mem.clients import OwnMemory, first_line, read_text, slug, unique
+    from mem.core.memdir.layout import INDEX_NAME
+
+    found: list[OwnMemory] = []
+    path = os.path.join(home(env), INSTRUCTIONS_FILE)
+    text = read_text(path) or ""
+    at = text.find(MEMORY_SECTION)
+    if at >= 0:
+        start = at + len(MEMORY_SECTION)
+        end = text.find("\n## ", start)
+        end = len(text) if end < 0 else end
+        first = text.count("\n", 0, start) + 1
+        for n, line in enumerate(text[start:end].split("\n")[1:], first + 1):
+            m = BULLET.match(line)
+            if m:
+                fact = m.group(1)
+                found.append(OwnMemory(f"gemini-{slug(fact, 40) or 'memory'}", first_line(fact), "user", fact + "\n",
+                                       path, n))
+    folder = _private_memory(project, env)
+    if folder:
+        index = os.path.join(folder, INDEX_NAME)  # an index as mem's is, by the same name
+        text = read_text(index) or ""
+        pointers: dict[str, str] = {}
+        for n, line in enumerate(text.split("\n"), 1):
+            m = BULLET.match(line)
+            if not m:
+                continue
+            link = LINK.search(m.group(1))
+            if link:
+                pointers[os.path.basename(link.group(1))] = first_line(LINK.sub("", m.group(1)).replace("[", ""))
+                continue
+            fact = m.group(1)
+            found.append(OwnMemory(f"gemini-{slug(fact, 40) or 'memory'}", first_line(fact), "project", fact + "\n",
+                                   index, n))
+        for name in sorted(os.listdir(folder)):
+            note = os.path.join(folder, name)
+            if name == INDEX_NAME or not name.endswith(".md") or os.path.islink(note):
+                continue
+            body = (read_text(note) or "").strip()
+            if body:
+                stem = name[:-3]
+                found.append(OwnMemory(f"gemini-{slug(stem) or 'note'}", pointers.get(name) or first_line(body),
+                                       "project", body + "\n", note))
+    return unique(found)
+
+
+def _private_memory(project: str | None, env: Mapping[str, str] | None) -> str | None:
+    """``~/.gemini/tmp/<id>/memory`` of the project, its id looked up in ~/.gemini/projects.json."""
+    from mem.clients import read_text
+    from mem.core.paths import project_root
+
+    if not project:
+        return None
+    try:
+        known = json.loads(read_text(os.path.join(home(env), "projects.json")) or "{}").get("projects")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(known, dict):
+        return None
+    for path in dict.fromkeys((os.path.realpath(project), project_root(os.path.realpath(project)))):
+        ident = known.get(path)
+        if isinstance(ident, str) and ident and "/" not in ident and ident not in (".", ".."):
+            folder = os.path.join(home(env), "tmp", ident, "memory")
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                return folder
+    return None
 
 
 def is_transcript_path(path: str) -> bool:

@@ -9,7 +9,7 @@ server-sent events (``response.created``, ``response.output_item.done``,
 order; every request is recorded::
 
     srv = FakeAgents().start()
-    srv.replies.append(Reply(tool=("shell", {...})))   # the next turn calls a tool
+    srv.replies.append(Reply(tool=("shell", {...})))   # the next turn calls a tool ("ns.name": a namespace's)
     srv.replies.append(Reply(text="done"))
     ... codex exec with a provider base_url of srv.url + "/v1",
         gemini with GOOGLE_GEMINI_BASE_URL=srv.url ...
@@ -43,8 +43,11 @@ def responses_events(body: dict, reply: Reply) -> list[tuple[str, dict]]:
                       "content": [{"type": "output_text", "text": reply.text, "annotations": []}]})
     if reply.tool:
         name, args = reply.tool
-        items.append({"type": "function_call", "id": f"fc_{next(_ids)}", "call_id": f"call_{next(_ids)}",
-                      "name": name, "arguments": json.dumps(args), "status": "completed"})
+        item = {"type": "function_call", "id": f"fc_{next(_ids)}", "call_id": f"call_{next(_ids)}",
+                "name": name, "arguments": json.dumps(args), "status": "completed"}
+        if "." in name:  # a tool of a namespace (Codex's memories.add_ad_hoc_note)
+            item["namespace"], item["name"] = name.split(".", 1)
+        items.append(item)
     events: list[tuple[str, dict]] = [("response.created", {"type": "response.created",
                                                              "response": {"id": rid, "status": "in_progress"}})]
     for i, item in enumerate(items):
