@@ -23,6 +23,10 @@ Gemini CLI's settings.json (SessionStart, BeforeAgent, AfterAgent)
 against a seeded memory and tests/fakeapi.py for extraction, and keeps each
 hook's stdin, stdout and stderr under ``hooks/``.
 
+The ``installed`` scenario does the same with the hooks ``mem hooks install
+--client <client>`` writes (no recorder): what fired is read back from mem's
+hook stamps (``fired.json``: ``mem hooks status --json`` of the run).
+
 The ``memories`` scenario has the client save a memory with its own means
 (the user asks it to remember the prompt's fact): Codex with its memories
 feature on calls ``memories.add_ad_hoc_note`` (a note under
@@ -122,6 +126,10 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
         hooks, logs, hook_env = mem_hooks(tmp, home, repo)
         env.update(hook_env)
         prompt = "Why do staging deploys time out?"
+    if scenario == "installed":
+        _, _, hook_env = mem_hooks(tmp, home, repo)  # the seeded memory and extraction's model
+        env.update(hook_env)
+        prompt = "Why do staging deploys time out?"
     keep = KEEP[client]
     if scenario == "memories":
         prompt = f"Remember this for later: {FACTS['prompt']}"
@@ -135,6 +143,9 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
             f'base_url = "{srv.url}/v1"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n')
         env.update(CODEX_HOME=str(config), FAKE_API_KEY="sk-fake")
         argv = [str(exe), "exec", "--skip-git-repo-check", "-s", "danger-full-access", prompt]
+        if scenario == "installed":
+            argv[2:2] = ["--dangerously-bypass-hook-trust"]  # what /hooks in the interactive CLI records
+            srv.replies[:] = [Reply(text=FACTS["answer"])]
         if logs:
             (config / "hooks.json").write_text(json.dumps(hooks, indent=1))
             argv[2:2] = ["--dangerously-bypass-hook-trust"]
@@ -168,8 +179,20 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
             srv.replies[:] = [Reply(tool=("write_file", {"file_path": str(private),
                                                           "content": f"- {FACTS['prompt']}\n"})),
                               Reply(text=FACTS["answer"])]
+    if scenario == "installed":
+        if client == "gemini":
+            srv.replies[:] = [Reply(text=FACTS["answer"])]
+        subprocess.run([sys.executable, "-m", "mem", "hooks", "install", "--client", client], env=env, check=True,
+                       capture_output=True)
     run = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=180,
                          stdin=subprocess.DEVNULL)
+    fired = None
+    if scenario == "installed":
+        import time
+
+        time.sleep(3)  # the Stop hook's extraction runs detached
+        fired = subprocess.run([sys.executable, "-m", "mem", "hooks", "status", "--client", client, "--json"],
+                               env=env, capture_output=True, text=True).stdout
     srv.stop()
     out = fixtures / f"{FIXTURE_NAMES[client]}-{version}" / (scenario or "")
     shutil.rmtree(out / "home", ignore_errors=True)
@@ -192,6 +215,8 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
         (out / "hooks").mkdir(parents=True)
         for f in sorted(logs.iterdir()):
             (out / "hooks" / f.name).write_text(relocate(f.read_text()))
+    if fired is not None:
+        (out / "fired.json").write_text(relocate(fired))
     (out / "stdout.txt").write_text(relocate(run.stdout))
     (out / "stderr.txt").write_text(relocate(run.stderr))
     (out / "requests.json").write_text(relocate(json.dumps(srv.requests, indent=1)) + "\n")
