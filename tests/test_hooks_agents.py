@@ -55,6 +55,7 @@ def ours(data: dict) -> dict[str, list[str]]:
 def test_install_writes_the_clients_file_with_its_event_names(homes, mem_exe, client):
     r = invoke("hooks", "install", "--client", client, "--mem", mem_exe)
     assert r.exit_code == 0, r.output
+    assert ("only once you trust them" in r.stderr) == (client == "codex")
     names = EVENTS[client]
     assert ours(json.loads(homes[client].read_text())) == {
         names["SessionStart"]: [f"{mem_exe} prompt --hook"],
@@ -165,6 +166,8 @@ def test_installed_hooks_run_the_recorded_payloads_and_status_shows_them_fired(h
     status = json.loads(subprocess.run([mem_exe, "hooks", "status", "--client", client, "--json"],
                                        capture_output=True, text=True).stdout)
     assert status["ok"] and all(e["last_fired"] is None for e in status["entries"])
+    never = subprocess.run([mem_exe, "hooks", "status", "--client", client], capture_output=True, text=True)
+    assert ("only once you trust them: /hooks in codex" in never.stderr) == (client == "codex")
     data = json.loads(homes[client].read_text())
     home = Path(os.environ["HOME"])
     for event in ("SessionStart", "UserPromptSubmit"):
@@ -178,7 +181,9 @@ def test_installed_hooks_run_the_recorded_payloads_and_status_shows_them_fired(h
     fired = {e["event"]: e["last_fired"] is not None for e in json.loads(status.stdout)["entries"]}
     assert fired == {EVENTS[client]["SessionStart"]: True, EVENTS[client]["UserPromptSubmit"]: True,
                      EVENTS[client]["Stop"]: False}
-    text = subprocess.run([mem_exe, "hooks", "status", "--client", client], capture_output=True, text=True).stdout
+    text = subprocess.run([mem_exe, "hooks", "status", "--client", client], capture_output=True, text=True)
+    assert "trust them" not in text.stderr
+    text = text.stdout
     assert re.search(rf"{EVENTS[client]['UserPromptSubmit']}  \S+ recall --hook  runs  last fired 20\d\d-", text), text
 
 

@@ -102,7 +102,14 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     if scope == "project":
         render.warn(f"{change.path} is usually checked in: its hooks name this machine's mem; "
                     "--scope local keeps them to you")
-    return _finish(change, dry_run, fmt, "installed")
+    status = _finish(change, dry_run, fmt, "installed")
+    if change.changed and not dry_run and client in install.MODULE_CLIENTS:
+        from mem.clients import named
+
+        note = getattr(named(client), "HOOK_NOTE", None)
+        if note:
+            render.info(note)
+    return status
 
 
 @hooks_cmd.command("uninstall")
@@ -193,4 +200,10 @@ def status_cmd(client: str, scope: str | None, project: str | None, fmt: str) ->
         render.out(f"-  {event}  not installed (mem hooks install --client {client})")
     if disabled:
         render.warn(f"Claude Code runs no user or project hook here: {disabled}")
+    if found and not any(f.last_fired for f in found):
+        from mem.clients import named
+
+        note = getattr(named(client), "HOOK_NOTE", None) if client in install.MODULE_CLIENTS else None
+        if note:
+            render.info(note)
     return 0 if ok else 1
