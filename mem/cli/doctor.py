@@ -15,8 +15,9 @@ def doctor_cmd(where: dict, fmt: str) -> int:
     """Check what you would otherwise debug by hand, one line per check with its fix.
 
     The memory directory and its parents, the state directory and the
-    history, the hooks of Claude Code and qwen-code (mem hooks status:
-    installed, runnable, last fired), the nightly dream (mem cron status:
+    history, the hooks of Claude Code, qwen-code, Codex CLI and Gemini CLI
+    (mem hooks status: installed, runnable, last fired; for the last two a
+    note, not a failure, while none is installed), the nightly dream (mem cron status:
     scheduled, a daemon to fire it, the last run), whether a model key is
     set (never its value), and whether man and bash find mem's man pages
     and completions. Exit 1 when a check fails; notes (no key, no cron job,
