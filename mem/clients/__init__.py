@@ -15,7 +15,6 @@ uses: core.memdir.frontmatter (render_new), core.memdir.files (read_text)
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import NamedTuple
 
 
@@ -61,6 +60,8 @@ class OwnMemory(NamedTuple):
 
 def slug(text: str, limit: int = SLUG_MAX) -> str:
     """Lower-case words joined by '-' (letters of any script kept), at most ``limit`` characters."""
+    import unicodedata  # not at import: the recall hook loads this package
+
     text = re.sub(r"[\W_]+", "-", unicodedata.normalize("NFKC", text).lower()).strip("-")
     if len(text) > limit:
         cut = text.rfind("-", 0, limit + 1)
