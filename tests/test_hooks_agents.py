@@ -208,3 +208,27 @@ def test_the_readme_shows_what_install_writes(homes, mem_exe):
     for client, block in blocks.items():
         assert invoke("hooks", "install", "--client", client, "--mem", mem_exe).exit_code == 0
         assert json.loads(homes[client].read_text()) == json.loads(block.replace("/path/to/mem", mem_exe))
+
+
+def test_status_reads_gemini_clis_own_switches(homes, mem_exe, tmp_path, monkeypatch):
+    assert invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe).exit_code == 0
+    settings = json.loads(homes["gemini"].read_text())
+    recall = f"{mem_exe} recall --hook"
+    homes["gemini"].write_text(json.dumps({**settings, "hooksConfig": {"enabled": False}}))
+    r = invoke("hooks", "status", "--client", "gemini")
+    assert r.exit_code == 1
+    assert f"Gemini CLI runs no user or project hook here: hooksConfig.enabled is false in {homes['gemini']}" in r.stderr
+    # a project that turns them on again wins, as Gemini CLI merges its settings
+    repo = tmp_path / "repo"
+    (repo / ".gemini").mkdir(parents=True)
+    (repo / ".git").mkdir()
+    (repo / ".gemini" / "settings.json").write_text('{"hooksConfig": {"enabled": true}}\n')
+    monkeypatch.chdir(repo)
+    assert invoke("hooks", "status", "--client", "gemini").exit_code == 0
+    # one of ours named in hooksConfig.disabled does not run
+    homes["gemini"].write_text(json.dumps({**settings, "hooksConfig": {"disabled": [recall]}}))
+    r = invoke("hooks", "status", "--client", "gemini", "--json")
+    assert r.exit_code == 1
+    entries = {e["command"]: e for e in json.loads(r.stdout)["entries"]}
+    assert not entries[recall]["runs"] and "hooksConfig.disabled" in entries[recall]["problem"]
+    assert entries[f"{mem_exe} prompt --hook"]["runs"]

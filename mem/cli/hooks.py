@@ -199,7 +199,7 @@ def status_cmd(client: str, scope: str | None, project: str | None, fmt: str) ->
     for event in missing:
         render.out(f"-  {event}  not installed (mem hooks install --client {client})")
     if disabled:
-        render.warn(f"Claude Code runs no user or project hook here: {disabled}")
+        render.warn(f"{install.label(client)} runs no user or project hook here: {disabled}")
     if found and not any(f.last_fired for f in found):
         from mem.clients import named
 

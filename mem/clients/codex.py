@@ -65,6 +65,7 @@ HOOK_GROUPS = (
 )
 #: Where Codex reads hooks: the user's CODEX_HOME and a project's .codex/ (no local scope).
 HOOK_SCOPES = ("user", "project")
+LABEL = "Codex CLI"
 #: What ``mem hooks status`` reminds a Codex user of: the trust it cannot see from hooks.json.
 HOOK_NOTE = ("Codex runs these hooks only once you trust them: /hooks in codex (for an automated run, "
              "codex exec --dangerously-bypass-hook-trust); until then they never fire")

@@ -60,6 +60,7 @@ HOOK_GROUPS = (
     ("AfterAgent", None, (("extract --hook --background", None),)),
 )
 HOOK_SCOPES = ("user", "project")
+LABEL = "Gemini CLI"
 #: Gemini CLI strips // and /* */ comments from its settings before parsing them.
 SETTINGS_COMMENTS = True
 WHOLE_FILE = True  # a log of updates: read with parse_records once it is all in
@@ -68,6 +69,22 @@ TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 INJECTED = ("<session_context>",)
 #: What hooks added to a prompt: Gemini CLI records it inside the user's own message.
 HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>\s*", re.S)
+
+
+def hooks_off(settings: dict) -> str | None:
+    """Why one settings file turns Gemini CLI's hooks off (``hooksConfig.enabled: false``); None when it
+    does not; "" when it turns them on (a later file's word wins, as Gemini CLI merges them)."""
+    config = settings.get("hooksConfig")
+    enabled = config.get("enabled") if isinstance(config, dict) else None
+    return None if enabled is None else "hooksConfig.enabled is false" if enabled is False else ""
+
+
+def disabled_hooks(settings: dict) -> set[str]:
+    """The hooks one settings file names in ``hooksConfig.disabled``: Gemini CLI skips a command hook
+    whose ``name`` (else its ``command``) is listed there."""
+    config = settings.get("hooksConfig")
+    names = config.get("disabled") if isinstance(config, dict) else None
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
 
 def home(env: Mapping[str, str] | None = None) -> str:

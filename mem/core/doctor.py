@@ -97,7 +97,7 @@ def check_hooks(client: str, project: str | None, env: Mapping[str, str] | None 
         return Check(name, FAIL, f"{broken[0].event}: {broken[0].command}: {broken[0].problem}",
                      f"mem hooks install --client {client}")
     if report["disabled_by"]:
-        return Check(name, FAIL, f"Claude Code runs no hooks here: {report['disabled_by']}",
+        return Check(name, FAIL, f"{install.label(client)} runs no hooks here: {report['disabled_by']}",
                      "remove that setting, or ask whoever manages it")
     if report["missing"]:
         # Codex CLI and Gemini CLI work without mem's hooks (a wrapper, the instructions file): a note

@@ -69,6 +69,15 @@ QWEN_GROUPS = (
 )
 
 
+def label(client: str) -> str:
+    """The client's name for people: Claude Code, qwen-code, Codex CLI, Gemini CLI."""
+    if client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        return named(client).LABEL
+    return {"claude": "Claude Code", "qwen": "qwen-code"}.get(client, client)
+
+
 def groups_for(client: str) -> tuple[Group, ...]:
     if client in MODULE_CLIENTS:
         from mem.clients import named
@@ -715,6 +724,26 @@ def disabled_by(project: str | None = None, env: Mapping[str, str] | None = None
     return None
 
 
+def _turned_off(client: str, files: list[str], found: list[Entry]) -> tuple[str | None, list[Entry]]:
+    """What the client's own settings say against our hooks (Gemini CLI's hooksConfig): all of them
+    off, and the entries it skips by name. A client without such settings: (None, found)."""
+    from mem.clients import named
+
+    module = named(client)
+    if not hasattr(module, "hooks_off"):
+        return None, found
+    why, skipped = None, set()
+    for path in files:  # user, then project: the later file's word wins
+        data = read_settings(path, client).data
+        said = module.hooks_off(data)
+        if said is not None:
+            why = f"{said} in {path}" if said else None
+        skipped |= module.disabled_hooks(data)
+    found = [f._replace(runs=False, problem=f"listed in hooksConfig.disabled: {label(client)} skips it")
+             if f.command in skipped else f for f in found]
+    return why, found
+
+
 def status(client: str, scope: str | None = None, project: str | None = None,
            env: Mapping[str, str] | None = None) -> dict:
     """What ``mem hooks status`` reports: our entries in every scope of the client (or ``scope``),
@@ -737,6 +766,9 @@ def status(client: str, scope: str | None = None, project: str | None = None,
             found += entries(client, name, project, env, checked=checked)
     missing = [e for e in events_for(client) if not any(f.event == e for f in found)]
     disabled = disabled_by(project, env) if client == "claude" else None
+    if client in MODULE_CLIENTS:
+        disabled, found = _turned_off(client, [p for p in dict.fromkeys(
+            os.path.realpath(settings_path(client, s, project, env)) for s in scopes)], found)
     ok = not missing and all(f.runs for f in found) and not disabled
     return {"client": client, "entries": found, "missing": missing, "disabled_by": disabled, "ok": ok}
 
