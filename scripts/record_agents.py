@@ -30,7 +30,9 @@ hook stamps (``fired.json``: ``mem hooks status --json`` of the run).
 The ``memories`` scenario has the client save a memory with its own means
 (the user asks it to remember the prompt's fact): Codex with its memories
 feature on calls ``memories.add_ad_hoc_note`` (a note under
-``$CODEX_HOME/memories_v2/extensions/ad_hoc/notes/``), Gemini CLI 0.30 calls
+``$CODEX_HOME/memories_v2/extensions/ad_hoc/notes/``) and its consolidation
+agent, run at start, writes ``memories_v2/memory_summary.md`` (CODEX_SUMMARY) with its
+``exec`` tool; Gemini CLI 0.30 calls
 ``save_memory`` (a line under ``## Gemini Added Memories`` in
 ``~/.gemini/GEMINI.md``), 0.61, which has no such tool, writes its private
 project memory (``~/.gemini/tmp/<project>/memory/MEMORY.md``) with
@@ -67,6 +69,23 @@ KEEP_MEMORIES = {"codex": ("memories_v2/extensions/", "memories_v2/rollout_summa
                            "memories/"),
                  "gemini": ("GEMINI.md",)}
 MEMORY_NOTE = "2026-11-27T03-50-00-deploy-fridays.md"
+#: What Codex's consolidation agent is scripted to write, in the form its prompt asks for
+#: (``v1``, then the four sections); it writes with its ``exec`` tool running ``exec_command``.
+CODEX_SUMMARY = """v1
+## User Profile
+Maintains a service whose deploys go through the blue-heron script.
+
+## User preferences
+- Prefers rebasing feature branches over merge commits.
+
+## General Tips
+- The CI runner image is quartz-7; it needs 8 GB of RAM.
+
+## What's in Memory
+### repo
+#### 2026-11-27
+- Deploy schedule and the blue-heron script (ad-hoc note) [ad-hoc note]
+"""
 
 
 def install(client: str, version: str) -> Path:
@@ -156,7 +175,11 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
                         "dedicated_tools = true\n")
             srv.replies[:] = [Reply(tool=("memories.add_ad_hoc_note", {"filename": MEMORY_NOTE,
                                                                         "note": f"- {FACTS['prompt']}\n"})),
-                              Reply(text=FACTS["answer"])]
+                              Reply(text=FACTS["answer"], delay=5)]  # the consolidation agent's exec finishes
+            # Codex's consolidation agent (a side request: its tools come in the input) writes the summary
+            write = f"cat > memory_summary.md <<'EOF'\n{CODEX_SUMMARY}EOF"
+            srv.side_replies[:] = [Reply(custom=("exec", f"const r = await tools.exec_command({{cmd: {json.dumps(write)}}});"
+                                                         " text(r.output);")), Reply(text="Done.")]
     else:
         srv.replies += [Reply(tool=("read_file", {"file_path": "NOTES.txt"})), Reply(text=FACTS["answer"])]
         config = home / ".gemini"
