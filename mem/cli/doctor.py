@@ -17,10 +17,10 @@ def doctor_cmd(where: dict, fmt: str) -> int:
     The memory directory and its parents, the state directory and the
     history, the hooks of Claude Code, qwen-code, Codex CLI and Gemini CLI
     (mem hooks status: installed, runnable, last fired; for the last two a
-    note, not a failure, while none is installed), the nightly dream (mem cron status:
-    scheduled, a daemon to fire it, the last run), whether a model key is
-    set (never its value), and whether man and bash find mem's man pages
-    and completions. Exit 1 when a check fails; notes (no key, no cron job,
+    note, not a failure, while none is installed), the nightly dream (mem
+    cron status: scheduled, a daemon to fire it, the last run), whether a
+    model key is set (never its value), and whether man and bash find
+    mem's man pages and completions. Exit 1 when a check fails; notes (no key, no cron job,
     a client never run here) do not fail.
 
     \b

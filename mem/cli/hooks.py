@@ -50,8 +50,9 @@ def hooks_cmd() -> None:
     """Install, remove or check mem's hooks in a client's settings.
 
     The entries, written into Claude Code's, qwen-code's or Gemini CLI's
-    settings file or Codex CLI's hooks.json, are those the README documents, each running mem by its absolute path,
-    so they work under whatever PATH the client has.
+    settings file or Codex CLI's hooks.json, are those the README
+    documents, each running mem by its absolute path, so they work under
+    whatever PATH the client has.
 
     \b
     Example:
@@ -82,8 +83,7 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     itself), UserPromptSubmit (recall) and Stop (extraction in the
     background), and runs them once you trust them (/hooks in codex); Gemini
     CLI gets SessionStart, BeforeAgent (recall) and AfterAgent (extraction).
-    Entries of mem's already there, by any path, are
-    replaced in place. The file is copied to the state directory first and
+    Entries of mem's already there, by any path, are replaced in place. The file is copied to the state directory first and
     written atomically; a second install changes nothing.
 
     \b
