@@ -232,3 +232,18 @@ def test_status_reads_gemini_clis_own_switches(homes, mem_exe, tmp_path, monkeyp
     entries = {e["command"]: e for e in json.loads(r.stdout)["entries"]}
     assert not entries[recall]["runs"] and "hooksConfig.disabled" in entries[recall]["problem"]
     assert entries[f"{mem_exe} prompt --hook"]["runs"]
+
+
+def test_mems_hooks_in_codex_config_toml_are_pointed_out(homes, mem_exe):
+    """Codex 0.171.0 runs [hooks] of config.toml as well as hooks.json's (checked with the real binary)."""
+    homes["codex"].parent.mkdir(parents=True)
+    (homes["codex"].parent / "config.toml").write_text(
+        'model = "gpt-5-codex"\n\n[[hooks.UserPromptSubmit]]\n[[hooks.UserPromptSubmit.hooks]]\ntype = "command"\n'
+        'command = "/opt/mem/bin/mem recall --hook"  # by hand\n\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\n'
+        "command = 'notify-send done'\n\n[model_providers.x]\ncommand = \"/opt/mem/bin/mem recall --hook\"\n")
+    r = invoke("hooks", "install", "--client", "codex", "--mem", mem_exe)
+    assert r.exit_code == 0
+    assert (f"{homes['codex'].parent / 'config.toml'} runs mem for UserPromptSubmit too "
+            "(/opt/mem/bin/mem recall --hook): Codex CLI runs both; remove one") in r.stderr
+    assert r.stderr.count("runs mem for") == 1  # not the Stop hook of the user's, not a non-hook table
+    assert "runs mem for UserPromptSubmit too" in invoke("hooks", "status", "--client", "codex").stderr

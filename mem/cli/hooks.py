@@ -103,6 +103,7 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
         render.warn(f"{change.path} is usually checked in: its hooks name this machine's mem; "
                     "--scope local keeps them to you")
     status = _finish(change, dry_run, fmt, "installed")
+    _warn_elsewhere(client, events)
     if change.changed and not dry_run and client in install.MODULE_CLIENTS:
         from mem.clients import named
 
@@ -110,6 +111,21 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
         if note:
             render.info(note)
     return status
+
+
+def _warn_elsewhere(client: str, events) -> None:
+    """mem's hooks in a file of the client's that install does not write (Codex's config.toml):
+    the client runs both, so each would run twice."""
+    from mem.core import install
+
+    if client not in install.MODULE_CLIENTS:
+        return
+    from mem.clients import named
+
+    for path, event, command in (getattr(named(client), "other_hooks", None) or (lambda: []))():
+        if event in events and (install.launcher(command) or install.wrapped(command)):
+            render.warn(f"{path} runs mem for {event} too ({command}): {install.label(client)} runs both; "
+                        "remove one")
 
 
 @hooks_cmd.command("uninstall")
@@ -198,6 +214,7 @@ def status_cmd(client: str, scope: str | None, project: str | None, fmt: str) ->
         render.out(f"{f.scope}  {where}  {f.command}  {state}  {fired}")
     for event in missing:
         render.out(f"-  {event}  not installed (mem hooks install --client {client})")
+    _warn_elsewhere(client, {f.event for f in found})
     if disabled:
         render.warn(f"{install.label(client)} runs no user or project hook here: {disabled}")
     if found and not any(f.last_fired for f in found):

@@ -130,6 +130,40 @@ def own_memories(project: str | None = None, env: Mapping[str, str] | None = Non
     return unique(found)
 
 
+#: A table header of config.toml's hooks: ``[[hooks.Stop]]``, ``[[hooks.Stop.hooks]]``.
+_TOML_HOOK_TABLE = re.compile(r"^\s*\[\[\s*hooks\.([A-Za-z]+)(?:\.hooks)?\s*\]\]\s*(?:#.*)?$")
+_TOML_TABLE = re.compile(r"^\s*\[")
+_TOML_COMMAND = re.compile(r"""^\s*command\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*')\s*(?:#.*)?$""")
+
+
+def other_hooks(env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """The command hooks Codex runs from a file install does not write, ``$CODEX_HOME/config.toml``
+    (0.171.0 runs those as well as hooks.json's): (file, event, command) for each ``command = "..."`` under a ``[[hooks.<Event>]]``
+    or ``[[hooks.<Event>.hooks]]`` table. Inline-table forms are not read."""
+    from mem.clients import read_text
+
+    path = os.path.join(home(env), "config.toml")
+    found = []
+    event = None
+    for line in (read_text(path) or "").splitlines():
+        table = _TOML_HOOK_TABLE.match(line)
+        if table:
+            event = table.group(1)
+            continue
+        if _TOML_TABLE.match(line):
+            event = None
+            continue
+        command = _TOML_COMMAND.match(line) if event else None
+        if command:
+            raw = command.group(1)
+            try:
+                value = json.loads(raw) if raw.startswith('"') else raw[1:-1]
+            except ValueError:
+                continue
+            found.append((path, event, value))
+    return found
+
+
 def is_transcript_path(path: str) -> bool:
     """A hook payload's transcript_path is a Codex rollout: ``.../sessions/YYYY/MM/DD/rollout-*.jsonl``."""
     path = path.replace("\\", "/")
@@ -204,3 +238,4 @@ def _output(out: Any) -> tuple[str, bool]:
     if isinstance(out, list):
         return "\n".join(_str(c.get("text")) for c in out if isinstance(c, dict) and "text" in c), False
     return _str(out), False
+
