@@ -22,6 +22,21 @@ The ``hooks`` scenario runs mem's own hooks (``mem prompt --hook --mode full``,
 Gemini CLI's settings.json (SessionStart, BeforeAgent, AfterAgent)
 against a seeded memory and tests/fakeapi.py for extraction, and keeps each
 hook's stdin, stdout and stderr under ``hooks/``.
+
+The ``installed`` scenario does the same with the hooks ``mem hooks install
+--client <client>`` writes (no recorder): what fired is read back from mem's
+hook stamps (``fired.json``: ``mem hooks status --json`` of the run).
+
+The ``memories`` scenario has the client save a memory with its own means
+(the user asks it to remember the prompt's fact): Codex with its memories
+feature on calls ``memories.add_ad_hoc_note`` (a note under
+``$CODEX_HOME/memories_v2/extensions/ad_hoc/notes/``) and its consolidation
+agent, run at start, writes ``memories_v2/memory_summary.md`` (CODEX_SUMMARY) with its
+``exec`` tool; Gemini CLI 0.30 calls
+``save_memory`` (a line under ``## Gemini Added Memories`` in
+``~/.gemini/GEMINI.md``), 0.61, which has no such tool, writes its private
+project memory (``~/.gemini/tmp/<project>/memory/MEMORY.md``) with
+``write_file`` as its system prompt tells it to.
 """
 
 from __future__ import annotations
@@ -49,6 +64,28 @@ FACTS = {
 }
 #: What is kept of the client's home: its session files, never its SQLite state or bundled skills.
 KEEP = {"codex": ("sessions/",), "gemini": ("tmp/", "projects.json")}
+#: What the memories scenario keeps besides: Codex's memory folder (not its git baseline), Gemini's GEMINI.md.
+KEEP_MEMORIES = {"codex": ("memories_v2/extensions/", "memories_v2/rollout_summaries/", "memories_v2/memory_summary.md",
+                           "memories/"),
+                 "gemini": ("GEMINI.md",)}
+MEMORY_NOTE = "2026-11-27T03-50-00-deploy-fridays.md"
+#: What Codex's consolidation agent is scripted to write, in the form its prompt asks for
+#: (``v1``, then the four sections); it writes with its ``exec`` tool running ``exec_command``.
+CODEX_SUMMARY = """v1
+## User Profile
+Maintains a service whose deploys go through the blue-heron script.
+
+## User preferences
+- Prefers rebasing feature branches over merge commits.
+
+## General Tips
+- The CI runner image is quartz-7; it needs 8 GB of RAM.
+
+## What's in Memory
+### repo
+#### 2026-11-27
+- Deploy schedule and the blue-heron script (ad-hoc note) [ad-hoc note]
+"""
 
 
 def install(client: str, version: str) -> Path:
@@ -108,6 +145,14 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
         hooks, logs, hook_env = mem_hooks(tmp, home, repo)
         env.update(hook_env)
         prompt = "Why do staging deploys time out?"
+    if scenario == "installed":
+        _, _, hook_env = mem_hooks(tmp, home, repo)  # the seeded memory and extraction's model
+        env.update(hook_env)
+        prompt = "Why do staging deploys time out?"
+    keep = KEEP[client]
+    if scenario == "memories":
+        prompt = f"Remember this for later: {FACTS['prompt']}"
+        keep = keep + KEEP_MEMORIES[client]
     if client == "codex":
         srv.replies += [Reply(tool=("exec_command", {"cmd": "cat NOTES.txt"})), Reply(text=FACTS["answer"])]
         config = home / ".codex"
@@ -117,10 +162,24 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
             f'base_url = "{srv.url}/v1"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n')
         env.update(CODEX_HOME=str(config), FAKE_API_KEY="sk-fake")
         argv = [str(exe), "exec", "--skip-git-repo-check", "-s", "danger-full-access", prompt]
+        if scenario == "installed":
+            argv[2:2] = ["--dangerously-bypass-hook-trust"]  # what /hooks in the interactive CLI records
+            srv.replies[:] = [Reply(text=FACTS["answer"])]
         if logs:
             (config / "hooks.json").write_text(json.dumps(hooks, indent=1))
             argv[2:2] = ["--dangerously-bypass-hook-trust"]
             srv.replies[:] = [Reply(text=FACTS["answer"])]
+        if scenario == "memories":
+            with (config / "config.toml").open("a") as f:
+                f.write("[features]\nmemories = true\n[memories]\nuse_memories = true\ngenerate_memories = true\n"
+                        "dedicated_tools = true\n")
+            srv.replies[:] = [Reply(tool=("memories.add_ad_hoc_note", {"filename": MEMORY_NOTE,
+                                                                        "note": f"- {FACTS['prompt']}\n"})),
+                              Reply(text=FACTS["answer"], delay=5)]  # the consolidation agent's exec finishes
+            # Codex's consolidation agent (a side request: its tools come in the input) writes the summary
+            write = f"cat > memory_summary.md <<'EOF'\n{CODEX_SUMMARY}EOF"
+            srv.side_replies[:] = [Reply(custom=("exec", f"const r = await tools.exec_command({{cmd: {json.dumps(write)}}});"
+                                                         " text(r.output);")), Reply(text="Done.")]
     else:
         srv.replies += [Reply(tool=("read_file", {"file_path": "NOTES.txt"})), Reply(text=FACTS["answer"])]
         config = home / ".gemini"
@@ -136,8 +195,27 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
             settings["hooks"] = {aliases.get(e, e): entries for e, entries in hooks["hooks"].items()}
             (config / "settings.json").write_text(json.dumps(settings, indent=1))
             srv.replies[:] = [Reply(text=FACTS["answer"])]
+        if scenario == "memories" and version.startswith("0.30."):
+            srv.replies[:] = [Reply(tool=("save_memory", {"fact": FACTS["prompt"]})), Reply(text=FACTS["answer"])]
+        elif scenario == "memories":
+            private = config / "tmp" / repo.name / "memory" / "MEMORY.md"
+            srv.replies[:] = [Reply(tool=("write_file", {"file_path": str(private),
+                                                          "content": f"- {FACTS['prompt']}\n"})),
+                              Reply(text=FACTS["answer"])]
+    if scenario == "installed":
+        if client == "gemini":
+            srv.replies[:] = [Reply(text=FACTS["answer"])]
+        subprocess.run([sys.executable, "-m", "mem", "hooks", "install", "--client", client], env=env, check=True,
+                       capture_output=True)
     run = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=180,
                          stdin=subprocess.DEVNULL)
+    fired = None
+    if scenario == "installed":
+        import time
+
+        time.sleep(3)  # the Stop hook's extraction runs detached
+        fired = subprocess.run([sys.executable, "-m", "mem", "hooks", "status", "--client", client, "--json"],
+                               env=env, capture_output=True, text=True).stdout
     srv.stop()
     out = fixtures / f"{FIXTURE_NAMES[client]}-{version}" / (scenario or "")
     shutil.rmtree(out / "home", ignore_errors=True)
@@ -151,7 +229,7 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
     dot = config.name
     for path in sorted(config.rglob("*")):
         rel = path.relative_to(config).as_posix()
-        if path.is_file() and rel.startswith(KEEP[client]):
+        if path.is_file() and rel.startswith(keep) and "/.git/" not in rel:
             dest = out / "home" / dot / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(relocate(path.read_text()))
@@ -160,6 +238,8 @@ def record(client: str, version: str, scenario: str = "", fixtures: Path = ROOT 
         (out / "hooks").mkdir(parents=True)
         for f in sorted(logs.iterdir()):
             (out / "hooks" / f.name).write_text(relocate(f.read_text()))
+    if fired is not None:
+        (out / "fired.json").write_text(relocate(fired))
     (out / "stdout.txt").write_text(relocate(run.stdout))
     (out / "stderr.txt").write_text(relocate(run.stderr))
     (out / "requests.json").write_text(relocate(json.dumps(srv.requests, indent=1)) + "\n")

@@ -13,7 +13,7 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # Variables from the developer's shell that would change how mem resolves or behaves.
-_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_", "GCE_",
+_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "CODEX_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_", "GCE_",
                    "GOOGLE_")
 
 

@@ -15,14 +15,15 @@ def doctor_cmd(where: dict, fmt: str) -> int:
     """Check what you would otherwise debug by hand, one line per check with its fix.
 
     The memory directory and its parents, the state directory and the
-    history, the hooks of Claude Code and qwen-code (mem hooks status:
-    installed, runnable, last fired), the nightly dream (mem cron status:
-    scheduled, a daemon to fire it, the last run), whether a model key is
-    set (never its value), whether man finds mem's man pages, and whether
-    bash-completion and an interactive zsh find mem's completion (mem
-    complete --install puts it where they look). Exit 1 when a check fails;
-    notes (no key, no cron job, a client never run here, a shell you do not
-    use) do not fail.
+    history, the hooks of Claude Code, qwen-code, Codex CLI and Gemini CLI
+    (mem hooks status: installed, runnable, last fired; for the last two a
+    note, not a failure, while none is installed), the nightly dream (mem
+    cron status: scheduled, a daemon to fire it, the last run), whether a
+    model key is set (never its value), whether man finds mem's man pages,
+    and whether bash-completion and an interactive zsh find mem's completion
+    (mem complete --install puts it where they look). Exit 1 when a check
+    fails; notes (no key, no cron job, a client never run here, a shell you
+    do not use) do not fail.
 
     \b
     Example:

@@ -15,8 +15,10 @@ from mem.core.hooks import EVENTS
 def target_options(f: Callable) -> Callable:
     """--client, --scope, --project."""
 
-    @click.option("--client", type=click.Choice(("claude", "qwen")), default="claude", show_default=True,
-                  help="Claude Code (~/.claude/settings.json) or qwen-code (~/.qwen/settings.json).")
+    @click.option("--client", type=click.Choice(("claude", "qwen", "codex", "gemini")), default="claude",
+                  show_default=True,
+                  help="Claude Code (~/.claude/settings.json), qwen-code (~/.qwen/settings.json), Codex CLI "
+                       "(~/.codex/hooks.json) or Gemini CLI (~/.gemini/settings.json).")
     @click.option("--scope", type=click.Choice(("user", "project", "local")), default=None,
                   help="Every project (user, the default), this project's checked-in settings (project), "
                        "or this project for you alone (local, Claude Code only).")
@@ -47,9 +49,10 @@ def event_options(f: Callable) -> Callable:
 def hooks_cmd() -> None:
     """Install, remove or check mem's hooks in a client's settings.
 
-    The entries, written into Claude Code's or qwen-code's settings file,
-    are those the README documents, each running mem by its absolute path,
-    so they work under whatever PATH the client has.
+    The entries, written into Claude Code's, qwen-code's or Gemini CLI's
+    settings file or Codex CLI's hooks.json, are those the README
+    documents, each running mem by its absolute path, so they work under
+    whatever PATH the client has.
 
     \b
     Example:
@@ -75,14 +78,19 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     applies to the call), Stop (extraction in the background) and
     PreCompact (session notes); qwen-code, which loads MEMORY.md and
     extracts memories itself, gets SessionStart and UserPromptSubmit
-    (0.24.4 runs a PreToolUse hook but does not pass its context on). Entries of mem's already there, by any path, are
-    replaced in place. The file is copied to the state directory first and
+    (0.24.4 runs a PreToolUse hook but does not pass its context on); Codex
+    CLI (hooks.json) gets SessionStart (the whole memory: it loads none
+    itself), UserPromptSubmit (recall) and Stop (extraction in the
+    background), and runs them once you trust them (/hooks in codex); Gemini
+    CLI gets SessionStart, BeforeAgent (recall) and AfterAgent (extraction).
+    Entries of mem's already there, by any path, are replaced in place. The file is copied to the state directory first and
     written atomically; a second install changes nothing.
 
     \b
     Example:
       mem hooks install
       mem hooks install --client qwen
+      mem hooks install --client codex
       mem hooks install --scope local --without Stop
     """
     from mem.core import install
@@ -94,7 +102,30 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     if scope == "project":
         render.warn(f"{change.path} is usually checked in: its hooks name this machine's mem; "
                     "--scope local keeps them to you")
-    return _finish(change, dry_run, fmt, "installed")
+    status = _finish(change, dry_run, fmt, "installed")
+    _warn_elsewhere(client, events)
+    if change.changed and not dry_run and client in install.MODULE_CLIENTS:
+        from mem.clients import named
+
+        note = getattr(named(client), "HOOK_NOTE", None)
+        if note:
+            render.info(note)
+    return status
+
+
+def _warn_elsewhere(client: str, events) -> None:
+    """mem's hooks in a file of the client's that install does not write (Codex's config.toml):
+    the client runs both, so each would run twice."""
+    from mem.core import install
+
+    if client not in install.MODULE_CLIENTS:
+        return
+    from mem.clients import named
+
+    for path, event, command in (getattr(named(client), "other_hooks", None) or (lambda: []))():
+        if event in events and (install.launcher(command) or install.wrapped(command)):
+            render.warn(f"{path} runs mem for {event} too ({command}): {install.label(client)} runs both; "
+                        "remove one")
 
 
 @hooks_cmd.command("uninstall")
@@ -183,6 +214,13 @@ def status_cmd(client: str, scope: str | None, project: str | None, fmt: str) ->
         render.out(f"{f.scope}  {where}  {f.command}  {state}  {fired}")
     for event in missing:
         render.out(f"-  {event}  not installed (mem hooks install --client {client})")
+    _warn_elsewhere(client, {f.event for f in found})
     if disabled:
-        render.warn(f"Claude Code runs no user or project hook here: {disabled}")
+        render.warn(f"{install.label(client)} runs no user or project hook here: {disabled}")
+    if found and not any(f.last_fired for f in found):
+        from mem.clients import named
+
+        note = getattr(named(client), "HOOK_NOTE", None) if client in install.MODULE_CLIENTS else None
+        if note:
+            render.info(note)
     return 0 if ok else 1

@@ -36,6 +36,9 @@ BYTES = _Bytes()
 @click.argument("source", required=False, metavar="FILE|DIR")
 @click.option("--from-project", metavar="PATH", type=click.Path(file_okay=False),
               help="Import the memory directory of the project at PATH.")
+@click.option("--client", type=click.Choice(("codex", "gemini")),
+              help="Import the memories Codex CLI or Gemini CLI keeps in its own files (mem scan --client lists them), "
+                   "each as a topic file with mem's frontmatter.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and write nothing; exit 1 if it would change something.")
 @click.option("--on-conflict", "policy", type=click.Choice(("keep", "theirs", "both")),
               help="For a file both sides have with different content: keep ours, take theirs (kept in the "
@@ -59,7 +62,8 @@ BYTES = _Bytes()
 @memory_dir_options
 @format_options
 @click.pass_context
-def import_cmd(ctx: click.Context, source: str | None, from_project: str | None, dry_run: bool, policy: str | None,
+def import_cmd(ctx: click.Context, source: str | None, from_project: str | None, client: str | None, dry_run: bool,
+               policy: str | None,
                logs: bool, team: bool, force: bool, skip_foreign: bool, max_archive: int, max_expanded: int, max_members: int, max_header: int,
                timeout: float, where: dict, fmt: str) -> None:
     """Merge an archive from mem export (or a memory directory) into this one.
@@ -77,11 +81,20 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     member count, a tar header's size, the time the checks take) is refused
     whole; each --max-* flag and --timeout moves one.
 
+    --client codex takes what Codex CLI keeps in $CODEX_HOME/memories_v2 (or
+    memories): each ad-hoc note (what you asked it to remember), its memory
+    summary, each task group of its MEMORY.md. --client gemini takes the
+    facts its save_memory kept in ~/.gemini/GEMINI.md and this project's
+    private memory (~/.gemini/tmp/<project>/memory/). Each becomes one
+    topic file, named after the client (codex-*.md, gemini-*.md), checked
+    and written as any import is; the client's files are not changed.
+
     \b
     Example:
       mem import memory.tar.gz --dry-run
       mem import memory.tar.gz --on-conflict both
       mem import --from-project ~/src/old-name
+      mem import --client codex --dry-run
     """
     import os
     import sys
@@ -91,8 +104,8 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     from mem.core.memdir.store import MemoryDir
     from mem.core.paths import resolve
 
-    if (source is None) == (from_project is None):
-        raise UsageError("give either FILE|DIR or --from-project PATH")
+    if sum(x is not None for x in (source, from_project, client)) != 1:
+        raise UsageError("give one of FILE|DIR, --from-project PATH or --client NAME")
     limits = portable.Limits(max_archive, max_members, max_header, max_expanded, timeout)
     res = resolve_dir(where)
     memory = MemoryDir(res.memory_dir)
@@ -102,6 +115,15 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
             raise UsageError(f"{from_project} uses this very memory directory")
         src = portable.load_source(theirs.memory_dir, layout="qwen" if theirs.layout == "qwen" else "claude",
                                    logs=logs, team=team)
+    elif client is not None:
+        from mem.clients import as_files, named
+        from mem.core.paths import project_root
+
+        found = named(client).own_memories(project_root(where.get("project") or os.getcwd()))
+        if not found:
+            render.info(f"no memories of {client}'s own found (mem scan --client {client})")
+            return
+        src = portable.Source("client", f"{client}'s memories", "claude", as_files(found))
     elif source == "-":
         src = portable.read_archive("-", sys.stdin.buffer, limits)
     else:
@@ -118,7 +140,8 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
         _show(plan.as_dict(), plan.steps, fmt)
         render.info(f"nothing to import: {res.memory_dir} already has all of it")
         return
-    result = portable.apply_import(memory, plan, [source or f"--from-project={from_project}"])
+    args = [source] if source else [f"--from-project={from_project}"] if from_project else [f"--client={client}"]
+    result = portable.apply_import(memory, plan, args)
     _show(result.as_dict(), plan.steps, fmt)
     for rel in result.indexed:
         render.info(f"indexed {rel}")

@@ -17,10 +17,14 @@ from mem.core.guards.control import printable  # names made outside mem reach a 
 @click.option("--check", is_flag=True, help="Report problems (frontmatter, type, description, index, secrets, poisoning); exit 1 if any.")
 @click.option("--secrets", is_flag=True,
               help="Audit every file of the memory directory for secrets: rule and file:line of each, never the secret; exit 1 if any.")
+@click.option("--client", type=click.Choice(("codex", "gemini")),
+              help="List the memories Codex CLI or Gemini CLI keeps in its own files (what mem import --client takes), "
+                   "not mem's.")
 @memory_dir_options
 @format_options
 @click.pass_context
-def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: dict, fmt: str) -> None:
+def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, client: str | None, where: dict,
+             fmt: str) -> None:
     """List topic files newest first, one manifest line each.
 
     The text output is the manifest exactly as Claude Code's recall selector
@@ -31,9 +35,18 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
       mem scan | head -5
       mem scan --check || echo "memory needs attention"
       mem scan --secrets --json | jq -r '.[].rule_id' | sort | uniq -c
+      mem scan --client codex
+
+    With --client, the lines are `- [type] name.md (source): description`:
+    the topic file each of the client's memories would become, and the
+    file (and line) it comes from.
     """
     from mem.core.memdir import manifest
 
+    if client:
+        if check or secrets or all_:
+            raise click.UsageError("--client lists the client's memories; it does not go with --check, --secrets or --all")
+        ctx.exit(_client_memories(client, where, fmt))
     root = memory_of(where, reading=True).spelled
     if secrets:
         if check or all_:
@@ -73,6 +86,18 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, where: 
             render.info(f"{problems} problem{'s' * (problems != 1)} in {bad} of {len(headers)} files")
             ctx.exit(ExitCode.CHECK_FAILED)
         render.info(f"{len(headers)} files, no problems")
+
+
+def _client_memories(client: str, where: dict, fmt: str) -> int:
+    from mem.clients import named
+    from mem.core.paths import project_root
+
+    found = named(client).own_memories(project_root(where.get("project") or os.getcwd()))
+    render.out_rows((m.as_dict() for m in found), fmt, lambda r: printable(
+        f"- [{r['type']}] {r['relpath']} ({r['source']}{':' + str(r['line']) if r['line'] else ''}): {r['description']}"))
+    if not found:
+        render.info(f"no memories of {client}'s own found")
+    return ExitCode.OK
 
 
 def _audit_secrets(root: str, fmt: str) -> int:

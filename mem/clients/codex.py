@@ -11,12 +11,33 @@ lines repeat the same turns for the UI and are not read (they would double
 every message); ``compacted`` marks a compaction. The user-role messages Codex
 writes itself (environment context, AGENTS.md instructions) are meta.
 
-uses: core.messages
+Its own memories (codex-cli 0.171.0; templates and paths read from its
+binary and checked against openai/codex codex-rs/memories): with the memories
+feature on, ``$CODEX_HOME/memories_v2/`` (``$CODEX_HOME/memories/`` for the
+earlier pipeline), a folder Codex keeps in git. What a person asked it to
+remember is an ad-hoc note, ``extensions/ad_hoc/notes/<YYYY-MM-DDTHH-MM-SS>-<slug>.md``
+(Markdown, verbatim, written by its ``memories.add_ad_hoc_note`` tool; recorded
+in tests/fixtures/codex-0.171.0/memories). Its consolidation agent writes
+``memory_summary.md`` (first line ``v1``, then ``## User Profile``, ``## User
+preferences``, ``## General Tips``, ``## What's in Memory``), injected into
+every session, and ``MEMORY.md``, a handbook of blocks each starting ``# Task
+Group: <title>`` with a ``scope:`` line. ``rollout_summaries/`` (session recaps:
+``mem extract`` reads the rollouts themselves), ``raw_memories.md`` (its
+scratch input), ``skills/`` and its own ``instructions.md`` are not memories.
+
+Hooks: Codex reads ``hooks.json`` (Claude Code's shape) from ``$CODEX_HOME``
+(``~/.codex``) and from a project's ``.codex/``; ``mem hooks install --client
+codex`` writes HOOK_GROUPS there (mem/core/install.py does the editing).
+
+uses: core.messages, core.paths (home directory), clients (OwnMemory), core.memdir.layout (INDEX_NAME)
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from mem.core.messages import Block, Message
@@ -31,6 +52,116 @@ LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_cont
 #: How the user-role messages Codex injects begin (its context, not what a person typed).
 INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<skills_instructions>",
             "<user_shell_command>", "<turn_aborted>", "<permissions instructions>", "<collaboration_mode>")
+
+
+#: mem's hooks in Codex's hooks.json, as (event, matcher, ((mem arguments, timeout or None), ...)):
+#: the memory text at start (Codex loads no MEMORY.md, so ``prompt --hook`` gives it all), recall
+#: per prompt, extraction at the end of a turn in the background. No timeout: Codex's default.
+#: Recorded running in codex-cli 0.171.0 (tests/fixtures/codex-0.171.0/hooks).
+HOOK_GROUPS = (
+    ("SessionStart", None, (("prompt --hook", None),)),
+    ("UserPromptSubmit", None, (("recall --hook", None),)),
+    ("Stop", None, (("extract --hook --background", None),)),
+)
+#: Where Codex reads hooks: the user's CODEX_HOME and a project's .codex/ (no local scope).
+HOOK_SCOPES = ("user", "project")
+LABEL = "Codex CLI"
+#: What ``mem hooks status`` reminds a Codex user of: the trust it cannot see from hooks.json.
+HOOK_NOTE = ("Codex runs these hooks only once you trust them: /hooks in codex (for an automated run, "
+             "codex exec --dangerously-bypass-hook-trust); until then they never fire")
+#: hooks.json is plain JSON (no comments).
+SETTINGS_COMMENTS = False
+
+
+def home(env: Mapping[str, str] | None = None) -> str:
+    """Codex's home: ``$CODEX_HOME``, else ``~/.codex``."""
+    from mem.core.paths import home_dir
+
+    given = (os.environ if env is None else env).get("CODEX_HOME")
+    return given if given else os.path.join(home_dir(env), ".codex")
+
+
+def hooks_file(scope: str, root: str, env: Mapping[str, str] | None = None) -> str:
+    """The hooks.json Codex reads for a scope: ``$CODEX_HOME/hooks.json`` or ``<root>/.codex/hooks.json``."""
+    return os.path.join(home(env) if scope == "user" else os.path.join(root, ".codex"), "hooks.json")
+
+
+#: Codex's memory folders under CODEX_HOME, the current pipeline's first.
+MEMORY_ROOTS = ("memories_v2", "memories")
+#: An ad-hoc note's file name, as Codex's tool checks it.
+NOTE_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-([a-z0-9][a-z0-9-]{0,79})\.md$")
+TASK_GROUP = re.compile(r"^# Task Group:[ \t]*(.*)$", re.M)
+
+
+def own_memories(project: str | None = None, env: Mapping[str, str] | None = None) -> list:
+    """Codex CLI's own memories as OwnMemory records (Codex keeps them per user: ``project`` is unused).
+
+    Each ad-hoc note is one (type project: what the user asked Codex to remember), the
+    memory summary one (type user), each task group of MEMORY.md one (type project).
+    """
+    from mem.clients import OwnMemory, first_line, read_text, slug, unique
+    from mem.core.memdir.layout import INDEX_NAME
+
+    found: list[OwnMemory] = []
+    for root in (os.path.join(home(env), r) for r in MEMORY_ROOTS):
+        notes = os.path.join(root, "extensions", "ad_hoc", "notes")
+        for name in sorted(os.listdir(notes)) if os.path.isdir(notes) else ():
+            m = NOTE_NAME.match(name)
+            path = os.path.join(notes, name)
+            text = read_text(path) if m and not os.path.islink(path) else None
+            if text and text.strip():
+                found.append(OwnMemory(f"codex-{m.group(2)}", first_line(text), "project", text.strip() + "\n", path))
+        path = os.path.join(root, "memory_summary.md")
+        text = None if os.path.islink(path) else read_text(path)
+        body = re.sub(r"\Av1[ \t]*\r?\n", "", text or "").strip()
+        if body:
+            found.append(OwnMemory("codex-memory-summary", "What Codex CLI's memory summary says about the user: "
+                                   "profile, preferences, tips, what is in its memory", "user", body + "\n", path))
+        path = os.path.join(root, INDEX_NAME)  # Codex's handbook, named as mem's index is
+        text = None if os.path.islink(path) else read_text(path)
+        starts = [m for m in TASK_GROUP.finditer(text or "")]
+        for i, m in enumerate(starts):
+            block = text[m.start():starts[i + 1].start() if i + 1 < len(starts) else len(text)].strip()
+            scope = re.search(r"^scope:[ \t]*(.+)$", block, re.M)
+            title = m.group(1).strip()
+            description = first_line(scope.group(1) if scope else title) or title
+            found.append(OwnMemory(f"codex-{slug(title) or 'task-group'}", description, "project", block + "\n",
+                                   path, text.count("\n", 0, m.start()) + 1))
+    return unique(found)
+
+
+#: A table header of config.toml's hooks: ``[[hooks.Stop]]``, ``[[hooks.Stop.hooks]]``.
+_TOML_HOOK_TABLE = re.compile(r"^\s*\[\[\s*hooks\.([A-Za-z]+)(?:\.hooks)?\s*\]\]\s*(?:#.*)?$")
+_TOML_TABLE = re.compile(r"^\s*\[")
+_TOML_COMMAND = re.compile(r"""^\s*command\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*')\s*(?:#.*)?$""")
+
+
+def other_hooks(env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """The command hooks Codex runs from a file install does not write, ``$CODEX_HOME/config.toml``
+    (0.171.0 runs those as well as hooks.json's): (file, event, command) for each ``command = "..."`` under a ``[[hooks.<Event>]]``
+    or ``[[hooks.<Event>.hooks]]`` table. Inline-table forms are not read."""
+    from mem.clients import read_text
+
+    path = os.path.join(home(env), "config.toml")
+    found = []
+    event = None
+    for line in (read_text(path) or "").splitlines():
+        table = _TOML_HOOK_TABLE.match(line)
+        if table:
+            event = table.group(1)
+            continue
+        if _TOML_TABLE.match(line):
+            event = None
+            continue
+        command = _TOML_COMMAND.match(line) if event else None
+        if command:
+            raw = command.group(1)
+            try:
+                value = json.loads(raw) if raw.startswith('"') else raw[1:-1]
+            except ValueError:
+                continue
+            found.append((path, event, value))
+    return found
 
 
 def is_transcript_path(path: str) -> bool:
@@ -107,3 +238,4 @@ def _output(out: Any) -> tuple[str, bool]:
     if isinstance(out, list):
         return "\n".join(_str(c.get("text")) for c in out if isinstance(c, dict) and "text" in c), False
     return _str(out), False
+

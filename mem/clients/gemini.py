@@ -15,14 +15,31 @@ carries the same ``functionResponse`` is then not read twice. What hooks added
 (``<hook_context>...</hook_context>``, recorded inside the user's message) is
 not the user's words and is dropped.
 
-uses: core.messages
+Its own memories: up to 0.30 its ``save_memory`` tool appends ``- <fact>``
+lines under ``## Gemini Added Memories`` in ``~/.gemini/GEMINI.md`` (the global
+context file, one line a fact; recorded from 0.30.0 in
+tests/fixtures/gemini-cli-0.30.0/memories). 0.61 has no such tool: its system
+prompt has the model edit files itself, and what is memory rather than
+instructions is the private project memory, ``~/.gemini/tmp/<project>/memory/``:
+``MEMORY.md`` (brief facts as lines, and one-line pointers to sibling ``*.md``
+notes) and those notes; ``<project>`` is the project's id in
+``~/.gemini/projects.json`` (recorded from 0.61.0). The rest of GEMINI.md is the
+user's instructions, not memories: not taken.
+
+Hooks: Gemini CLI reads them from settings.json (``~/.gemini/settings.json``,
+a project's ``.gemini/settings.json``; comments allowed, as it strips them)
+under "hooks", in Claude Code's shape with its own event names; ``mem hooks
+install --client gemini`` writes HOOK_GROUPS there (mem/core/install.py edits).
+
+uses: core.messages, core.paths (home directory, project root), clients (OwnMemory), core.memdir.layout (INDEX_NAME)
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mem.core.messages import Block, Message
@@ -33,12 +50,131 @@ FORMAT = "gemini"
 #: Gemini CLI's hook events (settings.json "hooks") that mean what Claude Code's do: BeforeAgent
 #: has the prompt and takes ``hookSpecificOutput.additionalContext``, AfterAgent ends the turn.
 HOOK_EVENTS = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "PreCompress": "PreCompact"}
+#: mem's hooks in settings.json, as (event, matcher, ((mem arguments, timeout or None), ...)): the
+#: memory text at start, recall before each prompt, extraction after each turn in the background.
+#: No timeout: Gemini CLI reads it in milliseconds and its default (60 s) is ample.
+#: Recorded running in gemini-cli 0.61.0 (tests/fixtures/gemini-cli-0.61.0/hooks).
+HOOK_GROUPS = (
+    ("SessionStart", None, (("prompt --hook", None),)),
+    ("BeforeAgent", None, (("recall --hook", None),)),
+    ("AfterAgent", None, (("extract --hook --background", None),)),
+)
+HOOK_SCOPES = ("user", "project")
+LABEL = "Gemini CLI"
+#: Gemini CLI strips // and /* */ comments from its settings before parsing them.
+SETTINGS_COMMENTS = True
 WHOLE_FILE = True  # a log of updates: read with parse_records once it is all in
 TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 #: How the user-role text Gemini CLI injects begins (its context, not what a person typed).
 INJECTED = ("<session_context>",)
 #: What hooks added to a prompt: Gemini CLI records it inside the user's own message.
 HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>\s*", re.S)
+
+
+def hooks_off(settings: dict) -> str | None:
+    """Why one settings file turns Gemini CLI's hooks off (``hooksConfig.enabled: false``); None when it
+    does not; "" when it turns them on (a later file's word wins, as Gemini CLI merges them)."""
+    config = settings.get("hooksConfig")
+    enabled = config.get("enabled") if isinstance(config, dict) else None
+    return None if enabled is None else "hooksConfig.enabled is false" if enabled is False else ""
+
+
+def disabled_hooks(settings: dict) -> set[str]:
+    """The hooks one settings file names in ``hooksConfig.disabled``: Gemini CLI skips a command hook
+    whose ``name`` (else its ``command``) is listed there."""
+    config = settings.get("hooksConfig")
+    names = config.get("disabled") if isinstance(config, dict) else None
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
+
+
+def home(env: Mapping[str, str] | None = None) -> str:
+    """Gemini CLI's home: ``~/.gemini``."""
+    from mem.core.paths import home_dir
+
+    return os.path.join(home_dir(env), ".gemini")
+
+
+def hooks_file(scope: str, root: str, env: Mapping[str, str] | None = None) -> str:
+    """The settings.json Gemini CLI reads for a scope: ``~/.gemini/`` or ``<root>/.gemini/``."""
+    return os.path.join(home(env) if scope == "user" else os.path.join(root, ".gemini"), "settings.json")
+
+
+#: The section save_memory keeps in the global GEMINI.md.
+MEMORY_SECTION = "## Gemini Added Memories"
+BULLET = re.compile(r"^[ \t]*[-*+][ \t]+(.+?)[ \t]*$")
+LINK = re.compile(r"\]\(([^)\s]+\.md)\)")
+
+
+def own_memories(project: str | None = None, env: Mapping[str, str] | None = None) -> list:
+    """Gemini CLI's own memories as OwnMemory records: the facts save_memory kept in ~/.gemini/GEMINI.md
+    (type user: they follow the user into every project) and the private memory of ``project`` (type
+    project): each line of its MEMORY.md that is a fact, and each note beside it."""
+    from mem.clients import OwnMemory, first_line, read_text, slug, unique
+    from mem.core.memdir.layout import INDEX_NAME
+
+    found: list[OwnMemory] = []
+    path = os.path.join(home(env), INSTRUCTIONS_FILE)
+    text = read_text(path) or ""
+    at = text.find(MEMORY_SECTION)
+    if at >= 0:
+        start = at + len(MEMORY_SECTION)
+        end = text.find("\n## ", start)
+        end = len(text) if end < 0 else end
+        first = text.count("\n", 0, start) + 1
+        for n, line in enumerate(text[start:end].split("\n")[1:], first + 1):
+            m = BULLET.match(line)
+            if m:
+                fact = m.group(1)
+                found.append(OwnMemory(f"gemini-{slug(fact, 40) or 'memory'}", first_line(fact), "user", fact + "\n",
+                                       path, n))
+    folder = _private_memory(project, env)
+    if folder:
+        index = os.path.join(folder, INDEX_NAME)  # an index as mem's is, by the same name
+        text = read_text(index) or ""
+        pointers: dict[str, str] = {}
+        for n, line in enumerate(text.split("\n"), 1):
+            m = BULLET.match(line)
+            if not m:
+                continue
+            link = LINK.search(m.group(1))
+            if link:
+                pointers[os.path.basename(link.group(1))] = first_line(LINK.sub("", m.group(1)).replace("[", ""))
+                continue
+            fact = m.group(1)
+            found.append(OwnMemory(f"gemini-{slug(fact, 40) or 'memory'}", first_line(fact), "project", fact + "\n",
+                                   index, n))
+        for name in sorted(os.listdir(folder)):
+            note = os.path.join(folder, name)
+            if name == INDEX_NAME or not name.endswith(".md") or os.path.islink(note):
+                continue
+            body = (read_text(note) or "").strip()
+            if body:
+                stem = name[:-3]
+                found.append(OwnMemory(f"gemini-{slug(stem) or 'note'}", pointers.get(name) or first_line(body),
+                                       "project", body + "\n", note))
+    return unique(found)
+
+
+def _private_memory(project: str | None, env: Mapping[str, str] | None) -> str | None:
+    """``~/.gemini/tmp/<id>/memory`` of the project, its id looked up in ~/.gemini/projects.json."""
+    from mem.clients import read_text
+    from mem.core.paths import project_root
+
+    if not project:
+        return None
+    try:
+        known = json.loads(read_text(os.path.join(home(env), "projects.json")) or "{}").get("projects")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(known, dict):
+        return None
+    for path in dict.fromkeys((os.path.realpath(project), project_root(os.path.realpath(project)))):
+        ident = known.get(path)
+        if isinstance(ident, str) and ident and "/" not in ident and ident not in (".", ".."):
+            folder = os.path.join(home(env), "tmp", ident, "memory")
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                return folder
+    return None
 
 
 def is_transcript_path(path: str) -> bool:

@@ -98,10 +98,13 @@ def check_hooks(client: str, project: str | None, env: Mapping[str, str] | None 
         return Check(name, FAIL, f"{broken[0].event}: {broken[0].command}: {broken[0].problem}",
                      f"mem hooks install --client {client}")
     if report["disabled_by"]:
-        return Check(name, FAIL, f"Claude Code runs no hooks here: {report['disabled_by']}",
+        return Check(name, FAIL, f"{install.label(client)} runs no hooks here: {report['disabled_by']}",
                      "remove that setting, or ask whoever manages it")
     if report["missing"]:
-        used = bool(report["entries"]) or os.path.isdir(client_home(client, env))
+        # Codex CLI and Gemini CLI work without mem's hooks (a wrapper, the instructions file): a note
+        # until some are installed; Claude Code and qwen-code, once used here, need them.
+        used = bool(report["entries"]) or (client not in install.MODULE_CLIENTS
+                                           and os.path.isdir(client_home(client, env)))
         return Check(name, FAIL if used else NOTE,
                      f"not installed: {', '.join(report['missing'])}", f"mem hooks install --client {client}")
     fired = [e.last_fired for e in report["entries"] if e.last_fired]
@@ -110,8 +113,15 @@ def check_hooks(client: str, project: str | None, env: Mapping[str, str] | None 
 
 
 def client_home(client: str, env: Mapping[str, str] | None = None) -> str:
-    """~/.claude (or CLAUDE_CONFIG_DIR) or ~/.qwen: there when the client has run here."""
+    """~/.claude (or CLAUDE_CONFIG_DIR), ~/.qwen, ~/.codex (or CODEX_HOME), ~/.gemini: there when the
+    client has run here."""
     env = os.environ if env is None else env
+    from mem.core.install import MODULE_CLIENTS
+
+    if client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        return named(client).home(env)
     home = env.get("HOME") or os.path.expanduser("~")
     if client == "claude":
         return env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
@@ -311,6 +321,8 @@ def run(memory_dir: str, project: str | None = None, env: Mapping[str, str] | No
         _safe("state directory", check_state, memory_dir, env),
         _safe("hooks (claude)", check_hooks, "claude", project, env),
         _safe("hooks (qwen)", check_hooks, "qwen", project, env),
+        _safe("hooks (codex)", check_hooks, "codex", project, env),
+        _safe("hooks (gemini)", check_hooks, "gemini", project, env),
         _safe("nightly dream (cron)", check_cron, env),
         _safe("model credentials", check_credentials, env),
         _safe("man pages", check_man, env),

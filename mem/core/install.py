@@ -12,7 +12,7 @@ kept, nothing is written when nothing changes, and a copy of the old file goes
 to the state directory first. A file that is not a JSON object is never touched.
 
 uses: paths (settings locations), hooks (subcommand names), memdir.files (read_bytes, atomic_write),
-memdir.state (backups, hook stamps).
+memdir.state (backups, hook stamps), clients (Codex CLI's and Gemini CLI's hook files and entries).
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from typing import NamedTuple
 
 from mem.core.errors import RefusedError, UsageError
 
-CLIENTS = ("claude", "qwen")
+CLIENTS = ("claude", "qwen", "codex", "gemini")
+#: Clients whose hook file, entries and scopes their module in mem/clients says (HOOK_GROUPS...).
+MODULE_CLIENTS = ("codex", "gemini")
 SCOPES = ("user", "project", "local")
 #: Our subcommands that take --hook: how a command is recognised as ours.
 HOOK_COMMANDS = ("prompt", "recall", "extract", "session")
@@ -67,8 +69,31 @@ QWEN_GROUPS = (
 )
 
 
+def label(client: str) -> str:
+    """The client's name for people: Claude Code, qwen-code, Codex CLI, Gemini CLI."""
+    if client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        return named(client).LABEL
+    return {"claude": "Claude Code", "qwen": "qwen-code"}.get(client, client)
+
+
 def groups_for(client: str) -> tuple[Group, ...]:
+    if client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        return tuple(Group(*g) for g in named(client).HOOK_GROUPS)
     return CLAUDE_GROUPS if client == "claude" else QWEN_GROUPS
+
+
+def _event_name(client: str, event: str) -> str:
+    """A Claude Code event name as the client calls it (Gemini CLI: UserPromptSubmit is BeforeAgent)."""
+    if client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        theirs = {ours: name for name, ours in getattr(named(client), "HOOK_EVENTS", {}).items()}
+        return theirs.get(event, event)
+    return event
 
 
 def events_for(client: str) -> tuple[str, ...]:
@@ -78,7 +103,8 @@ def events_for(client: str) -> tuple[str, ...]:
 def select_events(client: str, only: Iterable[str] = (), without: Iterable[str] = ()) -> tuple[str, ...]:
     """The events to act on: every one mem installs for the client, or ``only``, minus ``without``."""
     known = events_for(client)
-    only, without = tuple(only), tuple(without)
+    only = tuple(_event_name(client, e) for e in only)
+    without = tuple(_event_name(client, e) for e in without)
     for name in (*only, *without):
         if name not in known:
             raise UsageError(f"mem installs no {name} hook for {client} (its hooks: {', '.join(known)})")
@@ -182,9 +208,16 @@ def settings_path(client: str, scope: str, project: str | None = None,
     from mem.core import paths
 
     if client not in CLIENTS:
-        raise UsageError(f"unknown client {client!r} (expected claude or qwen)")
+        raise UsageError(f"unknown client {client!r} (expected {', '.join(CLIENTS)})")
     if scope not in SCOPES:
         raise UsageError(f"unknown scope {scope!r} (expected user, project or local)")
+    if client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        module = named(client)
+        if scope not in module.HOOK_SCOPES:
+            raise UsageError(f"{client} has no {scope} hooks file; use --scope {' or '.join(module.HOOK_SCOPES)}")
+        return module.hooks_file(scope, "" if scope == "user" else paths.project_root(project or os.getcwd()), env)
     if client == "claude":
         root = "" if scope == "user" else paths.project_root(project or os.getcwd())
         return paths.claude_settings_file(scope, root, env)
@@ -223,7 +256,12 @@ class Number:
 
 
 def comments_allowed(client: str) -> bool:
-    """qwen-code reads its settings with // and /* */ comments (as JSONC); Claude Code does not."""
+    """qwen-code and Gemini CLI read their settings with // and /* */ comments (as JSONC); Claude Code
+    and Codex's hooks.json do not."""
+    if client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        return named(client).SETTINGS_COMMENTS
     return client == "qwen"
 
 
@@ -616,11 +654,21 @@ def last_fired(client: str, event: str, command: str, env: Mapping[str, str] | N
         sub = subcommand(shlex.split(command)[len(words):])
     except ValueError:
         return None
+    event = _our_event(client, event)  # the payload's event, as the hook stamps it
     try:
         mtime = os.stat(hook_stamp(client, event, sub, env)).st_mtime_ns
     except OSError:
         return None
     return iso_utc_ms(mtime // 1_000_000)
+
+
+def _our_event(client: str, event: str) -> str:
+    """A client's event name as mem reads its payload (Gemini CLI's BeforeAgent is UserPromptSubmit)."""
+    if client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        return getattr(named(client), "HOOK_EVENTS", {}).get(event, event)
+    return event
 
 
 def entries(client: str, scope: str, project: str | None = None, env: Mapping[str, str] | None = None,
@@ -676,11 +724,38 @@ def disabled_by(project: str | None = None, env: Mapping[str, str] | None = None
     return None
 
 
+def _turned_off(client: str, files: list[str], found: list[Entry]) -> tuple[str | None, list[Entry]]:
+    """What the client's own settings say against our hooks (Gemini CLI's hooksConfig): all of them
+    off, and the entries it skips by name. A client without such settings: (None, found)."""
+    from mem.clients import named
+
+    module = named(client)
+    if not hasattr(module, "hooks_off"):
+        return None, found
+    why, skipped = None, set()
+    for path in files:  # user, then project: the later file's word wins
+        data = read_settings(path, client).data
+        said = module.hooks_off(data)
+        if said is not None:
+            why = f"{said} in {path}" if said else None
+        skipped |= module.disabled_hooks(data)
+    found = [f._replace(runs=False, problem=f"listed in hooksConfig.disabled: {label(client)} skips it")
+             if f.command in skipped else f for f in found]
+    return why, found
+
+
 def status(client: str, scope: str | None = None, project: str | None = None,
            env: Mapping[str, str] | None = None) -> dict:
     """What ``mem hooks status`` reports: our entries in every scope of the client (or ``scope``),
     the events missing from all, what turns hooks off, and whether all is well."""
-    scopes = (scope,) if scope else (("user", "project") if client == "qwen" else SCOPES)
+    if scope:
+        scopes: tuple[str, ...] = (scope,)
+    elif client in MODULE_CLIENTS:
+        from mem.clients import named
+
+        scopes = named(client).HOOK_SCOPES
+    else:
+        scopes = ("user", "project") if client == "qwen" else SCOPES
     checked: dict = {}
     found: list[Entry] = []
     seen = set()
@@ -691,6 +766,9 @@ def status(client: str, scope: str | None = None, project: str | None = None,
             found += entries(client, name, project, env, checked=checked)
     missing = [e for e in events_for(client) if not any(f.event == e for f in found)]
     disabled = disabled_by(project, env) if client == "claude" else None
+    if client in MODULE_CLIENTS:
+        disabled, found = _turned_off(client, [p for p in dict.fromkeys(
+            os.path.realpath(settings_path(client, s, project, env)) for s in scopes)], found)
     ok = not missing and all(f.runs for f in found) and not disabled
     return {"client": client, "entries": found, "missing": missing, "disabled_by": disabled, "ok": ok}
 

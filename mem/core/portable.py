@@ -210,7 +210,7 @@ def render_markdown(memory, form: str, *, team: bool = False) -> str:
 class Source:
     """What an import brings: file contents by relpath, read and checked before anything is written."""
 
-    kind: str  # "archive" | "dir"
+    kind: str  # "archive" | "dir" | "client" (a client's own memories, mem/clients)
     location: str
     layout: str  # "claude" | "qwen" (the frontmatter layout the files were written in)
     files: dict[str, bytes]

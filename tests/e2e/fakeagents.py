@@ -9,7 +9,7 @@ server-sent events (``response.created``, ``response.output_item.done``,
 order; every request is recorded::
 
     srv = FakeAgents().start()
-    srv.replies.append(Reply(tool=("shell", {...})))   # the next turn calls a tool
+    srv.replies.append(Reply(tool=("shell", {...})))   # the next turn calls a tool ("ns.name": a namespace's)
     srv.replies.append(Reply(text="done"))
     ... codex exec with a provider base_url of srv.url + "/v1",
         gemini with GOOGLE_GEMINI_BASE_URL=srv.url ...
@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
 
@@ -32,6 +33,8 @@ _ids = itertools.count(1)
 class Reply(NamedTuple):
     text: str = ""
     tool: tuple[str, dict] | None = None  # (name, arguments)
+    custom: tuple[str, str] | None = None  # a freeform tool's call (Codex's exec): (name, input)
+    delay: float = 0.0  # seconds before answering (to let a side request finish first)
 
 
 def responses_events(body: dict, reply: Reply) -> list[tuple[str, dict]]:
@@ -43,8 +46,14 @@ def responses_events(body: dict, reply: Reply) -> list[tuple[str, dict]]:
                       "content": [{"type": "output_text", "text": reply.text, "annotations": []}]})
     if reply.tool:
         name, args = reply.tool
-        items.append({"type": "function_call", "id": f"fc_{next(_ids)}", "call_id": f"call_{next(_ids)}",
-                      "name": name, "arguments": json.dumps(args), "status": "completed"})
+        item = {"type": "function_call", "id": f"fc_{next(_ids)}", "call_id": f"call_{next(_ids)}",
+                "name": name, "arguments": json.dumps(args), "status": "completed"}
+        if "." in name:  # a tool of a namespace (Codex's memories.add_ad_hoc_note)
+            item["namespace"], item["name"] = name.split(".", 1)
+        items.append(item)
+    if reply.custom:
+        items.append({"type": "custom_tool_call", "id": f"ctc_{next(_ids)}", "call_id": f"call_{next(_ids)}",
+                      "name": reply.custom[0], "input": reply.custom[1], "status": "completed"})
     events: list[tuple[str, dict]] = [("response.created", {"type": "response.created",
                                                              "response": {"id": rid, "status": "in_progress"}})]
     for i, item in enumerate(items):
@@ -78,6 +87,8 @@ def gemini_chunk(reply: Reply) -> dict:
 class FakeAgents:
     def __init__(self, default_text: str = "OK.") -> None:
         self.replies: list[Reply] = []
+        #: For the requests that carry no tools of their own (side requests; Codex's memory agent).
+        self.side_replies: list[Reply] = []
         self.requests: list[dict] = []
         self.default_text = default_text
         self._lock = threading.Lock()
@@ -92,6 +103,8 @@ class FakeAgents:
         with self._lock:
             if main and self.replies:
                 return self.replies.pop(0)
+            if not main and self.side_replies:
+                return self.side_replies.pop(0)
         return Reply(text=self.default_text)
 
     def start(self) -> FakeAgents:
@@ -134,6 +147,7 @@ class FakeAgents:
                 path = self.path.split("?")[0]
                 if path.endswith("/responses"):
                     reply = srv._next(bool(body.get("tools")))
+                    time.sleep(reply.delay)
                     self._stream([f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
                                   for name, data in responses_events(body, reply)])
                 elif path.endswith(":streamGenerateContent"):
