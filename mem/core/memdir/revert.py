@@ -187,9 +187,38 @@ def _apply(memory, steps: list[Step]) -> None:
 
 
 def _diff(memory, steps: list[Step]) -> str:
-    changes = [Change(s.path, s.now, s.target, s.now_mode, s.target_mode) for s in steps if s.now != s.target]
-    merged = {s.target: s.data for s in steps if s.data is not None}
-    return memory.history.diff(Operation("", "", "", [], changes, False, None, {}), extra=merged)
+    """The steps as a unified diff; a version holding a secret is named, never shown (nor looked for in the history)."""
+    from mem.core.guards.secrets import first_secret
+
+    def shown(oid: str | None, data: bytes | None) -> str | None:
+        if data is not None and first_secret(data.decode("utf-8", "replace")) is not None:
+            return WITHHELD
+        if data is not None:
+            extra[oid] = data
+        return oid
+
+    extra: dict[str, bytes] = {}
+    changes = []
+    for s in steps:
+        if s.now == s.target:
+            continue
+        # what the file holds now is not in the history when it holds a secret: read it from the disk
+        now = shown(s.now, _current(memory.root, s.path, s.now))
+        target = shown(s.target, s.data)
+        changes.append(Change(s.path, now, target, s.now_mode, s.target_mode))
+    return memory.history.diff(Operation("", "", "", [], changes, False, None, {}), extra=extra)
+
+
+def _current(root: str, relpath: str, oid: str | None) -> bytes | None:
+    """The bytes ``relpath`` holds when they are still version ``oid`` (a link: its target), else None."""
+    if oid is None:
+        return None
+    path = os.path.join(root, relpath)
+    try:
+        data = os.fsencode(os.readlink(path)) if os.path.islink(path) else read_bytes(path)
+    except (OSError, MemError):
+        return None
+    return data if blob_oid(data) == oid else None
 
 
 def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool = False) -> RevertResult:
