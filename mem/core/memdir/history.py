@@ -43,7 +43,7 @@ from typing import NamedTuple
 
 from mem.core import gitcmd
 from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
-from mem.core.memdir.files import atomic_write, fsync_dir, pid_running
+from mem.core.memdir.files import atomic_write, fsync_dir, pid_running, remove_dead_temps
 
 ZERO = None  # an absent file's oid (and mode)
 
@@ -367,6 +367,7 @@ class History:
             _touch(self._stamp)
         os.makedirs(os.path.dirname(self._exclude_file), exist_ok=True)
         atomic_write(self._exclude_file, self._exclude.encode())
+        remove_dead_temps(self._exclude_file)  # of a process killed while it wrote the file
 
     def _index(self, paths: Sequence[str] | None = None) -> dict[str, tuple[str, int]]:
         """Recorded (oid, mode) by path: all of them, or just ``paths``."""
@@ -581,6 +582,9 @@ class History:
                     index.update(stage)
                 self._record_entries(j.header, happened, j.id, interrupted=True)
         for j in dead:
+            # a write killed between its temp file and the rename left the temp file: this journal named it
+            for path in sorted({e["path"] for e in j.entries}):
+                remove_dead_temps(os.path.join(self.work_tree, path))
             os.unlink(j.path)
         return live
 
