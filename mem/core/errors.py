@@ -99,6 +99,13 @@ class SecretError(RefusedError):
         self.label = label
 
 
+class StorageError(MemError):
+    """The storage refused a write a helper program made for mem (git on a full disk): not a bug of mem's."""
+
+    exit_code = ExitCode.STORAGE
+    kind = "storage"
+
+
 class LockedError(MemError):
     exit_code = ExitCode.LOCKED
     kind = "locked"
