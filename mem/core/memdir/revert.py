@@ -336,11 +336,32 @@ def _take_back(memory, op: Operation) -> Operation | None:
     steps, _conflicts = plan_undo(memory.root, op, memory.history)
     # a file that still holds what it wrote, or an index whose own lines can be merged out (no dangling pointer)
     mine = [s for s in steps if s.merged or s.now == next(c.after for c in op.changes if c.path == s.path)]
+    gone = {s.path for s in mine if s.target is None and s.now is not None}
     started = time.monotonic()
     with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": _FAILED}, event=False):
         _apply(memory, mine)
+        _drop_pointers_to(memory, gone)
     _event(memory, "undo", started, {"undoes": op.id, "reason": f"{op.command} failed"})
     return memory.last_operation
+
+
+def _drop_pointers_to(memory, gone: set[str]) -> None:
+    """Drop the index's pointers to files just removed (its line of one changed since, so it was not merged out).
+
+    A failed job leaves no pointer to nothing. The caller holds the index lock.
+    """
+    from mem.core.memdir.index import drop_pointers
+    from mem.core.memdir.layout import INDEX_NAME
+
+    if not gone:
+        return
+    try:
+        text = read_bytes(os.path.join(memory.root, INDEX_NAME)).decode("utf-8")
+    except (OSError, MemError, UnicodeDecodeError):
+        return
+    kept = drop_pointers(text, gone)
+    if kept is not None:
+        memory.write(INDEX_NAME, kept, scan=False)
 
 
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
