@@ -15,10 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.historycheck import assert_history_agrees
 
-from mem.core.memdir.history import blob_oid
 from mem.core.memdir.layout import TEMP_FILE
-from mem.core.memdir.store import MemoryDir
 
 PAGE = 4096
 POINTER = re.compile(r"^- \[[^\]]+\]\([^)]+\.md\) — .+$")
@@ -120,14 +119,7 @@ def test_writes_and_undo_on_a_full_disk_fail_cleanly_and_the_history_agrees_afte
     r = run_mem("history", "-n", "1")  # space is back: the next command records what it must
     assert r.returncode == 0, r.stderr
     assert not [p for p in memdir.rglob("*") if TEMP_FILE.match(p.name)]
-    history = MemoryDir(str(memdir)).history
-    assert history.sync() is None
-    newest: dict[str, str | None] = {}
-    for op in reversed(history.operations()):
-        for c in op.changes:
-            newest[c.path] = c.after
-    disk = {p.relative_to(memdir).as_posix(): blob_oid(p.read_bytes()) for p in memdir.rglob("*") if p.is_file()}
-    assert {p: o for p, o in newest.items() if o is not None} == disk
+    assert_history_agrees(str(memdir))
     index = (memdir / "MEMORY.md").read_text()
     for name in kept:
         assert (memdir / name).exists() and f"({name})" in index, name

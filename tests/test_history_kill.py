@@ -16,10 +16,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.historycheck import assert_history_agrees
 from helpers.inproc import run_in_process
 from helpers.killpoint import KILLED, killed_at, steps
 
-from mem.core.memdir.history import OUTSIDE, blob_oid
+from mem.core.memdir.history import OUTSIDE
 from mem.core.memdir.layout import TEMP_FILE
 from mem.core.memdir.store import MemoryDir
 
@@ -60,15 +61,8 @@ def _clean_and_agreeing(memdir: Path, state: Path) -> None:
               if TEMP_FILE.match(p.name) or (p.name == "index.lock" and p.parent.name == "history.git")
               or (p.parent.name == "journal" and p.is_file())]
     assert not strays, strays
-    if not memdir.exists():
-        return
-    history = MemoryDir(str(memdir)).history
-    newest: dict[str, str | None] = {}
-    for op in reversed(history.operations()):  # oldest first
-        for c in op.changes:
-            newest[c.path] = c.after
-    disk = {rel: blob_oid(data) for rel, data in _tree(memdir).items()}
-    assert {p: o for p, o in newest.items() if o is not None} == disk
+    if memdir.exists():
+        assert_history_agrees(str(memdir))
 
 
 def _kill_everywhere(argv: list[str], live: list[Path], memdir: Path, state: Path, template: Path, *,
