@@ -219,16 +219,8 @@ class History:
         the files as they are as the first operation of a new history. None: the store reads fine.
         """
         with self._locked():
-            if not os.path.isdir(self.git_dir):
+            if not os.path.isdir(self.git_dir) or self.damaged() is None:
                 return None
-            try:
-                self._git("ls-files", "-s")
-                self._git("for-each-ref", "--format=%(objectname) %(contents:subject)", "refs/ops/")
-                return None
-            except HistoryUnavailable:
-                raise
-            except MemError:
-                pass
             aside = f"{self.git_dir}.damaged-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
             os.rename(self.git_dir, aside)
             # journals name versions in the damaged store: they go with it
@@ -239,8 +231,29 @@ class History:
 
         sys.stderr.write(f"mem: warning: the history store was damaged ({error}); it is kept at {aside} and "
                          "history starts again from the files as they are (inspect it with "
-                         f"`git --git-dir {aside} fsck`, then delete it)\n")
+                         f"`git --git-dir {aside} fsck`, then delete it; `mem doctor` lists it)\n")
         return aside
+
+    def damaged(self) -> str | None:
+        """Why git cannot read the store (a torn index, broken refs or objects); None when it reads or is not made yet."""
+        if not os.path.exists(self._exclude_file):
+            return None
+        try:
+            self._git("ls-files", "-s")
+            self._git("for-each-ref", "--format=%(objectname) %(contents:subject)", "refs/ops/")
+        except HistoryUnavailable:
+            raise
+        except MemError as exc:
+            return str(exc)
+        return None
+
+    def set_aside(self) -> list[str]:
+        """The damaged stores ``rebase_if_damaged`` kept for inspection, oldest first."""
+        parent, name = os.path.split(self.git_dir)
+        try:
+            return sorted(os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f"{name}.damaged-"))
+        except FileNotFoundError:
+            return []
 
     def operations(self, path: str | None = None, limit: int | None = None) -> list[Operation]:
         """Recorded operations, newest first; with ``path``, only those that changed it."""
