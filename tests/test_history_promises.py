@@ -6,6 +6,7 @@ would put the files back; with no git on PATH a command that changed memory says
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -46,6 +47,22 @@ def test_restore_promises_its_undo_only_when_that_would_work(run_mem, memdir):
     remember(run_mem, "Deploy", "Tuesdays.")
     r = run_mem("undo")
     assert r.returncode == 0 and "; `mem undo` takes it back)" in r.stderr, r.stderr
+
+
+def test_an_undo_over_an_index_holding_a_secret_records_it_and_promises_nothing(run_mem, memdir):
+    """The undo's MEMORY.md change (withheld before and after) was dropped as a no-op: it said `mem undo` takes it
+    back, and undoing it brought reviews.md back without its pointer."""
+    remember(run_mem, "Tabs", "Use tabs.")
+    remember(run_mem, "Reviews", "Two approvals.")
+    with open(memdir / "MEMORY.md", "a") as f:
+        f.write(f"- aws {KEY}\n")  # an outside editor: every version of the index from now on is withheld
+    r = run_mem("undo", "--json")
+    assert r.returncode == 0, r.stderr
+    assert sorted(c["path"] for c in json.loads(r.stdout)["operation"]["changes"]) == ["MEMORY.md", "reviews.md"]
+    assert "takes it back" not in r.stderr and "`mem undo` cannot take it back" in r.stderr, r.stderr
+    r = run_mem("undo")
+    assert r.returncode == 4 and "MEMORY.md: its earlier version is not kept" in r.stderr, r.stderr
+    assert not (memdir / "reviews.md").exists()
 
 
 def test_import_promises_undo_only_when_it_would_work(run_mem, memdir, tmp_path):

@@ -833,7 +833,8 @@ def _net_changes(entries: list[dict]) -> tuple[list[Change], list[Change]]:
     result: tuple[list[Change], list[Change]] = ([], [])
     for path in sorted(spans):
         for changes, span in zip(result, spans[path]):
-            if span is not None and span[0] != span[1]:
+            # two versions withheld for a secret look alike but are not: a write happened, so it is a change
+            if span is not None and (span[0] != span[1] or span[0][0] in (WITHHELD, REDACTED)):
                 (before, before_mode), (after, after_mode) = span
                 changes.append(Change(path, before, after, before_mode, after_mode))
     return result
