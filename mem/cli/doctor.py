@@ -14,8 +14,8 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 def doctor_cmd(where: dict, fmt: str) -> int:
     """Check what you would otherwise debug by hand, one line per check with its fix.
 
-    The memory directory and its parents, the state directory and the
-    history, the hooks of Claude Code and qwen-code (mem hooks status:
+    The memory directory and its parents, the state directory, the history
+    (git on PATH, the store readable, a damaged store set aside), the hooks of Claude Code and qwen-code (mem hooks status:
     installed, runnable, last fired), the nightly dream (mem cron status:
     scheduled, a daemon to fire it, the last run), whether a model key is
     set (never its value), and whether man and bash find mem's man pages
