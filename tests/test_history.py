@@ -400,6 +400,25 @@ def test_a_damaged_history_store_is_set_aside_and_writes_go_on(run_mem, memdir):
     assert not (memdir / "deploy.md").exists() and (memdir / "tabs.md").exists()
 
 
+def test_the_core_tells_a_damaged_store_to_the_command_not_to_stderr(run_mem, memdir, capfd):
+    """The core returns the notice (a Notice warning) for the CLI to print; it wrote to stderr itself."""
+    from mem.core.errors import Notice
+    from mem.core.memdir.store import MemoryDir
+
+    remember(run_mem, "Tabs", "Use tabs.")
+    git_dir = next(os.path.join(d, "history.git") for d, dirs, _ in os.walk(os.environ["MEM_STATE_DIR"])
+                   if "history.git" in dirs)
+    with open(os.path.join(git_dir, "index"), "wb") as f:
+        f.write(b"not an index at all")
+    capfd.readouterr()
+    memory = MemoryDir(str(memdir))
+    with pytest.warns(Notice, match="history store was damaged.*mem doctor"):
+        with memory.operation("log"):
+            memory.write("notes.md", "---\nname: notes\ndescription: n\ntype: user\n---\nN.\n")
+    assert capfd.readouterr().err == ""
+    assert memory.last_operation is not None  # recorded in the new history
+
+
 def _doctor_history(run_mem, env: dict | None = None) -> dict:
     r = run_mem("doctor", "--json", env=env)
     return next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "history")

@@ -44,6 +44,13 @@ def is_storage_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
 
 
+class Notice(UserWarning):
+    """What a user must be told though nothing failed: the core warns with it, the CLI prints it on stderr.
+
+    Example: warnings.warn(Notice("the history store was damaged; ..."))
+    """
+
+
 class MemError(Exception):
     """Base of every error the core raises on purpose."""
 

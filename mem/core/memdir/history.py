@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core import gitcmd
-from mem.core.errors import MemError, NotFoundError, RefusedError, StorageError, UsageError
+from mem.core.errors import MemError, NotFoundError, Notice, RefusedError, StorageError, UsageError
 from mem.core.memdir.files import atomic_write, fsync_dir, pid_running, remove_dead_temps
 
 ZERO = None  # an absent file's oid (and mode)
@@ -215,7 +215,7 @@ class History:
         """After ``error`` from the store: if the store is damaged, move it aside and start anew; where it went.
 
         A store git cannot read (a torn index, broken refs or objects) must not block every write:
-        it is kept aside for inspection, said on stderr with the fix, and the next sync records
+        it is kept aside for inspection, told as a ``Notice`` warning with the fix, and the next sync records
         the files as they are as the first operation of a new history. None: the store reads fine.
         """
         with self._locked():
@@ -227,11 +227,12 @@ class History:
             if os.path.isdir(self._journal_dir):
                 os.rename(self._journal_dir, os.path.join(aside, "mem-journal"))
                 os.makedirs(self._journal_dir)
-        import sys
+        import warnings
 
-        sys.stderr.write(f"mem: warning: the history store was damaged ({error}); it is kept at {aside} and "
-                         "history starts again from the files as they are (inspect it with "
-                         f"`git --git-dir {aside} fsck`, then delete it; `mem doctor` lists it)\n")
+        # told by the command that ran into it (the CLI prints a Notice on stderr), not written here
+        warnings.warn(Notice(f"the history store was damaged ({error}); it is kept at {aside} and history starts "
+                             f"again from the files as they are (inspect it with `git --git-dir {aside} fsck`, then "
+                             "delete it; `mem doctor` lists it)"), stacklevel=2)
         return aside
 
     def damaged(self) -> str | None:
