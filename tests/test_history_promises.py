@@ -156,3 +156,13 @@ def test_relocate_merge_with_no_git_says_history_is_off(run_mem, tmp_path, monke
         gitcmd.binary.cache_clear()
     assert r.returncode == 0, r.stderr
     assert "history is off" in r.stderr and not memory.exists()
+
+
+def test_log_and_index_rebuild_with_no_git_say_history_is_off(run_mem, memdir, no_git):
+    r = run_mem("log", "shipped the release")
+    assert r.returncode == 0 and "history is off" in r.stderr, r.stderr
+    (memdir / "MEMORY.md").write_text("- [Gone](gone.md) — a pointer to nothing\n")
+    r = run_mem("index", "--rebuild")
+    assert r.returncode == 0 and "history is off" in r.stderr, r.stderr
+    r = run_mem("index", "--rebuild")  # nothing changed: nothing to say
+    assert r.returncode == 0 and "history is off" not in r.stderr, r.stderr
