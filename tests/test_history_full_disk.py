@@ -82,13 +82,13 @@ def _failed_cleanly(r) -> None:
     assert errors == lines[-1:] and "Traceback" not in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("full", ["both", "state"])
+@pytest.mark.parametrize("full", ["both", "state", "memory"])
 def test_writes_and_undo_on_a_full_disk_fail_cleanly_and_the_history_agrees_after(small_fs, tmp_path, monkeypatch,
                                                                                    run_mem, full):
-    memdir = small_fs / "memory" if full == "both" else tmp_path / "memory"
+    memdir = small_fs / "memory" if full in ("both", "memory") else tmp_path / "memory"
     memdir.mkdir()
     monkeypatch.setenv("MEM_DIR", str(memdir))
-    monkeypatch.setenv("MEM_STATE_DIR", str(small_fs / "state"))
+    monkeypatch.setenv("MEM_STATE_DIR", str(small_fs / "state" if full in ("both", "state") else tmp_path / "state"))
 
     def remember(name: str):
         return run_mem("remember", "--type", "project", "--name", name, "--description", f"about {name}",
