@@ -316,3 +316,38 @@ def test_the_stale_section_keeps_to_its_limit_moved_paths_first():
     assert len(lines) == MAX_STALE + 1 and lines[0] == "- z.md: line 5: a/b.py: moved (renamed in abc1234 -> c/b.py)"
     assert lines[-1] == f"- and {41 - MAX_STALE} more, not listed here"
     assert stale_section([]) == ""
+
+
+def test_a_failed_dream_leaves_no_pointer_to_a_file_it_took_back(run_mem, memdir, fake_api):
+    """Issue #31: the dream's pointer line, reworded by the agent while the dream ran, pointed to nothing after."""
+    import threading
+    import time
+
+    from fakeapi import error_body
+
+    seeded(memdir)
+    index = (memdir / "MEMORY.md").read_text()
+    new_file = "---\nname: cadence\ndescription: the release cadence\ntype: project\n---\n\nWeekly releases.\n"
+    fake_api.reply_tool_uses(("write", {"file_path": "cadence.md", "content": new_file}),
+                             ("edit", {"file_path": "MEMORY.md", "old_string": "- [DB](c.md) — MySQL\n",
+                                       "new_string": "- [DB](c.md) — MySQL\n- [Cadence](cadence.md) — weekly\n"}))
+    for _ in range(3):  # the call and its two retries fail, slowly enough for the agent's edit to land
+        fake_api.reply(error_body("overloaded_error", "Overloaded"), status=529, delay=0.5)
+
+    def reword() -> None:  # the agent's own Edit tool, outside mem, on the dream's line
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            text = (memdir / "MEMORY.md").read_text()
+            if "(cadence.md) — weekly\n" in text:
+                (memdir / "MEMORY.md").write_text(text.replace("(cadence.md) — weekly", "(cadence.md) — weekly, Tuesdays"))
+                return
+            time.sleep(0.01)
+
+    editor = threading.Thread(target=reword)
+    editor.start()
+    r = run_mem("dream", "--force", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    editor.join()
+    assert r.returncode == 70 and "529" in r.stderr, r.stderr
+    assert not (memdir / "cadence.md").exists()  # the dream's file is taken back ...
+    assert "cadence.md" not in (memdir / "MEMORY.md").read_text()  # ... and no pointer to it is left
+    assert (memdir / "MEMORY.md").read_text() == index  # everyone else's lines stay

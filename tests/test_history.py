@@ -386,14 +386,54 @@ def test_a_damaged_history_store_is_set_aside_and_writes_go_on(run_mem, memdir):
     git_dir = next(os.path.join(d, "history.git") for d, dirs, _ in os.walk(state) if "history.git" in dirs)
     with open(os.path.join(git_dir, "index"), "wb") as f:
         f.write(b"not an index at all")
+    check = _doctor_history(run_mem)  # mem doctor names it, with the fix
+    assert check["state"] == "fail" and "is damaged" in check["detail"] and "sets the store aside" in check["fix"]
     r = run_mem("remember", "--type", "feedback", "--name", "Deploy", "--description", "d", "Deploys on Tuesdays.")
     assert r.returncode == 0, r.stderr
-    assert "history store was damaged" in r.stderr and "fsck" in r.stderr
+    assert "history store was damaged" in r.stderr and "fsck" in r.stderr and "mem doctor" in r.stderr
+    check = _doctor_history(run_mem)
+    assert check["state"] == "note" and "set aside at " in check["detail"] and check["fix"].startswith("git --git-dir ")
     assert (memdir / "deploy.md").exists() and "(deploy.md)" in (memdir / "MEMORY.md").read_text()
     assert any(p.startswith("history.git.damaged-") for p in os.listdir(os.path.dirname(git_dir)))
     r = run_mem("undo")  # the new history recorded the remember: it can be taken back
     assert r.returncode == 0, r.stderr
     assert not (memdir / "deploy.md").exists() and (memdir / "tabs.md").exists()
+
+
+def test_the_core_tells_a_damaged_store_to_the_command_not_to_stderr(run_mem, memdir, capfd):
+    """The core returns the notice (a Notice warning) for the CLI to print; it wrote to stderr itself."""
+    from mem.core.errors import Notice
+    from mem.core.memdir.store import MemoryDir
+
+    remember(run_mem, "Tabs", "Use tabs.")
+    git_dir = next(os.path.join(d, "history.git") for d, dirs, _ in os.walk(os.environ["MEM_STATE_DIR"])
+                   if "history.git" in dirs)
+    with open(os.path.join(git_dir, "index"), "wb") as f:
+        f.write(b"not an index at all")
+    capfd.readouterr()
+    memory = MemoryDir(str(memdir))
+    with pytest.warns(Notice, match="history store was damaged.*mem doctor"):
+        with memory.operation("log"):
+            memory.write("notes.md", "---\nname: notes\ndescription: n\ntype: user\n---\nN.\n")
+    assert capfd.readouterr().err == ""
+    assert memory.last_operation is not None  # recorded in the new history
+
+
+def _doctor_history(run_mem, env: dict | None = None) -> dict:
+    r = run_mem("doctor", "--json", env=env)
+    return next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "history")
+
+
+def test_doctor_says_when_history_is_off_or_fine(run_mem, memdir, tmp_path):
+    check = _doctor_history(run_mem)
+    assert check["state"] == "ok" and check["detail"] == "no change recorded yet"
+    remember(run_mem, "Tabs", "Use tabs.")
+    assert _doctor_history(run_mem)["detail"].startswith("1 operation recorded, the newest ")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(sys.executable, bin_dir / "python3")
+    check = _doctor_history(run_mem, env={"PATH": str(bin_dir)})
+    assert check["state"] == "fail" and "history is off" in check["detail"] and check["fix"] == "install git"
 
 
 def _store_objects() -> bytes:

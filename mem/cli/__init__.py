@@ -15,7 +15,7 @@ import click
 
 from mem import __version__
 from mem.cli.common import format_options, memory_dir_options
-from mem.core.errors import ExitCode, MemError, is_storage_error
+from mem.core.errors import ExitCode, MemError, Notice, is_storage_error
 
 # name -> "module:attribute"; the order here is the order in --help.
 COMMANDS = {
@@ -192,7 +192,18 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, json_mode
         from mem import render
 
         render.wrote[0] = False
-    code = _run(group, argv, prog_name, complete_var, hook, failed, **extra)
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", Notice)
+        code = _run(group, argv, prog_name, complete_var, hook, failed, **extra)
+    for w in caught:  # what the core told its user (a Notice) is said here; any other warning as Python would
+        if issubclass(w.category, Notice):
+            from mem import render
+
+            render.warn(str(w.message))
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
     # With --json, a document already printed (forget's candidates, then exit 1) stays the only one;
     # --jsonl rows get the error as one more line.
     if failed and json_mode and not hook and (json_mode == "jsonl" or not render.wrote[0]):

@@ -73,3 +73,27 @@ def format_options(f: Callable) -> Callable:
         return f(*args, fmt="json" if as_json else "jsonl" if as_jsonl else "text", **kwargs)
 
     return wrapper
+
+
+#: What a command that changed memory says when git is missing, instead of any promise of undo.
+HISTORY_OFF = "history is off (git is not on PATH): this change was not recorded, so `mem undo` cannot take it back"
+
+
+def undo_note(memory, op, promise: str = "`mem undo` takes it back") -> str:
+    """``promise`` when undoing ``op`` (just recorded) would bring its files back; else why it would not.
+
+    Never a false promise (issue #31): with no git nothing was recorded, and a version withheld
+    for a secret is not kept, so undo cannot put it back.
+    """
+    from mem.core.memdir.revert import why_not_undoable
+
+    why = why_not_undoable(memory, op)
+    return promise if why is None else f"`mem undo` cannot take it back: {why}"
+
+
+def warn_if_history_off(memory, changed: bool = True) -> None:
+    """Say on stderr that a change just made is not in the history, when git is missing."""
+    from mem import render
+
+    if changed and not memory.history.available():
+        render.warn(HISTORY_OFF)

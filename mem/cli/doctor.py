@@ -14,8 +14,8 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir
 def doctor_cmd(where: dict, fmt: str) -> int:
     """Check what you would otherwise debug by hand, one line per check with its fix.
 
-    The memory directory and its parents, the state directory and the
-    history, the hooks of Claude Code, qwen-code, Codex CLI and Gemini CLI
+    The memory directory and its parents, the state directory, the history
+    (git on PATH, the store readable, a damaged store set aside), the hooks of Claude Code, qwen-code, Codex CLI and Gemini CLI
     (mem hooks status: installed, runnable, last fired; for the last two a
     note, not a failure, while none is installed), the nightly dream (mem
     cron status: scheduled, a daemon to fire it, the last run), whether a

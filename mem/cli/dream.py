@@ -45,6 +45,8 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, budget: str 
     project since. A closed gate exits 0 with the reason on stderr. What it
     changes is one operation of the history (`mem undo` takes it back), and is
     validated after; a failure takes back its own changes, and only those.
+    Both go through the history, so with no git on PATH it refuses (exit 3)
+    unless --dry-run.
     In a git repository (or with --repo) the memories' claims are checked as
     by mem verify: each stale one is a stale-claim finding, and the agent is
     given them to fix (moved paths to their new place, expired ones updated
@@ -64,7 +66,8 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, budget: str 
     if undo:
         from mem.cli.undo import report as report_undo
         from mem.core.memdir import revert
-        report_undo(revert.undo(memory_of(where), dry_run=dry_run), "undo", dry_run, fmt)
+        memory = memory_of(where)
+        report_undo(revert.undo(memory, dry_run=dry_run), "undo", dry_run, fmt, memory)
         return
     if model and not offline and not llm.has_credentials():
         llm.model_config("dream", model)  # raises the ConfigError naming ANTHROPIC_API_KEY (exit 3)

@@ -8,7 +8,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, resolve_dir, warn_if_history_off
 from mem.cli.model import backend_option, budget_option
 from mem.core.errors import NotFoundError, UsageError
 from mem.core.memdir.store import MemoryDir
@@ -125,6 +125,8 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
     log = render.debug if debug else None
     result = extract(request, wait=wait, queue=not no_queue, log=log, debug=debug)
     _report(result, fmt=fmt, hook=hook, max_turns=max_turns, timeout=timeout)
+    if not hook:  # a hook says nothing when it worked
+        warn_if_history_off(memory, bool(result.created or result.updated))
     if result.stopped_at_budget and not hook:
         from mem.core.errors import ExitCode
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, resolve_dir, undo_note
 from mem.core.errors import ExitCode, UsageError
 from mem.core.wording import plural
 
@@ -148,7 +148,7 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     kept = sum(1 for s in plan.steps if s.action == "keep")
     render.info(f"imported {plural(len(result.written), 'file')} into {res.memory_dir}"
                 + (f"; kept ours for {plural(kept, 'conflicting file')}" if kept else "")
-                + ("; mem undo takes it back" if result.operation else ""))
+                + f"; {undo_note(memory, memory.last_operation)}")
 
 
 def _show(data: dict, steps, fmt: str) -> None:

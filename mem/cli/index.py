@@ -9,7 +9,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, memory_of
+from mem.cli.common import format_options, memory_dir_options, memory_of, warn_if_history_off
 from mem.core.errors import ExitCode, NotFoundError, UsageError
 
 
@@ -114,6 +114,7 @@ def _rebuild(memory, team: bool, dry_run: bool, fmt: str) -> dict:
         verb = "would add" if dry_run else "added"
         render.info(f"{done.name}: {verb} {len(done.added)}, {'would remove' if dry_run else 'removed'} "
                     f"{len(done.removed)} pointers")
+        warn_if_history_off(memory, not dry_run)
     return done.as_dict()
 
 

@@ -7,7 +7,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, memory_of
+from mem.cli.common import format_options, memory_dir_options, memory_of, warn_if_history_off
 
 
 @click.command("log", short_help="Append a timestamped bullet to today's log under logs/.")
@@ -30,7 +30,9 @@ def log_cmd(text: tuple[str, ...], where: dict, fmt: str) -> None:
     from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
 
     body = read_stream_text(sys.stdin) if text == ("-",) else " ".join(text)
-    entry = dailylog.append(memory_of(where), body)
+    memory = memory_of(where)
+    entry = dailylog.append(memory, body)
+    warn_if_history_off(memory)
     if fmt != "text":
         render.out_record(entry.as_dict(), fmt)
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mem import render
-from mem.cli.common import memory_dir_options, resolve_dir
+from mem.cli.common import memory_dir_options, resolve_dir, warn_if_history_off
 
 
 @click.command("promote", short_help="Move a memory (FILE) to user-level memory, seen in every project.")
@@ -64,3 +64,4 @@ def _carry(file: str, where: dict, *, to_user: bool, keep: bool) -> None:
     rel = copy_memory(src, dst, file, command=command, args=[file], delete=not keep, layouts=layouts)
     render.out(os.path.join(dst.root, rel))
     render.info(f"{'copied' if keep else 'moved'} {rel} to {dst.root}")
+    warn_if_history_off(dst)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mem import render
-from mem.cli.common import format_options
+from mem.cli.common import format_options, warn_if_history_off
 from mem.core.errors import ExitCode
 
 
@@ -43,3 +43,6 @@ def relocate_cmd(ctx: click.Context, old: str, new: str, dry_run: bool, fmt: str
         ctx.exit(ExitCode.CHECK_FAILED if plan.changes else ExitCode.OK)
     apply_relocation(plan, [old, new])
     render.info(f"relocated {plan.old} to {plan.new}")
+    for _old, target, _merge in plan.merges:  # a renamed directory takes its history along; a merge is recorded
+        warn_if_history_off(target)
+        break

@@ -7,7 +7,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, memory_of
+from mem.cli.common import format_options, memory_dir_options, memory_of, warn_if_history_off
 from mem.cli.model import backend_option, budget_option
 
 TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES, without importing it here
@@ -78,6 +78,7 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
         render.info(f"{verb} {rel}{where_}")
     if result.strategy == "model" and result.summary:
         render.info(f"model: {' '.join(result.summary.split())}")
+    warn_if_history_off(request.memory, bool(changed))
     if result.stopped_at_budget:
         from mem.core.errors import ExitCode
 

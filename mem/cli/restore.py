@@ -30,4 +30,4 @@ def restore_cmd(file: str, at: str, dry_run: bool, where: dict, fmt: str) -> Non
     from mem.core.memdir import revert
     memory = memory_of(where)
     result = revert.restore(memory, file, at, dry_run=dry_run)
-    report(result, "restore", dry_run, fmt)
+    report(result, "restore", dry_run, fmt, memory)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, resolve_dir, undo_note
 from mem.core.errors import ExitCode
 from mem.core.guards.control import printable  # names and messages from a server reach a terminal
 
@@ -101,11 +101,16 @@ def _report_pull(result) -> None:
         render.out(f"updated team/{printable(key)}")
 
 
-def _say_pull(result) -> None:
+def _say_pull(result, memory_dir: str) -> None:
     _warn_skipped(result.skipped)
+    if result.overwritten_local:
+        from mem.core.memdir.store import MemoryDir
+
+        memory = MemoryDir(memory_dir)
+        op = memory.history.find(result.snapshot) if result.snapshot else None
+        note = undo_note(memory, op, f"`mem undo {(result.snapshot or '')[:12]}` brings it back")
     for key in result.overwritten_local:
-        render.warn(f"team/{printable(key)}: your unpushed edit was replaced by the server's copy; "
-                    f"`mem undo {result.snapshot[:12]}` brings it back")
+        render.warn(f"team/{printable(key)}: your unpushed edit was replaced by the server's copy; {note}")
     for key in result.kept_local:
         render.info(f"team/{printable(key)}: kept your unpushed edit (the server's copy had not changed)")
     if result.status == "not_modified":
@@ -160,9 +165,10 @@ def pull_cmd(ctx: click.Context, no_cache: bool, make_config, fmt: str) -> None:
     """
     from mem.core.team import client
 
-    result = client.pull(make_config(), use_etag=not no_cache)
+    cfg = make_config()
+    result = client.pull(cfg, use_etag=not no_cache)
     render.out_record(result.as_dict(), fmt) if fmt != "text" else _report_pull(result)
-    _say_pull(result)
+    _say_pull(result, cfg.memory_dir)
     _refused_exit(ctx, result.refused)
 
 
@@ -236,7 +242,7 @@ def _sync(cfg, http, fmt: str):
     pulled = client.pull(cfg, http=http, use_etag=False, keep_local_edits=True)
     if fmt == "text":
         _report_pull(pulled)
-    _say_pull(pulled)
+    _say_pull(pulled, cfg.memory_dir)
     try:
         return pulled, client.push(cfg, http=http)
     except client.PushFailed as exc:

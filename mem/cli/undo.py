@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, memory_of
+from mem.cli.common import format_options, memory_dir_options, memory_of, undo_note
 from mem.core.errors import ExitCode
 
 
@@ -36,10 +36,10 @@ def undo_cmd(operation: str | None, force: bool, dry_run: bool, where: dict, fmt
     from mem.core.memdir import revert
     memory = memory_of(where)
     result = revert.undo(memory, operation, force=force, dry_run=dry_run)
-    report(result, "undo", dry_run, fmt)
+    report(result, "undo", dry_run, fmt, memory)
 
 
-def report(result, verb: str, dry_run: bool, fmt: str) -> None:
+def report(result, verb: str, dry_run: bool, fmt: str, memory) -> None:
     if fmt != "text":
         render.out_record(result.as_dict(), fmt)
     elif dry_run:
@@ -56,4 +56,4 @@ def report(result, verb: str, dry_run: bool, fmt: str) -> None:
         render.info(f"{verb}: nothing to change" + (f" for {what}" if what else ""))
     else:
         files = ", ".join(c.path for c in op.changes)
-        render.info(f"{verb} {what + ': ' if what else ''}{files} (operation {op.id[:12]}; `mem undo` takes it back)")
+        render.info(f"{verb} {what + ': ' if what else ''}{files} (operation {op.id[:12]}; {undo_note(memory, op)})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mem import render
-from mem.cli.common import format_options, memory_dir_options, resolve_dir
+from mem.cli.common import format_options, memory_dir_options, resolve_dir, warn_if_history_off
 from mem.core.errors import ExitCode
 
 
@@ -48,8 +48,10 @@ def verify_cmd(ctx: click.Context, files: tuple[str, ...], repo: str | None, all
     memory = MemoryDir(resolution.memory_dir)
     report = verify(memory, repo, [_relpath(memory.root, f) for f in files] or None, use_cache=not no_cache)
     if fix:
-        for f in fix_moved(memory, report.findings):
+        fixed = fix_moved(memory, report.findings)
+        for f in fixed:
             render.info(f"fixed {f.memory}:{f.line}: {f.claim} -> {f.new_place}")
+        warn_if_history_off(memory, bool(fixed))
         report = verify(memory, repo, [_relpath(memory.root, f) for f in files] or None, use_cache=not no_cache)
     shown = report.findings if all_ else report.stale
     render.out_rows((f.as_dict() for f in shown), fmt, lambda row: _line(row))

@@ -7,7 +7,7 @@ mechanical mode). The hooks and cron checks are ``mem hooks status`` and ``mem c
 (install.status, cron.status); a credential's value is never read into a message, only whether
 it is set.
 
-uses: install (hooks status), cron (cron status), memdir.state (state root, history), jobs.llm
+uses: install (hooks status), cron (cron status), memdir.state (state root), memdir.history, jobs.llm
 (whether a key is set), completions (where mem complete --install puts them); bash-completion and
 zsh themselves, run, for whether they find mem's completion.
 """
@@ -82,6 +82,33 @@ def check_state(memory_dir: str, env: Mapping[str, str] | None = None) -> Check:
         return Check(name, OK, f"{root} (not made yet; the first write makes it)", None)
     return Check(name, FAIL, f"{root} cannot be made: {parent} is not writable by you",
                  f"chmod u+rwx {parent} (or set MEM_STATE_DIR)")
+
+
+def check_history(memory_dir: str, env: Mapping[str, str] | None = None) -> Check:
+    """Whether changes are recorded (git), the store reads, and no damaged store waits to be looked at."""
+    from mem.core.memdir.history import History
+    from mem.core.memdir.state import state_dir
+
+    name = "history"
+    if shutil.which("git", path=(env or os.environ).get("PATH")) is None:
+        return Check(name, FAIL, "git is not on PATH: history is off (changes are not recorded, mem undo cannot "
+                                 "take them back, mem dream refuses)", "install git")
+    history = History(state_dir(memory_dir, env, create=False), memory_dir)
+    why = history.damaged()
+    if why:
+        return Check(name, FAIL, f"the store {history.git_dir} is damaged: {why}",
+                     "run any command that writes memory: it sets the store aside and starts the history again "
+                     "from the files as they are")
+    aside = history.set_aside()
+    if aside:
+        more = f" (and {len(aside) - 1} earlier)" if len(aside) > 1 else ""
+        return Check(name, NOTE, f"a damaged store was set aside at {aside[-1]}{more}; history started again",
+                     f"git --git-dir {aside[-1]} fsck (to look into it), then rm -rf {aside[-1]}")
+    ops = history.operations()
+    from mem.core.wording import plural
+
+    return Check(name, OK, f"{plural(len(ops), 'operation')} recorded, the newest {ops[0].time}" if ops
+                 else "no change recorded yet", None)
 
 
 def check_hooks(client: str, project: str | None, env: Mapping[str, str] | None = None) -> Check:
@@ -319,6 +346,7 @@ def run(memory_dir: str, project: str | None = None, env: Mapping[str, str] | No
     return [
         _safe("memory directory", check_memory_dir, memory_dir),
         _safe("state directory", check_state, memory_dir, env),
+        _safe("history", check_history, memory_dir, env),
         _safe("hooks (claude)", check_hooks, "claude", project, env),
         _safe("hooks (qwen)", check_hooks, "qwen", project, env),
         _safe("hooks (codex)", check_hooks, "codex", project, env),

@@ -47,6 +47,13 @@ def is_storage_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
 
 
+class Notice(UserWarning):
+    """What a user must be told though nothing failed: the core warns with it, the CLI prints it on stderr.
+
+    Example: warnings.warn(Notice("the history store was damaged; ..."))
+    """
+
+
 class MemError(Exception):
     """Base of every error the core raises on purpose."""
 
@@ -100,6 +107,13 @@ class SecretError(RefusedError):
         self.path = path
         self.rule_id = rule_id
         self.label = label
+
+
+class StorageError(MemError):
+    """The storage refused a write a helper program made for mem (git on a full disk): not a bug of mem's."""
+
+    exit_code = ExitCode.STORAGE
+    kind = "storage"
 
 
 class LockedError(MemError):

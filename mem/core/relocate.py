@@ -290,7 +290,8 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
                         "merges them by hand)")
                 n = sum(1 for s in merge.steps if s.writes)
                 plan.steps.append(Move("merge", old_memory, new_memory, f"{client} memory: {plural(n, 'file')} to write"))
-                plan.steps.append(Move("remove", old_memory, "", "after the merge, through its own history"))
+                plan.steps.append(Move("remove", old_memory, "", "after the merge, through its own history"
+                                       if target.history.available() else "after the merge (history is off: not recorded)"))
                 plan.merges.append((old_memory, target, merge))
         if not os.path.isdir(old_folder):
             continue

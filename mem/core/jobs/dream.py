@@ -154,6 +154,12 @@ def run(
         result.duration_s = time.monotonic() - started
         return result
 
+    if not memory.history.available():
+        # The dream validates and takes back its own changes through the history: without it, it could do neither.
+        from mem.core.errors import ConfigError
+
+        raise ConfigError("dream needs git on PATH: its changes are validated and, on failure, taken back through "
+                          "the history, which is off without git (mem dream --dry-run shows what it would do)")
     prior = _acquire(memory_dir, wait)
     from mem.core.memdir.revert import take_back
 

@@ -645,6 +645,14 @@ def plan(memory: MemoryDir, chosen: list[Candidate]) -> list[Change]:
 def _apply(memory, changes: list[Change]) -> tuple[list[str], list[str]]:
     """Carry out ``changes`` in ``memory``: (deleted, updated) relpaths, MEMORY.md included."""
     deleted, updated = [], []
+    gone = {c.relpath for c in changes if c.action == "delete"}
+    indexed = False
+    if gone:
+        # The pointers go before their files: a forget killed in between leaves a file with no pointer,
+        # which forget again finds and removes, never a pointer to nothing, which it could not.
+        from mem.core.memdir.index import drop_pointers
+
+        indexed = memory.update_index(lambda old: drop_pointers(old, gone)) is not None
     for c in changes:
         if c.action == "delete":
             memory.delete(c.relpath, allow_index=_link_out(memory, c.relpath) is not None)
@@ -654,13 +662,8 @@ def _apply(memory, changes: list[Change]) -> tuple[list[str], list[str]]:
             # holding one could never lose an entry.
             memory.write(c.relpath, c.after.encode("utf-8", "surrogateescape"), scan=False)
             updated.append(c.relpath)
-    if deleted:
-        gone = set(deleted)
-        from mem.core.memdir.index import drop_pointers
-
-        changed = memory.update_index(lambda old: drop_pointers(old, gone)) is not None
-        if changed:
-            updated.append(INDEX_NAME)
+    if indexed:
+        updated.append(INDEX_NAME)
     return deleted, updated
 
 

@@ -288,16 +288,22 @@ def _offline(request: RememberRequest, result: RememberResult, memory, policy, s
         raise UsageError("give --name or --file: the memory needs a file")
     real = os.path.join(memory.real_root, rel)
     old = _read(real)
-    if old is not None and not request.update:
+
+    def new_file() -> str:
+        fields = {"name": " ".join(request.name.split()), "description": " ".join(request.description.split()),
+                  "type": request.type}
+        return render_new(fields, _body(request.text))
+
+    # The very file this would create (a remember killed before its pointer, run again): only the pointer is missing.
+    again = old is not None and not request.update and not request.missing and new_file() == old
+    if old is not None and not request.update and not again:
         raise RefusedError(f"{rel} already exists; --update replaces its body and the keys given, "
                            "or choose another --name or --file")
-    if old is None:
+    if old is None or again:
         missing = request.missing
         if missing:
             raise UsageError(f"{rel} does not exist yet: {', '.join(missing)} required to create it")
-        fields = {"name": " ".join(request.name.split()), "description": " ".join(request.description.split()),
-                  "type": request.type}
-        content = render_new(fields, _body(request.text))
+        content = new_file()
         previous = None
     else:
         doc = Document(old)

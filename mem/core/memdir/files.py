@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
 from collections.abc import Iterator
@@ -34,6 +35,8 @@ def atomic_write(path: str, data: bytes, *, plain: bool = False) -> None:
         mode &= 0o666
     fd, tmp = _create_temp(parent, name)
     try:
+        # Held until the file is renamed or removed: a temp file nobody holds was left by a killed writer.
+        fcntl.flock(fd, fcntl.LOCK_EX)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -45,6 +48,42 @@ def atomic_write(path: str, data: bytes, *, plain: bool = False) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(parent)
+
+
+def remove_dead_temps(path: str) -> list[str]:
+    """Remove the temp files killed ``atomic_write`` calls of ``path`` left; the names removed.
+
+    One is dead when no process holds its lock: a live writer locks its temp file as it creates it.
+    """
+    parent, name = os.path.split(path)
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    removed = []
+    for candidate in names:
+        tag = candidate[len(name) + 2:-4]  # _create_temp's names: "." + name + "." + 8 characters + ".tmp"
+        if not (candidate.startswith(f".{name}.") and candidate.endswith(".tmp") and len(tag) == 8
+                and tag.replace("_", "").isalnum() and tag.isascii()):
+            continue
+        full = os.path.join(parent, candidate)
+        try:
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its writer is alive
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(full)
+                removed.append(candidate)
+        finally:
+            os.close(fd)
+    return removed
 
 
 def _create_temp(parent: str, name: str) -> tuple[int, str]:

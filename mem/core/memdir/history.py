@@ -10,7 +10,8 @@ Layout of ``<state_dir>``::
     history.git/          bare repository; its index is the recorded state of the memory directory
     history.git/index     path -> (blob, mode) as last recorded
     history/journal/*.jsonl   one file per mem operation in progress (live while its PID runs
-                              with the start time it recorded: a reused PID does not keep it)
+                              with the start time it recorded: a reused PID does not keep it;
+                              *.dead.jsonl: given up by a process that could not record it)
     history/maintained    stamp of the last daily maintenance
     history.lock          flock held around every change to the store
     history.git.damaged-*  a store git could no longer read, set aside (history starts again)
@@ -42,8 +43,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core import gitcmd
-from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
-from mem.core.memdir.files import atomic_write, fsync_dir, pid_running
+from mem.core.errors import MemError, NotFoundError, Notice, RefusedError, StorageError, UsageError
+from mem.core.memdir.files import atomic_write, fsync_dir, pid_running, remove_dead_temps
 
 ZERO = None  # an absent file's oid (and mode)
 
@@ -62,6 +63,8 @@ MAX_BYTES = 200 * 2**20
 _DAY = 86400
 _NULL_OID = "0" * 40
 _PIN_REF = "refs/pins/journals"
+#: The name's end of a journal whose process could not record it and gave it up to the next one.
+_DEAD = ".dead.jsonl"
 
 # Every git call runs with these, whatever the user's configuration says: no
 # line-ending or path mangling, real symlinks and executable bits, no automatic
@@ -140,6 +143,23 @@ class _JournalFile(NamedTuple):
     entries: list[dict]  # without the voided ones
 
 
+#: How git says the storage refused a write (it prints strerror, or its own words for a short write).
+_STORAGE_SIGNS = ("No space left on device", "Out of diskspace", "Disk quota exceeded", "Read-only file system")
+
+
+def _full(path: str | None) -> bool:
+    """Whether the file system holding ``path`` is (all but) full: git's "couldn't write" names no cause."""
+    try:
+        st = os.statvfs(path) if path else None
+    except OSError:
+        return False
+    return st is not None and st.f_bavail * st.f_frsize < _NEARLY_FULL
+
+
+#: Less free space than this where the store is, and a failed git is put down to the full disk.
+_NEARLY_FULL = 256 * 1024
+
+
 def _run(args: list[str], *, input: bytes | None, env: dict, cwd: str, pass_fds: tuple[int, ...]) -> bytes:
     """Spawn git once and return its stdout: the only place this module starts a process."""
     try:
@@ -148,7 +168,10 @@ def _run(args: list[str], *, input: bytes | None, env: dict, cwd: str, pass_fds:
         raise HistoryUnavailable() from None
     if proc.returncode:
         detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise MemError(f"history: git: {detail[0] if detail else f'exit status {proc.returncode}'}")
+        message = f"history: git: {detail[0] if detail else f'exit status {proc.returncode}'}"
+        if any(sign in line for line in detail for sign in _STORAGE_SIGNS) or _full(env.get("GIT_DIR")):
+            raise StorageError(message)  # exit 74, as an OSError of our own for a full disk is
+        raise MemError(message)
     return proc.stdout
 
 
@@ -192,32 +215,46 @@ class History:
         """After ``error`` from the store: if the store is damaged, move it aside and start anew; where it went.
 
         A store git cannot read (a torn index, broken refs or objects) must not block every write:
-        it is kept aside for inspection, said on stderr with the fix, and the next sync records
+        it is kept aside for inspection, told as a ``Notice`` warning with the fix, and the next sync records
         the files as they are as the first operation of a new history. None: the store reads fine.
         """
         with self._locked():
-            if not os.path.isdir(self.git_dir):
+            if not os.path.isdir(self.git_dir) or self.damaged() is None:
                 return None
-            try:
-                self._git("ls-files", "-s")
-                self._git("for-each-ref", "--format=%(objectname) %(contents:subject)", "refs/ops/")
-                return None
-            except HistoryUnavailable:
-                raise
-            except MemError:
-                pass
             aside = f"{self.git_dir}.damaged-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
             os.rename(self.git_dir, aside)
             # journals name versions in the damaged store: they go with it
             if os.path.isdir(self._journal_dir):
                 os.rename(self._journal_dir, os.path.join(aside, "mem-journal"))
                 os.makedirs(self._journal_dir)
-        import sys
+        import warnings
 
-        sys.stderr.write(f"mem: warning: the history store was damaged ({error}); it is kept at {aside} and "
-                         "history starts again from the files as they are (inspect it with "
-                         f"`git --git-dir {aside} fsck`, then delete it)\n")
+        # told by the command that ran into it (the CLI prints a Notice on stderr), not written here
+        warnings.warn(Notice(f"the history store was damaged ({error}); it is kept at {aside} and history starts "
+                             f"again from the files as they are (inspect it with `git --git-dir {aside} fsck`, then "
+                             "delete it; `mem doctor` lists it)"), stacklevel=2)
         return aside
+
+    def damaged(self) -> str | None:
+        """Why git cannot read the store (a torn index, broken refs or objects); None when it reads or is not made yet."""
+        if not os.path.exists(self._exclude_file):
+            return None
+        try:
+            self._git("ls-files", "-s")
+            self._git("for-each-ref", "--format=%(objectname) %(contents:subject)", "refs/ops/")
+        except HistoryUnavailable:
+            raise
+        except MemError as exc:
+            return str(exc)
+        return None
+
+    def set_aside(self) -> list[str]:
+        """The damaged stores ``rebase_if_damaged`` kept for inspection, oldest first."""
+        parent, name = os.path.split(self.git_dir)
+        try:
+            return sorted(os.path.join(parent, n) for n in os.listdir(parent) if n.startswith(f"{name}.damaged-"))
+        except FileNotFoundError:
+            return []
 
     def operations(self, path: str | None = None, limit: int | None = None) -> list[Operation]:
         """Recorded operations, newest first; with ``path``, only those that changed it."""
@@ -367,6 +404,7 @@ class History:
             _touch(self._stamp)
         os.makedirs(os.path.dirname(self._exclude_file), exist_ok=True)
         atomic_write(self._exclude_file, self._exclude.encode())
+        remove_dead_temps(self._exclude_file)  # of a process killed while it wrote the file
 
     def _index(self, paths: Sequence[str] | None = None) -> dict[str, tuple[str, int]]:
         """Recorded (oid, mode) by path: all of them, or just ``paths``."""
@@ -559,7 +597,7 @@ class History:
         """Commit what the journals of dead processes did, and return the journals still live."""
         journals = [_read_journal(os.path.join(self._journal_dir, name))
                     for name in sorted(os.listdir(self._journal_dir)) if name.endswith(".jsonl")]
-        live = [j for j in journals if j.header is not None and _alive(j.header)]
+        live = [j for j in journals if j.header is not None and not j.path.endswith(_DEAD) and _alive(j.header)]
         dead = [j for j in journals if j not in live]
         pending = [j for j in dead if j.entries]
         if pending:
@@ -581,6 +619,9 @@ class History:
                     index.update(stage)
                 self._record_entries(j.header, happened, j.id, interrupted=True)
         for j in dead:
+            # a write killed between its temp file and the rename left the temp file: this journal named it
+            for path in sorted({e["path"] for e in j.entries}):
+                remove_dead_temps(os.path.join(self.work_tree, path))
             os.unlink(j.path)
         return live
 
@@ -733,7 +774,15 @@ class Journal:
             h._recover()
             own = None
             if self._entries:
-                _, own = h._record_entries(self._header, self._entries, self._id, interrupted=False)
+                try:
+                    _, own = h._record_entries(self._header, self._entries, self._id, interrupted=False)
+                except BaseException:
+                    # Not recorded now (a full disk): the next process records it from the journal, even while
+                    # this one lives on (a test, a long-running watcher), so the journal is marked dead.
+                    with contextlib.suppress(OSError):
+                        os.rename(self._path, self._path[:-len(".jsonl")] + _DEAD)
+                    self._reset()
+                    raise
             os.unlink(self._path)
         self._reset()
         with contextlib.suppress(MemError, OSError):
@@ -785,7 +834,8 @@ def _net_changes(entries: list[dict]) -> tuple[list[Change], list[Change]]:
     result: tuple[list[Change], list[Change]] = ([], [])
     for path in sorted(spans):
         for changes, span in zip(result, spans[path]):
-            if span is not None and span[0] != span[1]:
+            # two versions withheld for a secret look alike but are not: a write happened, so it is a change
+            if span is not None and (span[0] != span[1] or span[0][0] in (WITHHELD, REDACTED)):
                 (before, before_mode), (after, after_mode) = span
                 changes.append(Change(path, before, after, before_mode, after_mode))
     return result
@@ -844,7 +894,8 @@ def _read_journal(path: str) -> _JournalFile:
     header = records[0] if records and "pid" in records[0] else None
     entries = [r for r in records[1:] if "path" in r]
     void = {r["void"] for r in records[1:] if "void" in r}
-    return _JournalFile(path, os.path.basename(path)[:-len(".jsonl")], header,
+    name = os.path.basename(path)
+    return _JournalFile(path, name[:-len(_DEAD if name.endswith(_DEAD) else ".jsonl")], header,
                         [e for n, e in enumerate(entries) if n not in void])
 
 

@@ -75,10 +75,11 @@ def newest_undoable(ops: Sequence[Operation]) -> Operation:
     raise NotFoundError("nothing to undo: no operation of mem's is recorded")
 
 
-def plan_undo(root: str, op: Operation, history=None) -> tuple[list[Step], list[str]]:
+def plan_undo(root: str, op: Operation, history=None, *, finishing: bool = False) -> tuple[list[Step], list[str]]:
     """The steps that take ``op`` back, and the files that changed since it (the conflicts).
 
     With ``history``, a line-kept file (an index, a daily log) that changed since is merged.
+    ``finishing``: an undo of ``op`` was cut short, so a line of its own already gone was taken back by it.
     """
     steps, conflicts = [], []
     for c in op.changes:
@@ -92,7 +93,7 @@ def plan_undo(root: str, op: Operation, history=None) -> tuple[list[Step], list[
             continue
         if now != c.after and history is not None and now_mode != SYMLINK and _line_kept(c.path) \
                 and c.after not in (WITHHELD, REDACTED):
-            merged, clashes = _merge_back(history, root, c, now)
+            merged, clashes = _merge_back(history, root, c, now, finishing=finishing)
             if clashes:
                 conflicts += [f"{c.path}: {why} since {op.id[:12]}" for why in clashes]
             else:
@@ -113,7 +114,8 @@ def _line_kept(relpath: str) -> bool:
     return is_index(relpath) or is_log(relpath)
 
 
-def _merge_back(history, root: str, c: Change, now: str | None) -> tuple[bytes | None, list[str]]:
+def _merge_back(history, root: str, c: Change, now: str | None, *,
+                finishing: bool = False) -> tuple[bytes | None, list[str]]:
     """The file as it is now with ``c`` taken back line by line: (content, or None to remove it; clashes).
 
     The lines ``c`` added are removed, the lines it removed put back after the line they
@@ -149,7 +151,7 @@ def _merge_back(history, root: str, c: Change, now: str | None) -> tuple[bytes |
     for line in added:
         if line in result:
             result.remove(line)
-        elif line.strip():
+        elif line.strip() and not finishing:
             clashes.append(f"line {line.strip()[:60]!r} changed")
     for line, anchor in put_back:
         if line.strip() and line in result:
@@ -187,9 +189,38 @@ def _apply(memory, steps: list[Step]) -> None:
 
 
 def _diff(memory, steps: list[Step]) -> str:
-    changes = [Change(s.path, s.now, s.target, s.now_mode, s.target_mode) for s in steps if s.now != s.target]
-    merged = {s.target: s.data for s in steps if s.data is not None}
-    return memory.history.diff(Operation("", "", "", [], changes, False, None, {}), extra=merged)
+    """The steps as a unified diff; a version holding a secret is named, never shown (nor looked for in the history)."""
+    from mem.core.guards.secrets import first_secret
+
+    def shown(oid: str | None, data: bytes | None) -> str | None:
+        if data is not None and first_secret(data.decode("utf-8", "replace")) is not None:
+            return WITHHELD
+        if data is not None:
+            extra[oid] = data
+        return oid
+
+    extra: dict[str, bytes] = {}
+    changes = []
+    for s in steps:
+        if s.now == s.target:
+            continue
+        # what the file holds now is not in the history when it holds a secret: read it from the disk
+        now = shown(s.now, _current(memory.root, s.path, s.now))
+        target = shown(s.target, s.data)
+        changes.append(Change(s.path, now, target, s.now_mode, s.target_mode))
+    return memory.history.diff(Operation("", "", "", [], changes, False, None, {}), extra=extra)
+
+
+def _current(root: str, relpath: str, oid: str | None) -> bytes | None:
+    """The bytes ``relpath`` holds when they are still version ``oid`` (a link: its target), else None."""
+    if oid is None:
+        return None
+    path = os.path.join(root, relpath)
+    try:
+        data = os.fsencode(os.readlink(path)) if os.path.islink(path) else read_bytes(path)
+    except (OSError, MemError):
+        return None
+    return data if blob_oid(data) == oid else None
 
 
 def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool = False) -> RevertResult:
@@ -202,13 +233,14 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
     # Under the index lock: a writer adding its pointer now waits, so the MEMORY.md planned is the one written.
     with memory.index_lock():
         history.sync()  # what changed outside mem is recorded before anything is put back
-        op = history.find(ref) if ref else newest_undoable(history.operations())
+        ops = history.operations()
+        op = history.find(ref) if ref else newest_undoable(ops)
         if ref is None:
             op = _retried(history, op)
         if op.command == OUTSIDE:
             raise RefusedError(f"operation {op.id[:12]} was made outside mem; mem undoes only its own changes "
                                f"(`mem restore FILE --at {op.id[:12]}~` takes a file back by hand)")
-        steps, conflicts = plan_undo(memory.root, op, history)
+        steps, conflicts = plan_undo(memory.root, op, history, finishing=_cut_short(ops, op))
         if conflicts and not force:
             raise RefusedError(f"cannot undo {op.id[:12]} ({op.command}): " + "; ".join(conflicts)
                                + " (--force puts the earlier versions back all the same)")
@@ -252,6 +284,18 @@ def _retried(history, op: Operation) -> Operation:
 _FAILED = "the job failed"
 
 
+def _cut_short(ops: Sequence[Operation], op: Operation) -> bool:
+    """Whether ``op`` is undone, or was being undone when that undo was killed (this undo finishes it).
+
+    Then a line of its own already gone was taken back by that undo, not changed by someone else.
+    An undo that was itself undone since (a redo), or taken back after it failed, does not count.
+    """
+    for n, o in enumerate(ops):  # newest first
+        if o.undoes == op.id and o.command == "undo":
+            return not any(later.undoes == o.id for later in ops[:n])
+    return False
+
+
 def _all_or_nothing(memory, command: str, args: list[str], meta: dict, steps: list[Step]) -> None:
     """Apply ``steps`` as one operation; if one fails (a full disk), take back those already applied.
 
@@ -292,11 +336,32 @@ def _take_back(memory, op: Operation) -> Operation | None:
     steps, _conflicts = plan_undo(memory.root, op, memory.history)
     # a file that still holds what it wrote, or an index whose own lines can be merged out (no dangling pointer)
     mine = [s for s in steps if s.merged or s.now == next(c.after for c in op.changes if c.path == s.path)]
+    gone = {s.path for s in mine if s.target is None and s.now is not None}
     started = time.monotonic()
     with memory.operation("undo", [op.id[:12]], meta={"undoes": op.id, "reason": _FAILED}, event=False):
         _apply(memory, mine)
+        _drop_pointers_to(memory, gone)
     _event(memory, "undo", started, {"undoes": op.id, "reason": f"{op.command} failed"})
     return memory.last_operation
+
+
+def _drop_pointers_to(memory, gone: set[str]) -> None:
+    """Drop the index's pointers to files just removed (its line of one changed since, so it was not merged out).
+
+    A failed job leaves no pointer to nothing. The caller holds the index lock.
+    """
+    from mem.core.memdir.index import drop_pointers
+    from mem.core.memdir.layout import INDEX_NAME
+
+    if not gone:
+        return
+    try:
+        text = read_bytes(os.path.join(memory.root, INDEX_NAME)).decode("utf-8")
+    except (OSError, MemError, UnicodeDecodeError):
+        return
+    kept = drop_pointers(text, gone)
+    if kept is not None:
+        memory.write(INDEX_NAME, kept, scan=False)
 
 
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")

@@ -1,0 +1,127 @@
+"""A real full disk (issue #31): a small tmpfs holds the memory and/or state directory, filled up.
+
+At each fill level, remember, undo and forget either work or fail with one clean line and a
+non-zero exit; no file is left half-written; once space returns the history agrees with the disk
+and every memory that no command removed is still there with its pointer. Needs root to mount;
+skipped with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers.historycheck import assert_history_agrees
+
+from mem.core.memdir.layout import TEMP_FILE
+
+PAGE = 4096
+POINTER = re.compile(r"^- \[[^\]]+\]\([^)]+\.md\) — .+$")
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _fill(mnt: Path) -> list[Path]:
+    """Fill the file system to the last byte; the filler files, one page each (big ones first)."""
+    fillers = []
+    for size in (256 * PAGE, PAGE, 1):
+        while True:
+            path = mnt / f"filler-{len(fillers)}"
+            try:
+                with open(path, "wb") as f:
+                    f.write(b"x" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+                path.unlink(missing_ok=True)
+                break
+            fillers.append(path)
+    return fillers
+
+
+def _free(fillers: list[Path], pages: int) -> None:
+    """Give back about ``pages`` pages (the smallest fillers first)."""
+    for _ in range(pages):
+        if fillers:
+            fillers.pop().unlink()
+
+
+def _check_whole(memdir: Path) -> None:
+    """No file half-written: every topic file has its frontmatter, every index line is a pointer, no temp file."""
+    for p in memdir.rglob("*"):
+        if not p.is_file():
+            continue
+        text = p.read_text()
+        if p.name == "MEMORY.md":
+            assert all(POINTER.match(line) for line in text.splitlines()), text
+        elif not TEMP_FILE.match(p.name):
+            assert text.startswith("---\nname: ") and "\n---\n" in text[4:] and text.endswith(".\n"), (p, text)
+
+
+def _failed_cleanly(r) -> None:
+    assert r.returncode != 0
+    lines = r.stderr.splitlines()  # forget lists its candidates first
+    errors = [line for line in lines if line.startswith("mem: error: ")]
+    assert errors == lines[-1:] and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("full", ["both", "state", "memory"])
+def test_writes_and_undo_on_a_full_disk_fail_cleanly_and_the_history_agrees_after(small_fs, tmp_path, monkeypatch,
+                                                                                   run_mem, full):
+    memdir = small_fs / "memory" if full in ("both", "memory") else tmp_path / "memory"
+    memdir.mkdir()
+    monkeypatch.setenv("MEM_DIR", str(memdir))
+    monkeypatch.setenv("MEM_STATE_DIR", str(small_fs / "state" if full in ("both", "state") else tmp_path / "state"))
+
+    def remember(name: str):
+        return run_mem("remember", "--type", "project", "--name", name, "--description", f"about {name}",
+                       f"{name} fact.")
+
+    for name in ("Alpha", "Beta", "Gamma"):
+        assert remember(name).returncode == 0
+    kept = {"alpha.md", "beta.md", "gamma.md"}
+    fillers = _fill(small_fs)
+    failures = 0
+    for level, pages in enumerate((0, 1, 1, 2, 4, 8, 16, 32, 64)):
+        _free(fillers, pages)
+        steps = [remember(f"Level {level}"), run_mem("undo"), remember(f"Again {level}")]
+        if level == 3:
+            steps.append(run_mem("forget", "--yes", "--offline", "beta.md"))
+        for r in steps:
+            if r.returncode:
+                failures += 1
+                _failed_cleanly(r)
+                assert r.returncode == 74, r.stderr  # the storage said no: not a bug of mem's
+        if steps[-1].returncode == 0 and level == 3:
+            kept.discard("beta.md")
+        _check_whole(memdir)
+    assert failures  # the disk really was full for some of them
+    for path in fillers:
+        path.unlink()
+
+    r = run_mem("history", "-n", "1")  # space is back: the next command records what it must
+    assert r.returncode == 0, r.stderr
+    assert not [p for p in memdir.rglob("*") if TEMP_FILE.match(p.name)]
+    assert_history_agrees(str(memdir))
+    index = (memdir / "MEMORY.md").read_text()
+    for name in kept:
+        assert (memdir / name).exists() and f"({name})" in index, name
+    # and it works again
+    assert remember("After").returncode == 0 and run_mem("undo").returncode == 0

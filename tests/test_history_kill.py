@@ -1,0 +1,172 @@
+"""Killed at every step (issue #31 item 5): undo, undo ID, remember, forget and relocate, each killed
+(os._exit, as kill -9 would) just before its Nth file-system step for every N until it completes.
+
+After each kill the command is run again; it must end where an unkilled run ends: nothing lost,
+the history agreeing with the disk (every file as its newest recorded change left it, nothing
+unrecorded), no temp file or journal left behind. A plain ``mem undo`` is run again only when the
+history does not already show the undo as done (as `mem history` would tell its user): after
+that, ``mem undo`` again is a new undo, of the undo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers.historycheck import assert_history_agrees
+from helpers.inproc import run_in_process
+from helpers.killpoint import KILLED, killed_at, steps
+
+from mem.core.memdir.history import OUTSIDE
+from mem.core.memdir.layout import TEMP_FILE
+from mem.core.memdir.store import MemoryDir
+
+
+def _mem(*argv: str, cwd: str | None = None):
+    r = run_in_process(list(argv), env=dict(os.environ), cwd=cwd)
+    return r
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    if not root.exists():
+        return {}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != ".consolidate-lock"}
+
+
+def _reset(template: Path, live: list[Path]) -> None:
+    for n, path in enumerate(live):
+        shutil.rmtree(path, ignore_errors=True)
+        if (template / str(n)).exists():
+            shutil.copytree(template / str(n), path, symlinks=True)
+
+
+def _save(template: Path, live: list[Path]) -> None:
+    for n, path in enumerate(live):
+        if path.exists():
+            shutil.copytree(path, template / str(n), symlinks=True)
+
+
+def _clean_and_agreeing(memdir: Path, state: Path) -> None:
+    """No temp file or journal left; the history's newest change of every file is what the disk holds.
+
+    Looked at as the next mem command would, once it has recovered what a killed process left.
+    """
+    if memdir.exists():
+        assert MemoryDir(str(memdir)).history.sync() is None  # nothing on disk the history does not know
+    strays = [p for root in (memdir, state) if root.exists() for p in root.rglob("*")
+              if TEMP_FILE.match(p.name) or (p.name == "index.lock" and p.parent.name == "history.git")
+              or (p.parent.name == "journal" and p.is_file())]
+    assert not strays, strays
+    if memdir.exists():
+        assert_history_agrees(str(memdir))
+
+
+def _kill_everywhere(argv: list[str], live: list[Path], memdir: Path, state: Path, template: Path, *,
+                     retry: list[str] | None = None, done=None, cwd: str | None = None,
+                     ok_again: tuple[int, ...] = (0,)) -> int:
+    """Kill ``argv`` at every step; after each, run ``retry`` (default: ``argv``) and compare with an unkilled run."""
+    code, total = steps(argv, dict(os.environ), cwd)
+    assert code == 0 and total > 5, (code, total)
+    print(f"{' '.join(argv[:2])}: killed at each of {total} steps")
+    compared = live[:1]  # the memory (and transcripts): the state directory's bytes are the history's own business
+    want = [_tree(p) for p in compared]
+    _clean_and_agreeing(memdir, state)
+    for n in range(1, total + 1):
+        _reset(template, live)
+        assert killed_at(n, argv, dict(os.environ), cwd) == KILLED, n
+        if done is None or not done():
+            r = _mem(*(retry or argv), cwd=cwd)
+            assert r.returncode in ok_again, (n, r.stderr)
+        assert [_tree(p) for p in compared] == want, f"killed at step {n} of {total}: not the unkilled end state"
+        _clean_and_agreeing(memdir, state)
+    return total
+
+
+@pytest.fixture
+def world(memdir, tmp_path):
+    """Three saved memories and an agent's own note (file and pointer), kept as a template to start each run from."""
+    state = Path(os.environ["MEM_STATE_DIR"])
+    for name in ("Tabs", "Reviews", "Deploy"):
+        r = _mem("remember", "--type", "feedback", "--name", name, "--description", f"about {name}", f"{name} fact.")
+        assert r.returncode == 0, r.stderr
+    (memdir / "agent.md").write_text("---\nname: agent\ndescription: the agent's own\ntype: user\n---\nNote.\n")
+    with open(memdir / "MEMORY.md", "a") as f:
+        f.write("- [Agent](agent.md) — the agent's own\n")
+    template = tmp_path / "template"
+    live = [memdir, state]
+    _save(template, live)
+    return memdir, state, template, live
+
+
+def _undo_done(target: str):
+    """Whether `mem history` (what its user would look at after a kill) shows the undo of ``target`` as done."""
+
+    def done() -> bool:
+        r = _mem("history", "--json")
+        assert r.returncode == 0, r.stderr
+        ops = [op for op in json.loads(r.stdout) if op["command"] != OUTSIDE]
+        return bool(ops) and ops[0]["undoes"] == target and not ops[0]["interrupted"]
+
+    return done
+
+
+def test_undo_killed_at_every_step_is_finished_by_undo_again(world):
+    memdir, state, template, live = world
+    target = next(op for op in MemoryDir(str(memdir)).history.operations() if op.command != OUTSIDE).id
+    total = _kill_everywhere(["undo"], live, memdir, state, template, done=_undo_done(target))
+    assert not (memdir / "deploy.md").exists() and "(agent.md)" in (memdir / "MEMORY.md").read_text()
+    assert total > 20
+
+
+def test_undo_id_killed_at_every_step_is_finished_by_undo_id_again(world):
+    memdir, state, template, live = world
+    ops = [op for op in MemoryDir(str(memdir)).history.operations() if op.command != OUTSIDE]
+    target = ops[1].id  # Reviews: not the newest
+    _kill_everywhere(["undo", target[:12]], live, memdir, state, template)
+    index = (memdir / "MEMORY.md").read_text()
+    assert not (memdir / "reviews.md").exists() and "(deploy.md)" in index and "(agent.md)" in index
+
+
+def test_remember_killed_at_every_step_is_finished_by_remember_again(world):
+    memdir, state, template, live = world
+    argv = ["remember", "--type", "user", "--name", "New", "--description", "a new one", "A new fact."]
+    # once it went through, remember again refuses to replace new.md (exit 4)
+    _kill_everywhere(argv, live, memdir, state, template, ok_again=(0, 4))
+    assert "(new.md)" in (memdir / "MEMORY.md").read_text()
+
+
+def test_forget_killed_at_every_step_is_finished_by_forget_again(world):
+    memdir, state, template, live = world
+    argv = ["forget", "--yes", "--offline", "tabs.md"]
+    # once it went through, forget again finds nothing to forget (exit 1)
+    _kill_everywhere(argv, live, memdir, state, template, ok_again=(0, 1))
+    assert not (memdir / "tabs.md").exists() and "(tabs.md)" not in (memdir / "MEMORY.md").read_text()
+
+
+def test_relocate_merge_killed_at_every_step_is_finished_by_relocate_again(tmp_path):
+    from conftest import git, write_memory
+    from mem.core import paths
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    git("init", "-q", cwd=old)
+    memory = Path(paths.resolve(project=str(old)).memory_dir)
+    write_memory(memory, "user_role.md", name="role", description="the user's role")
+    (memory / "MEMORY.md").write_text("- [Role](user_role.md) — the user's role\n")
+    shutil.move(old, new)
+    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    write_memory(new_memory, "project_new.md", name="new", description="written after the move", type="project")
+    (new_memory / "MEMORY.md").write_text("- [New](project_new.md) — written after the move\n")
+    state = Path(os.environ["MEM_STATE_DIR"])
+    projects = new_memory.parent.parent
+    template = tmp_path / "template"
+    live = [projects, state]
+    _save(template, live)
+    # once it went through, the old folder is gone: relocate again finds nothing to move (exit 1)
+    _kill_everywhere(["relocate", str(old), str(new)], live, new_memory, state, template, ok_again=(0, 1))
+    assert not memory.exists() and (new_memory / "project_new.md").exists() and (new_memory / "user_role.md").exists()
+    assert "(user_role.md)" in (new_memory / "MEMORY.md").read_text()
