@@ -744,36 +744,55 @@ def _trie(strings) -> str:
 
 @dataclass(frozen=True)
 class _Prefilter:
-    #: finds the lines worth a look: one set per rule's alternative
+    #: finds the lines worth a look: one set of strings per alternative of each rule
     spot: re.Pattern
-    #: every string of every set: what a spotted line holds
-    every: re.Pattern
-    #: string found -> the strings it shows present: those inside it, and those that may run on from its
-    #: end (the trie's matches do not overlap)
-    implies: dict[str, frozenset[str]]
-    #: (rule, its alternatives) in RULES order; None: a rule with no string of its own (tried everywhere)
-    rules: tuple[tuple[Rule, list[list[frozenset[str]]] | None], ...]
+    #: string spotted -> the alternatives (indexes into ``alternatives``) it may stand for: those whose set
+    #: holds it, a string inside it or one that may run on from its end (the trie's matches do not overlap)
+    spotted: dict[str, tuple[int, ...]]
+    #: (index of the rule in ``rules``, its sets, each a tuple of strings one of which the line must hold)
+    alternatives: tuple[tuple[int, tuple[tuple[str, ...], ...]], ...]
+    #: the rules with strings of their own, in RULES order; None: some rule has none (all are tried everywhere)
+    rules: tuple[Rule, ...] | None
 
 
 @functools.cache
 def _prefilter() -> _Prefilter:
-    """The prefilter, worked out once per process from the rules (about 30 ms)."""
-    rules = tuple((rule, _requirements(rule.pattern)) for rule in RULES if rule.id != "inject-html-comment")
-    every, spot = set(), set()
-    for _rule, alternatives in rules:
-        for conjunction in alternatives or ():
-            for need in conjunction:
-                every |= need
-            spot |= _telling(conjunction)
+    """The prefilter, worked out once per process from the rules (about 50 ms)."""
+    rules = [rule for rule in RULES if rule.id != "inject-html-comment"]
+    alternatives, telling = [], []
+    for n, rule in enumerate(rules):
+        required = _requirements(rule.pattern)
+        if required is None:
+            return _Prefilter(re.compile("(?!)"), {}, (), None)
+        for conjunction in required:
+            sets = sorted(conjunction, key=lambda need: sum(map(_commonness, need)))  # the rarest first
+            alternatives.append((n, tuple(tuple(need) for need in sets)))
+            telling.append(_telling(conjunction))
+    spot = frozenset().union(*telling)
     by_prefix: dict[str, set[str]] = {}
-    for o in every:
-        for j in range(1, len(o) + 1):
-            by_prefix.setdefault(o[:j], set()).add(o)
-    implies = {}
-    for s in every:
-        inside = {s[i:j] for i in range(len(s)) for j in range(i + 1, len(s) + 1)} & every
-        implies[s] = frozenset(inside.union(*(by_prefix.get(s[k:], ()) for k in range(1, len(s)))))
-    return _Prefilter(re.compile(_trie(spot)), re.compile(_trie(every)), implies, rules)
+    for s in spot:
+        for j in range(1, len(s) + 1):
+            by_prefix.setdefault(s[:j], set()).add(s)
+    spotted = {}
+    for s in spot:
+        inside = {s[i:j] for i in range(len(s)) for j in range(i + 1, len(s) + 1)} & spot
+        stands_for = inside.union(*(by_prefix.get(s[k:], ()) for k in range(1, len(s))))
+        spotted[s] = tuple(a for a, strings in enumerate(telling) if strings & stands_for)
+    return _Prefilter(re.compile(_trie(spot)), spotted, tuple(alternatives), tuple(rules))
+
+
+def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
+    """The rules one of whose alternatives has all its sets in ``line`` (lower-cased), in RULES order."""
+    spotted = pre.spotted
+    candidates = set()
+    for s in set(pre.spot.findall(line)):
+        candidates.update(spotted[s])
+    held = set()
+    for a in sorted(candidates):
+        n, sets = pre.alternatives[a]
+        if n not in held and all(any(s in line for s in need) for need in sets):
+            held.add(n)
+    return [pre.rules[n] for n in sorted(held)]
 
 
 _FOLD = (("\u0131", "i"), ("\u017f", "s"))  # re.IGNORECASE takes dotless i and long s for i and s
@@ -794,25 +813,24 @@ def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule]]]:
     """(number, line, the rules worth trying on it in RULES order) for each line some rule may match."""
     folded = _fold(text)
     pre = _prefilter()
-    if folded is None or any(alternatives is None for _rule, alternatives in pre.rules):
+    if folded is None or pre.rules is None:
         for number, line in enumerate(text.split("\n"), start=1):
             yield number, line, RULES
         return
-    chosen: dict[frozenset[str], list[Rule]] = {}  # strings a line holds -> its rules (lines repeat them)
-    spot, every, implies = pre.spot.search, pre.every.findall, pre.implies
+    chosen: dict[str, list[Rule]] = {}  # short lines repeat: their rules worked out once
+    spot = pre.spot.search
     pos, number, counted = 0, 1, 0
     while (m := spot(folded, pos)) is not None:
         at = m.start()
         start = folded.rfind("\n", pos, at) + 1 or pos
         end = folded.find("\n", at)
         end = len(folded) if end == -1 else end
-        found = frozenset(every(folded, start, end))
-        rules = chosen.get(found)
+        line = folded[start:end]
+        rules = chosen.get(line)
         if rules is None:
-            held = frozenset().union(*(implies[s] for s in found))
-            rules = chosen[found] = [
-                rule for rule, alternatives in pre.rules
-                if any(all(need & held for need in conjunction) for conjunction in alternatives)]
+            rules = _rules_for(line, pre)
+            if len(line) < 512 and len(chosen) < 4096:
+                chosen[line] = rules
         if rules:
             number += text.count("\n", counted, start)
             counted = start
