@@ -781,18 +781,49 @@ def _prefilter() -> _Prefilter:
     return _Prefilter(re.compile(_trie(spot)), spotted, tuple(alternatives), tuple(rules))
 
 
+#: A line longer than this is read once for every string (``_every``), not once per string.
+_LONG_LINE = 4096
+
+
 def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
     """The rules one of whose alternatives has all its sets in ``line`` (lower-cased), in RULES order."""
-    spotted = pre.spotted
-    candidates = set()
-    for s in set(pre.spot.findall(line)):
-        candidates.update(spotted[s])
+    if len(line) > _LONG_LINE:
+        # Read once by a trie of every string, not once per string; a string that may run on from the
+        # end of one the trie matched (its matches do not overlap) is looked for on its own.
+        every, inside, overlapping = _every()
+        found = set(every.findall(line))
+        sure = frozenset().union(*(inside[s] for s in found))
+        maybe = frozenset().union(*(overlapping[s] for s in found)) - sure
+        candidates = range(len(pre.alternatives))
+
+        def holds(s: str) -> bool:
+            return s in sure or (s in maybe and s in line)
+    else:
+        candidates = set()
+        for s in set(pre.spot.findall(line)):
+            candidates.update(pre.spotted[s])
+        candidates = sorted(candidates)
+        holds = line.__contains__
     held = set()
-    for a in sorted(candidates):
+    for a in candidates:
         n, sets = pre.alternatives[a]
-        if n not in held and all(any(s in line for s in need) for need in sets):
+        if n not in held and all(any(map(holds, need)) for need in sets):
             held.add(n)
     return [pre.rules[n] for n in sorted(held)]
+
+
+@functools.cache
+def _every() -> tuple[re.Pattern, dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """A trie of every string of every alternative; for each string, those inside it, and those that may
+    run on from its end."""
+    every = frozenset(s for _n, sets in _prefilter().alternatives for need in sets for s in need)
+    by_prefix: dict[str, set[str]] = {}
+    for s in every:
+        for j in range(1, len(s) + 1):
+            by_prefix.setdefault(s[:j], set()).add(s)
+    inside = {s: frozenset({s[i:j] for i in range(len(s)) for j in range(i + 1, len(s) + 1)} & every) for s in every}
+    overlapping = {s: frozenset().union(*(by_prefix.get(s[k:], ()) for k in range(1, len(s)))) for s in every}
+    return re.compile(_trie(every)), inside, overlapping
 
 
 _FOLD = (("\u0131", "i"), ("\u017f", "s"))  # re.IGNORECASE takes dotless i and long s for i and s
