@@ -749,8 +749,8 @@ class _Prefilter:
     #: string spotted -> the alternatives (indexes into ``alternatives``) it may stand for: those whose set
     #: holds it, a string inside it or one that may run on from its end (the trie's matches do not overlap)
     spotted: dict[str, tuple[int, ...]]
-    #: (index of the rule in ``rules``, its sets, each a tuple of strings one of which the line must hold)
-    alternatives: tuple[tuple[int, tuple[tuple[str, ...], ...]], ...]
+    #: (index of the rule in ``rules``, its sets: the line must hold a string of each)
+    alternatives: tuple[tuple[int, tuple[frozenset[str], ...]], ...]
     #: the rules with strings of their own, in RULES order; None: some rule has none (all are tried everywhere)
     rules: tuple[Rule, ...] | None
 
@@ -766,7 +766,7 @@ def _prefilter() -> _Prefilter:
             return _Prefilter(re.compile("(?!)"), {}, (), None)
         for conjunction in required:
             sets = sorted(conjunction, key=lambda need: sum(map(_commonness, need)))  # the rarest first
-            alternatives.append((n, tuple(tuple(need) for need in sets)))
+            alternatives.append((n, tuple(sets)))
             telling.append(_telling(conjunction))
     spot = frozenset().union(*telling)
     by_prefix: dict[str, set[str]] = {}
@@ -789,7 +789,8 @@ def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
     """The rules one of whose alternatives has all its sets in ``line`` (lower-cased), in RULES order."""
     if len(line) > _LONG_LINE:
         # Read once by a trie of every string, not once per string; a string that may run on from the
-        # end of one the trie matched (its matches do not overlap) is looked for on its own.
+        # end of one the trie matched (its matches do not overlap), or too short for the trie, is
+        # looked for on its own (str.find: a character or two at memchr speed).
         every, inside, overlapping = _every()
         found = set(every.findall(line))
         sure = frozenset().union(*(inside[s] for s in found))
@@ -797,25 +798,44 @@ def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
         candidates = range(len(pre.alternatives))
 
         def holds(s: str) -> bool:
-            return s in sure or (s in maybe and s in line)
-    else:
-        candidates = set()
-        for s in set(pre.spot.findall(line)):
-            candidates.update(pre.spotted[s])
-        candidates = sorted(candidates)
-        holds = line.__contains__
+            return s in sure or ((s in maybe or len(s) < _TRIE_MIN) and s in line)
+
+        held = set()
+        for a in candidates:
+            n, sets = pre.alternatives[a]
+            if n not in held and all(any(map(holds, need)) for need in sets):
+                held.add(n)
+        return [pre.rules[n] for n in sorted(held)]
+    candidates = set()
+    for s in set(pre.spot.findall(line)):
+        candidates.update(pre.spotted[s])
     held = set()
-    for a in candidates:
+    known: dict[frozenset[str], bool] = {}  # alternatives share sets: each looked for once
+    contains = line.__contains__
+    for a in sorted(candidates):
         n, sets = pre.alternatives[a]
-        if n not in held and all(any(map(holds, need)) for need in sets):
+        if n in held:
+            continue
+        for need in sets:
+            there = known.get(need)
+            if there is None:
+                there = known[need] = any(map(contains, need))
+            if not there:
+                break
+        else:
             held.add(n)
     return [pre.rules[n] for n in sorted(held)]
 
 
+#: Strings shorter than this are left out of the trie of every string: they would match all along a
+#: line of ``<!-- `` or ``- [ ]``, and str.find finds them at memchr speed.
+_TRIE_MIN = 3
+
+
 @functools.cache
 def _every() -> tuple[re.Pattern, dict[str, frozenset[str]], dict[str, frozenset[str]]]:
-    """A trie of every string of every alternative; for each string, those inside it, and those that may
-    run on from its end."""
+    """A trie of every string of every alternative (``_TRIE_MIN`` characters or more); for each string,
+    those inside it, and those that may run on from its end."""
     every = frozenset(s for _n, sets in _prefilter().alternatives for need in sets for s in need)
     by_prefix: dict[str, set[str]] = {}
     for s in every:
@@ -823,7 +843,7 @@ def _every() -> tuple[re.Pattern, dict[str, frozenset[str]], dict[str, frozenset
             by_prefix.setdefault(s[:j], set()).add(s)
     inside = {s: frozenset({s[i:j] for i in range(len(s)) for j in range(i + 1, len(s) + 1)} & every) for s in every}
     overlapping = {s: frozenset().union(*(by_prefix.get(s[k:], ()) for k in range(1, len(s)))) for s in every}
-    return re.compile(_trie(every)), inside, overlapping
+    return re.compile(_trie(s for s in every if len(s) >= _TRIE_MIN)), inside, overlapping
 
 
 _FOLD = (("\u0131", "i"), ("\u017f", "s"))  # re.IGNORECASE takes dotless i and long s for i and s
