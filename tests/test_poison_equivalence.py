@@ -52,6 +52,15 @@ def test_the_labelled_memories_as_one_text():
     same("\n".join(p.read_text(encoding="utf-8") for p in FIXTURES))
 
 
+def test_the_labelled_memories_as_one_line():
+    """A line of hundreds of KB: read once by a trie of every string, each rule tried only where its
+    matches may begin."""
+    text = " ".join(p.read_text(encoding="utf-8").replace("\n", " ") for p in FIXTURES)
+    assert len(text) > 100 * poison._LONG_LINE
+    same(text)
+    same(text.lower())
+
+
 def test_every_string_of_the_poison_tests():
     strings = _test_strings()
     for s in strings:

@@ -585,11 +585,12 @@ def _quote(text: str) -> str:
 # (its parse tree) for what every match must contain: alternatives (one per top-level branch), each a
 # conjunction of sets of lower-case strings, one string of each set in the match (as Google's
 # codesearch does with trigrams). The text, lower-cased, is searched once by one compiled trie of
-# strings (one per branch of a rule: its most telling set); only the lines it finds are looked at,
-# each by a second trie of every string, and a rule is tried on a line only when one of its
-# alternatives has all its sets there. No line is split out of the text unless it is tried.
+# strings (the most telling set of each alternative); a line it spots is looked at alone: the
+# alternatives its spotted strings stand for are checked set by set (str's ``in``; a line longer than
+# 4 KB is read once by a trie of every string instead), and a rule is tried on the line only when one
+# of its alternatives has all its sets there. No line is split out of the text unless it is spotted.
 # tests/test_poison_equivalence.py holds the findings to the rule-by-rule scan's
-# (tests/helpers/poison_reference.py); bench/poison.py measures the speed.
+# (tests/helpers/poison_reference.py); bench/poison.py (make bench-poison) measures the speed.
 
 #: Texts shorter than this are scanned rule by rule, as a one-line memory is: the tries cost more.
 PREFILTER_MIN_CHARS = 256
@@ -723,6 +724,92 @@ def _requirements(pattern: re.Pattern) -> list[list[frozenset[str]]] | None:
     return out
 
 
+def _starts(pattern: re.Pattern) -> tuple[frozenset[str], bool] | None:
+    """Lower-case strings one of which every match of ``pattern`` begins with, and whether a match may
+    instead begin only at the start of the line (``^``); None when neither bounds where matches begin
+    (or a match may be empty)."""
+    p, c = _parser()
+    parsed = p.parse(pattern.pattern, pattern.flags)
+    if parsed.getwidth()[0] == 0:
+        return None
+
+    def begin(items) -> tuple[frozenset[str], bool] | None:
+        cur = frozenset({""})
+        for op, av in items:
+            if op is c.AT and av in (c.AT_BEGINNING, c.AT_BEGINNING_LINE, c.AT_BEGINNING_STRING) and cur == {""}:
+                return frozenset(), True
+            if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+                continue
+            if op is c.LITERAL:
+                cur = frozenset(a + chr(av).lower() for a in cur)
+                if len(cur) > _MAX_SET or min(map(len, cur)) >= _MAX_LITERAL:
+                    break
+                continue
+            inner = None
+            if op is c.SUBPATTERN:
+                inner = [av[-1]]
+            elif op is c.BRANCH:
+                inner = av[1]
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+                inner = [av[2]]
+            elif op is c.IN and all(iop is c.LITERAL for iop, _ in av) and len(av) <= 8:
+                inner = [[(c.LITERAL, iav)] for _, iav in av]
+            if inner is None:
+                break
+            subs = [begin(list(alt)) for alt in inner]
+            if any(sub is None for sub in subs):
+                break
+            if any(line_start for _, line_start in subs):
+                if cur != {""}:
+                    break
+                return frozenset().union(*(strings for strings, _ in subs)), True
+            ends = frozenset().union(*(strings for strings, _ in subs))
+            if "" in ends or len(cur) * len(ends) > _MAX_SET:
+                break
+            return frozenset(a + b for a in cur for b in ends), False  # what follows adds nothing needed
+        if "" in cur:
+            return None
+        return cur, False
+
+    found = begin(list(parsed))
+    if found is None:
+        return None
+    strings, line_start = found
+    return frozenset(s[:_MAX_LITERAL] for s in strings), line_start
+
+
+@functools.cache
+def _rule_starts() -> dict[str, tuple[frozenset[str], bool]]:
+    """rule id -> what its matches begin with (``_starts``), for the rules where that is known."""
+    return {rule.id: starts for rule in RULES if (starts := _starts(rule.pattern)) is not None}
+
+
+def _matches(rule: Rule, line: str, folded: str | None) -> Iterator[re.Match]:
+    """``rule.pattern.finditer(line)``; on a long line, the pattern is tried only where a match may begin
+    (where a string it begins with is, in ``folded``): the same matches, as finditer tries each place
+    from left to right and goes on after each match."""
+    starts = _rule_starts().get(rule.id) if folded is not None and len(line) > _LONG_LINE else None
+    # Where places are dense (a word every few characters), re's own loop is quicker than one call each.
+    if starts is None or sum(folded.count(s) for s in starts[0]) > len(line) // 32:
+        yield from rule.pattern.finditer(line)
+        return
+    strings, line_start = starts
+    places = {0} if line_start else set()
+    for s in strings:
+        at = folded.find(s)
+        while at != -1:
+            places.add(at)
+            at = folded.find(s, at + 1)
+    pos, match = 0, rule.pattern.match
+    for at in sorted(places):
+        if at < pos:
+            continue
+        m = match(line, at)
+        if m is not None:
+            yield m
+            pos = m.end()
+
+
 def _trie(strings) -> str:
     """A regex matching each of ``strings`` (the longest where several start at one place), as a trie."""
     root: dict = {}
@@ -790,15 +877,22 @@ def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
     if len(line) > _LONG_LINE:
         # Read once by a trie of every string, not once per string; a string that may run on from the
         # end of one the trie matched (its matches do not overlap), or too short for the trie, is
-        # looked for on its own (str.find: a character or two at memchr speed).
+        # looked for on its own (str.find: a character or two at memchr speed), once.
         every, inside, overlapping = _every()
         found = set(every.findall(line))
         sure = frozenset().union(*(inside[s] for s in found))
         maybe = frozenset().union(*(overlapping[s] for s in found)) - sure
         candidates = range(len(pre.alternatives))
+        known: dict[str, bool] = {}
 
         def holds(s: str) -> bool:
-            return s in sure or ((s in maybe or len(s) < _TRIE_MIN) and s in line)
+            if s in sure:
+                return True
+            if s not in maybe and len(s) >= _TRIE_MIN:
+                return False
+            if s not in known:
+                known[s] = s in line
+            return known[s]
 
         held = set()
         for a in candidates:
@@ -860,13 +954,14 @@ def _fold(text: str) -> str | None:
     return folded if len(folded) == len(text) else None
 
 
-def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule]]]:
-    """(number, line, the rules worth trying on it in RULES order) for each line some rule may match."""
+def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str | None]]:
+    """(number, line, the rules worth trying on it in RULES order, the line lower-cased) for each line
+    some rule may match."""
     folded = _fold(text)
     pre = _prefilter()
     if folded is None or pre.rules is None:
         for number, line in enumerate(text.split("\n"), start=1):
-            yield number, line, RULES
+            yield number, line, RULES, None
         return
     chosen: dict[str, list[Rule]] = {}  # short lines repeat: their rules worked out once
     spot = pre.spot.search
@@ -885,7 +980,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule]]]:
         if rules:
             number += text.count("\n", counted, start)
             counted = start
-            yield number, text[start:end], rules
+            yield number, text[start:end], rules, line
         pos = end + 1
 
 
@@ -922,16 +1017,16 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
                                        _MESSAGES[rule.category], _quote(quote)))
 
     if len(text) < PREFILTER_MIN_CHARS:
-        lines: Iterator[tuple[int, str, Sequence[Rule]]] = (
-            (number, line, RULES) for number, line in enumerate(text.split("\n"), start=1))
+        lines: Iterator[tuple[int, str, Sequence[Rule], str | None]] = (
+            (number, line, RULES, None) for number, line in enumerate(text.split("\n"), start=1))
     else:
         lines = _candidate_lines(text)
     done: dict[tuple[str, int], list[tuple[Rule, int, float, str]]] = {}  # a line seen before: its findings
-    for number, line, rules in lines:
+    for number, line, rules, folded in lines:
         key = (line, id(rules))
         if key not in done:
             done[key] = []
-            _scan_line(line, lambda *finding, out=done[key]: out.append(finding), rules)
+            _scan_line(line, lambda *finding, out=done[key]: out.append(finding), rules, folded)
         for rule, column, weight, quote in done[key]:
             add(rule, number, column, weight, quote)
     for number, line in () if text.isascii() else _lines_holding(_ANY_HIDDEN, text):
@@ -982,15 +1077,16 @@ def _html_comments(text: str) -> Iterator[tuple[int, str]]:
             skip_to = len(text) if newline == -1 else newline
 
 
-def _scan_line(line: str, found, rules: Sequence[Rule] = RULES) -> None:
-    """Call ``found(rule, column, weight, quote)`` for the first match of each rule that weighs on ``line``."""
+def _scan_line(line: str, found, rules: Sequence[Rule] = RULES, folded: str | None = None) -> None:
+    """Call ``found(rule, column, weight, quote)`` for the first match of each rule that weighs on ``line``
+    (``folded``: the line lower-cased by ``_fold``, which lets a long line be read only where matches may begin)."""
     if not line.strip():
         return
     clauses = quoted = None
     for rule in rules:
         if rule.id == "inject-html-comment":
             continue
-        for m in rule.pattern.finditer(line):
+        for m in _matches(rule, line, folded):
             if clauses is None:
                 clauses = _clauses(line)
                 starts = [start for start, _end in clauses]
