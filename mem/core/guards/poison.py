@@ -618,6 +618,11 @@ _RARE_CHARS = frozenset("<>~$\\{}^@|")
 _MARKDOWN_CHARS = frozenset("*:-#`_[]()\"'.,/")
 
 
+#: Beginnings (3 characters or more) of the common words: a string cut short may end in one.
+_COMMON_STARTS = frozenset(w[:k] for w in _COMMON_WORDS for k in range(3, len(w) + 1))
+
+
+@functools.cache
 def _commonness(s: str) -> float:
     """How many lines of ordinary memory prose may hold ``s``, roughly: common words, Markdown and short strings many."""
     if any(ch in _RARE_CHARS for ch in s):
@@ -625,8 +630,7 @@ def _commonness(s: str) -> float:
     if len(s) <= 2 or (len(s) <= 3 and any(ch in _MARKDOWN_CHARS for ch in s)):
         return 4.0
     words = s.split()  # the last may be cut short
-    if any(word in _COMMON_WORDS for word in words) or (
-            words and len(words[-1]) >= 3 and any(w.startswith(words[-1]) for w in _COMMON_WORDS)):
+    if any(word in _COMMON_WORDS for word in words) or (words and words[-1] in _COMMON_STARTS):
         return 2.0
     return 1.0 / len(s)
 
@@ -844,7 +848,8 @@ class _Prefilter:
 
 @functools.cache
 def _prefilter() -> _Prefilter:
-    """The prefilter, worked out once per process from the rules (about 50 ms)."""
+    """The prefilter, worked out once per process from the rules (about 35 ms; the literal prefilter it
+    replaced took 14)."""
     rules = [rule for rule in RULES if rule.id != "inject-html-comment"]
     alternatives, telling = [], []
     for n, rule in enumerate(rules):
