@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
             wall, cpu = best(scan_text, text, 5 if size == 1 else 3)
             row[size] = (wall * 1000 / size, cpu * 1000 / size)
             if cpu * 1000 / size > GOAL_MS_PER_MB:
-                missed.append(f"{name} at {size} MB")
+                missed.append((name, size))
         rows.append(row)
         print(name, {k: v for k, v in row.items() if k != "case"}, file=sys.stderr)
 
@@ -136,7 +136,9 @@ def main(argv: list[str]) -> int:
         "",
         *lines,
         "",
-        "Missed the goal: " + (", ".join(missed) if missed else "none") + ".",
+        "Missed the goal: " + ("; ".join(
+            f"{name} ({', '.join(f'{size} MB' for n, size in missed if n == name)})"
+            for name in dict.fromkeys(n for n, _size in missed)) if missed else "none") + ".",
     ])
     print(body)
     if "--no-write" not in argv:
