@@ -9,6 +9,7 @@ lines, CRLF and texts without a final newline.
 from __future__ import annotations
 
 import ast
+import random
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,13 @@ def test_random_texts_of_trigger_words_and_markup(text):
        st.sampled_from(TRIGGERS + MARKUP + CJK))
 def test_random_labelled_memories_joined(paths, joiner, extra):
     same(joiner.join(p.read_text(encoding="utf-8") + extra for p in paths))
+
+
+def test_long_lines_of_trigger_words_and_markup():
+    """Lines over 4 KB take their own road (a trie of every string; rules tried where matches begin)."""
+    rng = random.Random(32)
+    pieces = TRIGGERS + MARKUP + CJK + [s for s in SEPARATORS if "\n" not in s] * 8
+    for _ in range(20):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(1500, 3000)))
+        assert len(line) > poison._LONG_LINE
+        same(line.replace("\n", " "))
