@@ -624,7 +624,8 @@ _COMMON_STARTS = frozenset(w[:k] for w in _COMMON_WORDS for k in range(3, len(w)
 
 @functools.cache
 def _commonness(s: str) -> float:
-    """How many lines of ordinary memory prose may hold ``s``, roughly: common words, Markdown and short strings many."""
+    """How many lines of ordinary memory prose may hold ``s``, roughly: common words, Markdown and short
+    strings many (a spot string that many lines hold makes every one of them a line to look at)."""
     if any(ch in _RARE_CHARS for ch in s):
         return 0.02
     if len(s) <= 2 or (len(s) <= 3 and any(ch in _MARKDOWN_CHARS for ch in s)):
