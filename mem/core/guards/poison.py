@@ -39,8 +39,8 @@ A text's score is the sum of its findings' weights; it is flagged at
 from __future__ import annotations
 
 import functools
-
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -505,6 +505,8 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+#: An HTML comment: from ``<!--`` to the first ``-->`` after it.
+_COMMENT = re.compile(r"<!--[\s\S]*?-->")
 #: The instruction words of inject-html-comment, looked for inside each comment (``_html_comments``).
 _COMMENT_WORDS = re.compile(
     r"\b(?:ignore|disregard|assistant|claude|the ai|the agent|instructions?|must|execute|"
@@ -555,13 +557,6 @@ def _clauses(line: str) -> list[tuple[int, int]]:
     return out or [(0, len(line))]
 
 
-def _clause_of(clauses: list[tuple[int, int]], at: int) -> tuple[int, int]:
-    for start, end in clauses:
-        if start <= at < end:
-            return start, end
-    return clauses[-1]
-
-
 def _excerpt(line: str, start: int, end: int, m: re.Match) -> str:
     """The words around a match, within its clause: what a person needs to see why it was flagged."""
     begin = start
@@ -583,20 +578,23 @@ def _quote(text: str) -> str:
     return redact(text)
 
 
-# --- the prefilter: literals every match of a rule must contain ------------------------------------
+# --- the prefilter: strings every match of a rule must contain -------------------------------------
 #
-# Each rule's regex tried at every position of every line costs about 1.3 s per megabyte of memory
-# text (an archive of 256 MB took minutes). Most lines hold none of the words a rule needs: a
-# rule's pattern is read once (its parse tree) for a set of literal strings one of which every
-# match must contain (as Google's codesearch does with trigrams); a line is tried only by the
-# rules whose literals it holds. Literals are searched with str.find over the case-folded text,
-# which C does at memchr speed. The findings are the same (tests/test_poison_speed.py checks it).
+# Each rule's regex tried at every position of every line costs about 1.3 s per megabyte (re cannot
+# skip ahead in a case-insensitive pattern that starts with \b). So each rule's pattern is read once
+# (its parse tree) for what every match must contain: alternatives (one per top-level branch), each a
+# conjunction of sets of lower-case strings, one string of each set in the match (as Google's
+# codesearch does with trigrams). The text, lower-cased, is searched once by one compiled trie of
+# strings (the most telling set of each alternative); a line it spots is looked at alone: the
+# alternatives its spotted strings stand for are checked set by set (str's ``in``; a line longer than
+# 4 KB is read once by a trie of every string instead), and a rule is tried on the line only when one
+# of its alternatives has all its sets there. No line is split out of the text unless it is spotted.
+# tests/test_poison_equivalence.py holds the findings to the rule-by-rule scan's
+# (tests/helpers/poison_reference.py); bench/poison.py (make bench-poison) measures the speed.
 
-#: Texts shorter than this are scanned rule by rule. Longer ones, a memory file of a few KB too, go
-#: through the prefilter: 1,400 -> 400 ms/MB over the example memories one by one (its literals are
-#: read from the rules once per process, 14 ms).
+#: Texts shorter than this are scanned rule by rule, as a one-line memory is: the tries cost more.
 PREFILTER_MIN_CHARS = 256
-_MAX_SET = 64  # at most this many strings in one literal set
+_MAX_SET = 64  # at most this many strings in one set
 _MAX_LITERAL = 6  # the strings searched for are cut to this many characters
 
 
@@ -609,24 +607,50 @@ def _parser():
     return p, c
 
 
-def _literals(pattern: re.Pattern) -> frozenset[str] | None:
-    """Lower-case strings one of which every match of ``pattern`` contains, or None when there are none."""
-    p, c = _parser()
-    best: list[frozenset[str] | None] = [None]
+#: Words ordinary memory prose is full of: a string that is one of them (or begins one) spots most lines.
+_COMMON_WORDS = frozenset(
+    "a about after all an and any are as at be been before but by can change check do does for from has have he "
+    "if in into is it its may merge model must need never new no not of on or our post read real request said see "
+    "should so team test that the them these they this those to token use user was we when which will with you "
+    "your".split())
+#: Characters rare in Markdown prose (a string holding one spots few lines), and common in it.
+_RARE_CHARS = frozenset("<>~$\\{}^@|")
+_MARKDOWN_CHARS = frozenset("*:-#`_[]()\"'.,/")
 
-    def better(a, b):
-        if a is None or "" in a:
-            return b
-        if b is None or "" in b:
-            return a
-        ka, kb = (min(map(len, a)), -len(a)), (min(map(len, b)), -len(b))
-        return a if ka >= kb else b
+
+#: Beginnings (3 characters or more) of the common words: a string cut short may end in one.
+_COMMON_STARTS = frozenset(w[:k] for w in _COMMON_WORDS for k in range(3, len(w) + 1))
+
+
+@functools.cache
+def _commonness(s: str) -> float:
+    """How many lines of ordinary memory prose may hold ``s``, roughly: common words, Markdown and short
+    strings many (a spot string that many lines hold makes every one of them a line to look at)."""
+    if any(ch in _RARE_CHARS for ch in s):
+        return 0.02
+    if len(s) <= 2 or (len(s) <= 3 and any(ch in _MARKDOWN_CHARS for ch in s)):
+        return 4.0
+    words = s.split()  # the last may be cut short
+    if any(word in _COMMON_WORDS for word in words) or (words and words[-1] in _COMMON_STARTS):
+        return 2.0
+    return 1.0 / len(s)
+
+
+def _telling(sets):
+    """The set fewest lines of prose hold: its strings rare, long and few."""
+    sets = [s for s in sets if s and "" not in s]
+    return min(sets, key=lambda s: (sum(map(_commonness, s)), -min(map(len, s))), default=None)
+
+
+def _requirements(pattern: re.Pattern) -> list[list[frozenset[str]]] | None:
+    """What every match of ``pattern`` contains: alternatives (one holds for each match), each a list of
+    sets of lower-case strings (the match holds one string of every set); None when a match may hold none."""
+    p, c = _parser()
 
     def node(op, av):
-        """(exact set of strings this node matches or None, a set one of which any match contains or None)."""
+        """(the exact strings this node matches, or None; sets one string of each of which any match holds)."""
         if op is c.LITERAL:
-            s = frozenset({chr(av).lower()})
-            return s, s
+            return frozenset({chr(av).lower()}), []
         if op is c.IN:
             chars = set()
             for iop, iav in av:
@@ -635,104 +659,348 @@ def _literals(pattern: re.Pattern) -> frozenset[str] | None:
                 elif iop is c.RANGE and iav[1] - iav[0] < 8:
                     chars.update(chr(x).lower() for x in range(iav[0], iav[1] + 1))
                 else:
-                    return None, None
-            s = frozenset(chars)
-            return (s, s) if len(s) <= 8 else (None, None)
+                    return None, []
+            return (frozenset(chars), []) if len(chars) <= 8 else (None, [])
         if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
-            return frozenset({""}), None
+            return frozenset({""}), []
         if op is c.SUBPATTERN:
             return seq(av[-1])
         if getattr(c, "ATOMIC_GROUP", None) is not None and op is c.ATOMIC_GROUP:
             return seq(av)
         if op is c.BRANCH:
-            exacts, matches = [], []
-            for alt in av[1]:
-                x, m = seq(alt)
-                exacts.append(x)
-                matches.append(m)
+            results = [seq(alt) for alt in av[1]]
             exact = None
-            if all(x is not None for x in exacts):
-                exact = frozenset().union(*exacts)
+            if all(x is not None for x, _ in results):
+                exact = frozenset().union(*(x for x, _ in results))
                 exact = exact if len(exact) <= _MAX_SET else None
-            match = None
-            if all(m is not None and "" not in m for m in matches):
-                match = frozenset().union(*matches)
-                match = match if len(match) <= 4 * _MAX_SET else None
-            return exact, match
+            picks = [_telling(needs + ([x] if x is not None else [])) for x, needs in results]
+            need = frozenset().union(*picks) if all(p is not None for p in picks) else None
+            return exact, ([need] if need is not None and len(need) <= 4 * _MAX_SET else [])
         if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
             lo, hi, sub = av
-            x, m = seq(sub)
+            x, needs = seq(sub)
             if lo == 0:
-                return (frozenset({""}) | x if hi == 1 and x is not None else None), None
-            return (x if lo == hi == 1 else None), m
-        return None, None  # ANY, CATEGORY, NOT_LITERAL, GROUPREF...
+                return (frozenset({""}) | x if hi == 1 and x is not None else None), []
+            return (x if lo == hi == 1 else None), needs + ([x] if x is not None else [])
+        return None, []  # ANY, CATEGORY, NOT_LITERAL, GROUPREF...
 
     def seq(items):
-        cur: frozenset[str] | None = frozenset({""})
+        cur: frozenset[str] = frozenset({""})
+        needs: list[frozenset[str]] = []
         broke = False
-        found = None
         for op, av in items:
-            x, m = node(op, av)
-            if x is not None and cur is not None and len(cur) * len(x) <= _MAX_SET:
+            x, more = node(op, av)
+            needs += more
+            if x is not None and len(cur) * len(x) <= _MAX_SET:
                 cur = frozenset(a + b for a in cur for b in x)
                 continue
-            found = better(found, cur)
             broke = True
-            if x is None:
-                found = better(found, m)
-                cur = frozenset({""})
-            else:
-                cur = x
-        found = better(found, cur)
-        return (None if broke else cur), (found if found is not None and "" not in found else None)
+            needs.append(cur)
+            cur = x if x is not None else frozenset({""})
+        needs.append(cur)
+        return (None if broke else cur), [n for n in needs if "" not in n]
 
-    exact, match = seq(p.parse(pattern.pattern, pattern.flags))
-    if match is None and exact is not None and "" not in exact:
-        match = exact
-    if match is None:
+    def alternatives(items: list) -> list[list]:
+        """``items`` as alternative sequences, its top-level branch apart (re's parser factors a common
+        prefix out of a pattern's branches: ``\\ba|\\bb`` reads as ``\\b(?:a|b)``)."""
+        for i, (op, av) in enumerate(items):
+            inner = av[-1] if op is c.SUBPATTERN and len(av[-1]) == 1 else [(op, av)]
+            (iop, iav), = inner
+            if iop is c.BRANCH:
+                return [items[:i] + list(alt) + items[i + 1:] for alt in iav[1]]
+            if op not in (c.AT, c.ASSERT, c.ASSERT_NOT):  # a branch after text is part of a conjunction
+                break
+        return [items]
+
+    out = []
+    branches = alternatives(list(p.parse(pattern.pattern, pattern.flags)))
+    for branch in branches:
+        _, needs = seq(branch)
+        conjunction = []
+        for need in needs:
+            # A prefix of a required string is required too, and a string holding another adds nothing.
+            short = {s[:_MAX_LITERAL] for s in need}
+            need = frozenset(s for s in short if not any(o != s and o in s for o in short))
+            if "\n" not in "".join(need) and need not in conjunction:
+                conjunction.append(need)
+        if not conjunction:
+            return None
+        out.append(conjunction)
+    return out
+
+
+def _starts(pattern: re.Pattern) -> tuple[frozenset[str], bool] | None:
+    """Lower-case strings one of which every match of ``pattern`` begins with, and whether a match may
+    instead begin only at the start of the line (``^``); None when neither bounds where matches begin
+    (or a match may be empty)."""
+    p, c = _parser()
+    parsed = p.parse(pattern.pattern, pattern.flags)
+    if parsed.getwidth()[0] == 0:
         return None
-    # Each string costs one pass over the text: a prefix of a required string is required too,
-    # and a string holding another of the set adds nothing.
-    short = {s[:_MAX_LITERAL] for s in match}
-    return frozenset(s for s in short if not any(o != s and o in s for o in short))
+
+    def begin(items) -> tuple[frozenset[str], bool] | None:
+        cur = frozenset({""})
+        for op, av in items:
+            if op is c.AT and av in (c.AT_BEGINNING, c.AT_BEGINNING_LINE, c.AT_BEGINNING_STRING) and cur == {""}:
+                return frozenset(), True
+            if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+                continue
+            if op is c.LITERAL:
+                cur = frozenset(a + chr(av).lower() for a in cur)
+                if len(cur) > _MAX_SET or min(map(len, cur)) >= _MAX_LITERAL:
+                    break
+                continue
+            inner = None
+            if op is c.SUBPATTERN:
+                inner = [av[-1]]
+            elif op is c.BRANCH:
+                inner = av[1]
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+                inner = [av[2]]
+            elif op is c.IN and all(iop is c.LITERAL for iop, _ in av) and len(av) <= 8:
+                inner = [[(c.LITERAL, iav)] for _, iav in av]
+            if inner is None:
+                break
+            subs = [begin(list(alt)) for alt in inner]
+            if any(sub is None for sub in subs):
+                break
+            if any(line_start for _, line_start in subs):
+                if cur != {""}:
+                    break
+                return frozenset().union(*(strings for strings, _ in subs)), True
+            ends = frozenset().union(*(strings for strings, _ in subs))
+            if "" in ends or len(cur) * len(ends) > _MAX_SET:
+                break
+            return frozenset(a + b for a in cur for b in ends), False  # what follows adds nothing needed
+        if "" in cur:
+            return None
+        return cur, False
+
+    found = begin(list(parsed))
+    if found is None:
+        return None
+    strings, line_start = found
+    return frozenset(s[:_MAX_LITERAL] for s in strings), line_start
 
 
-_FOLD = str.maketrans({"\u0131": "i", "\u017f": "s"})  # re.IGNORECASE takes dotless i and long s for i and s
 @functools.cache
-def _rule_triggers() -> list[tuple[Rule, frozenset[str] | None]]:
-    """Each rule with the literals every match of it contains (None: none found), worked out once."""
-    return [(rule, _literals(rule.pattern)) for rule in RULES if rule.id != "inject-html-comment"]
+def _rule_starts() -> dict[str, tuple[frozenset[str], bool]]:
+    """rule id -> what its matches begin with (``_starts``), for the rules where that is known."""
+    return {rule.id: starts for rule in RULES if (starts := _starts(rule.pattern)) is not None}
+
+
+def _matches(rule: Rule, line: str, folded: str | None) -> Iterator[re.Match]:
+    """``rule.pattern.finditer(line)``; on a long line, the pattern is tried only where a match may begin
+    (where a string it begins with is, in ``folded``): the same matches, as finditer tries each place
+    from left to right and goes on after each match."""
+    starts = _rule_starts().get(rule.id) if folded is not None and len(line) > _LONG_LINE else None
+    # Where places are dense (a word every few characters), re's own loop is quicker than one call each.
+    if starts is None or sum(folded.count(s) for s in starts[0]) > len(line) // 32:
+        yield from rule.pattern.finditer(line)
+        return
+    strings, line_start = starts
+    places = {0} if line_start else set()
+    for s in strings:
+        at = folded.find(s)
+        while at != -1:
+            places.add(at)
+            at = folded.find(s, at + 1)
+    pos, match = 0, rule.pattern.match
+    for at in sorted(places):
+        if at < pos:
+            continue
+        m = match(line, at)
+        if m is not None:
+            yield m
+            pos = m.end()
+
+
+def _trie(strings) -> str:
+    """A regex matching each of ``strings`` (the longest where several start at one place), as a trie."""
+    root: dict = {}
+    for s in strings:
+        d = root
+        for ch in s:
+            d = d.setdefault(ch, {})
+        d[""] = {}
+
+    def emit(d: dict) -> str:
+        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(d.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in d else body
+
+    return emit(root)
+
+
+@dataclass(frozen=True)
+class _Prefilter:
+    #: finds the lines worth a look: one set of strings per alternative of each rule
+    spot: re.Pattern
+    #: string spotted -> the alternatives (indexes into ``alternatives``) it may stand for: those whose set
+    #: holds it, a string inside it or one that may run on from its end (the trie's matches do not overlap)
+    spotted: dict[str, tuple[int, ...]]
+    #: (index of the rule in ``rules``, its sets: the line must hold a string of each)
+    alternatives: tuple[tuple[int, tuple[frozenset[str], ...]], ...]
+    #: the rules with strings of their own, in RULES order; None: some rule has none (all are tried everywhere)
+    rules: tuple[Rule, ...] | None
+
+
+@functools.cache
+def _prefilter() -> _Prefilter:
+    """The prefilter, worked out once per process from the rules (about 35 ms; the literal prefilter it
+    replaced took 14)."""
+    rules = [rule for rule in RULES if rule.id != "inject-html-comment"]
+    alternatives, telling = [], []
+    for n, rule in enumerate(rules):
+        required = _requirements(rule.pattern)
+        if required is None:
+            return _Prefilter(re.compile("(?!)"), {}, (), None)
+        for conjunction in required:
+            sets = sorted(conjunction, key=lambda need: sum(map(_commonness, need)))  # the rarest first
+            alternatives.append((n, tuple(sets)))
+            telling.append(_telling(conjunction))
+    spot = frozenset().union(*telling)
+    by_prefix: dict[str, set[str]] = {}
+    for s in spot:
+        for j in range(1, len(s) + 1):
+            by_prefix.setdefault(s[:j], set()).add(s)
+    spotted = {}
+    for s in spot:
+        inside = {s[i:j] for i in range(len(s)) for j in range(i + 1, len(s) + 1)} & spot
+        stands_for = inside.union(*(by_prefix.get(s[k:], ()) for k in range(1, len(s))))
+        spotted[s] = tuple(a for a, strings in enumerate(telling) if strings & stands_for)
+    return _Prefilter(re.compile(_trie(spot)), spotted, tuple(alternatives), tuple(rules))
+
+
+#: A line longer than this is read once for every string (``_every``), not once per string.
+_LONG_LINE = 4096
+
+
+def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
+    """The rules one of whose alternatives has all its sets in ``line`` (lower-cased), in RULES order."""
+    if len(line) > _LONG_LINE:
+        # Read once by a trie of every string, not once per string; a string that may run on from the
+        # end of one the trie matched (its matches do not overlap), or too short for the trie, is
+        # looked for on its own (str.find: a character or two at memchr speed), once.
+        every, inside, overlapping = _every()
+        found = set(every.findall(line))
+        sure = frozenset().union(*(inside[s] for s in found))
+        maybe = frozenset().union(*(overlapping[s] for s in found)) - sure
+        candidates = range(len(pre.alternatives))
+        known: dict[str, bool] = {}
+
+        def holds(s: str) -> bool:
+            if s in sure:
+                return True
+            if s not in maybe and len(s) >= _TRIE_MIN:
+                return False
+            if s not in known:
+                known[s] = s in line
+            return known[s]
+
+        held = set()
+        for a in candidates:
+            n, sets = pre.alternatives[a]
+            if n not in held and all(any(map(holds, need)) for need in sets):
+                held.add(n)
+        return [pre.rules[n] for n in sorted(held)]
+    candidates = set()
+    for s in set(pre.spot.findall(line)):
+        candidates.update(pre.spotted[s])
+    held = set()
+    known: dict[frozenset[str], bool] = {}  # alternatives share sets: each looked for once
+    contains = line.__contains__
+    for a in sorted(candidates):
+        n, sets = pre.alternatives[a]
+        if n in held:
+            continue
+        for need in sets:
+            there = known.get(need)
+            if there is None:
+                there = known[need] = any(map(contains, need))
+            if not there:
+                break
+        else:
+            held.add(n)
+    return [pre.rules[n] for n in sorted(held)]
+
+
+#: Strings shorter than this are left out of the trie of every string: they would match all along a
+#: line of ``<!-- `` or ``- [ ]``, and str.find finds them at memchr speed.
+_TRIE_MIN = 3
+
+
+@functools.cache
+def _every() -> tuple[re.Pattern, dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """A trie of every string of every alternative (``_TRIE_MIN`` characters or more); for each string,
+    those inside it, and those that may run on from its end."""
+    every = frozenset(s for _n, sets in _prefilter().alternatives for need in sets for s in need)
+    by_prefix: dict[str, set[str]] = {}
+    for s in every:
+        for j in range(1, len(s) + 1):
+            by_prefix.setdefault(s[:j], set()).add(s)
+    inside = {s: frozenset({s[i:j] for i in range(len(s)) for j in range(i + 1, len(s) + 1)} & every) for s in every}
+    overlapping = {s: frozenset().union(*(by_prefix.get(s[k:], ()) for k in range(1, len(s)))) for s in every}
+    return re.compile(_trie(s for s in every if len(s) >= _TRIE_MIN)), inside, overlapping
+
+
+_FOLD = (("\u0131", "i"), ("\u017f", "s"))  # re.IGNORECASE takes dotless i and long s for i and s
 
 
 def _fold(text: str) -> str | None:
     """``text`` lower-cased as re.IGNORECASE compares characters, one character for one; None if it cannot be."""
     if text.isascii():
         return text.lower()
-    folded = text.replace("\u0130", "i").lower().translate(_FOLD)
+    folded = text.replace("\u0130", "i").lower()
+    for odd, plain in _FOLD:
+        if odd in folded:
+            folded = folded.replace(odd, plain)
     return folded if len(folded) == len(text) else None
 
 
-def _candidates(text: str, starts: list[int]) -> dict[int, list[Rule]] | None:
-    """line index -> the rules worth trying on it (in RULES order), or None to try them all everywhere."""
-    from bisect import bisect_right
-
+def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str | None]]:
+    """(number, line, the rules worth trying on it in RULES order, the line lower-cased) for each line
+    some rule may match."""
     folded = _fold(text)
-    if folded is None:
-        return None
-    wanted: dict[str, list[int]] = {}  # literal -> the rules (by position) that need it: one pass each
-    for n, (_rule, literals) in enumerate(_rule_triggers()):
-        if literals is None:
-            return None  # a rule with no literal of its own: every line is a candidate
-        for lit in literals:
-            wanted.setdefault(lit, []).append(n)
-    out: dict[int, set[int]] = {}
-    for lit, rules in wanted.items():
-        at = folded.find(lit)
-        while at != -1:
-            out.setdefault(bisect_right(starts, at) - 1, set()).update(rules)
-            at = folded.find(lit, at + 1)
-    triggers = _rule_triggers()
-    return {line: [triggers[n][0] for n in sorted(ns)] for line, ns in out.items()}
+    pre = _prefilter()
+    if folded is None or pre.rules is None:
+        for number, line in enumerate(text.split("\n"), start=1):
+            yield number, line, RULES, None
+        return
+    chosen: dict[str, list[Rule]] = {}  # short lines repeat: their rules worked out once
+    spot = pre.spot.search
+    pos, number, counted = 0, 1, 0
+    while (m := spot(folded, pos)) is not None:
+        at = m.start()
+        start = folded.rfind("\n", pos, at) + 1 or pos
+        end = folded.find("\n", at)
+        end = len(folded) if end == -1 else end
+        line = folded[start:end]
+        rules = chosen.get(line)
+        if rules is None:
+            rules = _rules_for(line, pre)
+            if len(line) < 512 and len(chosen) < 4096:
+                chosen[line] = rules
+        if rules:
+            number += text.count("\n", counted, start)
+            counted = start
+            yield number, text[start:end], rules, line
+        pos = end + 1
+
+
+def _lines_holding(pattern: re.Pattern, text: str) -> Iterator[tuple[int, str]]:
+    """(number, line) of each line ``pattern`` matches in, without splitting the text into lines."""
+    pos, number, counted = 0, 1, 0
+    while (m := pattern.search(text, pos)) is not None:
+        start = text.rfind("\n", pos, m.start()) + 1 or pos
+        end = text.find("\n", m.start())
+        end = len(text) if end == -1 else end
+        number += text.count("\n", counted, start)
+        counted = start
+        yield number, text[start:end]
+        pos = end + 1
 
 
 # --- scanning ----------------------------------------------------------------------------------
@@ -744,7 +1012,6 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
     Example: ``scan_text(open(path).read()).flagged``
     """
     report = Report(threshold=threshold)
-    lines = text.split("\n")
     seen: set[tuple[str, int]] = set()
 
     def add(rule: Rule, line_no: int, column: int, weight: float, quote: str) -> None:
@@ -755,25 +1022,25 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
         report.findings.append(Finding(rule.id, rule.category, line_no, column + 1, weight,
                                        _MESSAGES[rule.category], _quote(quote)))
 
-    candidates = None
-    if len(text) >= PREFILTER_MIN_CHARS:
-        starts, at = [], 0
-        for line in lines:
-            starts.append(at)
-            at += len(line) + 1
-        candidates = _candidates(text, starts)
-    hidden = _ANY_HIDDEN.search(text) is not None
-    for number, line in enumerate(lines, start=1):
-        if candidates is None:
-            _scan_line(line, number, add)
-        elif number - 1 in candidates:
-            _scan_line(line, number, add, candidates[number - 1])
-        if not hidden:
-            continue
+    if len(text) < PREFILTER_MIN_CHARS:
+        lines: Iterator[tuple[int, str, Sequence[Rule], str | None]] = (
+            (number, line, RULES, None) for number, line in enumerate(text.split("\n"), start=1))
+    else:
+        lines = _candidate_lines(text)
+    done: dict[tuple[str, int], list[tuple[Rule, int, float, str]]] = {}  # a line seen before: its findings
+    for number, line, rules, folded in lines:
+        key = (line, id(rules))
+        if key not in done:
+            done[key] = []
+            _scan_line(line, lambda *finding, out=done[key]: out.append(finding), rules, folded)
+        for rule, column, weight, quote in done[key]:
+            add(rule, number, column, weight, quote)
+    for number, line in () if text.isascii() else _lines_holding(_ANY_HIDDEN, text):
         for m in _TAG_CHARS.finditer(line):
             hidden = "".join(chr(ord(c) - 0xE0000) for c in m.group(0))
             add(HIDDEN_TEXT_RULE, number, m.start(), 1.0, f"hidden text: {hidden}")
-            _scan_line(hidden, number, add)  # what it hides is linted as well
+            # what it hides is linted as well
+            _scan_line(hidden, lambda rule, column, weight, quote, n=number: add(rule, n, column, weight, quote))
         if _BIDI.search(line):
             add(HIDDEN_TEXT_RULE, number, _BIDI.search(line).start(), 1.0, "bidi override: " + _BIDI.sub("", line))
         elif (z := _ZERO_WIDTH.search(line)) and not (number == 1 and z.start() == 0 and z.group() == "\ufeff"):
@@ -794,45 +1061,52 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
 
 
 def _html_comments(text: str) -> Iterator[tuple[int, str]]:
-    """(offset, text) of each HTML comment holding an instruction word: what the inject-html-comment
-    rule's pattern finds, found in linear time.
+    """(offset, text) of each HTML comment holding an instruction word, the first of each line: what the
+    inject-html-comment rule's pattern finds (one finding per line), found in linear time.
 
     The pattern tried at every ``<!--`` scans to the next ``-->`` (or to the end): a megabyte of
-    ``<!-- `` took minutes. Here each comment is cut once; one with no instruction word is skipped
-    whole, as every later start inside it ends at the same ``-->`` and holds less.
+    ``<!-- `` took minutes. Here comments are cut as a browser does, each ``<!--`` to the next
+    ``-->`` (none starts after the last ``-->``); one with no instruction word is skipped whole, as
+    every later start inside it ends at the same ``-->`` and holds less.
     """
-    pos = 0
-    while True:
-        start = text.find("<!--", pos)
-        if start == -1:
-            return
-        end = text.find("-->", start + 4)
-        if end == -1:
-            return
-        comment = text[start:end + 3]
-        if _COMMENT_WORDS.search(comment):
-            yield start, comment
-        pos = end + 3
+    last = text.rfind("-->")
+    if last == -1:
+        return
+    skip_to = 0  # comments starting before this are on a line already reported
+    for m in _COMMENT.finditer(text, 0, last + 3):
+        start = m.start()
+        if start < skip_to:
+            continue
+        if _COMMENT_WORDS.search(text, start, m.end()):
+            yield start, m.group()
+            newline = text.find("\n", start)
+            skip_to = len(text) if newline == -1 else newline
 
 
-def _scan_line(line: str, number: int, add, rules: Sequence[Rule] = RULES) -> None:
+def _scan_line(line: str, found, rules: Sequence[Rule] = RULES, folded: str | None = None) -> None:
+    """Call ``found(rule, column, weight, quote)`` for the first match of each rule that weighs on ``line``
+    (``folded``: the line lower-cased by ``_fold``, which lets a long line be read only where matches may begin)."""
     if not line.strip():
         return
-    clauses = None
-    quoted = None
+    clauses = quoted = None
     for rule in rules:
         if rule.id == "inject-html-comment":
             continue
-        for m in rule.pattern.finditer(line):
+        for m in _matches(rule, line, folded):
             if clauses is None:
                 clauses = _clauses(line)
+                starts = [start for start, _end in clauses]
                 quoted = [q.span() for q in _QUOTED.finditer(line)]
-            start, end = _clause_of(clauses, m.start())
-            clause = line[start:end]
-            before = line[start:m.start()]
-            weight = _weigh(rule, m, line, clause, before, quoted)
+                quote_starts = [a for a, _b in quoted]
+            # Clauses and quotes do not overlap: the one starting last at or before the match is the only one.
+            at = m.start()
+            i = bisect_right(starts, at) - 1
+            start, end = clauses[i] if i >= 0 and at < clauses[i][1] else clauses[-1]
+            q = bisect_right(quote_starts, at) - 1
+            quote = quoted[q] if q >= 0 and m.end() <= quoted[q][1] else None
+            weight = _weigh(rule, m, line, line[start:end], line[start:at], quote)
             if weight > 0:
-                add(rule, number, m.start(), weight, _excerpt(line, start, end, m))
+                found(rule, at, weight, _excerpt(line, start, end, m))
                 break  # one finding per rule and line
 
 
@@ -846,14 +1120,15 @@ def _reads_as_instruction(clause: str) -> bool:
     return bool(_CONDITIONAL.search(clause)) and not _NARRATIVE.search(clause)
 
 
-def _weigh(rule: Rule, m: re.Match, line: str, clause: str, before: str, quoted: list[tuple[int, int]]) -> float:
+def _weigh(rule: Rule, m: re.Match, line: str, clause: str, before: str, quote: tuple[int, int] | None) -> float:
+    """The weight of a match in its clause; ``quote``: the quoted span holding it, if one does."""
     if rule.negatable and _PROHIBITION.search(before):
         return 0.0
-    if rule.mention and any(a <= m.start() and m.end() <= b for a, b in quoted) and _MENTION.search(clause):
+    if rule.mention and quote is not None and _MENTION.search(clause):
         return 0.0
     if rule.mention and rule.category == "instruction-injection" and rule.id == "inject-fake-tag":
         # A tag named inside backticks is documentation, not a tag.
-        if any(a <= m.start() and m.end() <= b and line[a] == "`" for a, b in quoted):
+        if quote is not None and line[quote[0]] == "`":
             return 0.0
     if rule.id == "action-exfiltrate" and m.groupdict().get("ref") and not _SENSITIVE_RX.search(line):
         return 0.0

@@ -1,0 +1,140 @@
+"""The fast poison scan finds exactly what the scan before it found (issue #32: the same findings, faster).
+
+tests/helpers/poison_reference.py is the scan as it was, copied; every text here is scanned by both and
+their findings (rule, line, column, weight, message, quote) compared: the labelled memories, every
+string in the poison tests, and random texts built from the rules' trigger words, markup, CJK, long
+lines, CRLF and texts without a final newline.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from helpers import poison_reference as reference
+from mem.core.guards import poison
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted((ROOT / "tests" / "fixtures" / "poison").rglob("*.md")) + sorted((ROOT / "examples").rglob("*.md"))
+
+
+def findings(scan, text: str) -> list[dict]:
+    return [f.as_dict() for f in scan(text).findings]
+
+
+def same(text: str) -> None:
+    assert findings(poison.scan_text, text) == findings(reference.scan_text, text)
+
+
+def _test_strings() -> list[str]:
+    """Every string constant of the poison tests (the cases they already check)."""
+    out = []
+    for name in ("test_lint.py", "test_poison_speed.py", "test_team_hostile.py"):
+        tree = ast.parse((ROOT / "tests" / name).read_text(encoding="utf-8"))
+        out += [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                and len(n.value) > 2]
+    return out
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_each_labelled_memory(path):
+    text = path.read_text(encoding="utf-8")
+    same(text)
+    same(text.replace("\n", "\r\n"))
+    same(text.rstrip("\n"))
+
+
+def test_the_labelled_memories_as_one_text():
+    same("\n".join(p.read_text(encoding="utf-8") for p in FIXTURES))
+
+
+def test_the_labelled_memories_as_one_line():
+    """A line of about 50 KB: read once by a trie of every string, each rule tried only where its
+    matches may begin."""
+    text = " ".join(p.read_text(encoding="utf-8").replace("\n", " ") for p in FIXTURES)
+    assert len(text) > 10 * poison._LONG_LINE
+    same(text)
+    same(text.lower())
+
+
+def test_every_string_of_the_poison_tests():
+    strings = _test_strings()
+    for s in strings:
+        same(s)
+    same("\n".join(strings))
+    same(" ".join(s.replace("\n", " ") for s in strings))  # one long line
+
+
+# --- random texts ------------------------------------------------------------------------------
+
+
+def _trigger_words() -> list[str]:
+    """Words and phrases the rules look for: their literals, examples and vocabulary."""
+    words = set()
+    for _rule, literals in reference._rule_triggers():
+        words |= literals or set()
+    for rule in poison.ALL_RULES:
+        words |= set(rule.example.split()) | {rule.example}
+    for rx in (poison._PROHIBITION, poison._RISK_STRONG, poison._RISK_VERB, poison._HARMLESS, poison._INSTRUCTION,
+               poison._NARRATIVE, poison._MENTION, poison._SENSITIVE_RX):
+        words |= {w for w in rx.pattern.replace("(?:", "|").replace(")", "|").replace("\\b", "").split("|")
+                  if w.isascii() and w.replace(" ", "").replace("'", "").replace("-", "").isalpha()}
+    return sorted(words)
+
+
+TRIGGERS = _trigger_words()
+MARKUP = ["<!--", "-->", "<!-- ", " -->", "`", "```", "```bash\n", "\n```\n", "'", '"', "\u201c", "\u201d", "~~~",
+          "</system-reminder>", "<system>", "[INST]", "<|im_start|>", "SYSTEM:", "> ", "- ", "* ", "# ", "1. ",
+          "---\n", "name: x\n", "description: y\n", "type: feedback\n", "https://203.0.113.7/x.sh", "| bash",
+          "rm -rf ~/", "git push --force origin main", "--no-verify", ".env", "~/.aws/credentials"]
+SEPARATORS = [" ", "  ", "\n", "\r\n", "\n\n", ". ", "; ", ", ", " but ", " \u2014 ", ", however ", "\t", ": ", "! ", "? "]
+CJK = ["\u8bb0\u5fc6", "\u4e0d\u8981", "\u63a8\u9001\u5230\u4e3b\u5206\u652f", "\u3002", "\uff0c", "\u30e1\u30e2\u30ea",
+       "\ud55c\uad6d\uc5b4", "\u00e9t\u00e9", "\u0130stanbul", "\u0131", "\u017f", "\u212a", "\u00df", "\u03a3\u03a3",
+       "\u200b", "\u202e", "\U000e0069\U000e0067", "\ufeff"]
+PIECE = st.one_of(
+    st.sampled_from(TRIGGERS), st.sampled_from(TRIGGERS).map(str.upper), st.sampled_from(TRIGGERS).map(str.title),
+    st.sampled_from(MARKUP), st.sampled_from(SEPARATORS), st.sampled_from(CJK),
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6),
+)
+
+
+@st.composite
+def texts(draw) -> str:
+    pieces = draw(st.lists(PIECE, min_size=1, max_size=80))
+    glue = draw(st.sampled_from(["", " ", "sep"]))
+    text = ""
+    for piece in pieces:
+        text += piece + (draw(st.sampled_from(SEPARATORS)) if glue == "sep" else glue)
+    if draw(st.booleans()):  # long lines: the prefilter's windows and the per-line caps
+        text = text.replace("\n", " ") * draw(st.integers(1, 12))
+    if draw(st.booleans()):
+        text = text.rstrip("\n")
+    return text
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts())
+def test_random_texts_of_trigger_words_and_markup(text):
+    same(text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(FIXTURES), min_size=1, max_size=6), st.sampled_from(["\n", "\r\n", "", " "]),
+       st.sampled_from(TRIGGERS + MARKUP + CJK))
+def test_random_labelled_memories_joined(paths, joiner, extra):
+    same(joiner.join(p.read_text(encoding="utf-8") + extra for p in paths))
+
+
+def test_long_lines_of_trigger_words_and_markup():
+    """Lines over 4 KB take their own road (a trie of every string; rules tried where matches begin)."""
+    rng = random.Random(32)
+    pieces = TRIGGERS + MARKUP + CJK + [s for s in SEPARATORS if "\n" not in s] * 8
+    for _ in range(20):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(1500, 3000)))
+        assert len(line) > poison._LONG_LINE
+        same(line.replace("\n", " "))
