@@ -129,7 +129,7 @@ def consolidate(result, root: str, transcripts_dir: str | None, model: str | Non
     findings, for the agent to fix. Returns ``again(problems)``: one more round of the same
     conversation, told what failed validation, for the agent to fix.
     """
-    from mem.core.jobs.agent import ToolBox, WritePolicy
+    from mem.core.jobs.tools import ToolBox, WritePolicy
     from mem.core.jobs.runner import Job
 
     job = Job("dream", model=model, log=progress)

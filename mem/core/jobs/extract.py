@@ -599,7 +599,7 @@ _SUBSTANTIVE = ("message", "tool_result")
 
 def extract_policy(team: bool = False):
     """Markdown files with complete frontmatter, not under logs/ (nor team/ without team memory), no deletes."""
-    from mem.core.jobs.agent import WritePolicy
+    from mem.core.jobs.tools import WritePolicy
 
     return WritePolicy(exclude=(LOGS_PREFIX,)) if team else WritePolicy()
 

@@ -67,7 +67,7 @@ def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str 
 
 def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False) -> UpdateResult:
     from mem.core.guards.secrets import redact
-    from mem.core.jobs.agent import ToolBox, WritePolicy
+    from mem.core.jobs.tools import ToolBox, WritePolicy
     from mem.core.jobs.runner import Job
     from mem.core.transcripts import render_for_model
 
