@@ -803,3 +803,45 @@ def _drain(lock: RunLock, *, log: Log | None, debug: bool) -> list[ExtractResult
         lock.release()
         if not has_pending(lock.memory) or not lock.acquire():
             return results
+
+
+# --- what a run did, in words ----------------------------------------------------------------------
+
+
+def describe(result: ExtractResult, *, max_turns: int = MAX_TURNS, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """What a run did, in a line or a few, for a person (stderr, the background log, a hook's messages)."""
+    from mem.core.wording import plural
+
+    if result.error:
+        return [f"failed: {result.error}"]
+    if result.queued:
+        holder = result.holder or {}
+        who = f" (pid {holder['pid']})" if holder.get("pid") else ""
+        return [f"an extraction is already running on this memory directory{who}; this one will run after it"]
+    if result.skipped == "no_new_messages":
+        return ["nothing new since the last extraction"]
+    if result.skipped == "agent_wrote_memory":
+        files = f" ({', '.join(result.agent_wrote)})" if result.agent_wrote else ""
+        return [f"skipped: the agent wrote memory itself in these messages{files}; the cursor moved on"]
+    if result.skipped == "auto_memory_disabled":
+        return ["skipped: auto memory is turned off for this project"]
+    lines = []
+    saved = result.saved
+    if saved:
+        lines.append(f"Saved {plural(len(saved), 'memory', 'memories')}: {', '.join(saved)}")
+    else:
+        lines.append(f"No new memories ({plural(result.messages, 'message', 'messages')} read, "
+                     f"{plural(result.turns, 'turn', 'turns')})")
+    if result.windows > 1:
+        lines.append(f"the conversation did not fit one request: read in {result.windows} windows, in order")
+    if result.indexed:
+        lines.append(f"added {plural(len(result.indexed), 'pointer', 'pointers')} to MEMORY.md")
+    if result.refused:
+        lines.append(f"{plural(result.refused, 'tool call was', 'tool calls were')} refused (--debug shows them)")
+    if result.stop_reason == "max_turns":
+        lines.append(f"the turn budget ({max_turns}) ran out before the model finished")
+    elif result.stop_reason == "deadline":
+        lines.append(f"the time budget ({timeout:g}s) ran out before the model finished")
+    elif result.stop_reason == "budget":
+        lines.append("the model's context window filled up before it finished; it was asked to wrap up")
+    return lines
