@@ -55,27 +55,26 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
     from mem.cli import debug_enabled
     from mem.core.jobs import background as background_job
     from mem.core.jobs import llm
-    from mem.core.jobs.extract import ExtractRequest, ExtractResult, extract
+    from mem.core.jobs.extract import ExtractRequest, extract
 
     if wait and no_queue:
         raise UsageError("--wait and --no-queue are mutually exclusive")
     if hook and transcript:
         raise UsageError("--hook takes the transcript from the hook payload; drop --transcript")
     debug = debug_enabled()
+    log = render.debug if debug else None
     if hook:
         from mem.core.hooks import read_payload
-        from mem.core.hooks import hook_where
+        from mem.core.hooks.stop import StopOptions, on_stop
 
         payload = read_payload(require=("session_id", "transcript_path"))
-        transcript = payload.transcript_path
-        session = session or payload.session_id
-        where = hook_where(where, payload)
+        options = StopOptions(session=session, background=background, wait=wait, no_queue=no_queue, model=model,
+                              max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor, debug=debug)
+        for message in on_stop(payload, where, options, log=log).messages:
+            render.info(message)
+        return
     resolution = resolve_dir(where)
     memory = MemoryDir(resolution.memory_dir)
-    if hook and not resolution.auto_memory_enabled and resolution.rule not in ("--dir", "MEM_DIR"):
-        result = ExtractResult(memory.root, transcript or "-", session, skipped="auto_memory_disabled")
-        _report(result, fmt="text", hook=True)
-        return
 
     llm.model_config("extract", model)  # no credentials: exit 3 before anything is read or written
 
@@ -87,8 +86,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         transcript = None
     elif transcript is None:
         transcript = _newest_transcript(resolution.transcripts_dir)
-        if not hook:
-            render.info(f"reading {transcript}")
+        render.info(f"reading {transcript}")
     else:
         transcript = os.path.abspath(os.path.expanduser(transcript))
         if background_job.is_spool(memory, transcript):
@@ -101,25 +99,23 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         child = background_job.spawn_extract(memory, transcript, data, session=session, model=model,
                                              max_turns=max_turns, timeout=timeout, wait=wait, no_queue=no_queue,
                                              ignore_cursor=ignore_cursor, debug=debug, project=resolution.project_root)
-        if not hook:
-            if fmt == "text":
-                render.info(f"extracting in the background (pid {child['pid']}); log: {child['log']}")
-            else:
-                render.out_record(child, fmt)
+        if fmt == "text":
+            render.info(f"extracting in the background (pid {child['pid']}); log: {child['log']}")
+        else:
+            render.out_record(child, fmt)
         return
 
     request = ExtractRequest(memory, transcript=transcript, data=data, session=session, model=model,
                              max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor,
                              project=resolution.project_root)
-    log = render.debug if debug else None
     result = extract(request, wait=wait, queue=not no_queue, log=log, debug=debug)
-    _report(result, fmt=fmt, hook=hook, max_turns=max_turns, timeout=timeout)
+    _report(result, fmt=fmt, max_turns=max_turns, timeout=timeout)
 
 
-def _report(result, *, fmt: str, hook: bool, max_turns: int = 5, timeout: float = 300) -> None:
+def _report(result, *, fmt: str, max_turns: int = 5, timeout: float = 300) -> None:
     from mem.core.jobs.extract import describe
 
-    if fmt != "text" and not hook:  # a Stop hook's stdout is read by the client: keep it empty
+    if fmt != "text":
         render.out_record(result.as_dict(), fmt)
     for line in describe(result, max_turns=max_turns, timeout=timeout):
         render.info(line)
