@@ -225,20 +225,12 @@ def compact_cmd(session_id, project, file_, hook, fmt) -> None:
     from mem.core import session
 
     if hook:
-        from mem.core.hooks import read_payload, render_output
+        from mem.core.hooks import read_payload
+        from mem.core.hooks.compact import COMPACT_EVENTS, on_compact
 
-        payload = read_payload(events=("PreCompact", "SessionStart"))
-        sid, path = _where(payload.session_id, payload.cwd, file_)
-        if payload.hook_event_name == "PreCompact":
-            session.reset_after_compaction(sid)
-            return
-        if payload.source != "compact":
-            return
-        from mem.core.tags import neutralise  # notes from a transcript cannot close the client's reminder
-
-        out = render_output("SessionStart", neutralise(session.compact_context(path)))
-        if out:
-            render.out(out)
+        result = on_compact(read_payload(events=COMPACT_EVENTS), file_)
+        if result.output:
+            render.out(result.output)
         return
     _, path = _where(session_id, project, file_)
     try:
