@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from mem.clients import codex, gemini
-from mem.core.messages import _NO_INPUT, Block, Message  # noqa: F401  (re-exported: the readers' model)
+from mem.core.messages import _NO_INPUT, FILE_KEYS, Block, Message, tool_file  # noqa: F401  (re-exported: the readers' model)
 
 #: Clients read by a module of their own (mem/clients/), by the format name they give.
 CLIENT_READERS = {c.FORMAT: c for c in (codex, gemini)}
@@ -404,8 +404,8 @@ def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
         for b in m.tool_uses():
             if b.name not in WRITE_TOOLS:
                 continue
-            path = b.input.get("file_path") or b.input.get("path") or b.input.get("absolute_path")
-            if isinstance(path, str) and path and os.path.isabs(path) and "\0" not in path:
+            path = tool_file(b.input)
+            if path and os.path.isabs(path) and "\0" not in path:
                 norm = os.path.normpath(path)
                 forms = {norm, os.path.realpath(norm)}
                 if any(f == r or f.startswith(r.rstrip(os.sep) + os.sep) for f in forms for r in roots):
@@ -414,8 +414,7 @@ def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
 
 
 #: Keys of a tool call's input that name what it acts on, most telling first.
-_TARGET_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "command", "cmd", "pattern", "url", "query",
-                "description", "prompt")
+_TARGET_KEYS = (*FILE_KEYS, "command", "cmd", "pattern", "url", "query", "description", "prompt")
 
 
 def call_summary(block: Block, limit: int = 200) -> str:
