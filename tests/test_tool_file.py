@@ -95,3 +95,15 @@ def test_every_reader_gives_the_same_file(tmp_path, client, tool, key):
     if tool in toolmatch.TOOL_KINDS:
         assert call.paths == ["user-prefers-tabs.md"]
 
+
+def test_the_file_keys_are_asked_in_one_place():
+    """No reader spells the keys itself (each did, in its own order, before messages.tool_file)."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "mem"
+    spelled = []
+    for f in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in ("absolute_path", "notebook_path"):
+                spelled.append(str(f.relative_to(root)))
+    assert sorted(set(spelled)) == ["core/messages.py"]

@@ -27,7 +27,7 @@ rule. Only ``feedback`` and ``project`` memories are candidates.
 The triggers of each memory are kept in the state directory between calls, keyed by the
 file's modification time and size, so a hook called before every tool reads only what changed.
 
-uses: ranker (terms), recall (read_body), memdir.store (atomic_write)
+uses: ranker (terms), recall (read_body), messages (tool_file), memdir.store (atomic_write)
 """
 
 from __future__ import annotations
@@ -219,7 +219,9 @@ def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | N
         first = [w for w in command.split() if not _is_flag(w) and "=" not in w][:2]
         pattern = "shell:" + " ".join(w.rsplit("/", 1)[-1] for w in first)
     else:
-        file_path = text_of("file_path", "absolute_path", "path", "notebook_path")
+        from mem.core.messages import tool_file
+
+        file_path = tool_file(tool_input) or ""
         path = _relative(file_path, cwd) if file_path else ""
         if path:
             paths.append(path)
