@@ -12,7 +12,7 @@ hook's context, or the client's own recalled memories) before the next
 prompt. Prompts after which no memory file was read or shown are left out:
 they say nothing about which memory would have helped.
 
-uses: recall, transcripts, memdir.manifest
+uses: recall, transcripts, messages, memdir.manifest
 """
 
 from __future__ import annotations
