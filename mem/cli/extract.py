@@ -52,7 +52,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
       mem extract --json | jq .saved
       # ~/.claude/settings.json, hooks.Stop: mem extract --hook --background
     """
-    from mem.cli import debug_enabled
+    from mem.cli.common import current_env
     from mem.core.jobs import background as background_job
     from mem.core.jobs import llm
     from mem.core.jobs.extract import ExtractRequest, extract
@@ -61,7 +61,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         raise UsageError("--wait and --no-queue are mutually exclusive")
     if hook and transcript:
         raise UsageError("--hook takes the transcript from the hook payload; drop --transcript")
-    debug = debug_enabled()
+    debug = current_env().debug
     log = render.debug if debug else None
     if hook:
         from mem.core.hooks import read_payload
