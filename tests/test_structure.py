@@ -199,7 +199,7 @@ def test_client_names_are_compared_in_the_clients_package_only():
 
 
 #: `global` statements: process-wide mutable state belongs in the environment object.
-GLOBALS = 1
+GLOBALS = 0
 
 
 def test_no_new_module_level_mutable_state():

@@ -86,41 +86,54 @@ def read_transcript(path: str) -> Transcript:
         raise UsageError(f"{path} is not a transcript: {exc.strerror}") from None
 
 
-#: msgspec's JSON decoder and the errors it raises; () until looked for, or when not installed.
-_fast: tuple = ()
-#: Records decoded so far. msgspec is looked for at the FAST_AFTER-th: importing it costs
+#: msgspec is looked for at the FAST_AFTER-th record a RecordDecoder decodes: importing it costs
 #: more than the stdlib takes to decode a few records (a rare match in a large tree).
-_decoded = 0
 FAST_AFTER = 200
 
 
-def load_record(raw: bytes) -> Any:
-    """One JSONL line as ``parse_lines`` decodes it, or None when it is not JSON.
+class RecordDecoder:
+    """JSONL records decoded as ``parse_lines`` decodes them; a reader of many records holds one.
 
     msgspec, when installed, decodes transcript records 2-3× faster than the
     stdlib (measured: bench/grep.py); what it refuses (invalid UTF-8, NaN, lone
     surrogates, whitespace JSON does not allow) goes to the stdlib, so the
-    result is the same either way.
+    result is the same either way. The decoder is looked for at the
+    ``fast_after``-th record (never when negative).
     """
-    global _fast, _decoded
-    if not _fast:
-        _decoded += 1
-        if _decoded == FAST_AFTER:
-            try:
-                import msgspec
 
-                _fast = (msgspec.json.Decoder().decode, (msgspec.DecodeError, ValueError, RecursionError))
-            except ImportError:
+    __slots__ = ("fast", "decoded", "fast_after")
+
+    def __init__(self, fast_after: int | None = None) -> None:
+        self.fast: tuple = ()  # msgspec's decode and the errors it raises; () until looked for, or when not installed
+        self.decoded = 0
+        self.fast_after = FAST_AFTER if fast_after is None else fast_after
+
+    def decode(self, raw: bytes) -> Any:
+        """One JSONL line, or None when it is not JSON."""
+        if not self.fast:
+            self.decoded += 1
+            if self.decoded == self.fast_after:
+                try:
+                    import msgspec
+
+                    self.fast = (msgspec.json.Decoder().decode, (msgspec.DecodeError, ValueError, RecursionError))
+                except ImportError:
+                    pass
+        fast = self.fast
+        if fast:
+            try:
+                return fast[0](raw)
+            except fast[1]:
                 pass
-    if _fast:
         try:
-            return _fast[0](raw)
-        except _fast[1]:
-            pass
-    try:
-        return json.loads(raw.decode("utf-8", "replace").strip())
-    except ValueError:
-        return None
+            return json.loads(raw.decode("utf-8", "replace").strip())
+        except ValueError:
+            return None
+
+
+def load_record(raw: bytes) -> Any:
+    """One JSONL line as ``parse_lines`` decodes it, or None when it is not JSON (for many: RecordDecoder)."""
+    return RecordDecoder(-1).decode(raw)
 
 
 def record_messages(obj: Any) -> list[Message]:

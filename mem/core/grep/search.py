@@ -9,7 +9,7 @@ newlines or CJK matches although the JSON escapes them.
 Speed over large transcript trees comes from never decoding a record that
 cannot match: files are read in large binary chunks and searched for a
 literal every match must contain, in each form a JSON writer may have given
-it (``_Prefilter``); only records holding one are parsed (``transcripts.load_record``:
+it (``_Prefilter``); only records holding one are parsed (``transcripts.RecordDecoder``:
 msgspec when installed), only the lines of a message a literal is found in
 are split out (``Matcher.hits``), and workers send back rendered text. Line
 numbers are counted only where something was found.
@@ -220,6 +220,7 @@ class Searcher:
         self.options = options
         self._prefilter = matcher.prefilter()
         self._buffer: bytearray | None = None
+        self._decoder = None  # transcripts.RecordDecoder, made for the first transcript
 
     def search(self, target: Target, progress: Progress | None = None) -> FileResult:
         started = time.perf_counter_ns()
@@ -300,7 +301,7 @@ class Searcher:
 
     # -- transcripts
     def _search_transcript(self, target: Target, result: FileResult, progress: Progress | None) -> None:
-        from mem.core.transcripts import load_record, record_messages
+        from mem.core.transcripts import RecordDecoder, record_messages
 
         o = self.options
         if target.path != "-" and o.since is not None and os.stat(target.path).st_mtime < o.since:
@@ -312,6 +313,9 @@ class Searcher:
         file_mtime = None
         if self._buffer is None:
             self._buffer = bytearray(2 * CHUNK)  # reused from file to file
+        if self._decoder is None:
+            self._decoder = RecordDecoder()  # one per search: msgspec is looked for once, after some records
+        load_record = self._decoder.decode
         context = o.before or o.after
         # Names bound once: the loop below runs for every record that holds the literal.
         roles, since, collect = o.roles, o.since, o.collect
