@@ -96,7 +96,7 @@ def recall_hook(options: dict) -> int:
         where = {"dir": options.get("dir"), "project": options.get("project"), "layout": options.get("layout", "auto"),
                  "agent": options.get("agent"), "scope": options.get("scope"),
                  "settings_file": options.get("settings_file")}
-        payload = read_payload(events=RECALL_EVENTS)
+        payload = read_payload(events=RECALL_EVENTS, notice=lambda hint: sys.stderr.write(f"mem: {hint}\n"))
         result = flow.on_prompt(payload, where, recall_options)
         for message in result.messages:
             sys.stderr.write(f"mem: {message}\n")

@@ -240,3 +240,19 @@ MODULE_STATE = 4
 def test_no_new_module_level_containers_of_state():
     found = [s for m in modules() for s in _module_state(m)]
     assert len(found) <= MODULE_STATE, found
+
+
+def _stderr_uses(m: str) -> list[str]:
+    return [f"{m}:{n.lineno}" for n in ast.walk(tree(m))
+            if isinstance(n, ast.Attribute) and n.attr == "stderr" and isinstance(n.value, ast.Name) and n.value.id == "sys"]
+
+
+#: Places in core that write to sys.stderr themselves; core returns warnings (or takes a log) and the
+#: CLI writes them. Left: the debug lines of the model calls (jobs/llm, jobs/messages_lite,
+#: jobs/claude_agent, recall's openai path), the history store's damage notice, walk_files' warning.
+CORE_STDERR = 6  # 8 before: hooks.payload's terminal hint and prompt's refused index went to the caller
+
+
+def test_core_does_not_write_to_stderr():
+    found = [s for m in modules() if m.startswith("mem.core") for s in _stderr_uses(m)]
+    assert len(found) <= CORE_STDERR, found

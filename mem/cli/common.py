@@ -21,6 +21,14 @@ def current_env():
     return env if env is not None else Env.from_process()
 
 
+def read_hook_payload(**kwargs):
+    """The hook payload on stdin (hooks.read_payload), with a hint on stderr when stdin is a terminal."""
+    from mem import render
+    from mem.core.hooks import read_payload
+
+    return read_payload(notice=render.info, **kwargs)
+
+
 def memory_dir_options(f: Callable) -> Callable:
     """--dir, --project, --layout, --agent, --scope, --settings → a ``where`` keyword."""
 

@@ -64,10 +64,10 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
     debug = current_env().debug
     log = render.debug if debug else None
     if hook:
-        from mem.core.hooks import read_payload
+        from mem.cli.common import read_hook_payload
         from mem.core.hooks.stop import StopOptions, on_stop
 
-        payload = read_payload(require=("session_id", "transcript_path"))
+        payload = read_hook_payload(require=("session_id", "transcript_path"))
         options = StopOptions(session=session, background=background, wait=wait, no_queue=no_queue, model=model,
                               max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor, debug=debug)
         for message in on_stop(payload, where, options, log=log).messages:

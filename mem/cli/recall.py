@@ -154,9 +154,10 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
 def _hook(where: dict, **options) -> None:
     """UserPromptSubmit → the memories for the prompt; PreToolUse → the feedback that applies to the tool call;
     SessionStart after a compaction → reset the session."""
-    from mem.core.hooks import RECALL_EVENTS, read_payload, recall as recall_hook
+    from mem.cli.common import read_hook_payload
+    from mem.core.hooks import RECALL_EVENTS, recall as recall_hook
 
-    payload = read_payload(events=RECALL_EVENTS)
+    payload = read_hook_payload(events=RECALL_EVENTS)
     result = recall_hook.on_prompt(payload, where, recall_hook.RecallOptions(**options))
     for message in result.messages:
         render.info(message)

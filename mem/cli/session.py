@@ -188,9 +188,9 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
     from mem.core.jobs import session_update
 
     if hook:
-        from mem.core.hooks import read_payload
+        from mem.cli.common import read_hook_payload
 
-        payload = read_payload(require=("session_id", "transcript_path"))
+        payload = read_hook_payload(require=("session_id", "transcript_path"))
         session_id, transcript, project = payload.session_id, payload.transcript_path, payload.cwd
         if_due = True
     if transcript is None:
@@ -225,10 +225,10 @@ def compact_cmd(session_id, project, file_, hook, fmt) -> None:
     from mem.core import session
 
     if hook:
-        from mem.core.hooks import read_payload
+        from mem.cli.common import read_hook_payload
         from mem.core.hooks.compact import COMPACT_EVENTS, on_compact
 
-        result = on_compact(read_payload(events=COMPACT_EVENTS), file_)
+        result = on_compact(read_hook_payload(events=COMPACT_EVENTS), file_)
         if result.output:
             render.out(result.output)
         return
