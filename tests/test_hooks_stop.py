@@ -71,3 +71,42 @@ def test_on_stop_missing_transcript(fake_api, memdir, tmp_path):
     with pytest.raises(NotFoundError, match="no such transcript"):
         on_stop(_payload(tmp_path / "gone.jsonl", tmp_path), {})
     assert fake_api.requests == []
+
+
+# --- the session notes on Stop (on_stop_notes) -------------------------------------------------------
+
+SESSION_FIX = Path(__file__).parent / "fixtures" / "session"
+SID = "63ec8da7-3d1c-4d82-927e-992a0039be2f"
+
+
+def _notes_payload(cwd: Path, transcript: Path) -> hooks.HookPayload:
+    return hooks.parse_payload(json.dumps({"session_id": SID, "hook_event_name": "Stop", "cwd": str(cwd),
+                                           "transcript_path": str(transcript)}),
+                               require=("session_id", "transcript_path"))
+
+
+def test_on_stop_notes_updates_only_when_due(fake_api, tmp_path):
+    from mem.core import session
+    from mem.core.hooks.stop import on_stop_notes
+
+    session.init(session.notes_path(SID, str(tmp_path)), session.DEFAULT_TEMPLATE)
+    result = on_stop_notes(_notes_payload(tmp_path, SESSION_FIX / "06-compact.jsonl"))
+    assert result.output == "" and result.messages == ("not updating: not_due",)
+    assert fake_api.requests == []  # the recorded session is far below the update threshold
+
+
+def test_on_stop_notes_missing_transcript(tmp_path):
+    from mem.core.hooks.stop import on_stop_notes
+
+    with pytest.raises(NotFoundError, match="no transcript at"):
+        on_stop_notes(_notes_payload(tmp_path, tmp_path / "gone.jsonl"))
+
+
+def test_session_notes_stop_hook_keeps_stdout_empty_with_json(run_mem, tmp_path, fake_api):
+    from mem.core import session
+
+    session.init(session.notes_path(SID, str(tmp_path)), session.DEFAULT_TEMPLATE)
+    payload = json.dumps({"session_id": SID, "hook_event_name": "Stop", "cwd": str(tmp_path),
+                          "transcript_path": str(SESSION_FIX / "06-compact.jsonl")})
+    r = run_mem("session", "update", "--hook", "--json", input=payload)
+    assert r.returncode == 0 and r.stdout == "" and "not updating" in r.stderr  # the client reads a Stop hook's stdout

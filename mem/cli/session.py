@@ -44,24 +44,13 @@ def session_cmd() -> None:
 
 
 def _read_transcript(path: str | None):
-    from mem.core import transcripts
+    from mem.core import session, transcripts
 
     if path is None:
         return None
     if path == "-":
         return transcripts.parse_lines(sys.stdin.buffer).require_known("standard input")
-    from mem.core.memdir.files import RefusedRead
-
-    try:
-        return transcripts.read_transcript(path).require_known(path)
-    except FileNotFoundError:
-        raise NotFoundError(f"no transcript at {path}") from None
-    except RefusedRead:
-        raise
-    except OSError as exc:  # a directory named as the transcript
-        raise UsageError(f"cannot read the transcript {path}: {exc.strerror or exc}") from None
-    except ValueError:  # a NUL byte in the path a hook payload gave
-        raise UsageError(f"cannot read the transcript {path!r}: not a path") from None
+    return session.read_transcript(path)
 
 
 def _where(session_id, project, file_, transcript=None, transcript_path=None) -> tuple[str, str]:
@@ -189,10 +178,12 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
 
     if hook:
         from mem.cli.common import read_hook_payload
+        from mem.core.hooks.stop import on_stop_notes
 
-        payload = read_hook_payload(require=("session_id", "transcript_path"))
-        session_id, transcript, project = payload.session_id, payload.transcript_path, payload.cwd
-        if_due = True
+        result = on_stop_notes(read_hook_payload(require=("session_id", "transcript_path")), file_, model=model)
+        for message in result.messages:
+            render.info(message)
+        return
     if transcript is None:
         raise UsageError("mem session update needs --transcript PATH (or --hook)")
     t = _read_transcript(transcript)
@@ -201,10 +192,7 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
     data = result.as_dict()
     if fmt != "text":
         render.out_record(data, fmt)
-    if result.skipped:
-        render.info(f"not updating: {result.skipped}")
-    else:
-        render.info(f"updated {path} ({result.turns} turn{'s' * (result.turns != 1)})")
+    render.info(result.describe())
 
 
 @session_cmd.command("compact")

@@ -5,9 +5,11 @@ caller reads the payload, calls ``on_stop`` and writes the ``HookResult``'s mess
 stderr (its stdout stays empty: the client reads it). Here: which memory directory (the
 payload's cwd), whether extraction applies there (Claude Code's auto-memory switches), the
 credentials (once, before anything is read or started), the session (the payload's, unless
-``--session`` names one), and whether the extraction runs here or detached.
+``--session`` names one), and whether the extraction runs here or detached. ``on_stop_notes`` is
+the same event for the session notes (`mem session update --hook`): updated when due.
 
-uses: hooks.payload, paths (resolution), jobs.llm (credentials), jobs.extract, jobs.background, memdir.store
+uses: hooks.payload, paths (resolution), jobs.llm (credentials), jobs.extract, jobs.background,
+jobs.session_update, session, memdir.store
 """
 
 from __future__ import annotations
@@ -82,3 +84,17 @@ def on_stop(payload: HookPayload, where: dict, options: StopOptions = StopOption
     for t in result.trailing:
         messages += [f"queued run for session {t.session or t.transcript}: {line}" for line in describe(t, **words)]
     return HookResult(messages=tuple(messages))
+
+
+def on_stop_notes(payload: HookPayload, notes_file: str | None = None, *, model: str | None = None) -> HookResult:
+    """Stop, for the session notes: bring the payload's session's notes up to date when an update is due.
+
+    ``notes_file``: the notes at this path instead of Claude Code's place for the session.
+    """
+    from mem.core import session
+    from mem.core.jobs import session_update
+
+    transcript = session.read_transcript(payload.transcript_path or "")
+    path = os.path.abspath(notes_file) if notes_file else session.notes_path(payload.session_id, payload.cwd)
+    result = session_update.update(payload.session_id, path, transcript, model=model, if_due=True)
+    return HookResult(messages=(result.describe(),))

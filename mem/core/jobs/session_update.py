@@ -53,6 +53,12 @@ class UpdateResult:
                 "skipped": self.skipped, "due_reason": self.due_reason, "turns": self.turns,
                 "tokens": self.tokens, "duration_s": round(self.duration_s, 3)}
 
+    def describe(self) -> str:
+        """What the update did, in a line for a person."""
+        if self.skipped:
+            return f"not updating: {self.skipped}"
+        return f"updated {self.path} ({self.turns} turn{'s' * (self.turns != 1)})"
+
 
 #: The last words of the request: what to do now.
 EDIT_NOW = "Now update {path} with the edit tool: make all your edits in one turn, then stop."
