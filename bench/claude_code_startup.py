@@ -29,7 +29,7 @@ RUNS = int(os.environ.get("BENCH_RUNS", "5"))
 
 def one(version: str) -> dict:
     from mem.core.jobs import claude_agent, llm
-    from mem.core.jobs.agent import ToolBox
+    from mem.core.jobs.tools import ToolBox
     from mem.core.jobs.backends import claude_code
 
     exe = driver.install("claude", version)

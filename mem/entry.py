@@ -7,7 +7,7 @@ start-up) and handed to core/hooks/recall.py. Any other command line, or one thi
 not take whole (another option, a value out of range, an option before ``recall``), goes to the
 click group, which gives the same result more slowly: the two paths share the flow.
 
-uses: hooks.recall, hooks.payload, errors; cli (everything else)
+uses: hooks.recall, hooks.payload, errors, env (the debug rule); cli (everything else)
 """
 
 from __future__ import annotations
@@ -77,7 +77,9 @@ def _typed(seen: dict) -> dict:
 
 def recall_hook(options: dict) -> int:
     """``mem recall --hook``: the memories for the prompt on stdout; never fails the prompt (exit 0)."""
-    debug = bool(options.get("debug")) or os.environ.get("MEM_DEBUG", "") not in ("", "0")
+    from mem.env import debug_enabled
+
+    debug = bool(options.get("debug")) or debug_enabled()
     if options.get("backend"):
         os.environ["MEM_BACKEND"] = options["backend"]  # as --backend does on click's path
     try:
@@ -94,7 +96,7 @@ def recall_hook(options: dict) -> int:
         where = {"dir": options.get("dir"), "project": options.get("project"), "layout": options.get("layout", "auto"),
                  "agent": options.get("agent"), "scope": options.get("scope"),
                  "settings_file": options.get("settings_file")}
-        payload = read_payload(events=RECALL_EVENTS)
+        payload = read_payload(events=RECALL_EVENTS, notice=lambda hint: sys.stderr.write(f"mem: {hint}\n"))
         result = flow.on_prompt(payload, where, recall_options)
         for message in result.messages:
             sys.stderr.write(f"mem: {message}\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_memory
-from mem.core.jobs.agent import ToolBox, WritePolicy, _glob_regex, frontmatter_problem, validate_input
+from mem.core.jobs.tools import ToolBox, WritePolicy, _glob_regex, frontmatter_problem, validate_input
 
 GOOD = "---\nname: user-role\ndescription: the user is a data engineer\ntype: user\n---\n\nData engineer.\n"
 AWS_KEY = "AKIA" + "QYLPMN5HHHFPZAM2"  # the scanner's AWS access key rule; split so this file is not a hit

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from mem.core.jobs import llm
-from mem.core.jobs.agent import ToolBox, WritePolicy
+from mem.core.jobs.tools import ToolBox, WritePolicy
 from mem.core.jobs.backends import claude_code, mcp_tools
 
 AWS_KEY = "AKIA" + "QYLPMN5HHHFPZAM2"  # the scanner's AWS access key rule; split so this file is not a hit

@@ -218,7 +218,7 @@ def transcript_line(uuid: str, text: str, ts: str) -> str:
 
 
 def test_search_transcripts_shows_the_matched_words_with_session_and_time(tmp_path, memdir):
-    from mem.core.jobs.agent import EXCERPT_CHARS, TRANSCRIPT_MATCHES, ToolBox
+    from mem.core.jobs.tools import EXCERPT_CHARS, TRANSCRIPT_MATCHES, ToolBox
 
     transcripts = tmp_path / "transcripts"
     transcripts.mkdir()
@@ -262,7 +262,7 @@ def test_the_dream_agent_searches_transcripts_and_cannot_read_them_raw(run_mem, 
 
 
 def test_grep_cuts_a_long_line_around_the_match(memdir):
-    from mem.core.jobs.agent import GREP_MAX_LINE_CHARS, ToolBox
+    from mem.core.jobs.tools import GREP_MAX_LINE_CHARS, ToolBox
 
     (memdir / "long.md").write_text("x" * 2000 + " the needle is here " + "y" * 2000 + "\n")
     text, _ = ToolBox(str(memdir), policy=None).call("grep", {"pattern": "needle"})

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import write_memory
 from mem.core import grep as core
+from mem.core.grep import search
 from mem.core.errors import UsageError
 
 
@@ -270,15 +271,15 @@ def test_context_groups_respect_max_count():
     def make(i, spans, selected):
         return core.Line(i + 1, str(i), "\n", 0, spans or [], selected)
 
-    groups, count, _ = core._with_context(picked, make, 1, 1, None)
+    groups, count, _ = search._with_context(picked, make, 1, 1, None)
     assert [[(line.number, line.selected) for line in g] for g in groups] == [
         [(1, False), (2, True), (3, False), (4, True), (5, False)],
         [(7, False), (8, True)],
     ]
     # Adjacent context joins the groups, as grep prints no "--" between touching lines.
-    groups, _, _ = core._with_context(picked, make, 2, 1, None)
+    groups, _, _ = search._with_context(picked, make, 2, 1, None)
     assert len(groups) == 1
-    groups, count, _ = core._with_context(picked, make, 0, 2, 1)
+    groups, count, _ = search._with_context(picked, make, 0, 2, 1)
     assert count == 1
     # After the budget, a selected line in the trailing context shows as context.
     assert [[(line.number, line.selected) for line in g] for g in groups] == [[(2, True), (3, False), (4, False)]]

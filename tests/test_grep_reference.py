@@ -242,8 +242,6 @@ def runs(lines: list[tuple]) -> list[int]:
 
 @pytest.fixture(params=["msgspec", "stdlib"])
 def decoder(request, monkeypatch):
-    monkeypatch.setattr(transcripts, "_fast", ())
-    monkeypatch.setattr(transcripts, "_decoded", 0)
     if request.param == "stdlib":
         monkeypatch.setattr(transcripts, "FAST_AFTER", -1)  # never looked for
     else:
@@ -280,7 +278,9 @@ def test_fast_search_selects_what_the_reference_does(tmp_path, decoder, seed):
         assert [g[:2] + g[3:] for g in got] == [w[:2] + w[3:] for w in want], (patterns, flags, o)
         assert all(g[2] in (None, w[2]) for g, w in zip(got, want))
         assert groups(str(path), matcher, unnumbered) == groups(str(path), matcher, o) == runs(want)
-    assert bool(transcripts._fast) == (decoder == "msgspec" and transcripts._decoded > 0)
+    searcher = core.Searcher(core.Matcher(["x"], invert=True), core.Options())  # no prefilter: every record decoded
+    searcher.search(core.Target(str(path), "t.jsonl", "transcript"))
+    assert bool(searcher._decoder.fast) == (decoder == "msgspec" and searcher._decoder.decoded > 0)
 
 
 def test_load_record_reads_what_the_stdlib_reads():

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mem.core import grep as core
+from mem.core.grep import matcher, pool, search
 
 FIXTURES = Path(__file__).parent / "fixtures" / "grep"
 SESSION = "0b6f1c2e-8d4a-4e9b-9f3a-2c1d5e7f8a90"
@@ -229,7 +230,7 @@ def test_prefilter_never_changes_results(tmp_path, texts, data):
 
 def test_needles_cover_every_writer():
     for literal in ['say "hi"', "東京", "a\\b", "tab\there", "🙂 ok", "K s"]:
-        needles = core._needles(literal, False)
+        needles = matcher._needles(literal, False)
         for ascii_json in (False, True):
             raw = json.dumps({"t": literal}, ensure_ascii=ascii_json).encode()
             assert any(n in raw for n in needles), (literal, ascii_json, needles)
@@ -239,11 +240,11 @@ def test_needles_cover_every_writer():
 
 
 def test_required_literal_from_regex():
-    assert core._required_literals("foo[0-9]+barbaz", False) == [("barbaz", False)]
-    assert core._required_literals("(?i)Deploy.*now", False) == [("Deploy", True)]
-    assert core._required_literals("alpha|beta", False) == [("alpha", False), ("beta", False)]
-    assert core._required_literals("a|[bc]", False) is None
-    assert core._required_literals("x?", False) is None
+    assert matcher._required_literals("foo[0-9]+barbaz", False) == [("barbaz", False)]
+    assert matcher._required_literals("(?i)Deploy.*now", False) == [("Deploy", True)]
+    assert matcher._required_literals("alpha|beta", False) == [("alpha", False), ("beta", False)]
+    assert matcher._required_literals("a|[bc]", False) is None
+    assert matcher._required_literals("x?", False) is None
 
 
 def test_parallel_workers_give_the_same_results(tmp_path):
@@ -372,13 +373,13 @@ def test_workers_run_at_most_a_window_ahead_of_the_output(tmp_path):
     assert [r.selected for r in results] == [1] * 40
     events = log.read_text().split("\n")
     started_before = events[: events.index("end 0")]
-    assert sum(e.startswith("start") for e in started_before) <= 2 * core.WINDOW_PER_WORKER
+    assert sum(e.startswith("start") for e in started_before) <= 2 * pool.WINDOW_PER_WORKER
     assert sum(e.startswith("start") for e in events) == 40
 
 
 @pytest.mark.parametrize("json_output", [False, True])
 def test_workers_render_what_this_process_would(tmp_path, capsys, json_output):
-    from mem.cli.grep import _JsonOutput, _Output
+    from mem.core.grep.printers import JsonPrinter, TextPrinter
 
     rng = random.Random(7)
     targets = []
@@ -390,13 +391,13 @@ def test_workers_render_what_this_process_would(tmp_path, capsys, json_output):
     searcher = core.Searcher(core.Matcher(["alpha"], fixed=True), core.Options(before=1))
 
     def output(workers: int) -> str:
-        out = _JsonOutput() if json_output else _Output(False, True, True, False, True)
+        out = JsonPrinter() if json_output else TextPrinter(False, True, True, False, True)
+        text = ""
         for result in core.search_all(searcher, targets, workers=workers, render=out.render):
             assert (result.rendered is not None) == (workers > 1 and result.selected > 0)
-            out.file(result)
+            text += out.file(result)
         if json_output:
-            out.summary()
-        text = capsys.readouterr().out
+            text += out.summary()
         return re.sub(r'"(elapsed|elapsed_total)":\{[^}]*\}', "", text) if json_output else text
 
     here = output(0)
@@ -419,8 +420,8 @@ def test_progress_line_is_drawn_and_erased(monkeypatch):
 
 @pytest.mark.parametrize("chunk, max_record", [(64, 1 << 20), (1000, 1 << 20), (64, 256)])
 def test_records_across_chunks_keep_line_numbers_and_offsets(tmp_path, monkeypatch, chunk, max_record):
-    monkeypatch.setattr(core, "CHUNK", chunk)
-    monkeypatch.setattr(core, "MAX_RECORD", max_record)
+    monkeypatch.setattr(search, "CHUNK", chunk)
+    monkeypatch.setattr(search, "MAX_RECORD", max_record)
     rng = random.Random(chunk)
     sizes = [0, 5, 70, 300, 2000] if max_record > 2000 + chunk else [0, 5, 70, 2000]  # clear of the limit
     lines = [("hit " if rng.random() < 0.3 else "") + "x" * rng.choice(sizes) for _ in range(200)]
@@ -433,8 +434,8 @@ def test_records_across_chunks_keep_line_numbers_and_offsets(tmp_path, monkeypat
         pos += len(line) + 1
     want = [(i + 1, offsets[i], line.encode()) for i, line in enumerate(lines)
             if "hit" in line and len(line) < max_record]
-    for prefilter in (core._Prefilter([b"hit"], False), None):
-        got = list(core._records(str(path), prefilter, core.FileResult(core.Target(str(path), "r", "transcript")), None))
+    for prefilter in (matcher._Prefilter([b"hit"], False), None):
+        got = list(search._records(str(path), prefilter, core.FileResult(core.Target(str(path), "r", "transcript")), None))
         if prefilter is None:
             got = [g for g in got if b"hit" in g[2]]
         assert got == want

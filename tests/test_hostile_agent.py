@@ -17,14 +17,14 @@ import time
 import pytest
 
 from conftest import write_memory
-from mem.core.jobs.agent import ToolBox
+from mem.core.jobs.tools import ToolBox
 
 #: ``(a+)+$`` against this backtracks 2**40 times: days.
 LINE = "a" * 40 + "b"
 
 JOB = textwrap.dedent("""
     import json, sys, time
-    from mem.core.jobs.agent import ToolBox
+    from mem.core.jobs.tools import ToolBox
 
     root, transcripts, tool = sys.argv[1:]
     box = ToolBox(root, policy=None, transcripts=transcripts)
@@ -88,7 +88,7 @@ def test_a_fifo_is_an_error_for_the_model_never_a_hang(tmp_path):
 
 
 def test_reads_are_capped_per_line(tmp_path):
-    from mem.core.jobs.agent import LINE_MAX_BYTES
+    from mem.core.jobs.tools import LINE_MAX_BYTES
 
     root = tmp_path / "memory"
     root.mkdir()

@@ -304,3 +304,16 @@ def test_team_index_is_wrapped_as_shared_even_when_cut(memdir):
     cut = prompt.build(MemoryDir(memdir), "full", max_chars=6000)
     assert cut.shortened and len(cut.text) <= 6000
     assert "</team-memory-content>\n\n> Only part of this index fits here." in cut.text
+
+
+def test_an_index_leading_out_is_not_read_and_the_command_says_so(run_mem, memdir, tmp_path, capsys):
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("- [Secret plans](plans.md) — not this directory's\n")
+    (memdir / "MEMORY.md").symlink_to(outside)
+    built = prompt.build(MemoryDir(str(memdir)), "full")
+    assert capsys.readouterr().err == ""  # core writes nothing itself: the warning is in the result
+    assert built.warnings == (f"{memdir / 'MEMORY.md'}: not read: {built.index.refused}",) and built.index.refused
+    assert "Secret plans" not in built.text
+    r = run_mem("prompt")
+    assert r.returncode == 0 and "Secret plans" not in r.stdout
+    assert r.stderr.startswith(f"mem: warning: {memdir / 'MEMORY.md'}: not read: ")

@@ -7,7 +7,6 @@ and completion import them all, so each must stay cheap to import).
 from __future__ import annotations
 
 import importlib
-import os
 import re
 import sys
 
@@ -15,6 +14,7 @@ import click
 
 from mem import __version__
 from mem.cli.common import format_options, memory_dir_options
+from mem.env import Env
 from mem.core.errors import ExitCode, MemError, Notice, is_storage_error
 
 # name -> "module:attribute"; the order here is the order in --help.
@@ -54,12 +54,6 @@ COMMANDS = {
     "help": "mem.cli:help_cmd",
 }
 
-
-def debug_enabled() -> bool:
-    return os.environ.get("MEM_DEBUG", "") not in ("", "0") or _state["debug"]
-
-
-_state: dict = {"debug": False, "path": []}
 
 DEBUG_HELP = "Show tracebacks and model calls (also MEM_DEBUG=1)."
 
@@ -101,10 +95,10 @@ class MemGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv = list(sys.argv[1:] if args is None else args)
         path, params, json_mode = _command_line(self, argv)
-        _state.update(debug=False, path=path)
+        env = Env.from_process(tuple(path))  # this run's surroundings, handed to every command as ctx.obj
         # A hook must never break the agent's session: whatever happens, exit 0.
         hook = bool(params.get("hook"))
-        code = run(self, argv, prog_name or "mem", complete_var, hook, json_mode=json_mode, **extra)
+        code = run(self, argv, prog_name or "mem", complete_var, hook, env, json_mode=json_mode, **extra)
         if standalone_mode:
             sys.exit(code)
         return code
@@ -172,8 +166,9 @@ def _with_debug(cmd: click.Command) -> click.Command:
 
 
 def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
-    if value and not ctx.resilient_parsing:
-        _state["debug"] = True
+    env = ctx.find_object(Env)
+    if value and not ctx.resilient_parsing and env is not None:
+        env.debug_flag = True
     return value
 
 
@@ -184,7 +179,8 @@ def _did_you_mean(word: str, choices) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
-def run(group: click.Group, argv, prog_name, complete_var, hook: bool, json_mode: str | None = None, **extra) -> int:
+def run(group: click.Group, argv, prog_name, complete_var, hook: bool, env: Env, json_mode: str | None = None,
+        **extra) -> int:
     """Run the command; every failure becomes one line on stderr and an exit code (and, with
     ``json_mode``, a JSON error object on stdout too, so ``mem verify --json | jq`` reads one)."""
     failed: list = []  # (message, kind) of the failure told on stderr
@@ -196,7 +192,7 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, json_mode
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", Notice)
-        code = _run(group, argv, prog_name, complete_var, hook, failed, **extra)
+        code = _run(group, argv, prog_name, complete_var, hook, env, failed, **extra)
     for w in caught:  # what the core told its user (a Notice) is said here; any other warning as Python would
         if issubclass(w.category, Notice):
             from mem import render
@@ -230,9 +226,9 @@ def _json_error(message: str, kind: str, code: int, mode: str) -> None:
         pass
 
 
-def _run(group: click.Group, argv, prog_name, complete_var, hook: bool, failed: list, **extra) -> int:
+def _run(group: click.Group, argv, prog_name, complete_var, hook: bool, env: Env, failed: list, **extra) -> int:
     try:
-        rv = click.Group.main(group, argv, prog_name, complete_var, standalone_mode=False, **extra)
+        rv = click.Group.main(group, argv, prog_name, complete_var, standalone_mode=False, obj=env, **extra)
         code = rv if isinstance(rv, int) else 0
     except click.ClickException as exc:
         _hide_arguments(exc)
@@ -255,7 +251,7 @@ def _run(group: click.Group, argv, prog_name, complete_var, hook: bool, failed: 
         failed.append(("interrupted", "interrupted"))
         code = ExitCode.INTERRUPTED
     except MemError as exc:
-        if debug_enabled():
+        if env.debug:
             _print_traceback()
         if hook:
             _hook_failed(str(exc))
@@ -272,7 +268,7 @@ def _run(group: click.Group, argv, prog_name, complete_var, hook: bool, failed: 
         silence_stdout()
         code = ExitCode.BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into a line
-        if debug_enabled():
+        if env.debug:
             _print_traceback()
         if hook:
             _hook_failed(f"{type(exc).__name__}: {exc}")
@@ -285,7 +281,7 @@ def _run(group: click.Group, argv, prog_name, complete_var, hook: bool, failed: 
             code = ExitCode.STORAGE
         else:
             code = getattr(exc, "exit_code", ExitCode.FAILURE)  # an OSError that says why, e.g. files.NotRegularFile
-            hint = "" if debug_enabled() or code != ExitCode.FAILURE else " (run with --debug for a traceback)"
+            hint = "" if env.debug or code != ExitCode.FAILURE else " (run with --debug for a traceback)"
             render.error(f"{_describe(exc)}{hint}")
             failed.append((_describe(exc), getattr(exc, "kind", "failure")))
     return code
@@ -384,7 +380,9 @@ def cli(ctx: click.Context, debug: bool, where: dict, fmt: str) -> None:
     Example:
       mem scan --json | jq '.[].relpath'
     """
-    _state["debug"] = debug
+    env = ctx.find_object(Env)
+    if debug and env is not None:
+        env.debug_flag = True
     ctx.default_map = _pass_down(ctx)
 
 
@@ -394,7 +392,8 @@ def _pass_down(ctx: click.Context) -> dict | None:
 
     given = {p: ctx.params[p.name] for p in ctx.command.params
              if p.name != "debug" and ctx.get_parameter_source(p.name) == ParameterSource.COMMANDLINE}
-    path = _state["path"]
+    env = ctx.find_object(Env)
+    path = env.command if env is not None else ()
     cmd: click.Command | None = ctx.command
     for name in path:
         cmd = cmd.get_command(ctx, name) if isinstance(cmd, click.Group) else None

@@ -1,4 +1,4 @@
-"""Options shared by commands: which memory directory, and which output format."""
+"""Options shared by commands: which memory directory, and which output format; the run's Env."""
 
 from __future__ import annotations
 
@@ -10,6 +10,23 @@ import click
 
 LAYOUTS = ("auto", "claude", "qwen")
 SCOPES = ("user", "project", "local")
+
+
+def current_env():
+    """The running command's Env (mem/env.py): built once per run by the group, passed down as ``ctx.obj``."""
+    from mem.env import Env
+
+    ctx = click.get_current_context(silent=True)
+    env = ctx.find_object(Env) if ctx is not None else None
+    return env if env is not None else Env.from_process()
+
+
+def read_hook_payload(**kwargs):
+    """The hook payload on stdin (hooks.read_payload), with a hint on stderr when stdin is a terminal."""
+    from mem import render
+    from mem.core.hooks import read_payload
+
+    return read_payload(notice=render.info, **kwargs)
 
 
 def memory_dir_options(f: Callable) -> Callable:

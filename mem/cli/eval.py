@@ -44,7 +44,7 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
       mem eval --from-transcripts --offline
       mem eval --from-transcripts --print-cases > cases.jsonl
     """
-    from mem.cli import debug_enabled
+    from mem.cli.common import current_env
     from mem.core import evaluate
     from mem.core.memdir import manifest
 
@@ -92,7 +92,7 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
             selectors.append("model")
         else:
             render.info("no API key: the model selector is left out (set ANTHROPIC_API_KEY)")
-    reports = [evaluate.run(root, cases, s, model=model, timeout=timeout, debug=debug_enabled()) for s in selectors]
+    reports = [evaluate.run(root, cases, s, model=model, timeout=timeout, debug=current_env().debug) for s in selectors]
     if fmt != "text":
         render.out_record({"memory_dir": root, "cases": len(cases), "selectors": reports}, fmt)
         return

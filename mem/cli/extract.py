@@ -12,10 +12,6 @@ from mem.cli.common import format_options, memory_dir_options, resolve_dir, warn
 from mem.cli.model import backend_option, budget_option
 from mem.core.errors import NotFoundError, UsageError
 from mem.core.memdir.store import MemoryDir
-from mem.core.wording import plural
-
-#: The background log is started afresh beyond this size (the previous one kept as .1).
-LOG_MAX_BYTES = 1_000_000
 
 
 @click.command("extract", short_help="Save what a conversation taught as memories.")
@@ -61,29 +57,29 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
       mem extract --json | jq .saved
       # ~/.claude/settings.json, hooks.Stop: mem extract --hook --background
     """
-    from mem.cli import debug_enabled
+    from mem.cli.common import current_env
+    from mem.core.jobs import background as background_job
     from mem.core.jobs import llm
-    from mem.core.jobs.extract import ExtractRequest, ExtractResult, extract
+    from mem.core.jobs.extract import ExtractRequest, extract
 
     if wait and no_queue:
         raise UsageError("--wait and --no-queue are mutually exclusive")
     if hook and transcript:
         raise UsageError("--hook takes the transcript from the hook payload; drop --transcript")
-    debug = debug_enabled()
+    debug = current_env().debug
+    log = render.debug if debug else None
     if hook:
-        from mem.core.hooks import read_payload
-        from mem.core.hooks import hook_where
+        from mem.cli.common import read_hook_payload
+        from mem.core.hooks.stop import StopOptions, on_stop
 
-        payload = read_payload(require=("session_id", "transcript_path"))
-        transcript = payload.transcript_path
-        session = session or payload.session_id
-        where = hook_where(where, payload)
+        payload = read_hook_payload(require=("session_id", "transcript_path"))
+        options = StopOptions(session=session, background=background, wait=wait, no_queue=no_queue, model=model,
+                              max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor, debug=debug, budget=budget)
+        for message in on_stop(payload, where, options, log=log).messages:
+            render.info(message)
+        return
     resolution = resolve_dir(where)
     memory = MemoryDir(resolution.memory_dir)
-    if hook and not resolution.auto_memory_enabled and resolution.rule not in ("--dir", "MEM_DIR"):
-        result = ExtractResult(memory.root, transcript or "-", session, skipped="auto_memory_disabled")
-        _report(result, fmt="text", hook=True)
-        return
 
     llm.model_config("extract", model)  # no credentials: exit 3 before anything is read or written
     from mem.core.jobs.runner import spend_for
@@ -98,96 +94,48 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         transcript = None
     elif transcript is None:
         transcript = _newest_transcript(resolution.transcripts_dir)
-        if not hook:
-            render.info(f"reading {transcript}")
+        render.info(f"reading {transcript}")
     else:
         transcript = os.path.abspath(os.path.expanduser(transcript))
-        if _is_spool(memory, transcript):
-            data = _take_spool(transcript)
+        if background_job.is_spool(memory, transcript):
+            data = background_job.take_spool(transcript)
             transcript = None
         elif not os.path.isfile(transcript):
             raise NotFoundError(f"no such transcript: {transcript}")
 
     if background:
-        child = _spawn_background(memory, transcript, data, session=session, model=model, max_turns=max_turns,
-                                  timeout=timeout, wait=wait, no_queue=no_queue, ignore_cursor=ignore_cursor,
-                                  debug=debug, project=resolution.project_root, budget=budget)
-        if not hook:
-            if fmt == "text":
-                render.info(f"extracting in the background (pid {child['pid']}); log: {child['log']}")
-            else:
-                render.out_record(child, fmt)
+        child = background_job.spawn_extract(memory, transcript, data, session=session, model=model,
+                                             max_turns=max_turns, timeout=timeout, wait=wait, no_queue=no_queue,
+                                             ignore_cursor=ignore_cursor, debug=debug, project=resolution.project_root,
+                                             budget=budget)
+        if fmt == "text":
+            render.info(f"extracting in the background (pid {child['pid']}); log: {child['log']}")
+        else:
+            render.out_record(child, fmt)
         return
 
     request = ExtractRequest(memory, transcript=transcript, data=data, session=session, model=model,
                              max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor,
                              project=resolution.project_root, budget=budget)
-    log = render.debug if debug else None
     result = extract(request, wait=wait, queue=not no_queue, log=log, debug=debug)
-    _report(result, fmt=fmt, hook=hook, max_turns=max_turns, timeout=timeout)
-    if not hook:  # a hook says nothing when it worked
-        warn_if_history_off(memory, bool(result.created or result.updated))
-    if result.stopped_at_budget and not hook:
+    _report(result, fmt=fmt, max_turns=max_turns, timeout=timeout)
+    warn_if_history_off(memory, bool(result.created or result.updated))
+    if result.stopped_at_budget:
         from mem.core.errors import ExitCode
 
         click.get_current_context().exit(int(ExitCode.BUDGET))
 
 
-def _report(result, *, fmt: str, hook: bool, max_turns: int = 5, timeout: float = 300) -> None:
-    if fmt != "text" and not hook:  # a Stop hook's stdout is read by the client: keep it empty
+def _report(result, *, fmt: str, max_turns: int = 5, timeout: float = 300) -> None:
+    from mem.core.jobs.extract import describe
+
+    if fmt != "text":
         render.out_record(result.as_dict(), fmt)
-    for line in _describe(result, max_turns=max_turns, timeout=timeout):
+    for line in describe(result, max_turns=max_turns, timeout=timeout):
         render.info(line)
     for t in result.trailing:
-        for line in _describe(t, max_turns=max_turns, timeout=timeout):
+        for line in describe(t, max_turns=max_turns, timeout=timeout):
             render.info(f"queued run for session {t.session or t.transcript}: {line}")
-
-
-def _describe(result, *, max_turns: int, timeout: float) -> list[str]:
-    if result.error:
-        return [f"failed: {result.error}"]
-    if result.queued:
-        holder = result.holder or {}
-        who = f" (pid {holder['pid']})" if holder.get("pid") else ""
-        return [f"an extraction is already running on this memory directory{who}; this one will run after it"]
-    if result.skipped == "no_new_messages":
-        return ["nothing new since the last extraction"]
-    if result.skipped == "agent_wrote_memory":
-        files = f" ({', '.join(result.agent_wrote)})" if result.agent_wrote else ""
-        return [f"skipped: the agent wrote memory itself in these messages{files}; the cursor moved on"]
-    if result.skipped == "auto_memory_disabled":
-        return ["skipped: auto memory is turned off for this project"]
-    lines = []
-    saved = result.saved
-    if saved:
-        lines.append(f"Saved {plural(len(saved), 'memory', 'memories')}: {', '.join(saved)}")
-    else:
-        lines.append(f"No new memories ({plural(result.messages, 'message', 'messages')} read, "
-                     f"{plural(result.turns, 'turn', 'turns')})")
-    if result.windows > 1:
-        lines.append(f"the conversation did not fit one request: read in {result.windows} windows, in order")
-    if result.indexed:
-        lines.append(f"added {plural(len(result.indexed), 'pointer', 'pointers')} to MEMORY.md")
-    if result.refused:
-        lines.append(f"{plural(result.refused, 'tool call was', 'tool calls were')} refused (--debug shows them)")
-    if result.stop_reason == "max_turns":
-        lines.append(f"the turn budget ({max_turns}) ran out before the model finished")
-    elif result.stop_reason == "deadline":
-        lines.append(f"the time budget ({timeout:g}s) ran out before the model finished")
-    elif result.stop_reason == "budget":
-        lines.append("the model's context window filled up before it finished; it was asked to wrap up")
-    if result.stopped_at_budget:
-        b = result.budget or {}
-        lines.append(f"stopped at its budget ({_caps(b)}; spent {b.get('spent_input_tokens', 0):,} in, "
-                     f"{b.get('spent_output_tokens', 0):,} out) after {plural(result.windows_done, 'window')} "
-                     f"of {result.windows}; the next run goes on from the cursor")
-    return lines
-
-
-def _caps(b: dict) -> str:
-    from mem.core.jobs.budget import format_size
-
-    return f"in={format_size(b.get('input_tokens'))},out={format_size(b.get('output_tokens'))}, {b.get('source')}"
 
 
 def _newest_transcript(transcripts_dir: str | None) -> str:
@@ -203,89 +151,3 @@ def _newest_transcript(transcripts_dir: str | None) -> str:
         where = f" in {transcripts_dir}" if transcripts_dir else ""
         raise UsageError(f"no transcript found{where}; give --transcript PATH (or - for stdin)")
     return newest[1]
-
-
-# --- background ----------------------------------------------------------------------------------
-
-
-def _spool_dir(memory: MemoryDir) -> str:
-    path = memory.state.extract_spool
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    return path
-
-
-def _is_spool(memory: MemoryDir, path: str) -> bool:
-    return os.path.dirname(path) == memory.state.extract_spool
-
-
-def _take_spool(path: str) -> bytes:
-    """A transcript the background parent read from stdin: read it once, then remove it."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise NotFoundError(f"no such transcript: {path}") from None
-    os.unlink(path)
-    return data
-
-
-def _spawn_background(memory: MemoryDir, transcript: str | None, data: bytes | None, *, session, model, max_turns,
-                      timeout, wait, no_queue, ignore_cursor, debug, project=None, budget=None) -> dict:
-    """Start ``mem extract`` detached: own session, stdin from /dev/null, output to the log.
-
-    The clients wait until a hook's stdout and stderr close, not until it
-    exits; the child must hold neither, and this process returns at once.
-    """
-    import subprocess
-    import tempfile
-    import time
-
-    import mem
-    from mem.core.memdir.store import atomic_write
-
-    if data is not None:
-        fd, transcript = tempfile.mkstemp(prefix="stdin-", suffix=".jsonl", dir=_spool_dir(memory))
-        os.close(fd)
-        atomic_write(transcript, data)
-    args = ["extract", "--dir", memory.root, "--transcript", transcript, "--max-turns", str(max_turns),
-            "--timeout", f"{timeout:g}"]
-    if session:
-        args += ["--session", session]
-    if project:
-        args += ["--project", project]
-    if budget:
-        args += ["--budget", budget]
-    if model:
-        args += ["--model", model]
-    if wait:
-        args.append("--wait")
-    if no_queue:
-        args.append("--no-queue")
-    if ignore_cursor:
-        args.append("--all")
-    if debug:
-        args.insert(0, "--debug")
-    logs = memory.state.job_logs
-    os.makedirs(logs, mode=0o700, exist_ok=True)
-    log_path = os.path.join(logs, "extract.log")
-    try:
-        if os.path.getsize(log_path) > LOG_MAX_BYTES:
-            os.replace(log_path, log_path + ".1")
-    except OSError:
-        pass
-    # The package's parent on PYTHONPATH lets `python -m mem` find this very mem (and, in a
-    # zipapp, its dependencies next to it), whatever started us.
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(mem.__file__)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (package_parent, env.get("PYTHONPATH"))))
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with open(log_path, "ab") as log:
-        log.write(f"--- {stamp} mem extract (from pid {os.getpid()}): {transcript}\n".encode())
-        log.flush()
-        child = subprocess.Popen(
-            [sys.executable, "-m", "mem", *args],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
-            env=env,
-        )
-    return {"background": True, "pid": child.pid, "log": log_path, "memory_dir": memory.root,
-            "transcript": transcript, "session": session}

@@ -46,7 +46,7 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
       mem forget --dry-run --offline staging database | less
       mem forget --yes feedback-testing.md && mem undo
     """
-    from mem.cli import debug_enabled
+    from mem.cli.common import current_env
     from mem.core.jobs import forget, llm
     from mem.core.errors import NotFoundError, UsageError
 
@@ -62,7 +62,7 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
         llm.model_config("forget", model)  # --model without a key: exit 3
         strategy = "model"
     search = forget.find(memory, text, strategy=strategy, model=model, limit=limit, timeout=timeout,
-                         confirmed=not yes, debug=debug_enabled())
+                         confirmed=not yes, debug=current_env().debug)
     for name in search.rejected:
         render.warn(f"the model named {name}, which is not a memory here; ignored")
     if not search.candidates:

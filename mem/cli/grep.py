@@ -14,8 +14,6 @@ from mem.core.errors import ExitCode, UsageError
 from mem.core.guards.control import printable
 
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
-# GNU grep's default GREP_COLORS: match, file name, line number, separator.
-_MATCH, _NAME, _NUMBER, _SEP = "01;31", "35", "32", "36"
 
 
 def _count(value: str | None, name: str) -> int | None:
@@ -95,6 +93,7 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
       mem grep --transcripts --json -w deploy | jq -c 'select(.type=="match") | .data.uuid'
     """
     from mem.core import grep as core
+    from mem.core.grep.printers import JsonPrinter, TextPrinter
 
     args = list(args)
     if not patterns:
@@ -165,10 +164,10 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
     show_names = {"with": True, "without": False}.get(filename or "", many)
 
     use_color = color == "always" or (color == "auto" and render.use_color(sys.stdout))
-    out = _Output(use_color, show_names, line_numbers, only_matching, before > 0 or after > 0)
+    out = TextPrinter(use_color, show_names, line_numbers, only_matching, before > 0 or after > 0)
     progress = _Progress(targets) if sys.stderr.isatty() and not quiet else None
     searcher = core.Searcher(matcher, options)
-    json_out = _JsonOutput() if as_json else None
+    json_out = JsonPrinter() if as_json else None
 
     any_selected = False
     errors = False
@@ -195,7 +194,7 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
             if progress and (result.selected or count or list_mode == "without"):
                 progress.clear()
             if json_out is not None:
-                json_out.file(result)
+                _write(json_out.file(result))
             elif count:
                 render.out(out.name_prefix(target.display) + str(result.selected) if show_names else str(result.selected))
             elif list_mode == "with":
@@ -207,18 +206,23 @@ def grep_cmd(ctx: click.Context, args: tuple[str, ...], patterns: tuple[str, ...
             elif result.binary:
                 render.info(f"grep: {printable(target.display)}: binary file matches")
             elif not quiet:
-                out.file(result)
+                _write(out.file(result))
     finally:
         results.close()
     if progress:
         progress.clear()
     if json_out is not None:
-        json_out.summary()
+        _write(json_out.summary())
     if any_selected and quiet:
         ctx.exit(ExitCode.OK)
     if errors:
         ctx.exit(ExitCode.USAGE)
     ctx.exit(ExitCode.OK if any_selected else ExitCode.NOT_FOUND)
+
+
+def _write(text: str) -> None:
+    if text:
+        render.out(text, nl=False)
 
 
 def _all_projects_targets(layout: str, transcripts: bool) -> list:
@@ -241,155 +245,6 @@ def _all_projects_targets(layout: str, transcripts: bool) -> list:
     from dataclasses import replace
 
     return [replace(t, display=os.path.join(base, t.display)) for base, targets in found for t in targets]
-
-
-class _Output:
-    """grep's text output: name, number, separator, text; -- between groups."""
-
-    def __init__(self, color: bool, names: bool, numbers: bool, only: bool, separators: bool) -> None:
-        self.color = color
-        self.names = names
-        self.numbers = numbers
-        self.only = only
-        self.separators = separators and not only
-        self.printed_group = False
-
-    def paint(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m\x1b[K{text}\x1b[m\x1b[K" if self.color and text else text
-
-    def name(self, display: str) -> str:
-        # a name made outside mem may hold an escape sequence or a newline: shown escaped, as ls -b does
-        return self.paint(printable(display), _NAME)
-
-    def name_prefix(self, display: str) -> str:
-        return self.paint(printable(display), _NAME) + self.paint(":", _SEP)
-
-    def render(self, result) -> str:
-        """A file's lines as text, -- between its groups when context is shown."""
-        display = printable(result.target.display)
-        parts: list[str] = []
-        add = parts.append
-        # The name part of each line's head is painted once per file; the number per line.
-        names = {sep: self.paint(display, _NAME) + self.paint(sep, _SEP) if self.names else "" for sep in ":-"}
-        for k, group in enumerate(result.groups):
-            if self.separators and k:
-                add(self.paint("--", _SEP) + "\n")
-            for line in group:
-                sep = ":" if line.selected else "-"
-                head = names[sep]
-                if self.numbers:
-                    head += (self.paint(str(line.number), _NUMBER) + self.paint(sep, _SEP) if self.color
-                             else f"{line.number}{sep}")
-                if self.only:
-                    if line.selected:
-                        for a, b in line.spans:
-                            add(head + self.paint(line.text[a:b], _MATCH) + "\n")
-                    continue
-                add(head + self.body(line) + "\n")
-        return "".join(parts)
-
-    def file(self, result) -> None:
-        """A file's lines (rendered by a search worker, or here), written in one call."""
-        text = result.rendered if result.rendered is not None else self.render(result)
-        if not text:
-            return
-        if self.separators and self.printed_group:
-            text = self.paint("--", _SEP) + "\n" + text
-        self.printed_group = True
-        render.out(text, nl=False)
-
-    def body(self, line) -> str:
-        if not (self.color and line.selected and line.spans):
-            return line.text
-        parts = []
-        pos = 0
-        for a, b in line.spans:
-            parts.append(line.text[pos:a])
-            parts.append(self.paint(line.text[a:b], _MATCH))
-            pos = b
-        parts.append(line.text[pos:])
-        return "".join(parts)
-
-
-class _JsonOutput:
-    """ripgrep's --json wire format: begin / match / context / end per file, then a summary."""
-
-    def __init__(self) -> None:
-        import json
-
-        self.encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # compact, as rg
-        self.started = time.perf_counter_ns()
-        self.totals = dict(searches=0, searches_with_match=0, bytes_searched=0, bytes_printed=0,
-                           matched_lines=0, matches=0, elapsed_ns=0)
-
-    def render(self, result) -> str:
-        """A file's begin, match, context and end lines."""
-        from mem.core.grep import byte_spans
-
-        path = {"text": result.target.path if result.target.path != "-" else "<stdin>"}
-        lines = [self.encode({"type": "begin", "data": {"path": path}})]
-        for group in result.groups:
-            for line in group:
-                text = line.text + line.eol
-                spans = byte_spans(line.text, line.spans) if line.selected else []
-                data = {
-                    "path": path,
-                    "lines": {"text": text},
-                    "line_number": line.number,
-                    "absolute_offset": line.offset,
-                    "submatches": [
-                        {"match": {"text": line.text[a:b]}, "start": ba, "end": bb}
-                        for (a, b), (ba, bb) in zip(line.spans if line.selected else [], spans)
-                    ],
-                }
-                if line.message is not None:
-                    m = line.message
-                    data.update(session_id=m.session_id, uuid=m.uuid, timestamp=m.timestamp,
-                                role=m.role, kind=m.kind, message_line=line.message_line)
-                lines.append(self.encode({"type": "match" if line.selected else "context", "data": data}))
-        printed = sum(len(line.encode("utf-8", "surrogatepass")) + 1 for line in lines)
-        stats = _stats(result.elapsed_ns, 1, 1 if result.selected else 0, result.bytes_searched, printed,
-                       result.selected, result.matches)
-        lines.append(self.encode({"type": "end", "data": {"path": path, "binary_offset": None, "stats": stats}}))
-        return "\n".join(lines) + "\n"
-
-    def file(self, result) -> None:
-        t = self.totals
-        t["searches"] += 1
-        t["bytes_searched"] += result.bytes_searched
-        t["elapsed_ns"] += result.elapsed_ns
-        text = result.rendered if result.rendered is not None else self.render(result) if result.groups else ""
-        if not text:
-            return
-        end = text.rindex("\n", 0, len(text) - 1) + 1  # the end line does not count as printed
-        t["searches_with_match"] += 1 if result.selected else 0
-        t["bytes_printed"] += len(text[:end].encode("utf-8", "surrogatepass"))
-        t["matched_lines"] += result.selected
-        t["matches"] += result.matches
-        render.out(text, nl=False)
-
-    def summary(self) -> None:
-        t = self.totals
-        stats = _stats(t["elapsed_ns"], t["searches"], t["searches_with_match"], t["bytes_searched"],
-                       t["bytes_printed"], t["matched_lines"], t["matches"])
-        elapsed = _duration(time.perf_counter_ns() - self.started)
-        render.out(self.encode({"type": "summary", "data": {"elapsed_total": elapsed, "stats": stats}}))
-
-
-def _duration(ns: int) -> dict:
-    return {"secs": ns // 1_000_000_000, "nanos": ns % 1_000_000_000, "human": f"{ns / 1e9:.6f}s"}
-
-
-def _stats(elapsed_ns, searches, with_match, searched, printed, lines, matches) -> dict:
-    return {
-        "elapsed": _duration(elapsed_ns),
-        "searches": searches,
-        "searches_with_match": with_match,
-        "bytes_searched": searched,
-        "bytes_printed": printed,
-        "matched_lines": lines,
-        "matches": matches,
-    }
 
 
 class _Progress:

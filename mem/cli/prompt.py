@@ -70,6 +70,8 @@ def prompt_cmd(style: str, mode: str, max_chars: int | None, client: str | None,
     memory = memory_of(where)
     root = memory.spelled
     result = prompt.build(memory, chosen, max_chars=max_chars)
+    for warning in result.warnings:
+        render.warn(warning)
     if write:
         _write(client, where, result.text, fmt)
         return
@@ -101,12 +103,16 @@ def _hook(where: dict, mode: str, max_chars: int | None) -> None:
     from mem.core.hooks import CONTEXT_LIMIT
     from mem.core.hooks import hook_where
 
-    payload = hooks.read_payload(events=("SessionStart",))
+    from mem.cli.common import read_hook_payload
+
+    payload = read_hook_payload(events=("SessionStart",))
     where = hook_where(where, payload)
     resolution = resolve_dir(where)
     if mode == "auto":
         mode = "supplement" if _client_loads_it(payload, resolution, where) else "full"
     result = prompt.build(MemoryDir(resolution.memory_dir), mode, max_chars=max_chars or CONTEXT_LIMIT)
+    for warning in result.warnings:
+        render.warn(warning)
     out = hooks.render_output("SessionStart", result.text)
     if out:
         render.out(out)

@@ -70,7 +70,7 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
       git log -1 --format=%B | mem recall --offline -
       mem recall --json --session "$ID" why is the auth rewrite needed | jq '.selected[].relpath'
     """
-    from mem.cli import debug_enabled
+    from mem.cli.common import current_env
 
     if timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")
@@ -90,7 +90,7 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
         if query or fmt != "text":
             raise UsageError("--hook reads the prompt from the payload on stdin; it takes no QUERY, --json or --jsonl")
         _hook(where, limit=limit, offline=offline, model=model, timeout=timeout, deadline=until,
-              always_ask=always_ask, tools=tools, force=force, max_chars=max_chars, debug=debug_enabled())
+              always_ask=always_ask, tools=tools, force=force, max_chars=max_chars, debug=current_env().debug)
         return
 
     if not query:
@@ -104,8 +104,8 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     resolution = resolve_dir(where, reading=True)
     result = recall.recall(MemoryDir(resolution.memory_dir), text, limit=limit, offline=offline, model=model, timeout=timeout,
                            deadline=until, always_ask=always_ask, recent_tools=tools, session_id=session_id,
-                           force=force, max_chars=max_chars, debug=debug_enabled(), enabled=recall_applies(resolution))
-    if debug_enabled():
+                           force=force, max_chars=max_chars, debug=current_env().debug, enabled=recall_applies(resolution))
+    if current_env().debug:
         _debug_line("recall", result)
     if fmt != "text":
         render.out_record(result.as_dict(), fmt)
@@ -154,9 +154,10 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
 def _hook(where: dict, **options) -> None:
     """UserPromptSubmit → the memories for the prompt; PreToolUse → the feedback that applies to the tool call;
     SessionStart after a compaction → reset the session."""
-    from mem.core.hooks import RECALL_EVENTS, read_payload, recall as recall_hook
+    from mem.cli.common import read_hook_payload
+    from mem.core.hooks import RECALL_EVENTS, recall as recall_hook
 
-    payload = read_payload(events=RECALL_EVENTS)
+    payload = read_hook_payload(events=RECALL_EVENTS)
     result = recall_hook.on_prompt(payload, where, recall_hook.RecallOptions(**options))
     for message in result.messages:
         render.info(message)

@@ -53,7 +53,7 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
       mem remember -- "-v makes the integration tests print each query"
       pbpaste | mem remember --type reference --name Runbooks --description "where runbooks live" -
     """
-    from mem.cli import debug_enabled
+    from mem.cli.common import current_env
     from mem.core.jobs.remember import RememberRequest, remember
 
     from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
@@ -62,7 +62,7 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
     request = RememberRequest(memory_of(where), body, type=memory_type, name=name, description=description, file=file_,
                               update=update, force=force, scope=None if team is None else ("team" if team else "private"),
                               offline=offline, model=model, max_turns=max_turns, timeout=timeout, budget=budget)
-    debug = debug_enabled()
+    debug = current_env().debug
     result = remember(request, log=render.debug if debug else None, debug=debug)
     for warning in result.warnings:
         render.warn(f"saved although {warning}")

@@ -44,24 +44,13 @@ def session_cmd() -> None:
 
 
 def _read_transcript(path: str | None):
-    from mem.core import transcripts
+    from mem.core import session, transcripts
 
     if path is None:
         return None
     if path == "-":
         return transcripts.parse_lines(sys.stdin.buffer).require_known("standard input")
-    from mem.core.memdir.files import RefusedRead
-
-    try:
-        return transcripts.read_transcript(path).require_known(path)
-    except FileNotFoundError:
-        raise NotFoundError(f"no transcript at {path}") from None
-    except RefusedRead:
-        raise
-    except OSError as exc:  # a directory named as the transcript
-        raise UsageError(f"cannot read the transcript {path}: {exc.strerror or exc}") from None
-    except ValueError:  # a NUL byte in the path a hook payload gave
-        raise UsageError(f"cannot read the transcript {path!r}: not a path") from None
+    return session.read_transcript(path)
 
 
 def _where(session_id, project, file_, transcript=None, transcript_path=None) -> tuple[str, str]:
@@ -189,11 +178,13 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
     from mem.core.jobs import session_update
 
     if hook:
-        from mem.core.hooks import read_payload
+        from mem.cli.common import read_hook_payload
+        from mem.core.hooks.stop import on_stop_notes
 
-        payload = read_payload(require=("session_id", "transcript_path"))
-        session_id, transcript, project = payload.session_id, payload.transcript_path, payload.cwd
-        if_due = True
+        result = on_stop_notes(read_hook_payload(require=("session_id", "transcript_path")), file_, model=model)
+        for message in result.messages:
+            render.info(message)
+        return
     if transcript is None:
         raise UsageError("mem session update needs --transcript PATH (or --hook)")
     t = _read_transcript(transcript)
@@ -202,14 +193,9 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
     data = result.as_dict()
     if fmt != "text":
         render.out_record(data, fmt)
-    if result.skipped:
-        render.info(f"not updating: {result.skipped}")
-    else:
-        render.info(f"updated {path} ({result.turns} turn{'s' * (result.turns != 1)})")
+    render.info(result.describe())
     if result.stopped_at_budget:
-        render.info("the note-taking agent stopped at its budget; its edits are kept")
-        if not hook:
-            ctx.exit(int(ExitCode.BUDGET))
+        ctx.exit(int(ExitCode.BUDGET))
 
 
 @session_cmd.command("compact")
@@ -230,20 +216,12 @@ def compact_cmd(session_id, project, file_, hook, fmt) -> None:
     from mem.core import session
 
     if hook:
-        from mem.core.hooks import read_payload, render_output
+        from mem.cli.common import read_hook_payload
+        from mem.core.hooks.compact import COMPACT_EVENTS, on_compact
 
-        payload = read_payload(events=("PreCompact", "SessionStart"))
-        sid, path = _where(payload.session_id, payload.cwd, file_)
-        if payload.hook_event_name == "PreCompact":
-            session.reset_after_compaction(sid)
-            return
-        if payload.source != "compact":
-            return
-        from mem.core.tags import neutralise  # notes from a transcript cannot close the client's reminder
-
-        out = render_output("SessionStart", neutralise(session.compact_context(path)))
-        if out:
-            render.out(out)
+        result = on_compact(read_hook_payload(events=COMPACT_EVENTS), file_)
+        if result.output:
+            render.out(result.output)
         return
     _, path = _where(session_id, project, file_)
     try:

@@ -12,7 +12,7 @@ hook's context, or the client's own recalled memories) before the next
 prompt. Prompts after which no memory file was read or shown are left out:
 they say nothing about which memory would have helped.
 
-uses: recall, transcripts, memdir.manifest
+uses: recall, transcripts, messages, memdir.manifest
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ def cases_from_transcripts(paths: Iterable[str], memory_dir: str, known: Iterabl
 
 def _session_cases(path: str, memory_dir: str, known: set[str]) -> list[Case]:
     from mem.core import transcripts
-    from mem.core.recall import READ_TOOLS, _first_text
+    from mem.core.messages import prompt_text, tool_file
+    from mem.core.recall import READ_TOOLS
 
     try:
         with open(path, "rb") as fh:
@@ -108,11 +109,11 @@ def _session_cases(path: str, memory_dir: str, known: set[str]) -> list[Case]:
         if m.is_human:
             # qwen-code adds hook context to the prompt's message as further text parts.
             texts = [b.text for b in m.blocks if b.type == "text"]
-            prompts.append((m.line, _first_text(m), _shown(texts[1:], relpath)))
+            prompts.append((m.line, prompt_text(m), _shown(texts[1:], relpath)))
         elif prompts and m.role == "assistant":
             for b in m.tool_uses():
-                p = b.input.get("file_path") or b.input.get("absolute_path") or b.input.get("path")
-                if b.name in READ_TOOLS and isinstance(p, str) and (rel := relpath(p)):
+                p = tool_file(b.input)
+                if b.name in READ_TOOLS and p and (rel := relpath(p)):
                     prompts[-1][2].add(rel)
     # Claude Code keeps what a hook added (and its own recalled memories) in attachment lines,
     # which the conversation parser leaves out: each belongs to the prompt before it.

@@ -42,3 +42,28 @@ class Message(NamedTuple):
 
     def tool_uses(self) -> list[Block]:
         return [b for b in self.blocks if b.type == "tool_use"]
+
+
+#: The keys of a tool call's input that name the file it reads or writes, in the one order every
+#: reader asks them: ``file_path`` (Claude Code's Read, Write, Edit, MultiEdit; qwen-code's and
+#: Gemini CLI's read_file, write_file, edit, replace), ``notebook_path`` (Claude Code's NotebookEdit),
+#: ``absolute_path`` (read_file of earlier qwen-code and Gemini CLI releases), ``path`` (Codex's
+#: view_image; the directory of a glob, grep or ls). Codex edits files through its shell tool,
+#: whose command names none of them.
+FILE_KEYS = ("file_path", "notebook_path", "absolute_path", "path")
+
+
+def tool_file(tool_input: object) -> str | None:
+    """The file a tool call names, as it names it (Gemini CLI's may be relative), else None."""
+    if isinstance(tool_input, dict):
+        for key in FILE_KEYS:
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def prompt_text(message: Message) -> str:
+    """The prompt a person typed, from its message: the first text part (qwen-code appends hook
+    context to the prompt as further parts)."""
+    return next((b.text.strip() for b in message.blocks if b.type == "text"), "")

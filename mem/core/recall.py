@@ -750,14 +750,10 @@ class TranscriptFacts:
 READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
 
 
-def _first_text(message) -> str:
-    # qwen-code appends hook context to the prompt as further parts: the prompt is the first.
-    return next((b.text.strip() for b in message.blocks if b.type == "text"), "")
-
-
 def transcript_facts(path: str, prompt: str | None, memory_dir: str) -> TranscriptFacts:
     """Recently used successful tools, and memory files tools already touched, from a transcript's tail."""
     from mem.core import transcripts
+    from mem.core.messages import prompt_text, tool_file
 
     from mem.core.memdir.files import open_regular
 
@@ -778,7 +774,7 @@ def transcript_facts(path: str, prompt: str | None, memory_dir: str) -> Transcri
     human = [i for i, m in enumerate(messages) if m.is_human]
     span = messages
     # The client may already have written this prompt: then the tools that count are the ones before it.
-    if human and prompt is not None and _first_text(messages[human[-1]]) == prompt.strip() \
+    if human and prompt is not None and prompt_text(messages[human[-1]]) == prompt.strip() \
             and not any(m.tool_uses() for m in messages[human[-1] + 1:]):
         span = messages[: human[-1]]
     tools = transcripts.recent_successful_tools(span)
@@ -790,8 +786,8 @@ def transcript_facts(path: str, prompt: str | None, memory_dir: str) -> Transcri
         for b in m.tool_uses():
             if b.name not in READ_TOOLS and b.name not in transcripts.WRITE_TOOLS:
                 continue
-            p = b.input.get("file_path") or b.input.get("absolute_path") or b.input.get("path")
-            if isinstance(p, str) and p:
+            p = tool_file(b.input)
+            if p:
                 norm = os.path.normpath(p)
                 if norm.startswith(root + os.sep):
                     touched.add(norm)

@@ -90,6 +90,24 @@ def config_dir(env=None) -> str:
     return os.path.join(config_home(env), "session-memory", "config")
 
 
+def read_transcript(path: str):
+    """The session's transcript at ``path`` (transcripts.Transcript), or a MemError saying why not."""
+    from mem.core import transcripts
+    from mem.core.errors import NotFoundError
+    from mem.core.memdir.files import RefusedRead
+
+    try:
+        return transcripts.read_transcript(path).require_known(path)
+    except FileNotFoundError:
+        raise NotFoundError(f"no transcript at {path}") from None
+    except RefusedRead:
+        raise
+    except OSError as exc:  # a directory named as the transcript
+        raise UsageError(f"cannot read the transcript {path}: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte in the path a hook payload gave
+        raise UsageError(f"cannot read the transcript {path!r}: not a path") from None
+
+
 def read_notes(path: str) -> str:
     """The session notes (or a template, a prompt) at ``path``: a regular file, at most MAX_MEMORY_BYTES."""
     from mem.core.memdir.files import read_text

@@ -66,7 +66,7 @@ mostly not about the rule. Only ``feedback`` and ``project`` memories are candid
 The triggers of each memory are kept in the state directory between calls, keyed by the
 file's modification time and size, so a hook called before every tool reads only what changed.
 
-uses: ranker (terms), recall (read_body), memdir.store (atomic_write)
+uses: ranker (terms), recall (read_body), messages (tool_file), memdir.store (atomic_write)
 """
 
 from __future__ import annotations
@@ -513,7 +513,9 @@ def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | N
         pattern = "shell:" + " ".join(w.rsplit("/", 1)[-1] for w in first)
         return ToolCall(kind, words, flags, paths, commands, pattern, segments, command,
                         "shell-reads" in RULES and _reads_only(segments, command))
-    file_path = text_of("file_path", "absolute_path", "path", "notebook_path")
+    from mem.core.messages import tool_file
+
+    file_path = tool_file(tool_input) or ""
     path = _relative(file_path, cwd) if file_path else ""
     if path:
         paths.append(path)

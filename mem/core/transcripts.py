@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from mem.clients import codex, gemini
-from mem.core.messages import _NO_INPUT, Block, Message  # noqa: F401  (re-exported: the readers' model)
+from mem.core.messages import _NO_INPUT, FILE_KEYS, Block, Message, tool_file  # noqa: F401  (re-exported: the readers' model)
 
 #: Clients read by a module of their own (mem/clients/), by the format name they give.
 CLIENT_READERS = {c.FORMAT: c for c in (codex, gemini)}
@@ -86,41 +86,54 @@ def read_transcript(path: str) -> Transcript:
         raise UsageError(f"{path} is not a transcript: {exc.strerror}") from None
 
 
-#: msgspec's JSON decoder and the errors it raises; () until looked for, or when not installed.
-_fast: tuple = ()
-#: Records decoded so far. msgspec is looked for at the FAST_AFTER-th: importing it costs
+#: msgspec is looked for at the FAST_AFTER-th record a RecordDecoder decodes: importing it costs
 #: more than the stdlib takes to decode a few records (a rare match in a large tree).
-_decoded = 0
 FAST_AFTER = 200
 
 
-def load_record(raw: bytes) -> Any:
-    """One JSONL line as ``parse_lines`` decodes it, or None when it is not JSON.
+class RecordDecoder:
+    """JSONL records decoded as ``parse_lines`` decodes them; a reader of many records holds one.
 
     msgspec, when installed, decodes transcript records 2-3× faster than the
     stdlib (measured: bench/grep.py); what it refuses (invalid UTF-8, NaN, lone
     surrogates, whitespace JSON does not allow) goes to the stdlib, so the
-    result is the same either way.
+    result is the same either way. The decoder is looked for at the
+    ``fast_after``-th record (never when negative).
     """
-    global _fast, _decoded
-    if not _fast:
-        _decoded += 1
-        if _decoded == FAST_AFTER:
-            try:
-                import msgspec
 
-                _fast = (msgspec.json.Decoder().decode, (msgspec.DecodeError, ValueError, RecursionError))
-            except ImportError:
+    __slots__ = ("fast", "decoded", "fast_after")
+
+    def __init__(self, fast_after: int | None = None) -> None:
+        self.fast: tuple = ()  # msgspec's decode and the errors it raises; () until looked for, or when not installed
+        self.decoded = 0
+        self.fast_after = FAST_AFTER if fast_after is None else fast_after
+
+    def decode(self, raw: bytes) -> Any:
+        """One JSONL line, or None when it is not JSON."""
+        if not self.fast:
+            self.decoded += 1
+            if self.decoded == self.fast_after:
+                try:
+                    import msgspec
+
+                    self.fast = (msgspec.json.Decoder().decode, (msgspec.DecodeError, ValueError, RecursionError))
+                except ImportError:
+                    pass
+        fast = self.fast
+        if fast:
+            try:
+                return fast[0](raw)
+            except fast[1]:
                 pass
-    if _fast:
         try:
-            return _fast[0](raw)
-        except _fast[1]:
-            pass
-    try:
-        return json.loads(raw.decode("utf-8", "replace").strip())
-    except ValueError:
-        return None
+            return json.loads(raw.decode("utf-8", "replace").strip())
+        except ValueError:
+            return None
+
+
+def load_record(raw: bytes) -> Any:
+    """One JSONL line as ``parse_lines`` decodes it, or None when it is not JSON (for many: RecordDecoder)."""
+    return RecordDecoder(-1).decode(raw)
 
 
 def record_messages(obj: Any) -> list[Message]:
@@ -404,8 +417,8 @@ def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
         for b in m.tool_uses():
             if b.name not in WRITE_TOOLS:
                 continue
-            path = b.input.get("file_path") or b.input.get("path") or b.input.get("absolute_path")
-            if isinstance(path, str) and path and os.path.isabs(path) and "\0" not in path:
+            path = tool_file(b.input)
+            if path and os.path.isabs(path) and "\0" not in path:
                 norm = os.path.normpath(path)
                 forms = {norm, os.path.realpath(norm)}
                 if any(f == r or f.startswith(r.rstrip(os.sep) + os.sep) for f in forms for r in roots):
@@ -414,8 +427,7 @@ def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
 
 
 #: Keys of a tool call's input that name what it acts on, most telling first.
-_TARGET_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "command", "cmd", "pattern", "url", "query",
-                "description", "prompt")
+_TARGET_KEYS = (*FILE_KEYS, "command", "cmd", "pattern", "url", "query", "description", "prompt")
 
 
 def call_summary(block: Block, limit: int = 200) -> str:

@@ -23,7 +23,7 @@ arrive as tags.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TextIO
 
 from mem.core.errors import UsageError
@@ -159,14 +159,20 @@ def parse_payload(
     )
 
 
-def read_payload(stream: TextIO | None = None, **kwargs: Any) -> HookPayload:
-    """``parse_payload`` of everything on ``stream`` (stdin by default)."""
+#: Said (through ``read_payload``'s ``notice``) when a hook is run by hand at a terminal.
+TTY_HINT = ("--hook reads the hook's JSON payload on stdin, as the client sends it: "
+            "paste one and press Ctrl-D (Ctrl-C to quit)")
+
+
+def read_payload(stream: TextIO | None = None, *, notice: Callable[[str], None] | None = None,
+                 **kwargs: Any) -> HookPayload:
+    """``parse_payload`` of everything on ``stream`` (stdin by default); ``notice`` is given TTY_HINT
+    when the stream is a terminal (run by hand, where a client would pipe the payload in)."""
     import sys
 
     stream = sys.stdin if stream is None else stream
-    if stream.isatty():  # run by hand at a terminal, where a client would pipe the payload in
-        sys.stderr.write("mem: --hook reads the hook's JSON payload on stdin, as the client sends it: "
-                         "paste one and press Ctrl-D (Ctrl-C to quit)\n")
+    if notice is not None and stream.isatty():
+        notice(TTY_HINT)
     buffer = getattr(stream, "buffer", None)
     data = buffer.read(MAX_PAYLOAD_BYTES + 1) if buffer is not None else stream.read(MAX_PAYLOAD_BYTES + 1)
     payload = parse_payload(data, **kwargs)

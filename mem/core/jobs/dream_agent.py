@@ -137,7 +137,7 @@ def consolidate(result, root: str, transcripts_dir: str | None, model: str | Non
     conversation, told what failed validation, for the agent to fix (with the share of the cap
     held back for it, ``FIX_SHARE``).
     """
-    from mem.core.jobs.agent import ToolBox, WritePolicy
+    from mem.core.jobs.tools import ToolBox, WritePolicy
     from mem.core.jobs.runner import Job
 
     job = Job("dream", model=model, log=progress, budget=budget)

@@ -617,7 +617,7 @@ _SUBSTANTIVE = ("message", "tool_result")
 
 def extract_policy(team: bool = False):
     """Markdown files with complete frontmatter, not under logs/ (nor team/ without team memory), no deletes."""
-    from mem.core.jobs.agent import WritePolicy
+    from mem.core.jobs.tools import WritePolicy
 
     return WritePolicy(exclude=(LOGS_PREFIX,)) if team else WritePolicy()
 
@@ -840,3 +840,56 @@ def _drain(lock: RunLock, *, log: Log | None, debug: bool) -> list[ExtractResult
         lock.release()
         if not has_pending(lock.memory) or not lock.acquire():
             return results
+
+
+# --- what a run did, in words ----------------------------------------------------------------------
+
+
+def describe(result: ExtractResult, *, max_turns: int = MAX_TURNS, timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """What a run did, in a line or a few, for a person (stderr, the background log, a hook's messages)."""
+    from mem.core.wording import plural
+
+    if result.error:
+        return [f"failed: {result.error}"]
+    if result.queued:
+        holder = result.holder or {}
+        who = f" (pid {holder['pid']})" if holder.get("pid") else ""
+        return [f"an extraction is already running on this memory directory{who}; this one will run after it"]
+    if result.skipped == "no_new_messages":
+        return ["nothing new since the last extraction"]
+    if result.skipped == "agent_wrote_memory":
+        files = f" ({', '.join(result.agent_wrote)})" if result.agent_wrote else ""
+        return [f"skipped: the agent wrote memory itself in these messages{files}; the cursor moved on"]
+    if result.skipped == "auto_memory_disabled":
+        return ["skipped: auto memory is turned off for this project"]
+    lines = []
+    saved = result.saved
+    if saved:
+        lines.append(f"Saved {plural(len(saved), 'memory', 'memories')}: {', '.join(saved)}")
+    else:
+        lines.append(f"No new memories ({plural(result.messages, 'message', 'messages')} read, "
+                     f"{plural(result.turns, 'turn', 'turns')})")
+    if result.windows > 1:
+        lines.append(f"the conversation did not fit one request: read in {result.windows} windows, in order")
+    if result.indexed:
+        lines.append(f"added {plural(len(result.indexed), 'pointer', 'pointers')} to MEMORY.md")
+    if result.refused:
+        lines.append(f"{plural(result.refused, 'tool call was', 'tool calls were')} refused (--debug shows them)")
+    if result.stop_reason == "max_turns":
+        lines.append(f"the turn budget ({max_turns}) ran out before the model finished")
+    elif result.stop_reason == "deadline":
+        lines.append(f"the time budget ({timeout:g}s) ran out before the model finished")
+    elif result.stop_reason == "budget":
+        lines.append("the model's context window filled up before it finished; it was asked to wrap up")
+    if result.stopped_at_budget:
+        b = result.budget or {}
+        lines.append(f"stopped at its budget ({_caps(b)}; spent {b.get('spent_input_tokens', 0):,} in, "
+                     f"{b.get('spent_output_tokens', 0):,} out) after {plural(result.windows_done, 'window')} "
+                     f"of {result.windows}; the next run goes on from the cursor")
+    return lines
+
+
+def _caps(b: dict) -> str:
+    from mem.core.jobs.budget import format_size
+
+    return f"in={format_size(b.get('input_tokens'))},out={format_size(b.get('output_tokens'))}, {b.get('source')}"

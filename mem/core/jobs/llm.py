@@ -331,8 +331,10 @@ def first_text(response: Any) -> str:
 
 
 def debug_enabled(env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return env.get("MEM_DEBUG", "") not in ("", "0")
+    """MEM_DEBUG's rule, which mem/env.py owns (the CLI adds --debug to it: Env.debug)."""
+    from mem.env import debug_enabled as rule
+
+    return rule(env)
 
 
 # --- which model each job uses, and whether it answers (mem model) --------------------------------

@@ -180,7 +180,7 @@ def _scope_of(memory: MemoryDir, request: RememberRequest) -> str | None:
 
 
 def _policy(memory: MemoryDir, force: bool):
-    from mem.core.jobs.agent import WritePolicy
+    from mem.core.jobs.tools import WritePolicy
 
     exclude = (LOGS_PREFIX,) if _team(memory) else UNINDEXED_DIRS
     return WritePolicy(exclude=exclude, refuse_poison=not force)
@@ -277,7 +277,7 @@ def _set_type(doc, memory_type: str) -> None:
 
 
 def _offline(request: RememberRequest, result: RememberResult, memory, policy, scope: str | None) -> None:
-    from mem.core.jobs.agent import frontmatter_problem
+    from mem.core.jobs.tools import frontmatter_problem
     from mem.core.memdir.frontmatter import Document, render_new
 
     for opt, value in (("--name", request.name), ("--description", request.description)):
@@ -419,7 +419,7 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
 
 def _agent(request: RememberRequest, result: RememberResult, memory: MemoryDir, policy, scope: str | None,
            log: Log | None, debug: bool) -> None:
-    from mem.core.jobs.agent import ToolBox
+    from mem.core.jobs.tools import ToolBox
     from mem.core.jobs.runner import Job
     from mem.core.memdir.index import ensure_indexed
     from mem.core.memdir.layout import is_team as is_team_relpath

@@ -59,6 +59,15 @@ class UpdateResult:
                 "tokens": self.tokens, "duration_s": round(self.duration_s, 3),
                 "stopped_at_budget": self.stopped_at_budget, "budget": self.budget}
 
+    def describe(self) -> str:
+        """What the update did, in a line for a person."""
+        if self.skipped:
+            return f"not updating: {self.skipped}"
+        done = f"updated {self.path} ({self.turns} turn{'s' * (self.turns != 1)})"
+        if self.stopped_at_budget:
+            done += "; the note-taking agent stopped at its budget, its edits are kept"
+        return done
+
 
 #: The last words of the request: what to do now.
 EDIT_NOW = "Now update {path} with the edit tool: make all your edits in one turn, then stop."
@@ -74,7 +83,7 @@ def build_prompt(notes_path: str, notes: str, transcript_text: str, custom: str 
 def update(session_id: str, path: str, transcript, *, model: str | None = None, if_due: bool = False,
            budget: str | None = None) -> UpdateResult:
     from mem.core.guards.secrets import redact
-    from mem.core.jobs.agent import ToolBox, WritePolicy
+    from mem.core.jobs.tools import ToolBox, WritePolicy
     from mem.core.jobs.runner import Job
     from mem.core.transcripts import render_for_model
 

@@ -15,6 +15,7 @@ Two jobs live here:
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any, NamedTuple
 
 from mem.core.jscompat import JS_WHITESPACE as JS_WS  # JavaScript's \s, as a character-class body
@@ -30,9 +31,7 @@ _YAML_SPECIAL = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
 
 # --- YAML ------------------------------------------------------------------
 
-_loader_cls = None
-
-
+@cache  # the class is built once per process, when the first YAML is read
 def _yaml_loader():
     """A YAML 1.2-core flavoured safe loader (C-accelerated when available).
 
@@ -40,9 +39,6 @@ def _yaml_loader():
     dates stay strings and ``010`` is ten. PyYAML implements 1.1, so the
     implicit resolvers are replaced by the 1.2 core schema's.
     """
-    global _loader_cls
-    if _loader_cls is not None:
-        return _loader_cls
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -98,7 +94,6 @@ def _yaml_loader():
     # Timestamps resolve no more, but an explicit !!timestamp tag still should
     # not produce a datetime that JSON output cannot carry.
     Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
-    _loader_cls = Loader
     return Loader
 
 
