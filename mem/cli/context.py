@@ -39,7 +39,7 @@ def context_cmd(ctx: click.Context, form: str, external_includes: bool, no_memor
     """
     from mem.core import context as cx
 
-    if fmt != "text" and form != "claude":
+    if fmt != "text" and form == "agents-md":
         raise UsageError("--format agents-md prints text; it does not go with --json or --jsonl")
     res = resolve_dir(where)
     use_memory = not no_memory and res.auto_memory_enabled and res.layout != "agent"
@@ -62,7 +62,7 @@ def context_cmd(ctx: click.Context, form: str, external_includes: bool, no_memor
     elif fmt == "jsonl":
         render.out_jsonl(f.as_dict() for f in loaded.files)
     elif loaded.files:
-        render.out(loaded.render() if form == "claude" else cx.render_agents_md(loaded))
+        render.out(cx.render_agents_md(loaded) if form == "agents-md" else loaded.render())
     if not loaded.files:
         render.info(f"no instruction files or memory index for {res.project_root}")
         ctx.exit(ExitCode.NOT_FOUND)

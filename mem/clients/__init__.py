@@ -1,20 +1,62 @@
-"""One module per agent: what mem knows of each client's files (DESIGN: mem/clients/).
+"""One module per agent: what mem knows of each client (DESIGN: mem/clients/).
 
-Today: codex (Codex CLI's session rollouts, its AGENTS.md) and gemini (Gemini
-CLI's chat recordings, its GEMINI.md). Claude Code and qwen-code still live in
-core (transcripts.py, paths.py) until they move here.
+claude (Claude Code), qwen (qwen-code), codex (Codex CLI's session rollouts, its
+AGENTS.md) and gemini (Gemini CLI's chat recordings, its GEMINI.md). A module
+says, as module attributes and functions: ``LAYOUT`` (the memory directory's
+layout and frontmatter), ``TRANSCRIPTS_SUBDIR`` (where a project folder keeps
+its sessions), ``LOADS_OWN_MEMORY`` (it loads MEMORY.md and its memory
+instructions itself), ``HOOK_GROUPS`` / ``SETTINGS_SCOPES`` /
+``SETTINGS_COMMENTS`` / ``settings_file`` / ``hooks_disabled_by`` (its hooks and
+settings files), ``home`` and ``escapes_hook_context``. Core and CLI ask these;
+no module outside this package compares a client's name.
+
+uses: nothing of mem at import (each module imports core.paths lazily)
 """
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+#: The clients mem installs hooks for (``mem hooks install --client``).
+HOOKED = ("claude", "qwen")
+#: The memory-directory layouts (and topic-file frontmatter) mem reads and writes: each client's own.
+LAYOUTS = ("claude", "qwen")
+#: Clients that read an instructions file mem can keep a block in.
+WITH_INSTRUCTIONS_FILE = ("codex", "gemini")
+#: Clients that load no memory directory themselves: a SessionStart hook gives them the full text.
+NO_OWN_MEMORY = frozenset({"codex", "gemini"})
+
+
+class Group(NamedTuple):
+    """One matcher group of one hook event: the handlers mem adds, as (arguments, timeout in s,
+    or None for the client's default)."""
+
+    event: str
+    matcher: str | None
+    handlers: tuple[tuple[str, int | None], ...]
 
 
 def named(name: str):
-    """The module of a client by its name (``codex``, ``gemini``)."""
+    """The module of a client by its name (``claude``, ``qwen``, ``codex``, ``gemini``)."""
     from importlib import import_module
 
     return import_module(f"mem.clients.{name}")
 
 
-#: Clients that read an instructions file mem can keep a block in.
-WITH_INSTRUCTIONS_FILE = ("codex", "gemini")
+def of_layout(layout: str):
+    """The client whose memory directory a resolution's layout is: qwen-code's for ``qwen``,
+    Claude Code's for its own, an agent's (Claude Code's subagents) and one named by --dir."""
+    return named(layout if layout in LAYOUTS else "claude")
 
-#: Clients that load no memory directory themselves: a SessionStart hook gives them the full text.
-NO_OWN_MEMORY = frozenset({"codex", "gemini"})
+
+def payload_layout(name: str) -> str:
+    """The memory layout a hook payload from the client means (``auto``: the resolution decides)."""
+    return getattr(named(name), "PAYLOAD_LAYOUT", "auto")
+
+
+def escapes_hook_context(name: str, version: tuple[int, ...] | None) -> bool:
+    """Whether the client escapes tags in hook context before the model reads it. For a client
+    whose behaviour was not recorded (Codex CLI, Gemini CLI), Claude Code's rule."""
+    module = named(name)
+    rule = getattr(module, "escapes_hook_context", None) or named("claude").escapes_hook_context
+    return rule(version)

@@ -24,6 +24,9 @@ from mem.core.messages import Block, Message
 #: The instructions file the client loads from the project (``mem prompt --client codex --write``).
 INSTRUCTIONS_FILE = "AGENTS.md"
 FORMAT = "codex"
+NAME = FORMAT
+#: It loads no memory directory itself: a SessionStart hook gives it the full text.
+LOADS_OWN_MEMORY = False
 WHOLE_FILE = False  # each line is read alone
 #: Rollout line types (RolloutItem): a record with one of these and a payload is Codex's.
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted",

@@ -30,6 +30,9 @@ from mem.core.messages import Block, Message
 #: The instructions file the client loads from the project (``mem prompt --client gemini --write``).
 INSTRUCTIONS_FILE = "GEMINI.md"
 FORMAT = "gemini"
+NAME = FORMAT
+#: It loads no memory directory itself: a SessionStart hook gives it the full text.
+LOADS_OWN_MEMORY = False
 #: Gemini CLI's hook events (settings.json "hooks") that mean what Claude Code's do: BeforeAgent
 #: has the prompt and takes ``hookSpecificOutput.additionalContext``, AfterAgent ends the turn.
 HOOK_EVENTS = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "PreCompress": "PreCompact"}

@@ -110,11 +110,9 @@ def check_hooks(client: str, project: str | None, env: Mapping[str, str] | None 
 
 def client_home(client: str, env: Mapping[str, str] | None = None) -> str:
     """~/.claude (or CLAUDE_CONFIG_DIR) or ~/.qwen: there when the client has run here."""
-    env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-    if client == "claude":
-        return env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
-    return os.path.join(home, ".qwen")
+    from mem.clients import named
+
+    return named(client).home(env)
 
 
 def check_cron(env: Mapping[str, str] | None = None) -> Check:

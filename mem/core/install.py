@@ -11,7 +11,7 @@ stays, numbers are written as the file wrote them, qwen-code's comments are
 kept, nothing is written when nothing changes, and a copy of the old file goes
 to the state directory first. A file that is not a JSON object is never touched.
 
-uses: paths (settings locations), hooks (subcommand names), memdir.files (read_bytes, atomic_write),
+uses: clients (each client's entries, settings files and scopes), paths, hooks (subcommand names), memdir.files (read_bytes, atomic_write),
 memdir.state (backups, hook stamps).
 """
 
@@ -25,50 +25,26 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from mem.clients import HOOKED as CLIENTS
+from mem.clients import Group
 from mem.core.errors import RefusedError, UsageError
 
-CLIENTS = ("claude", "qwen")
 SCOPES = ("user", "project", "local")
 #: Our subcommands that take --hook: how a command is recognised as ours.
 HOOK_COMMANDS = ("prompt", "recall", "extract", "session")
 
 
-class Group(NamedTuple):
-    """One matcher group of one event: the handlers mem adds, as (arguments, timeout in s, or None
-    for the client's default)."""
+def _client(client: str):
+    from mem.clients import named
 
-    event: str
-    matcher: str | None
-    handlers: tuple[tuple[str, int | None], ...]
-
-
-#: The tools that act (a shell command, an edit, a write): before each, the feedback that applies
-#: to it (mem/core/hooks/tool.py). Not for qwen-code: 0.24.4 runs a PreToolUse hook but leaves its
-#: additionalContext out of the next request (tests/e2e), so the hook would cost a process per
-#: call and spend the session's recall budget on text the model never reads.
-CLAUDE_ACTING_TOOLS = "Bash|Edit|Write|MultiEdit"
-#: The README's entries. Claude Code: instructions at start, recall per prompt and before a tool
-#: acts, extraction at the end of a turn, session notes across a compaction.
-CLAUDE_GROUPS = (
-    Group("SessionStart", None, (("prompt --hook", 10),)),
-    Group("SessionStart", "compact", (("recall --hook", 10), ("session compact --hook", 10))),
-    Group("UserPromptSubmit", None, (("recall --hook", 15),)),
-    Group("PreToolUse", CLAUDE_ACTING_TOOLS, (("recall --hook", 10),)),
-    Group("Stop", None, (("extract --hook --background", 10),)),
-    Group("PreCompact", None, (("session compact --hook", 10),)),
-)
-#: qwen-code puts MEMORY.md and its own memory instructions into the system prompt and extracts
-#: memories itself; what it lacks is recall (reference/real-clients.md, qwen-code). 0.24 fires
-#: SessionStart too (0.15 does not), where prompt --hook adds the note on surfaced memories. No
-#: timeout: qwen-code 0.15 reads it as milliseconds (15 would kill the hook after 15 ms), 0.24 as seconds.
-QWEN_GROUPS = (
-    Group("SessionStart", None, (("prompt --hook", None),)),
-    Group("UserPromptSubmit", None, (("recall --hook", None),)),
-)
+    if client not in CLIENTS:
+        raise UsageError(f"unknown client {client!r} (expected {' or '.join(CLIENTS)})")
+    return named(client)
 
 
 def groups_for(client: str) -> tuple[Group, ...]:
-    return CLAUDE_GROUPS if client == "claude" else QWEN_GROUPS
+    """The README's entries for the client (HOOK_GROUPS in mem/clients/)."""
+    return _client(client).HOOK_GROUPS
 
 
 def events_for(client: str) -> tuple[str, ...]:
@@ -179,20 +155,10 @@ def settings_path(client: str, scope: str, project: str | None = None,
 
     Example: settings_path("claude", "local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
     """
-    from mem.core import paths
-
-    if client not in CLIENTS:
-        raise UsageError(f"unknown client {client!r} (expected claude or qwen)")
+    module = _client(client)
     if scope not in SCOPES:
         raise UsageError(f"unknown scope {scope!r} (expected user, project or local)")
-    if client == "claude":
-        root = "" if scope == "user" else paths.project_root(project or os.getcwd())
-        return paths.claude_settings_file(scope, root, env)
-    if scope == "user":
-        return os.path.join(paths.qwen_home(paths.home_dir(env)), "settings.json")
-    if scope == "local":
-        raise UsageError("qwen-code has no local settings file; use --scope user or project")
-    return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")
+    return module.settings_file(scope, project, env)
 
 
 class SettingsFile(NamedTuple):
@@ -224,7 +190,7 @@ class Number:
 
 def comments_allowed(client: str) -> bool:
     """qwen-code reads its settings with // and /* */ comments (as JSONC); Claude Code does not."""
-    return client == "qwen"
+    return _client(client).SETTINGS_COMMENTS
 
 
 def blank_comments(text: str) -> str:
@@ -662,25 +628,11 @@ def wrapped_entries(client: str, scope: str, events: Iterable[str], project: str
             for h in group["hooks"] if isinstance(h, dict) and wrapped(h.get("command"))]
 
 
-def disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
-    """The settings that keep Claude Code from running user and project hooks, if any."""
-    from mem.core import paths
-
-    settings = paths.load_settings(paths.project_root(project or os.getcwd()), env=env)
-    hit = settings.first("disableAllHooks", accept=lambda v: v is True)
-    if hit:
-        return f"disableAllHooks in {hit[1].label}"
-    hit = settings.first("allowManagedHooksOnly", names=("policy",), accept=lambda v: v is True)
-    if hit:
-        return f"allowManagedHooksOnly in {hit[1].label}"
-    return None
-
-
 def status(client: str, scope: str | None = None, project: str | None = None,
            env: Mapping[str, str] | None = None) -> dict:
     """What ``mem hooks status`` reports: our entries in every scope of the client (or ``scope``),
     the events missing from all, what turns hooks off, and whether all is well."""
-    scopes = (scope,) if scope else (("user", "project") if client == "qwen" else SCOPES)
+    scopes = (scope,) if scope else _client(client).SETTINGS_SCOPES
     checked: dict = {}
     found: list[Entry] = []
     seen = set()
@@ -690,7 +642,7 @@ def status(client: str, scope: str | None = None, project: str | None = None,
             seen.add(path)
             found += entries(client, name, project, env, checked=checked)
     missing = [e for e in events_for(client) if not any(f.event == e for f in found)]
-    disabled = disabled_by(project, env) if client == "claude" else None
+    disabled = _client(client).hooks_disabled_by(project, env)
     ok = not missing and all(f.runs for f in found) and not disabled
     return {"client": client, "entries": found, "missing": missing, "disabled_by": disabled, "ok": ok}
 

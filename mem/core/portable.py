@@ -9,7 +9,8 @@ digest, under ``memory/``, with no absolute path, ``..``, link or device. An imp
 whole (paths, secrets, frontmatter, conflicts) before its first write; then every write goes
 through ``MemoryDir.write`` as one ``import`` operation of the history, so ``mem undo`` takes it back.
 
-uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, guards.poison.poison_problem, memdir.index.drop_pointers, paths
+uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, guards.poison.poison_problem, memdir.index.drop_pointers, paths,
+clients (each layout's frontmatter)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tarfile
 import time
 from dataclasses import dataclass, field
 
+from mem.clients import of_layout
 from mem.core.errors import NotFoundError, RefusedError, UsageError
 from mem.core.memdir.layout import (
     INDEX_NAME,
@@ -421,7 +423,7 @@ def read_archive(path: str, fileobj=None, limits: Limits | None = None) -> Sourc
         if entries[rel].get("sha256") != _sha256(data):
             raise ArchiveError(f"{path}: {rel}: sha256 does not match the manifest (damaged or altered)")
     mtimes = {rel: e["mtime"] for rel, e in entries.items() if _sane_mtime(e.get("mtime"))}
-    layout = meta.get("layout") if meta.get("layout") in ("claude", "qwen") else "claude"
+    layout = of_layout(meta.get("layout")).LAYOUT
     return Source("archive", path, layout, files, mtimes, deadline=deadline, seconds=limits.seconds)
 
 
@@ -446,7 +448,7 @@ def read_directory(root: str, layout: str, *, logs: bool = False, team: bool = F
         except RefusedRead as exc:
             raise ArchiveError(f"{path}: {exc.strerror}") from None
         mtimes[rel] = os.stat(path).st_mtime
-    return Source("dir", root, "qwen" if layout == "qwen" else "claude", files, mtimes)
+    return Source("dir", root, of_layout(layout).LAYOUT, files, mtimes)
 
 
 def load_source(location: str, *, layout: str | None = None, logs: bool = False, team: bool = False,
@@ -473,7 +475,7 @@ def convert_layout(text: str, source: str, target: str) -> str:
     writes it under ``metadata:``. Towards qwen-code, ``metadata.type`` is lifted to a top-level
     ``type`` (metadata kept). Towards Claude Code a flat file is already readable: unchanged.
     """
-    if source == target or target != "qwen":
+    if source == target or of_layout(target).READS_METADATA_TYPE:
         return text
     from mem.core.memdir.frontmatter import Document
 

@@ -60,7 +60,10 @@ class ProjectFolder:
 
 
 def _transcripts_of(client: str, folder: str) -> list[str]:
-    directory = os.path.join(folder, "chats") if client == "qwen" else folder
+    from mem.clients import named
+
+    sub = named(client).TRANSCRIPTS_SUBDIR
+    directory = os.path.join(folder, sub) if sub else folder
     try:
         with os.scandir(directory) as it:
             return sorted(e.path for e in it if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
@@ -246,6 +249,7 @@ def _remove_empty(directory: str) -> None:
 
 def plan_relocation(old: str, new: str, env=None) -> Relocation:
     """What moving the project at ``old`` (which may be gone) to ``new`` (which must exist) would do."""
+    from mem.clients import named
     from mem.core.memdir.store import MemoryDir
     from mem.core.portable import plan_import, read_directory
 
@@ -261,12 +265,8 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
     for client, memory_base, transcripts_base in paths.project_bases(env=env):
         old_memory = os.path.join(paths.find_project_dir(memory_base, old), MEMORY_SUBDIR)
         old_folder = paths.find_project_dir(transcripts_base, old)
-        if client == "claude":
-            new_memory = paths.claude_default_memory_dir(new_key, env, home).rstrip(os.sep)
-            new_folder = paths.claude_transcripts_dir(new, env, home)
-        else:
-            new_memory = paths.qwen_memory_dir(new_key, home)
-            new_folder = paths.find_project_dir(transcripts_base, new)
+        new_memory = named(client).default_memory_dir(new_key, env, home)
+        new_folder = named(client).project_folder(new, env, home)
         if os.path.normpath(old_folder) == os.path.normpath(new_folder):
             continue
         whole = (os.path.dirname(old_memory) == old_folder and os.path.dirname(new_memory) == new_folder)

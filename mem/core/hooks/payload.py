@@ -32,9 +32,6 @@ from mem.core.errors import UsageError
 OUTPUT_LIMIT = 10_000
 #: What we allow ourselves, leaving room for the client's own framing of the text.
 CONTEXT_LIMIT = 9_500
-#: The last Claude Code release that passes hook context to the model unescaped: bisected over
-#: the npm releases 2.1.197..2.1.330 (2.1.291 passes ``<system-reminder>`` through, 2.1.292 escapes it).
-LAST_UNESCAPED_CLAUDE = (2, 1, 291)
 #: How much of a transcript's end is read for the client's version.
 VERSION_TAIL_BYTES = 64 * 1024
 #: A payload larger than this is not a hook payload (a transcript piped by mistake, say).
@@ -229,10 +226,13 @@ def recall_applies(resolution) -> bool:
 
 def hook_where(where: dict, payload: HookPayload) -> dict:
     """The memory-directory options of a hook call completed from its payload: the project is the
-    payload's cwd (unless --project says otherwise), and a qwen-code payload means the qwen layout."""
+    payload's cwd (unless --project says otherwise), and the layout the client's payload means
+    (a qwen-code payload: qwen-code's; mem/clients/)."""
+    from mem.clients import payload_layout
+
     where = {**where, "project": where.get("project") or payload.cwd}
-    if where.get("layout", "auto") == "auto" and payload.client == "qwen":
-        where["layout"] = "qwen"
+    if where.get("layout", "auto") == "auto":
+        where["layout"] = payload_layout(payload.client)
     return where
 
 
@@ -300,15 +300,18 @@ NOT_READ = object()
 def escapes_context(payload: HookPayload, version=NOT_READ) -> bool:
     """Whether the client escapes the tags in hook context before the model reads it.
 
-    qwen-code always has; Claude Code has since 2.1.292. When the version
-    cannot be told (no transcript yet), the answer is yes: plain text reads
-    well either way, escaped tags do not. ``version``: what a caller that has
-    read the transcript already found there (None: nothing), so it is not read twice.
+    The client says (mem/clients/: qwen-code always has, Claude Code since
+    2.1.292). When the version cannot be told (no transcript yet), the answer
+    is yes: plain text reads well either way, escaped tags do not. ``version``:
+    what a caller that has read the transcript already found there (None:
+    nothing), so it is not read twice.
     """
-    if payload.client == "qwen":
-        return True
+    from mem.clients import escapes_hook_context, named
+
+    if getattr(named(payload.client), "ESCAPES_ALWAYS", False):
+        return True  # whatever the version: the transcript is not read
     if version is NOT_READ:
         version = client_version(payload)
     else:
         version = parse_version((payload.raw or {}).get("version")) or version
-    return version is None or version > LAST_UNESCAPED_CLAUDE
+    return escapes_hook_context(payload.client, version)

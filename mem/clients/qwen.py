@@ -1,0 +1,136 @@
+"""qwen-code: its memory directories, hook output, settings files (JSON with comments).
+
+qwen-code 0.15 and 0.24 keep Claude Code's layout under ``~/.qwen/projects/<slug>/``
+(memory/, and the session chats in chats/), keyed by sanitizePath as Claude Code
+is (reference/real-clients.md, qwen-code).
+
+Transcripts (``chats/<session>.jsonl``): lines of Claude Code's shape whose
+``message`` is Gemini-shaped, ``{role, parts}``.
+
+uses: core.messages, core.paths (home, project root) lazily
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from mem.clients import Group
+from mem.core.messages import Block, Message
+
+NAME = "qwen"
+#: The transcript format name (mem/core/transcripts.py).
+FORMAT = "qwen"
+LAYOUT = "qwen"
+#: A qwen-code hook payload means qwen-code's memory directory.
+PAYLOAD_LAYOUT = "qwen"
+#: It escapes both ``<`` and ``>`` in hook context, 0.15 and 0.24 alike.
+ESCAPES_ALWAYS = True
+#: Topic-file frontmatter is flat: it reads a top-level ``type`` only.
+READS_METADATA_TYPE = False
+#: A project folder keeps its chats in ``chats/<session>.jsonl``.
+TRANSCRIPTS_SUBDIR = "chats"
+#: It puts MEMORY.md and its own memory instructions into the system prompt, and extracts itself.
+LOADS_OWN_MEMORY = True
+#: qwen-code has user and project settings, no local file.
+SETTINGS_SCOPES = ("user", "project")
+#: It reads its settings with // and /* */ comments (as JSONC).
+SETTINGS_COMMENTS = True
+
+#: What it lacks is recall (reference/real-clients.md, qwen-code). 0.24 fires SessionStart too
+#: (0.15 does not), where prompt --hook adds the note on surfaced memories. No timeout: qwen-code
+#: 0.15 reads it as milliseconds (15 would kill the hook after 15 ms), 0.24 as seconds. No
+#: PreToolUse: 0.24.4 runs one but leaves its additionalContext out of the next request
+#: (tests/e2e), so the hook would cost a process per call for text the model never reads.
+HOOK_GROUPS = (
+    Group("SessionStart", None, (("prompt --hook", None),)),
+    Group("UserPromptSubmit", None, (("recall --hook", None),)),
+)
+
+
+def home(env: Mapping[str, str] | None = None) -> str:
+    """~/.qwen: there when the client has run here."""
+    env = os.environ if env is None else env
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".qwen")
+
+
+def default_memory_dir(key_root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """The memory directory of a canonical git root (or project root), without a trailing separator.
+
+    Example: default_memory_dir("/h/repo", home="/h") == "/h/.qwen/projects/-h-repo/memory"
+    """
+    from mem.core import paths
+
+    return paths.qwen_memory_dir(key_root, paths.home_dir(env, home))
+
+
+def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """The project folder of a working directory (its chats are in ``chats/``).
+
+    Example: project_folder("/h/repo/sub", home="/h") == "/h/.qwen/projects/-h-repo-sub"
+    """
+    from mem.core import paths
+
+    return os.path.dirname(paths.qwen_transcripts_dir(root, paths.home_dir(env, home)))
+
+
+def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The settings file of a scope (user or project).
+
+    Example: settings_file("project", "/home/u/repo") == "/home/u/repo/.qwen/settings.json"
+    """
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    if scope == "user":
+        return os.path.join(paths.qwen_home(paths.home_dir(env)), "settings.json")
+    if scope == "local":
+        raise UsageError("qwen-code has no local settings file; use --scope user or project")
+    return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")
+
+
+def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    return None
+
+
+def escapes_hook_context(version: tuple[int, ...] | None) -> bool:
+    return ESCAPES_ALWAYS
+
+
+def parse(obj: dict) -> list[Message]:
+    kind = obj.get("type")
+    if kind not in ("user", "assistant", "tool_result"):
+        return []
+    msg = obj.get("message") or {}
+    blocks = to_blocks(msg.get("parts"))
+    role = "assistant" if kind == "assistant" or msg.get("role") == "model" else "user"
+    sub = "tool_result" if kind == "tool_result" or (blocks and all(b.type == "tool_result" for b in blocks)) else "message"
+    return [Message(obj.get("uuid"), role, blocks, kind=sub, timestamp=obj.get("timestamp"), session_id=obj.get("sessionId"),
+                    usage=obj.get("usageMetadata"))]
+
+
+def to_blocks(parts: Any) -> list[Block]:
+    blocks = []
+    for p in parts or []:
+        if not isinstance(p, dict):
+            continue
+        if "text" in p:
+            blocks.append(Block("thinking" if p.get("thought") else "text", _str(p.get("text"))))
+        elif "functionCall" in p:
+            call = p["functionCall"] or {}
+            args = call.get("args")
+            blocks.append(Block("tool_use", name=call.get("name") or "", input=args if isinstance(args, dict) else {}, id=call.get("id") or ""))
+        elif "functionResponse" in p:
+            resp = p["functionResponse"] or {}
+            body = resp.get("response")
+            text = body.get("output", body.get("error", "")) if isinstance(body, dict) else body
+            is_error = isinstance(body, dict) and "error" in body
+            blocks.append(Block("tool_result", text if isinstance(text, str) else json.dumps(text, ensure_ascii=False),
+                                name=resp.get("name") or "", id=resp.get("id") or "", is_error=is_error))
+    return blocks
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
