@@ -28,6 +28,7 @@ from typing import NamedTuple
 from mem.clients import HOOKED as CLIENTS
 from mem.clients import Group
 from mem.core.errors import RefusedError, UsageError
+from mem.core.jscompat import blank_comments
 
 SCOPES = ("user", "project", "local")
 #: Our subcommands that take --hook: how a command is recognised as ours.
@@ -191,38 +192,6 @@ class Number:
 def comments_allowed(client: str) -> bool:
     """qwen-code reads its settings with // and /* */ comments (as JSONC); Claude Code does not."""
     return _client(client).SETTINGS_COMMENTS
-
-
-def blank_comments(text: str) -> str:
-    """``text`` with every // and /* */ comment outside strings turned into spaces (newlines kept),
-    so positions in it are positions in ``text``.
-
-    Example: blank_comments('{"a": 1 // one\n}') == '{"a": 1       \n}'
-    """
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def _decoder() -> json.JSONDecoder:
