@@ -54,6 +54,22 @@ def payload_layout(name: str) -> str:
     return getattr(named(name), "PAYLOAD_LAYOUT", "auto")
 
 
+def memory_on(resolution, env=None) -> tuple[bool, str]:
+    """Whether memory applies to a resolved memory directory, and the rule that decided: the one
+    answer recall, prompt, context, extract, path and status give.
+
+    A directory named by --dir or MEM_DIR is the user's own: no client's switch governs it.
+    Any other is a client's, and its switch decides (``memory_on`` of the client's module):
+    Claude Code's isAutoMemoryEnabled for its auto-memory directory and its subagents'
+    memory, qwen-code's ``memory.enableManagedAutoMemory`` for its own.
+
+    Example: memory_on(resolve(dir="/tmp/m")) == (True, "a directory of your own (--dir)")
+    """
+    if resolution.layout == "dir":
+        return True, f"a directory of your own ({resolution.rule})"
+    return of_layout(resolution.layout).memory_on(resolution, env)
+
+
 def escapes_hook_context(name: str, version: tuple[int, ...] | None) -> bool:
     """Whether the client escapes tags in hook context before the model reads it. For a client
     whose behaviour was not recorded (Codex CLI, Gemini CLI), Claude Code's rule."""

@@ -113,6 +113,12 @@ def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None 
     return None
 
 
+def memory_on(resolution, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """isAutoMemoryEnabled (read by mem/core/paths.py into the resolution): off, Claude Code loads no
+    MEMORY.md, recalls nothing, extracts nothing, and gives its subagents no memory."""
+    return resolution.auto_memory_enabled, resolution.auto_memory_reason
+
+
 def escapes_hook_context(version: tuple[int, ...] | None) -> bool:
     """Whether hook context reaches the model with its tags escaped: since 2.1.292, and when the
     version cannot be told (plain text reads well either way, escaped tags do not)."""

@@ -7,7 +7,7 @@ is (reference/real-clients.md, qwen-code).
 Transcripts (``chats/<session>.jsonl``): lines of Claude Code's shape whose
 ``message`` is Gemini-shaped, ``{role, parts}``.
 
-uses: core.messages, core.paths (home, project root) lazily
+uses: core.messages; lazily core.paths (home, project root), core.jscompat and core.memdir.files (settings)
 """
 
 from __future__ import annotations
@@ -89,6 +89,31 @@ def settings_file(scope: str, project: str | None = None, env: Mapping[str, str]
     if scope == "local":
         raise UsageError("qwen-code has no local settings file; use --scope user or project")
     return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")
+
+
+def memory_on(resolution, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """``memory.enableManagedAutoMemory`` (default true), the project's settings over the user's, as
+    qwen-code 0.24.4 reads it: off, it neither recalls nor extracts (getManagedAutoMemoryEnabled)."""
+    for scope in ("project", "user"):
+        path = settings_file(scope, resolution.project_root, env)
+        memory = _read_settings(path).get("memory")
+        value = memory.get("enableManagedAutoMemory") if isinstance(memory, dict) else None
+        if isinstance(value, bool):
+            return value, f"memory.enableManagedAutoMemory={'true' if value else 'false'} ({path})"
+    return True, "default"
+
+
+def _read_settings(path: str) -> dict:
+    """A settings file's JSON object, comments allowed; {} when it is absent, unreadable or no object."""
+    from mem.core.jscompat import blank_comments
+    from mem.core.memdir.files import read_bytes
+    from mem.core.paths import SETTINGS_MAX_BYTES
+
+    try:
+        data = json.loads(blank_comments(read_bytes(path, SETTINGS_MAX_BYTES).decode("utf-8", "replace")))
+    except (OSError, ValueError, RecursionError):  # a refused read is an OSError
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:

@@ -218,12 +218,6 @@ class HookResult(NamedTuple):
     messages: tuple[str, ...] = ()
 
 
-def recall_applies(resolution) -> bool:
-    """Whether recall runs for this directory: Claude Code's auto-memory switches govern the
-    directory its own rules chose, not one named with --dir or MEM_DIR, nor qwen-code's."""
-    return resolution.auto_memory_enabled or resolution.layout != "claude"
-
-
 def hook_where(where: dict, payload: HookPayload) -> dict:
     """The memory-directory options of a hook call completed from its payload: the project is the
     payload's cwd (unless --project says otherwise), and the layout the client's payload means
