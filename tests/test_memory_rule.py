@@ -106,3 +106,9 @@ def test_recall(case, run_mem):
     repo, opts, client, env, applies = case
     out = recalled(run_mem, repo, *opts, client=client, env=env)
     assert (f"{applies}: staging" in out) if applies else out == ""
+
+
+def test_extract_at_stop(case, run_mem):
+    repo, opts, client, env, applies = case
+    err = extract_stderr(run_mem, repo, *opts, client=client, env=env)
+    assert ("auto memory" not in err) if applies else "auto memory is turned off" in err

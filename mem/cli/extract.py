@@ -57,6 +57,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
       # ~/.claude/settings.json, hooks.Stop: mem extract --hook --background
     """
     from mem.cli import debug_enabled
+    from mem.clients import memory_on
     from mem.core.jobs import llm
     from mem.core.jobs.extract import ExtractRequest, ExtractResult, extract
 
@@ -75,7 +76,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         where = hook_where(where, payload)
     resolution = resolve_dir(where)
     memory = MemoryDir(resolution.memory_dir)
-    if hook and not resolution.auto_memory_enabled and resolution.rule not in ("--dir", "MEM_DIR"):
+    if hook and not memory_on(resolution)[0]:  # the client's own switch; an explicit `mem extract` runs
         result = ExtractResult(memory.root, transcript or "-", session, skipped="auto_memory_disabled")
         _report(result, fmt="text", hook=True)
         return
