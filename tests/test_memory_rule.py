@@ -108,6 +108,18 @@ def test_recall(case, run_mem):
     assert (f"{applies}: staging" in out) if applies else out == ""
 
 
+def test_context(case, run_mem):
+    repo, opts, client, env, applies = case
+    layout = ("--layout", "qwen") if client == "qwen" else ()
+    c = context(run_mem, repo, *opts, *layout, env=env)
+    if "--agent" in opts:  # a subagent's MEMORY.md is in that agent's own prompt, not the session's context
+        assert "staging deploys" not in c.stdout and "agent's own prompt" in c.stderr
+    elif applies:
+        assert f"{applies} staging deploys" in c.stdout and "left out" not in c.stderr
+    else:
+        assert "staging deploys" not in c.stdout and "left out" in c.stderr
+
+
 def test_extract_at_stop(case, run_mem):
     repo, opts, client, env, applies = case
     err = extract_stderr(run_mem, repo, *opts, client=client, env=env)
