@@ -108,6 +108,12 @@ def test_recall(case, run_mem):
     assert (f"{applies}: staging" in out) if applies else out == ""
 
 
+def test_prompt_at_session_start(case, run_mem):
+    repo, opts, client, env, applies = case
+    out = started(run_mem, repo, *opts, client=client, env=env)
+    assert out != "" if applies else out == ""
+
+
 def test_context(case, run_mem):
     repo, opts, client, env, applies = case
     layout = ("--layout", "qwen") if client == "qwen" else ()

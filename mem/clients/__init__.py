@@ -23,8 +23,6 @@ HOOKED = ("claude", "qwen")
 LAYOUTS = ("claude", "qwen")
 #: Clients that read an instructions file mem can keep a block in.
 WITH_INSTRUCTIONS_FILE = ("codex", "gemini")
-#: Clients that load no memory directory themselves: a SessionStart hook gives them the full text.
-NO_OWN_MEMORY = frozenset({"codex", "gemini"})
 
 
 class Group(NamedTuple):
