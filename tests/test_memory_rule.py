@@ -130,3 +130,14 @@ def test_extract_at_stop(case, run_mem):
     repo, opts, client, env, applies = case
     err = extract_stderr(run_mem, repo, *opts, client=client, env=env)
     assert ("auto memory" not in err) if applies else "auto memory is turned off" in err
+
+
+def test_path_and_status_say_the_same(case, run_mem):
+    repo, opts, client, env, applies = case
+    layout = ("--layout", "qwen") if client == "qwen" else ()
+    p = run_mem("path", "--project", str(repo), *opts, *layout, env=env)
+    assert ("auto memory is off here" in p.stderr) is not bool(applies), p.stderr
+    data = json.loads(run_mem("path", "--project", str(repo), *opts, *layout, "--json", env=env).stdout)
+    assert data["memory_on"] is bool(applies)
+    status = json.loads(run_mem("status", "--project", str(repo), *opts, *layout, "--json", env=env).stdout)
+    assert (status["auto_memory_enabled"], status["auto_memory_reason"]) == (data["memory_on"], data["memory_on_reason"])

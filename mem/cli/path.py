@@ -44,13 +44,16 @@ def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, where: dict, f
         else:
             render.out_record({"memory_dir": d, "exists": os.path.isdir(d)}, fmt)
         return
+    from mem.clients import memory_on
+
     res = resolve_dir(where)
     data = res.as_dict()
     data["exists"] = os.path.isdir(res.memory_dir)
+    data["memory_on"], data["memory_on_reason"] = memory_on(res)
     if fmt == "text":
         render.out(res.memory_dir)
-        if not res.auto_memory_enabled:
-            render.warn(f"auto memory is off here: {res.auto_memory_reason}")
+        if not data["memory_on"]:
+            render.warn(f"auto memory is off here: {data['memory_on_reason']}")
     else:
         render.out_record(data, fmt)
 

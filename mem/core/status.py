@@ -78,11 +78,13 @@ def iso(seconds: float | None) -> str | None:
 def collect(res, *, now: float | None = None, min_hours: float | None = None, min_sessions: int | None = None,
             recent_days: float = RECENT_DAYS, env=None) -> Status:
     """Everything ``mem status`` shows for a Resolution (``mem.core.paths.resolve``)."""
+    from mem.clients import memory_on
     from mem.core.jobs import consolidation
     from mem.core.memdir.state import state_dir
 
     now = time.time() if now is None else now
     root = res.memory_dir
+    on, why = memory_on(res, env)
     exists = os.path.isdir(root)
     sdir = state_dir(root, env, create=False)
     headers = _headers(root) if exists else []
@@ -93,8 +95,8 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
         layout=res.layout,
         project_root=res.project_root,
         exists=exists,
-        auto_memory_enabled=res.auto_memory_enabled,
-        auto_memory_reason=res.auto_memory_reason,
+        auto_memory_enabled=on,
+        auto_memory_reason=why,
         state_dir=sdir,
         memories=_memories(headers),
         index=_index(root, raw_index, headers),
