@@ -675,12 +675,10 @@ def resolve(
     settings = load_settings(root, env=env, home=home, settings_file=settings_file)
     enabled, reason = auto_memory_enabled(env, settings)
 
-    def made(memory: str, rule: str, kind: str) -> Resolution:
-        # Transcripts stay where the client writes them, whichever memory dir was chosen.
-        if kind == "qwen":
-            transcripts = qwen_transcripts_dir(root, home)
-        else:
-            transcripts = claude_transcripts_dir(root, env, home)
+    def made(memory: str, rule: str, kind: str, transcripts: str | None = None) -> Resolution:
+        # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
+        # Code's unless the directory is qwen-code's.
+        transcripts = transcripts or claude_transcripts_dir(root, env, home)
         return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
 
     if dir is not None:
@@ -694,14 +692,14 @@ def resolve(
 
     key = canonical or root
     if layout == "qwen":
-        return made(qwen_memory_dir(key, home), "qwen", "qwen")
+        return made(qwen_memory_dir(key, home), "qwen", "qwen", qwen_transcripts_dir(root, home))
     memory, rule = claude_memory_dir(root, canonical, settings, env, home)
     # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
     # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
     if layout == "auto" and rule == "default" and not os.path.isdir(memory):
         qwen = qwen_memory_dir(key, home)
         if os.path.isdir(qwen):
-            return made(qwen, "qwen (detected)", "qwen")
+            return made(qwen, "qwen (detected)", "qwen", qwen_transcripts_dir(root, home))
     return made(memory, rule, "claude")
 
 
