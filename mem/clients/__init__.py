@@ -41,6 +41,27 @@ def named(name: str):
     return import_module(f"mem.clients.{name}")
 
 
+def of_payload(transcript_path: str | None, raw: dict | None) -> str:
+    """The client that sent a hook payload: ``qwen``, ``gemini``, ``codex``, else ``claude``.
+
+    qwen-code keeps transcripts under ``~/.qwen/projects/<slug>/chats/``
+    and stamps every payload with ``timestamp``; Claude Code (2.1.197 and
+    2.1.330) does neither. qwen-code 0.24 also sends ``prompt_id`` and
+    ``permission_mode``, as Claude Code does, so those tell nothing. Gemini
+    CLI stamps ``timestamp`` too; its transcripts are under ``~/.gemini/tmp/``.
+    Codex sends Claude Code's fields; its transcript is a ``rollout-*.jsonl``.
+    """
+    from mem.clients import codex, gemini
+
+    tp = (transcript_path or "").replace("\\", "/")
+    for other in (gemini, codex):
+        if other.is_transcript_path(tp):
+            return other.NAME
+    if "/.qwen/" in tp or "/chats/" in tp or "timestamp" in (raw or {}):
+        return "qwen"
+    return "claude"
+
+
 def of_layout(layout: str):
     """The client whose memory directory a resolution's layout is: qwen-code's for ``qwen``,
     Claude Code's for its own, an agent's (Claude Code's subagents) and one named by --dir."""

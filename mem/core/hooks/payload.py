@@ -70,24 +70,10 @@ class HookPayload(NamedTuple):
 
     @property
     def client(self) -> str:
-        """``"qwen"`` for qwen-code, ``"gemini"`` for Gemini CLI, ``"codex"`` for Codex CLI, else ``"claude"``.
+        """The name of the client that sent it (mem/clients/ ``of_payload``)."""
+        from mem.clients import of_payload
 
-        qwen-code keeps transcripts under ``~/.qwen/projects/<slug>/chats/``
-        and stamps every payload with ``timestamp``; Claude Code (2.1.197 and
-        2.1.330) does neither. qwen-code 0.24 also sends ``prompt_id`` and
-        ``permission_mode``, as Claude Code does, so those tell nothing. Gemini
-        CLI stamps ``timestamp`` too; its transcripts are under ``~/.gemini/tmp/``.
-        Codex sends Claude Code's fields; its transcript is a ``rollout-*.jsonl``.
-        """
-        from mem.clients import codex, gemini
-
-        tp = (self.transcript_path or "").replace("\\", "/")
-        for other in (gemini, codex):
-            if other.is_transcript_path(tp):
-                return other.FORMAT
-        if "/.qwen/" in tp or "/chats/" in tp or "timestamp" in (self.raw or {}):
-            return "qwen"
-        return "claude"
+        return of_payload(self.transcript_path, self.raw)
 
 
 def parse_payload(
