@@ -1,0 +1,60 @@
+"""qwen-code 0.24's pinned/ (hand-curated memories): read and listed, never written, merged or deleted by mem.
+
+qwen-code's docs (bundled/qc-helper/docs/features/memory.md in the 0.24.4 package): only the
+top-level ``pinned/`` of a managed-memory directory is protected, matched case-insensitively,
+including paths that resolve through a symbolic link into it; a nested ``project/pinned/`` is
+ordinary memory.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import write_memory
+from mem.core.errors import ExitCode, PinnedError
+from mem.core.memdir.store import MemoryDir
+
+PINNED = "pinned/architecture.md"
+BODY = "The service is three processes behind one queue.\n"
+
+
+@pytest.fixture
+def memory(memdir):
+    write_memory(memdir, PINNED, name="architecture", description="how the service is built", type="project",
+                 body=BODY)
+    write_memory(memdir, "tabs.md", name="tabs", description="tabs not spaces", body="Tabs.\n")
+    (memdir / "MEMORY.md").write_text("- [Architecture](pinned/architecture.md) — how the service is built\n"
+                                      "- [Tabs](tabs.md) — tabs not spaces\n")
+    return memdir
+
+
+def test_the_write_path_refuses_pinned_files_by_every_route(memory):
+    m = MemoryDir(memory)
+    before = (memory / PINNED).read_bytes()
+    os.symlink("pinned/architecture.md", memory / "alias.md")
+    os.symlink("pinned", memory / "door")
+    for target in (PINNED, "Pinned/architecture.md", "PINNED/new.md", "alias.md", "door/architecture.md",
+                   str(memory / PINNED)):
+        with pytest.raises(PinnedError, match="never writes, merges or deletes"):
+            m.write(target, "---\nname: x\ndescription: y\ntype: user\n---\nchanged\n")
+    for target in (PINNED, "door/architecture.md"):
+        with pytest.raises(PinnedError):
+            m.delete(target)
+    assert (memory / PINNED).read_bytes() == before
+    assert PinnedError("x").exit_code == ExitCode.REFUSED
+    assert m.write("project/pinned/ordinary.md", "---\nname: o\ndescription: d\ntype: user\n---\nok\n").changed
+
+
+
+def test_undo_does_not_write_through_a_link_into_pinned(memory, tmp_path, run_mem):
+    src = tmp_path / "theirs"
+    write_memory(src, "tabs.md", name="tabs", description="tabs, imported", body="Imported.\n")
+    assert run_mem("import", str(src), "--on-conflict", "theirs").returncode == 0
+    (memory / "tabs.md").unlink()
+    os.symlink("pinned/architecture.md", memory / "tabs.md")  # what undo would put back now leads into pinned/
+    before = (memory / PINNED).read_bytes()
+    r = run_mem("undo", "--force")
+    assert r.returncode == ExitCode.REFUSED and "pinned/ holds hand-curated memories" in r.stderr
+    assert (memory / PINNED).read_bytes() == before
