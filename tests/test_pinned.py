@@ -8,6 +8,7 @@ ordinary memory.
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -46,6 +47,42 @@ def test_the_write_path_refuses_pinned_files_by_every_route(memory):
     assert PinnedError("x").exit_code == ExitCode.REFUSED
     assert m.write("project/pinned/ordinary.md", "---\nname: o\ndescription: d\ntype: user\n---\nok\n").changed
 
+
+def test_scan_lists_pinned_files_with_a_mark(memory, run_mem):
+    lines = run_mem("scan").stdout.splitlines()
+    assert [line.endswith(" [pinned]") for line in sorted(lines)] == [True, False]
+    rows = {r["relpath"]: r["pinned"] for r in json.loads(run_mem("scan", "--json").stdout)}
+    assert rows == {PINNED: True, "tabs.md": False}
+
+
+def test_forget_leaves_pinned_files_out_and_refuses_one_named(memory, run_mem):
+    (memory / "arch.md").write_text("---\nname: arch\ndescription: how the service is built: three processes "
+                                    "behind one queue\ntype: project\n---\nThree.\n")
+    before = (memory / PINNED).read_bytes()
+    r = run_mem("forget", "--offline", "-y", "service", "processes", "queue")
+    assert r.returncode == 0, r.stderr
+    assert not (memory / "arch.md").exists() and (memory / PINNED).read_bytes() == before
+    r = run_mem("forget", "--offline", "-y", PINNED)
+    assert r.returncode == ExitCode.REFUSED and "pinned/ holds hand-curated memories" in r.stderr
+    assert (memory / PINNED).read_bytes() == before
+
+
+def test_import_leaves_pinned_files_out_with_the_reason(memory, tmp_path, run_mem):
+    src = tmp_path / "theirs"
+    write_memory(src, PINNED, name="architecture", description="their version", type="project", body="Theirs.\n")
+    write_memory(src, "pinned/deploy.md", name="deploy", description="deploys go through staging", body="Staging.\n")
+    write_memory(src, "new.md", name="new", description="something new", body="New.\n")
+    (src / "MEMORY.md").write_text("- [Deploy](pinned/deploy.md) — deploys\n- [New](new.md) — something new\n")
+    os.symlink("pinned/architecture.md", memory / "alias.md")
+    write_memory(src, "alias.md", name="alias", description="through a link into pinned/", body="Sneaky.\n")
+    before = (memory / PINNED).read_bytes()
+    r = run_mem("import", str(src), "--on-conflict", "theirs")
+    assert r.returncode == 0, r.stderr
+    assert (memory / PINNED).read_bytes() == before and (memory / "new.md").exists()
+    assert not (memory / "pinned/deploy.md").exists()
+    for rel in (PINNED, "pinned/deploy.md", "alias.md"):
+        assert f"skipped {rel}: pinned/ holds hand-curated memories" in r.stderr
+    assert "pinned/deploy.md" not in (memory / "MEMORY.md").read_text()
 
 
 def test_undo_does_not_write_through_a_link_into_pinned(memory, tmp_path, run_mem):

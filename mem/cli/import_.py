@@ -69,7 +69,8 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     that every file is a memory file (topic *.md files, MEMORY.md, logs/,
     team/, pinned/: no dotfile, .git/, script or CLAUDE.md), secrets,
     frontmatter, and the indexes and topic files for text that reads as a
-    grant. Then the files land through the write path as one
+    grant. Files in pinned/ (hand-curated; ours, theirs, or reached through
+    a link) are left out and named. Then the files land through the write path as one
     operation (mem undo takes it back) and the indexes are merged: their
     pointers are added to ours, ours are never replaced. Frontmatter
     written for Claude Code is converted for qwen-code. - reads an archive

@@ -28,10 +28,12 @@ from mem.clients import of_layout
 from mem.core.errors import NotFoundError, RefusedError, UsageError
 from mem.core.memdir.layout import (
     INDEX_NAME,
+    PINNED_REASON,
     foreign_reason,
     is_index,
     is_log,
     is_memory,
+    is_pinned,
     is_team,
     tree_files,
 )
@@ -614,7 +616,8 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
 
     Only memory files land (``layout.foreign_reason``): a source carrying anything else (``.git/``,
     a script, a dotfile, CLAUDE.md) is refused, naming it, or with ``skip_foreign`` imported
-    without it (``ImportPlan.skipped``). A conflict is a file both sides have with different bytes: without ``policy`` the import is
+    without it (``ImportPlan.skipped``). Files in pinned/, ours or theirs or reached through a link,
+    are never written: left out with the reason (``ImportPlan.skipped``). A conflict is a file both sides have with different bytes: without ``policy`` the import is
     refused; ``keep`` leaves ours, ``theirs`` replaces ours (the history keeps it), ``both`` adds
     theirs under a new name with its own index pointer. Indexes are merged, never replaced.
     """
@@ -631,9 +634,12 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
             raise ArchiveError(f"{where}: refused {printable(rel)}: {why}; nothing was imported ({foreign_hint})")
         if why is not None:
             skipped.append((rel, why))
+        elif is_pinned(rel) or is_pinned(os.path.relpath(memory.resolve(rel), memory.real_root).replace(os.sep, "/")):
+            skipped.append((rel, PINNED_REASON))  # ours or theirs, through a link too: never written by an import
     if skipped:
+        gone = {rel for rel, _ in skipped}
         source = Source(source.kind, source.location, source.layout,
-                        {r: d for r, d in source.files.items() if foreign_reason(r) is None}, source.mtimes,
+                        {r: d for r, d in source.files.items() if r not in gone}, source.mtimes,
                         source.deadline, source.seconds)
     for rel, data in source.files.items():
         _past(source.deadline, where, source.seconds)
