@@ -95,3 +95,16 @@ def test_undo_does_not_write_through_a_link_into_pinned(memory, tmp_path, run_me
     r = run_mem("undo", "--force")
     assert r.returncode == ExitCode.REFUSED and "pinned/ holds hand-curated memories" in r.stderr
     assert (memory / PINNED).read_bytes() == before
+
+
+def test_dream_merges_duplicates_into_a_pinned_file_never_away(memory, run_mem):
+    text = (memory / PINNED).read_text()
+    for rel in ("arch.md", "aaa.md"):
+        (memory / rel).write_text(text)
+        os.utime(memory / rel, (1_000_000_000, 1_000_000_000))  # older than the pinned one
+    (memory / "pinned" / "copy.md").write_text(text)
+    before = {p: (memory / p).read_bytes() for p in (PINNED, "pinned/copy.md")}
+    r = run_mem("dream", "--offline", "--force")
+    assert r.returncode == 0, r.stderr
+    assert not (memory / "arch.md").exists() and not (memory / "aaa.md").exists()
+    assert {p: (memory / p).read_bytes() for p in before} == before
