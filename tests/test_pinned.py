@@ -108,3 +108,24 @@ def test_dream_merges_duplicates_into_a_pinned_file_never_away(memory, run_mem):
     assert r.returncode == 0, r.stderr
     assert not (memory / "arch.md").exists() and not (memory / "aaa.md").exists()
     assert {p: (memory / p).read_bytes() for p in before} == before
+
+
+def test_the_extract_and_dream_agents_tools_refuse_pinned_files(memory):
+    """The tools the models call (extract's policy; dream's, which may delete) answer with the reason."""
+    from mem.core.jobs.agent import ToolBox, WritePolicy
+    from mem.core.jobs.extract import extract_policy
+
+    before = (memory / PINNED).read_bytes()
+    os.symlink("pinned/architecture.md", memory / "alias.md")
+    text = "---\nname: architecture\ndescription: rewritten\ntype: project\n---\nRewritten.\n"
+    for policy in (extract_policy(), WritePolicy(allow_delete=True)):
+        box = ToolBox(str(memory), policy=policy)
+        for target in (PINNED, "alias.md"):
+            assert not box.call("read", {"file_path": target})[1]
+            reply, is_error = box.call("write", {"file_path": target, "content": text})
+            assert is_error and "pinned/ holds hand-curated memories" in reply, reply
+            reply, is_error = box.call("edit", {"file_path": target, "old_string": "Three", "new_string": "Four"})
+            assert is_error and "pinned/" in reply, reply
+    reply, is_error = ToolBox(str(memory), policy=WritePolicy(allow_delete=True)).call("delete", {"file_path": PINNED})
+    assert is_error and "pinned/" in reply, reply
+    assert (memory / PINNED).read_bytes() == before
