@@ -67,15 +67,16 @@ def home(env: Mapping[str, str] | None = None) -> str:
     return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
 
 
-def default_memory_dir(key_root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """The memory directory of a canonical git root (or project root) when no setting moves it,
-    without a trailing separator.
+def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """The memory directory of a project root when no setting moves it, keyed by its main repository
+    (a worktree shares it), without a trailing separator.
 
     Example: default_memory_dir("/h/repo", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo/memory"
     """
     from mem.core import paths
 
-    return paths.claude_default_memory_dir(key_root, env, home).rstrip(os.sep)
+    key = paths.find_canonical_git_root(root) or root
+    return paths.claude_default_memory_dir(key, env, home).rstrip(os.sep)
 
 
 def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:

@@ -56,14 +56,34 @@ def home(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".qwen")
 
 
-def default_memory_dir(key_root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """The memory directory of a canonical git root (or project root), without a trailing separator.
+def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """The memory directory of a project root, without a trailing separator: keyed by its checkout
+    (0.24 and later) or its main repository (0.15) (paths.qwen_memory_key).
 
     Example: default_memory_dir("/h/repo", home="/h") == "/h/.qwen/projects/-h-repo/memory"
     """
     from mem.core import paths
 
-    return paths.qwen_memory_dir(key_root, paths.home_dir(env, home))
+    git_root = paths.find_git_root(root)
+    canonical = paths.resolve_canonical_root(git_root) if git_root else None
+    key = paths.qwen_memory_key(root, git_root, canonical, env)[0]
+    return paths.qwen_memory_dir(key, paths.home_dir(env, home))
+
+
+def earlier_memory_dir(resolution, env: Mapping[str, str] | None = None) -> str | None:
+    """Where qwen-code 0.15 kept a linked worktree's memories (with the main repository's), when this
+    release keys the worktree's folder by the worktree and that one holds no memories yet; else None."""
+    from mem.core import paths
+    from mem.core.memdir.layout import walk_topic_files
+
+    worktree, main = resolution.git_root, resolution.canonical_git_root
+    if not (worktree and main) or worktree == main:
+        return None
+    old = paths.qwen_memory_dir(main, paths.home_dir(env))
+    if os.path.normpath(old) == os.path.normpath(resolution.memory_dir) or not os.path.isdir(old):
+        return None
+    here = os.path.isdir(resolution.memory_dir) and next(iter(walk_topic_files(resolution.memory_dir)), None)
+    return None if here or next(iter(walk_topic_files(old)), None) is None else old
 
 
 def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:

@@ -4,7 +4,8 @@ Example: resolve(project="/home/u/repo").memory_dir == "/home/u/.claude/projects
 
 Every path rule other modules need lives here: the config home, the memory base, sanitizePath,
 the canonical git root (read from the files, as Claude Code does; git is never run), settings
-overrides, auto-memory switches, agent-memory scopes, the qwen-code layout, and transcript dirs.
+overrides, auto-memory switches, agent-memory scopes, the qwen-code layout (keyed by release:
+``qwen_memory_key``), and transcript dirs.
 Path arithmetic follows Node's POSIX `path` module (normalize/join/resolve), not os.path, because
 the two differ on leading `//` and trailing separators and the results must match byte for byte.
 """
@@ -550,6 +551,63 @@ def qwen_memory_dir(key_root: str, home: str) -> str:
     return _join(find_project_dir(_join(qwen_home(home), "projects"), key_root), "memory")
 
 
+#: The qwen-code release whose memory folder is keyed by the checkout (a linked worktree's own),
+#: not by the main repository as 0.15 keyed it (reference/real-clients.md, 2026-11-26).
+QWEN_PER_WORKTREE = (0, 24)
+
+
+def qwen_version(env: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
+    """The installed qwen-code's version: ``MEM_QWEN_VERSION`` when set, else the ``version`` of the
+    package.json of the ``qwen`` found on PATH (npm links it to the package's cli.js); None when unknown.
+
+    Example: qwen_version({"MEM_QWEN_VERSION": "0.24.4"}) == (0, 24, 4)
+    """
+    import json
+    import shutil
+
+    env = _environ(env)
+    if env.get("MEM_QWEN_VERSION"):
+        return _version(env["MEM_QWEN_VERSION"])
+    exe = shutil.which("qwen", path=env.get("PATH"))
+    if exe is None:
+        return None
+    directory = os.path.dirname(os.path.realpath(exe))
+    for _ in range(4):  # cli.js sits at the package's top (dist/ or bin/ below it in other layouts)
+        try:
+            data = json.loads(_read_text(_join(directory, "package.json")))
+        except (OSError, ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("name") == "@qwen-code/qwen-code":
+            return _version(data.get("version"))
+        directory = os.path.dirname(directory)
+    return None
+
+
+def _version(text: object) -> tuple[int, ...] | None:
+    m = re.match(r"\s*v?(\d+(?:\.\d+)+)", text) if isinstance(text, str) else None
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def qwen_memory_key(root: str, git_root: str | None, canonical: str | None,
+                    env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The path qwen-code keys a project's memory folder by, and why.
+
+    0.24 and later (or unknown: the current release): the nearest git root, a linked worktree's
+    own (getAutoMemoryRoot's findGitRoot), or the project root itself with
+    ``QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace``. 0.15: the main repository's root, every
+    worktree sharing it.
+
+    Example: qwen_memory_key("/h/wt", "/h/wt", "/h/repo", {"MEM_QWEN_VERSION": "0.15.10"})[0] == "/h/repo"
+    """
+    env = _environ(env)
+    version = qwen_version(env)
+    if version is not None and version < QWEN_PER_WORKTREE:
+        return canonical or root, f"qwen-code {'.'.join(map(str, version))}: keyed by the main repository"
+    if (env.get("QWEN_CODE_MEMORY_PROJECT_SCOPE") or "").strip().lower() == "workspace":
+        return root, "QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace"
+    return git_root or root, "qwen-code 0.24+: keyed by the checkout"
+
+
 def qwen_transcripts_dir(root: str, home: str) -> str:
     """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
 
@@ -692,12 +750,13 @@ def resolve(
 
     key = canonical or root
     if layout == "qwen":
-        return made(qwen_memory_dir(key, home), "qwen", "qwen", qwen_transcripts_dir(root, home))
+        qwen_key = qwen_memory_key(root, git_root, canonical, env)[0]
+        return made(qwen_memory_dir(qwen_key, home), "qwen", "qwen", qwen_transcripts_dir(root, home))
     memory, rule = claude_memory_dir(root, canonical, settings, env, home)
     # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
     # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
     if layout == "auto" and rule == "default" and not os.path.isdir(memory):
-        qwen = qwen_memory_dir(key, home)
+        qwen = qwen_memory_dir(qwen_memory_key(root, git_root, canonical, env)[0], home)
         if os.path.isdir(qwen):
             return made(qwen, "qwen (detected)", "qwen", qwen_transcripts_dir(root, home))
     return made(memory, rule, "claude")

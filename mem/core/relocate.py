@@ -259,13 +259,12 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
     new = paths.project_root(new)
     if old == new:
         raise UsageError("the old and the new path are the same")
-    new_key = paths.find_canonical_git_root(new) or new
     plan = Relocation(old, new)
     home = paths.home_dir(env)
     for client, memory_base, transcripts_base in paths.project_bases(env=env):
         old_memory = os.path.join(paths.find_project_dir(memory_base, old), MEMORY_SUBDIR)
         old_folder = paths.find_project_dir(transcripts_base, old)
-        new_memory = named(client).default_memory_dir(new_key, env, home)
+        new_memory = named(client).default_memory_dir(new, env, home)
         new_folder = named(client).project_folder(new, env, home)
         if os.path.normpath(old_folder) == os.path.normpath(new_folder):
             continue
