@@ -81,3 +81,21 @@ def test_a_qwen_hook_in_a_worktree_recalls_the_worktrees_memory(worktree, tmp_pa
     assert "worktree: staging" in out and "main checkout" not in out
     out = run_mem("recall", "--hook", "--offline", input=payload, env={"MEM_QWEN_VERSION": "0.15.10"}).stdout
     assert "main checkout: staging" in out and "worktree:" not in out
+
+
+def test_mem_path_offers_the_folder_qwen_015_shared(worktree, run_mem):
+    repo, wt = worktree
+    write_memory(Path(folder(repo)), "learned.md", name="learned", description="learned in the worktree under 0.15",
+                 body="Kept with the main checkout's.\n")
+    where = ("--project", str(wt), "--layout", "qwen")
+    new = {"MEM_QWEN_VERSION": "0.24.4"}
+    data = json.loads(run_mem("path", *where, "--json", env=new).stdout)
+    assert (data["memory_dir"], data["earlier_memory_dir"]) == (folder(wt), folder(repo))
+    r = run_mem("path", *where, env=new)
+    assert f"mem import --layout qwen --from-project {repo}" in r.stderr
+    assert json.loads(run_mem("path", *where, "--json", env={"MEM_QWEN_VERSION": "0.15.10"}).stdout)[
+        "earlier_memory_dir"] is None  # 0.15: the same folder
+    r = run_mem("import", "--layout", "qwen", "--from-project", str(repo), "--project", str(wt), env=new)
+    assert r.returncode == 0, r.stderr
+    assert (Path(folder(wt)) / "learned.md").exists()
+    assert json.loads(run_mem("path", *where, "--json", env=new).stdout)["earlier_memory_dir"] is None

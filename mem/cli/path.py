@@ -44,16 +44,21 @@ def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, where: dict, f
         else:
             render.out_record({"memory_dir": d, "exists": os.path.isdir(d)}, fmt)
         return
-    from mem.clients import memory_on
+    from mem.clients import earlier_memory_dir, memory_on
 
     res = resolve_dir(where)
     data = res.as_dict()
     data["exists"] = os.path.isdir(res.memory_dir)
     data["memory_on"], data["memory_on_reason"] = memory_on(res)
+    data["earlier_memory_dir"] = earlier_memory_dir(res)
     if fmt == "text":
         render.out(res.memory_dir)
         if not data["memory_on"]:
             render.warn(f"auto memory is off here: {data['memory_on_reason']}")
+        if data["earlier_memory_dir"]:
+            render.info(f"this worktree's memories may still be in {data['earlier_memory_dir']}, where qwen-code "
+                        "before 0.24 kept every worktree's: mem import --layout qwen --from-project "
+                        f"{res.canonical_git_root} copies them here")
     else:
         render.out_record(data, fmt)
 

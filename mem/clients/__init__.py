@@ -89,6 +89,14 @@ def memory_on(resolution, env=None) -> tuple[bool, str]:
     return of_layout(resolution.layout).memory_on(resolution, env)
 
 
+def earlier_memory_dir(resolution, env=None) -> str | None:
+    """A folder where the client kept this directory's memories before a release moved them (qwen-code
+    0.15's, shared by every worktree of a repository), when the new one holds none yet; else None."""
+    module = of_layout(resolution.layout) if resolution.layout in LAYOUTS else None
+    rule = getattr(module, "earlier_memory_dir", None)
+    return rule(resolution, env) if rule else None
+
+
 def escapes_hook_context(name: str, version: tuple[int, ...] | None) -> bool:
     """Whether the client escapes tags in hook context before the model reads it. For a client
     whose behaviour was not recorded (Codex CLI, Gemini CLI), Claude Code's rule."""
