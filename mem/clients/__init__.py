@@ -7,10 +7,14 @@ layout and frontmatter), ``TRANSCRIPTS_SUBDIR`` (where a project folder keeps
 its sessions), ``LOADS_OWN_MEMORY`` (it loads MEMORY.md and its memory
 instructions itself), ``HOOK_GROUPS`` / ``SETTINGS_SCOPES`` /
 ``SETTINGS_COMMENTS`` / ``settings_file`` / ``hooks_disabled_by`` (its hooks and
-settings files), ``home`` and ``escapes_hook_context``. Core and CLI ask these;
-no module outside this package compares a client's name.
+settings files), ``home``, ``escapes_hook_context``, ``memory_on`` (its switch)
+and ``default_memory_dir`` / ``project_folder``. Core and CLI ask these, or this
+package's functions: ``memory_on`` (the one rule: does memory apply to a
+resolved directory), ``of_payload`` (who sent a hook payload), ``hook_event``,
+``of_layout``, ``payload_layout``, ``earlier_memory_dir``. No module outside
+this package compares a client's name (tests/test_structure.py).
 
-uses: nothing of mem at import (each module imports core.paths lazily)
+uses: nothing of mem itself (the client modules: core.messages; core.paths, core.memdir lazily)
 """
 
 from __future__ import annotations
@@ -60,6 +64,16 @@ def of_payload(transcript_path: str | None, raw: dict | None) -> str:
     if "/.qwen/" in tp or "/chats/" in tp or "timestamp" in (raw or {}):
         return "qwen"
     return "claude"
+
+
+def hook_event(transcript_path: str | None, event: str) -> str:
+    """A client's hook event by the name Claude Code gives it (Gemini CLI's BeforeAgent is
+    UserPromptSubmit, AfterAgent Stop: its module's HOOK_EVENTS); other names are kept."""
+    from mem.clients import gemini
+
+    if gemini.is_transcript_path(transcript_path or ""):
+        return gemini.HOOK_EVENTS.get(event, event)
+    return event
 
 
 def of_layout(layout: str):

@@ -121,11 +121,9 @@ def parse_payload(
     cwd = values["cwd"] or os.getcwd()
     if not os.path.isabs(cwd) or "\0" in cwd:
         raise UsageError(f"hook payload cwd is not an absolute path: {cwd!r}")
-    event = values["hook_event_name"] or ""
-    from mem.clients import gemini
+    from mem.clients import hook_event
 
-    if gemini.is_transcript_path(values["transcript_path"] or ""):
-        event = gemini.HOOK_EVENTS.get(event, event)  # BeforeAgent is our UserPromptSubmit, AfterAgent our Stop
+    event = hook_event(values["transcript_path"], values["hook_event_name"] or "")
     if events is not None:
         allowed = tuple(events)
         if event not in allowed:
