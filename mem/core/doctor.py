@@ -7,7 +7,7 @@ mechanical mode). The hooks and cron checks are ``mem hooks status`` and ``mem c
 (install.status, cron.status); a credential's value is never read into a message, only whether
 it is set.
 
-uses: install (hooks status), cron (cron status), memdir.state (state root, history), jobs.llm
+uses: install (hooks status), clients (homes), cron (cron status), memdir.state (state root, history), jobs.llm
 (whether a key is set).
 """
 

@@ -10,7 +10,7 @@ system for a path that sanitizes to it. A relocation renames what it can (the hi
 directory goes with a moved memory directory) and merges a memory directory into one that
 already holds memories through the write path, refusing any file that would be overwritten.
 
-uses: paths, memdir (store, layout, state, files), portable
+uses: paths, clients (each client's new folders, transcripts), memdir (store, layout, state, files), portable
 """
 
 from __future__ import annotations
