@@ -1,8 +1,12 @@
 """qwen-code: its memory directories, hook output, settings files (JSON with comments).
 
 qwen-code 0.15 and 0.24 keep Claude Code's layout under ``~/.qwen/projects/<slug>/``
-(memory/, and the session chats in chats/), keyed by sanitizePath as Claude Code
-is (reference/real-clients.md, qwen-code).
+(memory/, and the session chats in chats/), named by sanitizePath as Claude Code
+names its folders (reference/real-clients.md, qwen-code). The memory folder's key
+changed: 0.15 keyed a linked worktree by its main repository, 0.24 by the worktree
+(mem/core/paths.py ``qwen_memory_key``). 0.24's switch is the
+``memory.enableManagedAutoMemory`` setting (``memory_on``), and a top-level
+``pinned/`` holds hand-curated memories no job may change (mem/core/memdir/layout.py).
 
 Transcripts (``chats/<session>.jsonl``): lines of Claude Code's shape whose
 ``message`` is Gemini-shaped, ``{role, parts}``.
