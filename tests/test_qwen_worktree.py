@@ -99,3 +99,22 @@ def test_mem_path_offers_the_folder_qwen_015_shared(worktree, run_mem):
     assert r.returncode == 0, r.stderr
     assert (Path(folder(wt)) / "learned.md").exists()
     assert json.loads(run_mem("path", *where, "--json", env=new).stdout)["earlier_memory_dir"] is None
+
+
+def test_qwen_codes_own_dirs_move_with_its_environment(tmp_path):
+    """0.24.4's Storage and getMemoryBaseDir: QWEN_HOME (settings and all), QWEN_RUNTIME_DIR (sessions and
+    memory), QWEN_CODE_MEMORY_BASE_DIR (memory only)."""
+    project = tmp_path / "p"
+    project.mkdir()
+    slug = paths.sanitize_path(str(project))
+    env = {**os.environ, "QWEN_HOME": str(tmp_path / "qh")}
+    r = paths.resolve(project=str(project), layout="qwen", env=env)
+    assert (r.memory_dir, r.transcripts_dir) == (f"{tmp_path}/qh/projects/{slug}/memory", f"{tmp_path}/qh/projects/{slug}/chats")
+    env["QWEN_RUNTIME_DIR"] = str(tmp_path / "rt")
+    env["QWEN_CODE_MEMORY_BASE_DIR"] = str(tmp_path / "mb")
+    r = paths.resolve(project=str(project), layout="qwen", env=env)
+    assert (r.memory_dir, r.transcripts_dir) == (f"{tmp_path}/mb/projects/{slug}/memory", f"{tmp_path}/rt/projects/{slug}/chats")
+    assert [b for b in paths.project_bases("qwen", env)] == [("qwen", f"{tmp_path}/mb/projects", f"{tmp_path}/rt/projects")]
+    from mem.core.install import settings_path
+
+    assert settings_path("qwen", "user", str(project), env) == f"{tmp_path}/qh/settings.json"

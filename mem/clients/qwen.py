@@ -54,6 +54,10 @@ HOOK_GROUPS = (
 )
 
 
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
 def home(env: Mapping[str, str] | None = None) -> str:
     """~/.qwen: there when the client has run here."""
     env = os.environ if env is None else env
@@ -71,7 +75,7 @@ def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: st
     git_root = paths.find_git_root(root)
     canonical = paths.resolve_canonical_root(git_root) if git_root else None
     key = paths.qwen_memory_key(root, git_root, canonical, env)[0]
-    return paths.qwen_memory_dir(key, paths.home_dir(env, home))
+    return paths.qwen_memory_dir(key, paths.home_dir(env, home), _env(env))
 
 
 def earlier_memory_dir(resolution, env: Mapping[str, str] | None = None) -> str | None:
@@ -83,7 +87,7 @@ def earlier_memory_dir(resolution, env: Mapping[str, str] | None = None) -> str 
     worktree, main = resolution.git_root, resolution.canonical_git_root
     if not (worktree and main) or worktree == main:
         return None
-    old = paths.qwen_memory_dir(main, paths.home_dir(env))
+    old = paths.qwen_memory_dir(main, paths.home_dir(env), _env(env))
     if os.path.normpath(old) == os.path.normpath(resolution.memory_dir) or not os.path.isdir(old):
         return None
     here = os.path.isdir(resolution.memory_dir) and next(iter(walk_topic_files(resolution.memory_dir)), None)
@@ -97,7 +101,7 @@ def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | 
     """
     from mem.core import paths
 
-    return os.path.dirname(paths.qwen_transcripts_dir(root, paths.home_dir(env, home)))
+    return os.path.dirname(paths.qwen_transcripts_dir(root, paths.home_dir(env, home), _env(env)))
 
 
 def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -109,7 +113,7 @@ def settings_file(scope: str, project: str | None = None, env: Mapping[str, str]
     from mem.core.errors import UsageError
 
     if scope == "user":
-        return os.path.join(paths.qwen_home(paths.home_dir(env)), "settings.json")
+        return os.path.join(paths.qwen_home(paths.home_dir(env), _env(env)), "settings.json")
     if scope == "local":
         raise UsageError("qwen-code has no local settings file; use --scope user or project")
     return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")

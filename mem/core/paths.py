@@ -214,12 +214,38 @@ def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) 
     return _join(config_home(env, home), "projects")
 
 
-def qwen_home(home: str) -> str:
-    """qwen-code's global dir, ~/.qwen.
+def qwen_home(home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code's global dir (settings.json): QWEN_HOME, else ~/.qwen (Storage.getGlobalQwenDir).
 
     Example: qwen_home("/home/u") == "/home/u/.qwen"
     """
-    return _join(home, ".qwen")
+    given = _environ(env).get("QWEN_HOME") if env is not None else None
+    return _qwen_path(given, home) if given else _join(home, ".qwen")
+
+
+def _qwen_path(raw: str, home: str) -> str:
+    if raw == "~" or raw.startswith("~/"):
+        raw = home + raw[1:]
+    return _resolve(raw)
+
+
+def qwen_runtime_dir(home: str, env: Mapping[str, str] | None = None) -> str:
+    """Where qwen-code keeps sessions (projects/<slug>/chats): QWEN_RUNTIME_DIR, else its global dir.
+
+    Example: qwen_runtime_dir("/h", {"QWEN_RUNTIME_DIR": "/rt"}) == "/rt"
+    """
+    given = _environ(env).get("QWEN_RUNTIME_DIR") if env is not None else None
+    return _qwen_path(given, home) if given else qwen_home(home, env)
+
+
+def qwen_memory_base(home: str, env: Mapping[str, str] | None = None) -> str:
+    """Where qwen-code 0.24 keeps managed memory (projects/<slug>/memory, memories/):
+    QWEN_CODE_MEMORY_BASE_DIR, else the runtime dir (getMemoryBaseDir).
+
+    Example: qwen_memory_base("/h", {"QWEN_CODE_MEMORY_BASE_DIR": "/m"}) == "/m"
+    """
+    given = _environ(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
+    return _qwen_path(given, home) if given else qwen_runtime_dir(home, env)
 
 
 def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
@@ -232,8 +258,9 @@ def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) ->
     """
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
-    qwen = _join(qwen_home(home_dir(env)), "projects")
-    bases = [("claude", _join(memory_base(env), "projects"), projects_dir(env)), ("qwen", qwen, qwen)]
+    home, environ = home_dir(env), _environ(env)
+    qwen = (_join(qwen_memory_base(home, environ), "projects"), _join(qwen_runtime_dir(home, environ), "projects"))
+    bases = [("claude", _join(memory_base(env), "projects"), projects_dir(env)), ("qwen", *qwen)]
     return [b for b in bases if layout in ("auto", b[0])]
 
 
@@ -543,12 +570,12 @@ def claude_transcripts_dir(root: str, env: Mapping[str, str] | None = None, home
     return find_project_dir(projects_dir(env, home), root)
 
 
-def qwen_memory_dir(key_root: str, home: str) -> str:
-    """qwen-code's memory dir for a canonical git root (or project root), without a trailing separator.
+def qwen_memory_dir(key_root: str, home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code's memory dir for its key (``qwen_memory_key``), without a trailing separator.
 
     Example: qwen_memory_dir("/home/u/repo", "/home/u") == "/home/u/.qwen/projects/-home-u-repo/memory"
     """
-    return _join(find_project_dir(_join(qwen_home(home), "projects"), key_root), "memory")
+    return _join(find_project_dir(_join(qwen_memory_base(home, env), "projects"), key_root), "memory")
 
 
 #: The qwen-code release whose memory folder is keyed by the checkout (a linked worktree's own),
@@ -608,12 +635,12 @@ def qwen_memory_key(root: str, git_root: str | None, canonical: str | None,
     return git_root or root, "qwen-code 0.24+: keyed by the checkout"
 
 
-def qwen_transcripts_dir(root: str, home: str) -> str:
+def qwen_transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = None) -> str:
     """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
 
     Example: qwen_transcripts_dir("/h/repo/sub", "/h") == "/h/.qwen/projects/-h-repo-sub/chats"
     """
-    return _join(find_project_dir(_join(qwen_home(home), "projects"), root), "chats")
+    return _join(find_project_dir(_join(qwen_runtime_dir(home, env), "projects"), root), "chats")
 
 
 def agent_memory_dir(
@@ -751,14 +778,14 @@ def resolve(
     key = canonical or root
     if layout == "qwen":
         qwen_key = qwen_memory_key(root, git_root, canonical, env)[0]
-        return made(qwen_memory_dir(qwen_key, home), "qwen", "qwen", qwen_transcripts_dir(root, home))
+        return made(qwen_memory_dir(qwen_key, home, env), "qwen", "qwen", qwen_transcripts_dir(root, home, env))
     memory, rule = claude_memory_dir(root, canonical, settings, env, home)
     # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
     # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
     if layout == "auto" and rule == "default" and not os.path.isdir(memory):
-        qwen = qwen_memory_dir(qwen_memory_key(root, git_root, canonical, env)[0], home)
+        qwen = qwen_memory_dir(qwen_memory_key(root, git_root, canonical, env)[0], home, env)
         if os.path.isdir(qwen):
-            return made(qwen, "qwen (detected)", "qwen", qwen_transcripts_dir(root, home))
+            return made(qwen, "qwen (detected)", "qwen", qwen_transcripts_dir(root, home, env))
     return made(memory, rule, "claude")
 
 
