@@ -59,9 +59,10 @@ def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
 
 
 def home(env: Mapping[str, str] | None = None) -> str:
-    """~/.qwen: there when the client has run here."""
-    env = os.environ if env is None else env
-    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".qwen")
+    """~/.qwen (or QWEN_HOME): there when the client has run here."""
+    from mem.core import paths
+
+    return paths.qwen_home(paths.home_dir(env), _env(env))
 
 
 def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
