@@ -118,3 +118,24 @@ def test_qwen_codes_own_dirs_move_with_its_environment(tmp_path):
     from mem.core.install import settings_path
 
     assert settings_path("qwen", "user", str(project), env) == f"{tmp_path}/qh/settings.json"
+
+
+def test_a_qwen_code_projects_user_level_is_its_user_tier(tmp_path, run_mem):
+    """qwen-code 0.24.4 puts ~/.qwen/memories/MEMORY.md into every session's system prompt (seen with the
+    real client): for its projects, that is the user level mem path --user names and promote moves to."""
+    project = tmp_path / "p"
+    project.mkdir()
+    memory = Path(paths.resolve(project=str(project), layout="qwen").memory_dir)
+    write_memory(memory, "pnpm.md", name="pnpm", description="the user prefers pnpm", body="pnpm.\n")
+    (memory / "MEMORY.md").write_text("- [pnpm](pnpm.md) — the user prefers pnpm\n")
+    tier = Path.home() / ".qwen" / "memories"
+    where = ("--project", str(project), "--layout", "qwen")
+    assert run_mem("path", "--user", *where, env={"MEM_QWEN_VERSION": "0.24.4"}).stdout.strip() == str(tier)
+    assert run_mem("path", "--user", *where, env={"MEM_QWEN_VERSION": "0.15.10"}).stdout.strip() == \
+        paths.user_memory_dir()  # 0.15 has no user tier: mem's own
+    assert run_mem("path", "--user", "--project", str(project), "--layout", "claude").stdout.strip() == \
+        paths.user_memory_dir()
+    r = run_mem("promote", "pnpm.md", *where, env={"MEM_QWEN_VERSION": "0.24.4"})
+    assert r.returncode == 0, r.stderr
+    assert (tier / "pnpm.md").exists() and not (memory / "pnpm.md").exists()
+    assert "pnpm.md" in (tier / "MEMORY.md").read_text()

@@ -14,7 +14,7 @@ from mem.core.errors import ExitCode
 @click.command("path")
 @click.option("--orphans", is_flag=True,
               help="List the memory folders (Claude Code and qwen-code) whose project no longer exists where it was.")
-@click.option("--user", "user_level", is_flag=True, help="Print the user-level memory directory (every project's).")
+@click.option("--user", "user_level", is_flag=True, help="Print the user-level memory directory (every project's; qwen-code 0.24's ~/.qwen/memories for its projects).")
 @memory_dir_options
 @format_options
 @click.pass_context
@@ -36,9 +36,9 @@ def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, where: dict, f
         _orphans(ctx, fmt)
         return
     if user_level:
-        from mem.core.paths import user_memory_dir
+        from mem.clients import user_memory_dir
 
-        d = user_memory_dir()
+        d = user_memory_dir(resolve_dir(where))[0]
         if fmt == "text":
             render.out(d)
         else:

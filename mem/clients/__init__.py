@@ -111,6 +111,21 @@ def earlier_memory_dir(resolution, env=None) -> str | None:
     return rule(resolution, env) if rule else None
 
 
+def user_memory_dir(resolution, env=None) -> tuple[str, str]:
+    """(the user-level memory directory for a project's memory, its layout): the client's own user
+    tier where it has one (qwen-code 0.24's ``~/.qwen/memories``), else mem's (MEM_USER_DIR, or
+    ``<user data dir>/mem/memory``). MEM_USER_DIR names mem's whatever the client."""
+    import os
+
+    from mem.core.paths import user_memory_dir as mems
+
+    environ = os.environ if env is None else env
+    module = of_layout(resolution.layout) if resolution.layout in LAYOUTS else None
+    own = getattr(module, "user_memory_dir", None)
+    tier = own(environ) if own and not environ.get("MEM_USER_DIR") else None
+    return (tier, module.LAYOUT) if tier else (mems(environ), "claude")
+
+
 def escapes_hook_context(name: str, version: tuple[int, ...] | None) -> bool:
     """Whether the client escapes tags in hook context before the model reads it. For a client
     whose behaviour was not recorded (Codex CLI, Gemini CLI), Claude Code's rule."""

@@ -79,6 +79,18 @@ def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: st
     return paths.qwen_memory_dir(key, paths.home_dir(env, home), _env(env))
 
 
+def user_memory_dir(env: Mapping[str, str] | None = None) -> str | None:
+    """The user tier (``~/.qwen/memories``, whose MEMORY.md 0.24 puts into every session's system
+    prompt, seen with 0.24.4); None for 0.15, which has none."""
+    from mem.core import paths
+
+    env = _env(env)
+    version = paths.qwen_version(env)
+    if version is not None and version < paths.QWEN_PER_WORKTREE:
+        return None
+    return paths.qwen_user_memory_dir(paths.home_dir(env), env)
+
+
 def earlier_memory_dir(resolution, env: Mapping[str, str] | None = None) -> str | None:
     """Where qwen-code 0.15 kept a linked worktree's memories (with the main repository's), when this
     release keys the worktree's folder by the worktree and that one holds no memories yet; else None."""

@@ -635,6 +635,14 @@ def qwen_memory_key(root: str, git_root: str | None, canonical: str | None,
     return git_root or root, "qwen-code 0.24+: keyed by the checkout"
 
 
+def qwen_user_memory_dir(home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code 0.24's user tier, loaded into every project's session: <memory base>/memories.
+
+    Example: qwen_user_memory_dir("/h") == "/h/.qwen/memories"
+    """
+    return _join(qwen_memory_base(home, env), "memories")
+
+
 def qwen_transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = None) -> str:
     """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
 
