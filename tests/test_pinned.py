@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,21 @@ def test_the_extract_and_dream_agents_tools_refuse_pinned_files(memory):
     reply, is_error = ToolBox(str(memory), policy=WritePolicy(allow_delete=True)).call("delete", {"file_path": PINNED})
     assert is_error and "pinned/" in reply, reply
     assert (memory / PINNED).read_bytes() == before
+
+
+def test_a_relocation_that_merges_leaves_pinned_files_where_they_are_and_says_so(tmp_path, run_mem, monkeypatch):
+    from mem.core import paths
+
+    monkeypatch.delenv("MEM_DIR", raising=False)
+    old, new = tmp_path / "old", tmp_path / "new"
+    new.mkdir()
+    old_memory = Path(paths.resolve(project=str(old)).memory_dir)
+    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    write_memory(old_memory, PINNED, name="architecture", description="how it is built", body=BODY)
+    write_memory(old_memory, "b.md", name="b", description="b", body="B.\n")
+    write_memory(new_memory, "c.md", name="c", description="c", body="C.\n")  # so the two are merged
+    r = run_mem("relocate", str(old), str(new))
+    assert r.returncode == 0, r.stderr
+    assert (new_memory / "b.md").exists() and not (new_memory / PINNED).exists()
+    assert (old_memory / PINNED).read_text().endswith(BODY)
+    assert f"skip   {old_memory / PINNED} -> {new_memory / PINNED} (pinned/ holds" in r.stdout + r.stderr

@@ -290,6 +290,8 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
                 n = sum(1 for s in merge.steps if s.writes)
                 plan.steps.append(Move("merge", old_memory, new_memory, f"{client} memory: {plural(n, 'file')} to write"))
                 plan.steps.append(Move("remove", old_memory, "", "after the merge, through its own history"))
+                for rel, why in merge.skipped:  # pinned/: never written by mem, so left where it is, said so
+                    plan.steps.append(Move("skip", os.path.join(old_memory, rel), os.path.join(new_memory, rel), why))
                 plan.merges.append((old_memory, target, merge))
         if not os.path.isdir(old_folder):
             continue
