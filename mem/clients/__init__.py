@@ -14,7 +14,7 @@ resolved directory), ``of_payload`` (who sent a hook payload), ``hook_event``,
 ``of_layout``, ``payload_layout``, ``earlier_memory_dir``. No module outside
 this package compares a client's name (tests/test_structure.py).
 
-uses: nothing of mem itself (the client modules: core.messages; core.paths, core.memdir lazily)
+uses: core.paths lazily (user_memory_dir); the client modules: core.messages, and core.paths, core.memdir lazily
 """
 
 from __future__ import annotations
