@@ -177,7 +177,8 @@ def test_project_and_local_files_from_a_subdirectory(tree):
 def test_no_memory_and_auto_memory_off(tree, run_mem):
     r = run_mem("context", "--no-memory", "--json", cwd=str(tree / "work/repo"))
     assert {f["kind"] for f in json.loads(r.stdout)["files"]} == {"managed", "user", "project", "local"}
-    r = run_mem("context", "--json", cwd=str(tree / "work/repo"), env={"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"})
+    # Claude Code's own directory (MEM_DIR names one of the user's own, which Claude's switch does not govern)
+    r = run_mem("context", "--json", cwd=str(tree / "work/repo"), env={"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1", "MEM_DIR": ""})
     assert "automem" not in {f["kind"] for f in json.loads(r.stdout)["files"]}
     assert "auto memory is off (CLAUDE_CODE_DISABLE_AUTO_MEMORY=1)" in r.stderr
 

@@ -250,7 +250,9 @@ def test_fixture_rows_live(recorded_layout, tmp, layout, run, recorded):
         if len(row["cwd"]) > 200:
             continue  # moving it changes its length and hash; covered by the pure test above
         cwd = relocate(row["cwd"], tmp)
-        r = resolve(project=cwd, layout=layout, env={"HOME": str(home), "MEM_MANAGED_SETTINGS": ""})
+        # the rows were recorded from qwen-code 0.15.10, which keyed a worktree's memory by the main repository
+        r = resolve(project=cwd, layout=layout, env={"HOME": str(home), "MEM_MANAGED_SETTINGS": "",
+                                                     "MEM_QWEN_VERSION": "0.15.10"})
         assert r.memory_dir == relocate(row["memory_dir"], tmp), row["cwd"]
         assert r.git_root == (relocate(row["git_toplevel"], tmp) if row["git_toplevel"] else None)
         if layout == "claude":
@@ -730,12 +732,14 @@ def test_usage_errors(tmp, env, kwargs):
 # qwen layout and auto detection
 
 
-def test_qwen_layout(tmp, make_repo, git, env, home):
+@pytest.mark.parametrize("version, keyed_by", [("0.15.10", "repo"), ("0.24.4", "wt"), ("1.0.0", "wt")])
+def test_qwen_layout(tmp, make_repo, git, env, home, version, keyed_by):
+    """qwen-code 0.15 keyed a linked worktree's memory by the main repository; 0.24 by the worktree."""
     repo = make_repo(tmp / "repo")
     wt = tmp / "wt"
     git("worktree", "add", "-q", "--detach", str(wt), cwd=repo)
-    r = resolve(project=str(wt), layout="qwen", env=env)
-    assert r.memory_dir == f"{home}/.qwen/projects/{sanitize_path(str(repo))}/memory"
+    r = resolve(project=str(wt), layout="qwen", env={**env, "MEM_QWEN_VERSION": version})
+    assert r.memory_dir == f"{home}/.qwen/projects/{sanitize_path(str(tmp / keyed_by))}/memory"
     assert not r.memory_dir.endswith(SEP)
     assert r.transcripts_dir == f"{home}/.qwen/projects/{sanitize_path(str(wt))}/chats"
     assert (r.rule, r.layout) == ("qwen", "qwen")

@@ -226,8 +226,11 @@ def test_session_notes(memdir, project, run_mem):
 
 
 def test_auto_memory_off_is_shown(memdir, project, run_mem):
-    r = run_mem("status", cwd=str(project), env={"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"})
+    """For Claude Code's own directory; the MEM_DIR one (memdir) is the user's, which Claude's switch does not govern."""
+    r = run_mem("status", cwd=str(project), env={"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1", "MEM_DIR": ""})
     assert "auto memory   off: CLAUDE_CODE_DISABLE_AUTO_MEMORY=1\n" in r.stdout
+    r = run_mem("status", cwd=str(project), env={"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"})
+    assert "auto memory" not in r.stdout
 
 
 def test_jsonl_is_one_object(memdir, project, run_mem):

@@ -188,14 +188,48 @@ def test_core_signatures_take_a_memory_dir_not_a_string():
 _CLIENT_COMPARE = re.compile(r"""(==|!=)\s*["'](claude|qwen|codex|gemini)["']|["'](claude|qwen|codex|gemini)["']\s*(==|!=)"""
                              r"""|in\s*[(\[{]\s*["'](claude|qwen|codex|gemini)["']""")
 
-#: Client names compared outside a clients package: per-agent knowledge belongs in one module per client.
-CLIENT_BRANCHES = 28  # 26 before this round; +2 from mem doctor and qwen-code settings comments (issue #29 moves them)
+#: Where a client's name may be compared outside mem/clients/: paths.resolve maps ``--layout qwen`` to
+#: qwen-code's path arithmetic (mem/clients/ builds on mem/core/paths, so paths cannot ask a client).
+LAYOUT_OPTION = ("mem.core.paths", "resolve")
+
+
+def _function_lines(module: str, name: str) -> range:
+    node = next(n for n in tree(module).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return range(node.lineno, node.end_lineno + 1)
 
 
 def test_client_names_are_compared_in_the_clients_package_only():
+    """Per-agent knowledge is a module in mem/clients/ (issue #29): core and CLI ask it, never branch on a name."""
+    allowed = _function_lines(*LAYOUT_OPTION)
     found = [f"{m}:{i}" for m, f in modules().items() if not m.startswith("mem.clients")
-             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if _CLIENT_COMPARE.search(line)]
-    assert len(found) <= CLIENT_BRANCHES, f"{len(found)} > {CLIENT_BRANCHES}: {found}"
+             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
+             if _CLIENT_COMPARE.search(line) and not (m == LAYOUT_OPTION[0] and i in allowed)]
+    assert found == []
+
+
+#: The switches that turn a client's memory off, and the fact mem/core/paths.py reads from Claude Code's.
+_SWITCHES = frozenset({"CLAUDE_CODE_DISABLE_AUTO_MEMORY", "CLAUDE_CODE_SIMPLE", "autoMemoryEnabled",
+                       "enableManagedAutoMemory"})
+#: paths reads Claude Code's switches into a Resolution (the facts memory_on decides from); the Claude
+#: Code backend turns auto memory off in the Claude Code it runs as a model (no directory is decided).
+_READS_SWITCHES = frozenset({"mem.core.paths", "mem.core.jobs.backends.claude_code"})
+
+
+def test_whether_memory_applies_is_decided_in_the_clients_package_only():
+    """One rule (mem.clients.memory_on), asked by recall, prompt, context, extract, path and status alike:
+    four versions of it gave four behaviours (issue #29)."""
+    found = []
+    for m in modules():
+        if m.startswith("mem.clients") or m in _READS_SWITCHES:
+            continue
+        for n in ast.walk(tree(m)):
+            if isinstance(n, ast.Attribute) and n.attr in ("auto_memory_enabled", "auto_memory_reason"):
+                found.append(f"{m}:{n.lineno} .{n.attr}")
+            elif isinstance(n, ast.Name) and n.id == "auto_memory_enabled":
+                found.append(f"{m}:{n.lineno} auto_memory_enabled")
+            elif isinstance(n, ast.Constant) and n.value in _SWITCHES:
+                found.append(f"{m}:{n.lineno} {n.value}")
+    assert found == []
 
 
 #: `global` statements: process-wide mutable state belongs in the environment object.

@@ -37,16 +37,18 @@ def context_cmd(ctx: click.Context, form: str, external_includes: bool, no_memor
       mem context --project ~/src/app --json | jq -r '.files[] | "\\(.kind) \\(.path)"'
       mem context --format agents-md > AGENTS.md
     """
+    from mem.clients import memory_on
     from mem.core import context as cx
 
-    if fmt != "text" and form != "claude":
+    if fmt != "text" and form == "agents-md":
         raise UsageError("--format agents-md prints text; it does not go with --json or --jsonl")
     res = resolve_dir(where)
-    use_memory = not no_memory and res.auto_memory_enabled and res.layout != "agent"
+    on, why = memory_on(res)
+    use_memory = not no_memory and on and res.layout != "agent"
     if not no_memory and res.layout == "agent":
         render.info("an agent's MEMORY.md is part of that agent's own prompt, not of this context: left out")
-    elif not no_memory and not res.auto_memory_enabled:
-        render.info(f"auto memory is off ({res.auto_memory_reason}): MEMORY.md left out")
+    elif not no_memory and not on:
+        render.info(f"auto memory is off ({why}): MEMORY.md left out")
     loaded = cx.load_context(
         res.project_root, memory_dir=res.memory_dir, auto_memory=use_memory,
         external_includes=True if external_includes else None,
@@ -62,7 +64,7 @@ def context_cmd(ctx: click.Context, form: str, external_includes: bool, no_memor
     elif fmt == "jsonl":
         render.out_jsonl(f.as_dict() for f in loaded.files)
     elif loaded.files:
-        render.out(loaded.render() if form == "claude" else cx.render_agents_md(loaded))
+        render.out(cx.render_agents_md(loaded) if form == "agents-md" else loaded.render())
     if not loaded.files:
         render.info(f"no instruction files or memory index for {res.project_root}")
         ctx.exit(ExitCode.NOT_FOUND)

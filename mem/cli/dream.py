@@ -119,6 +119,7 @@ def _targets(where: dict, all_projects: bool, repo: str | None) -> list[tuple[st
     if not all_projects:
         res = resolve_dir(where)
         return [(res.memory_dir, res.transcripts_dir, repo or res.git_root)]
+    from mem.clients import named
     from mem.core.paths import project_bases
 
     out = []
@@ -130,7 +131,8 @@ def _targets(where: dict, all_projects: bool, repo: str | None) -> list[tuple[st
         for name in names:
             memory = os.path.join(memory_base, name, "memory")
             if os.path.isdir(memory):
-                transcripts = os.path.join(transcripts_base, name, *(("chats",) if client == "qwen" else ()))
+                sub = named(client).TRANSCRIPTS_SUBDIR
+                transcripts = os.path.join(transcripts_base, name, *((sub,) if sub else ()))
                 out.append((memory + os.sep, transcripts, _repo_of(transcripts, name)))
     return out
 

@@ -37,6 +37,7 @@ def export_cmd(output: str | None, form: str, logs: bool, team: bool, where: dic
       mem export --format agents-md >> AGENTS.md
       mem export --project ~/src/app | ssh laptop 'cd src/app && mem import -'
     """
+    from mem.clients import of_layout
     from mem.core import portable
     from mem.core.memdir.store import MemoryDir
 
@@ -52,7 +53,7 @@ def export_cmd(output: str | None, form: str, logs: bool, team: bool, where: dic
         else:
             render.out(text, nl=False)
         return
-    layout = "qwen" if res.layout == "qwen" else "claude"
+    layout = of_layout(res.layout).LAYOUT
     if not output or output == "-":
         if sys.stdout.isatty():
             raise UsageError("refusing to write an archive to a terminal: give -o FILE or redirect stdout")

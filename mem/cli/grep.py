@@ -230,6 +230,7 @@ def _all_projects_targets(layout: str, transcripts: bool) -> list:
 
     Names are relative to the projects folder; when both clients have projects, the folder leads them.
     """
+    from mem.clients import named
     from mem.core import grep as core
     from mem.core.paths import project_bases
 
@@ -237,7 +238,7 @@ def _all_projects_targets(layout: str, transcripts: bool) -> list:
     for client, memory_base, transcripts_base in project_bases(layout):
         base = transcripts_base if transcripts else memory_base
         if os.path.isdir(base):
-            under = ("chats" if client == "qwen" else None) if transcripts else "memory"
+            under = named(client).TRANSCRIPTS_SUBDIR if transcripts else "memory"
             found.append((base, core.dir_targets(base, "transcript" if transcripts else "memory", under=under)))
     found = [(base, targets) for base, targets in found if targets]
     if len(found) < 2:

@@ -104,7 +104,7 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
                     "--scope local keeps them to you")
     status = _finish(change, dry_run, fmt, "installed")
     _warn_elsewhere(client, events)
-    if change.changed and not dry_run and client in install.MODULE_CLIENTS:
+    if change.changed and not dry_run:
         from mem.clients import named
 
         note = getattr(named(client), "HOOK_NOTE", None)
@@ -118,8 +118,6 @@ def _warn_elsewhere(client: str, events) -> None:
     the client runs both, so each would run twice."""
     from mem.core import install
 
-    if client not in install.MODULE_CLIENTS:
-        return
     from mem.clients import named
 
     for path, event, command in (getattr(named(client), "other_hooks", None) or (lambda: []))():
@@ -220,7 +218,7 @@ def status_cmd(client: str, scope: str | None, project: str | None, fmt: str) ->
     if found and not any(f.last_fired for f in found):
         from mem.clients import named
 
-        note = getattr(named(client), "HOOK_NOTE", None) if client in install.MODULE_CLIENTS else None
+        note = getattr(named(client), "HOOK_NOTE", None)
         if note:
             render.info(note)
     return 0 if ok else 1

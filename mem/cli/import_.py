@@ -73,7 +73,8 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     that every file is a memory file (topic *.md files, MEMORY.md, logs/,
     team/, pinned/: no dotfile, .git/, script or CLAUDE.md), secrets,
     frontmatter, and the indexes and topic files for text that reads as a
-    grant. Then the files land through the write path as one
+    grant. Files in pinned/ (hand-curated; ours, theirs, or reached through
+    a link) are left out and named. Then the files land through the write path as one
     operation (mem undo takes it back) and the indexes are merged: their
     pointers are added to ours, ours are never replaced. Frontmatter
     written for Claude Code is converted for qwen-code. - reads an archive
@@ -99,6 +100,7 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     import os
     import sys
 
+    from mem.clients import of_layout
     from mem.core import portable
     from mem.core.guards.control import printable
     from mem.core.memdir.store import MemoryDir
@@ -113,7 +115,7 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
         theirs = resolve(project=from_project, layout=where["layout"], settings_file=where.get("settings_file"))
         if os.path.normpath(theirs.memory_dir) == os.path.normpath(res.memory_dir):
             raise UsageError(f"{from_project} uses this very memory directory")
-        src = portable.load_source(theirs.memory_dir, layout="qwen" if theirs.layout == "qwen" else "claude",
+        src = portable.load_source(theirs.memory_dir, layout=of_layout(theirs.layout).LAYOUT,
                                    logs=logs, team=team)
     elif client is not None:
         from mem.clients import as_files, named
@@ -128,7 +130,7 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
         src = portable.read_archive("-", sys.stdin.buffer, limits)
     else:
         src = portable.load_source(source, logs=logs, team=team, limits=limits)
-    target = "qwen" if res.layout == "qwen" else "claude"
+    target = of_layout(res.layout).LAYOUT
     plan = portable.plan_import(memory, src, policy=policy, target_layout=target, force=force,
                                 skip_foreign=skip_foreign)
     for rel, why in plan.skipped:

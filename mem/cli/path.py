@@ -14,7 +14,7 @@ from mem.core.errors import ExitCode
 @click.command("path")
 @click.option("--orphans", is_flag=True,
               help="List the memory folders (Claude Code and qwen-code) whose project no longer exists where it was.")
-@click.option("--user", "user_level", is_flag=True, help="Print the user-level memory directory (every project's).")
+@click.option("--user", "user_level", is_flag=True, help="Print the user-level memory directory (every project's; qwen-code 0.24's ~/.qwen/memories for its projects).")
 @memory_dir_options
 @format_options
 @click.pass_context
@@ -36,21 +36,29 @@ def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, where: dict, f
         _orphans(ctx, fmt)
         return
     if user_level:
-        from mem.core.paths import user_memory_dir
+        from mem.clients import user_memory_dir
 
-        d = user_memory_dir()
+        d = user_memory_dir(resolve_dir(where))[0]
         if fmt == "text":
             render.out(d)
         else:
             render.out_record({"memory_dir": d, "exists": os.path.isdir(d)}, fmt)
         return
+    from mem.clients import earlier_memory_dir, memory_on
+
     res = resolve_dir(where)
     data = res.as_dict()
     data["exists"] = os.path.isdir(res.memory_dir)
+    data["memory_on"], data["memory_on_reason"] = memory_on(res)
+    data["earlier_memory_dir"] = earlier_memory_dir(res)
     if fmt == "text":
         render.out(res.memory_dir)
-        if not res.auto_memory_enabled:
-            render.warn(f"auto memory is off here: {res.auto_memory_reason}")
+        if not data["memory_on"]:
+            render.warn(f"auto memory is off here: {data['memory_on_reason']}")
+        if data["earlier_memory_dir"]:
+            render.info(f"this worktree's memories may still be in {data['earlier_memory_dir']}, where qwen-code "
+                        "before 0.24 kept every worktree's: mem import --layout qwen --from-project "
+                        f"{res.canonical_git_root} copies them here")
     else:
         render.out_record(data, fmt)
 

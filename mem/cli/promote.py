@@ -47,17 +47,18 @@ def demote_cmd(file: str, copy: bool, where: dict) -> None:
 def _carry(file: str, where: dict, *, to_user: bool, keep: bool) -> None:
     import os
 
+    from mem.clients import of_layout, user_memory_dir
     from mem.core.errors import UsageError
     from mem.core.memdir.store import MemoryDir
-    from mem.core.paths import user_memory_dir
     from mem.core.portable import copy_memory
 
     res = resolve_dir(where)
     project = MemoryDir(res.memory_dir)
-    user = MemoryDir(user_memory_dir())
+    user_dir, user_layout = user_memory_dir(res)
+    user = MemoryDir(user_dir)
     src, dst = (project, user) if to_user else (user, project)
-    project_layout = "qwen" if res.layout == "qwen" else "claude"
-    layouts = (project_layout, "claude") if to_user else ("claude", project_layout)
+    project_layout = of_layout(res.layout).LAYOUT
+    layouts = (project_layout, user_layout) if to_user else (user_layout, project_layout)
     if src.real_root == dst.real_root:  # also through a symbolic link: moving a file onto itself deletes it
         raise UsageError(f"this project's memory directory is the user-level one ({user.root})")
     command = "promote" if to_user else "demote"

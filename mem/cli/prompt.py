@@ -99,6 +99,7 @@ def _write(client: str, where: dict, block: str, fmt: str) -> None:
 
 
 def _hook(where: dict, mode: str, max_chars: int | None) -> None:
+    from mem.clients import memory_on
     from mem.core import hooks, prompt
     from mem.core.hooks import CONTEXT_LIMIT
     from mem.core.hooks import hook_where
@@ -108,6 +109,8 @@ def _hook(where: dict, mode: str, max_chars: int | None) -> None:
     payload = read_hook_payload(events=("SessionStart",))
     where = hook_where(where, payload)
     resolution = resolve_dir(where)
+    if not memory_on(resolution)[0]:
+        return  # the client's memory is off here: it gets none, as it loads none itself
     if mode == "auto":
         mode = "supplement" if _client_loads_it(payload, resolution, where) else "full"
     result = prompt.build(MemoryDir(resolution.memory_dir), mode, max_chars=max_chars or CONTEXT_LIMIT)
@@ -121,19 +124,17 @@ def _hook(where: dict, mode: str, max_chars: int | None) -> None:
 def _client_loads_it(payload, resolution, where: dict) -> bool:
     """Whether the client already gives the agent this memory directory's MEMORY.md and instructions.
 
-    Claude Code does when its auto memory is on, for its own auto-memory
-    directory; qwen-code does for its own memory directory; Codex CLI and
-    Gemini CLI load none (NO_OWN_MEMORY). A directory
-    chosen with --dir or MEM_DIR elsewhere gets the full text.
+    Claude Code and qwen-code do for their own memory directory, when their
+    memory is on (memory_on); Codex CLI and Gemini CLI load none
+    (LOADS_OWN_MEMORY). A directory chosen with --dir or MEM_DIR elsewhere
+    gets the full text.
     """
-    from mem.clients import NO_OWN_MEMORY
+    from mem.clients import memory_on, named
     from mem.core.paths import resolve
 
-    if payload.client in NO_OWN_MEMORY:
-        return False
-    if payload.client == "claude" and not resolution.auto_memory_enabled:
+    client = named(payload.client)
+    if not client.LOADS_OWN_MEMORY:
         return False
     env = {k: v for k, v in os.environ.items() if k != "MEM_DIR"}
-    own = resolve(project=where["project"], layout="qwen" if payload.client == "qwen" else "claude",
-                  settings_file=where.get("settings_file"), env=env)
-    return os.path.normpath(own.memory_dir) == os.path.normpath(resolution.memory_dir)
+    own = resolve(project=where["project"], layout=client.LAYOUT, settings_file=where.get("settings_file"), env=env)
+    return memory_on(own, env)[0] and os.path.normpath(own.memory_dir) == os.path.normpath(resolution.memory_dir)

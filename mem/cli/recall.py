@@ -12,7 +12,7 @@ from mem.cli.model import backend_option
 from mem.core.errors import ExitCode, UsageError
 from mem.core.memdir.store import MemoryDir
 
-from mem.core.hooks.recall import HOOK_DEADLINE, process_started, recall_applies
+from mem.core.hooks.recall import HOOK_DEADLINE, process_started
 
 
 def _positive(ctx, param, value):
@@ -99,12 +99,13 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
 
     text = read_stream_text(sys.stdin) if query == ("-",) else " ".join(query)
 
+    from mem.clients import memory_on
     from mem.core import recall
 
     resolution = resolve_dir(where, reading=True)
     result = recall.recall(MemoryDir(resolution.memory_dir), text, limit=limit, offline=offline, model=model, timeout=timeout,
                            deadline=until, always_ask=always_ask, recent_tools=tools, session_id=session_id,
-                           force=force, max_chars=max_chars, debug=current_env().debug, enabled=recall_applies(resolution))
+                           force=force, max_chars=max_chars, debug=current_env().debug, enabled=memory_on(resolution)[0])
     if current_env().debug:
         _debug_line("recall", result)
     if fmt != "text":

@@ -77,8 +77,8 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, client:
             for w in h.warnings:
                 render.out(printable(f"{h.relpath}: {w.code}: {w.message}"))
     else:
-        for h in headers:
-            render.out(printable(h.manifest_line()))
+        for h in headers:  # a pinned file is marked after the manifest line, which stays Claude Code's format
+            render.out(printable(h.manifest_line() + (" [pinned]" if h.pinned else "")))
     if check:
         bad = sum(1 for h in headers if h.warnings)
         problems = sum(len(h.warnings) for h in headers)

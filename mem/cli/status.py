@@ -118,8 +118,8 @@ def text_lines(s) -> list[str]:
 
     where = f"{s.memory_dir} ({s.rule})"
     row("memory dir", where if s.exists else where + ": does not exist yet")
-    if not s.auto_memory_enabled:
-        row("auto memory", f"off: {s.auto_memory_reason}")
+    if not s.memory_on:
+        row("auto memory", f"off: {s.memory_on_reason}")
     m = s.memories
     kinds = ", ".join(f"{n} {t}" for t, n in m["by_type"].items() if n)
     text = f"{m['total']} {'memory' if m['total'] == 1 else 'memories'}"

@@ -1,15 +1,25 @@
-"""One module per agent: what mem knows of each client's files (DESIGN: mem/clients/).
+"""One module per agent: what mem knows of each client (DESIGN: mem/clients/).
 
-Today: codex (Codex CLI's session rollouts, its AGENTS.md, its hooks.json, its own
-memories) and gemini (Gemini CLI's chat recordings, its GEMINI.md, its settings.json
-hooks, its own memories). Claude Code and qwen-code still live in core
-(transcripts.py, paths.py) until they move here.
+claude (Claude Code), qwen (qwen-code), codex (Codex CLI's session rollouts, its
+AGENTS.md) and gemini (Gemini CLI's chat recordings, its GEMINI.md). A module
+says, as module attributes and functions: ``LAYOUT`` (the memory directory's
+layout and frontmatter), ``TRANSCRIPTS_SUBDIR`` (where a project folder keeps
+its sessions), ``LOADS_OWN_MEMORY`` (it loads MEMORY.md and its memory
+instructions itself), ``HOOK_GROUPS`` / ``SETTINGS_SCOPES`` /
+``SETTINGS_COMMENTS`` / ``settings_file`` / ``hooks_disabled_by`` (its hooks and
+settings files), ``home``, ``escapes_hook_context``, ``memory_on`` (its switch)
+and ``default_memory_dir`` / ``project_folder``. Core and CLI ask these, or this
+package's functions: ``memory_on`` (the one rule: does memory apply to a
+resolved directory), ``of_payload`` (who sent a hook payload), ``hook_event``,
+``of_layout``, ``payload_layout``, ``earlier_memory_dir``. No module outside
+this package compares a client's name (tests/test_structure.py).
 
-A client's own memories (``own_memories``) are read as OwnMemory records, each
-to become one mem topic file (``as_files``): ``mem scan --client`` lists them and
-``mem import --client`` lands them through the write path.
+A client's own memories (``own_memories`` of codex and gemini) are read as OwnMemory
+records, each to become one mem topic file (``as_files``): ``mem scan --client`` lists
+them and ``mem import --client`` lands them through the write path.
 
-uses: core.memdir.frontmatter (render_new), core.memdir.files (read_text)
+uses: core.paths lazily (user_memory_dir), core.memdir.frontmatter (render_new) and core.memdir.files
+(read_text) lazily; the client modules: core.messages, and core.paths, core.memdir lazily
 """
 
 from __future__ import annotations
@@ -17,19 +27,22 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-
-def named(name: str):
-    """The module of a client by its name (``codex``, ``gemini``)."""
-    from importlib import import_module
-
-    return import_module(f"mem.clients.{name}")
-
-
+#: The clients mem installs hooks for (``mem hooks install --client``).
+HOOKED = ("claude", "qwen", "codex", "gemini")
+#: The memory-directory layouts (and topic-file frontmatter) mem reads and writes: each client's own.
+LAYOUTS = ("claude", "qwen")
 #: Clients that read an instructions file mem can keep a block in.
 WITH_INSTRUCTIONS_FILE = ("codex", "gemini")
 
-#: Clients that load no memory directory themselves: a SessionStart hook gives them the full text.
-NO_OWN_MEMORY = frozenset({"codex", "gemini"})
+
+class Group(NamedTuple):
+    """One matcher group of one hook event: the handlers mem adds, as (arguments, timeout in s,
+    or None for the client's default)."""
+
+    event: str
+    matcher: str | None
+    handlers: tuple[tuple[str, int | None], ...]
+
 
 #: Clients whose own memories ``mem scan --client`` lists and ``mem import --client`` takes.
 WITH_OWN_MEMORIES = ("codex", "gemini")
@@ -114,3 +127,99 @@ def read_text(path: str) -> str | None:
         return read(path)
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def named(name: str):
+    """The module of a client by its name (``claude``, ``qwen``, ``codex``, ``gemini``)."""
+    from importlib import import_module
+
+    return import_module(f"mem.clients.{name}")
+
+
+def of_payload(transcript_path: str | None, raw: dict | None) -> str:
+    """The client that sent a hook payload: ``qwen``, ``gemini``, ``codex``, else ``claude``.
+
+    qwen-code keeps transcripts under ``~/.qwen/projects/<slug>/chats/``
+    and stamps every payload with ``timestamp``; Claude Code (2.1.197 and
+    2.1.330) does neither. qwen-code 0.24 also sends ``prompt_id`` and
+    ``permission_mode``, as Claude Code does, so those tell nothing. Gemini
+    CLI stamps ``timestamp`` too; its transcripts are under ``~/.gemini/tmp/``.
+    Codex sends Claude Code's fields; its transcript is a ``rollout-*.jsonl``.
+    """
+    from mem.clients import codex, gemini
+
+    tp = (transcript_path or "").replace("\\", "/")
+    for other in (gemini, codex):
+        if other.is_transcript_path(tp):
+            return other.NAME
+    if "/.qwen/" in tp or "/chats/" in tp or "timestamp" in (raw or {}):
+        return "qwen"
+    return "claude"
+
+
+def hook_event(transcript_path: str | None, event: str) -> str:
+    """A client's hook event by the name Claude Code gives it (Gemini CLI's BeforeAgent is
+    UserPromptSubmit, AfterAgent Stop: its module's HOOK_EVENTS); other names are kept."""
+    from mem.clients import gemini
+
+    if gemini.is_transcript_path(transcript_path or ""):
+        return gemini.HOOK_EVENTS.get(event, event)
+    return event
+
+
+def of_layout(layout: str):
+    """The client whose memory directory a resolution's layout is: qwen-code's for ``qwen``,
+    Claude Code's for its own, an agent's (Claude Code's subagents) and one named by --dir."""
+    return named(layout if layout in LAYOUTS else "claude")
+
+
+def payload_layout(name: str) -> str:
+    """The memory layout a hook payload from the client means (``auto``: the resolution decides)."""
+    return getattr(named(name), "PAYLOAD_LAYOUT", "auto")
+
+
+def memory_on(resolution, env=None) -> tuple[bool, str]:
+    """Whether memory applies to a resolved memory directory, and the rule that decided: the one
+    answer recall, prompt, context, extract, path and status give.
+
+    A directory named by --dir or MEM_DIR is the user's own: no client's switch governs it.
+    Any other is a client's, and its switch decides (``memory_on`` of the client's module):
+    Claude Code's isAutoMemoryEnabled for its auto-memory directory and its subagents'
+    memory, qwen-code's ``memory.enableManagedAutoMemory`` for its own.
+
+    Example: memory_on(resolve(dir="/tmp/m")) == (True, "a directory of your own (--dir)")
+    """
+    if resolution.layout == "dir":
+        return True, f"a directory of your own ({resolution.rule})"
+    return of_layout(resolution.layout).memory_on(resolution, env)
+
+
+def earlier_memory_dir(resolution, env=None) -> str | None:
+    """A folder where the client kept this directory's memories before a release moved them (qwen-code
+    0.15's, shared by every worktree of a repository), when the new one holds none yet; else None."""
+    module = of_layout(resolution.layout) if resolution.layout in LAYOUTS else None
+    rule = getattr(module, "earlier_memory_dir", None)
+    return rule(resolution, env) if rule else None
+
+
+def user_memory_dir(resolution, env=None) -> tuple[str, str]:
+    """(the user-level memory directory for a project's memory, its layout): the client's own user
+    tier where it has one (qwen-code 0.24's ``~/.qwen/memories``), else mem's (MEM_USER_DIR, or
+    ``<user data dir>/mem/memory``). MEM_USER_DIR names mem's whatever the client."""
+    import os
+
+    from mem.core.paths import user_memory_dir as mems
+
+    environ = os.environ if env is None else env
+    module = of_layout(resolution.layout) if resolution.layout in LAYOUTS else None
+    own = getattr(module, "user_memory_dir", None)
+    tier = own(environ) if own and not environ.get("MEM_USER_DIR") else None
+    return (tier, module.LAYOUT) if tier else (mems(environ), "claude")
+
+
+def escapes_hook_context(name: str, version: tuple[int, ...] | None) -> bool:
+    """Whether the client escapes tags in hook context before the model reads it. For a client
+    whose behaviour was not recorded (Codex CLI, Gemini CLI), Claude Code's rule."""
+    module = named(name)
+    rule = getattr(module, "escapes_hook_context", None) or named("claude").escapes_hook_context
+    return rule(version)

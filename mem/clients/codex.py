@@ -45,6 +45,9 @@ from mem.core.messages import Block, Message
 #: The instructions file the client loads from the project (``mem prompt --client codex --write``).
 INSTRUCTIONS_FILE = "AGENTS.md"
 FORMAT = "codex"
+NAME = FORMAT
+#: It loads no memory directory itself: a SessionStart hook gives it the full text.
+LOADS_OWN_MEMORY = False
 WHOLE_FILE = False  # each line is read alone
 #: Rollout line types (RolloutItem): a record with one of these and a payload is Codex's.
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted",
@@ -84,6 +87,27 @@ def home(env: Mapping[str, str] | None = None) -> str:
 def hooks_file(scope: str, root: str, env: Mapping[str, str] | None = None) -> str:
     """The hooks.json Codex reads for a scope: ``$CODEX_HOME/hooks.json`` or ``<root>/.codex/hooks.json``."""
     return os.path.join(home(env) if scope == "user" else os.path.join(root, ".codex"), "hooks.json")
+
+
+#: The hook scopes as `mem hooks` names them (install.settings_path asks ``settings_file``).
+SETTINGS_SCOPES = HOOK_SCOPES
+#: Codex CLI works without mem's hooks (a wrapper, the instructions file): doctor notes their absence.
+NEEDS_HOOKS = False
+
+
+def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The file mem's hooks go in for a scope (user or project): ``hooks_file`` of the project's root."""
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    if scope not in HOOK_SCOPES:
+        raise UsageError(f"{NAME} has no {scope} hooks file; use --scope {' or '.join(HOOK_SCOPES)}")
+    return hooks_file(scope, "" if scope == "user" else paths.project_root(project or os.getcwd()), env)
+
+
+def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """No setting of Claude Code's kind turns these hooks off (Gemini CLI's hooksConfig: ``hooks_off``)."""
+    return None
 
 
 #: Codex's memory folders under CODEX_HOME, the current pipeline's first.

@@ -47,6 +47,9 @@ from mem.core.messages import Block, Message
 #: The instructions file the client loads from the project (``mem prompt --client gemini --write``).
 INSTRUCTIONS_FILE = "GEMINI.md"
 FORMAT = "gemini"
+NAME = FORMAT
+#: It loads no memory directory itself: a SessionStart hook gives it the full text.
+LOADS_OWN_MEMORY = False
 #: Gemini CLI's hook events (settings.json "hooks") that mean what Claude Code's do: BeforeAgent
 #: has the prompt and takes ``hookSpecificOutput.additionalContext``, AfterAgent ends the turn.
 HOOK_EVENTS = {"BeforeAgent": "UserPromptSubmit", "AfterAgent": "Stop", "PreCompress": "PreCompact"}
@@ -97,6 +100,27 @@ def home(env: Mapping[str, str] | None = None) -> str:
 def hooks_file(scope: str, root: str, env: Mapping[str, str] | None = None) -> str:
     """The settings.json Gemini CLI reads for a scope: ``~/.gemini/`` or ``<root>/.gemini/``."""
     return os.path.join(home(env) if scope == "user" else os.path.join(root, ".gemini"), "settings.json")
+
+
+#: The hook scopes as `mem hooks` names them (install.settings_path asks ``settings_file``).
+SETTINGS_SCOPES = HOOK_SCOPES
+#: Gemini CLI works without mem's hooks (a wrapper, the instructions file): doctor notes their absence.
+NEEDS_HOOKS = False
+
+
+def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The file mem's hooks go in for a scope (user or project): ``hooks_file`` of the project's root."""
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    if scope not in HOOK_SCOPES:
+        raise UsageError(f"{NAME} has no {scope} hooks file; use --scope {' or '.join(HOOK_SCOPES)}")
+    return hooks_file(scope, "" if scope == "user" else paths.project_root(project or os.getcwd()), env)
+
+
+def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """No setting of Claude Code's kind turns these hooks off (Gemini CLI's hooksConfig: ``hooks_off``)."""
+    return None
 
 
 #: The section save_memory keeps in the global GEMINI.md.

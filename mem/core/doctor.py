@@ -7,9 +7,9 @@ mechanical mode). The hooks and cron checks are ``mem hooks status`` and ``mem c
 (install.status, cron.status); a credential's value is never read into a message, only whether
 it is set.
 
-uses: install (hooks status), cron (cron status), memdir.state (state root), memdir.history, jobs.llm
-(whether a key is set), completions (where mem complete --install puts them); bash-completion and
-zsh themselves, run, for whether they find mem's completion.
+uses: install (hooks status), clients (homes, whether a client needs mem's hooks), cron (cron status),
+memdir.state (state root), memdir.history, jobs.llm (whether a key is set), completions (where mem
+complete --install puts them); bash-completion and zsh themselves, run, for whether they find mem's completion.
 """
 
 from __future__ import annotations
@@ -130,8 +130,9 @@ def check_hooks(client: str, project: str | None, env: Mapping[str, str] | None 
     if report["missing"]:
         # Codex CLI and Gemini CLI work without mem's hooks (a wrapper, the instructions file): a note
         # until some are installed; Claude Code and qwen-code, once used here, need them.
-        used = bool(report["entries"]) or (client not in install.MODULE_CLIENTS
-                                           and os.path.isdir(client_home(client, env)))
+        from mem.clients import named
+
+        used = bool(report["entries"]) or (named(client).NEEDS_HOOKS and os.path.isdir(client_home(client, env)))
         return Check(name, FAIL if used else NOTE,
                      f"not installed: {', '.join(report['missing'])}", f"mem hooks install --client {client}")
     fired = [e.last_fired for e in report["entries"] if e.last_fired]
@@ -140,19 +141,10 @@ def check_hooks(client: str, project: str | None, env: Mapping[str, str] | None 
 
 
 def client_home(client: str, env: Mapping[str, str] | None = None) -> str:
-    """~/.claude (or CLAUDE_CONFIG_DIR), ~/.qwen, ~/.codex (or CODEX_HOME), ~/.gemini: there when the
-    client has run here."""
-    env = os.environ if env is None else env
-    from mem.core.install import MODULE_CLIENTS
+    """~/.claude (or CLAUDE_CONFIG_DIR), ~/.qwen, ~/.codex (or CODEX_HOME), ~/.gemini: there when the client has run here."""
+    from mem.clients import named
 
-    if client in MODULE_CLIENTS:
-        from mem.clients import named
-
-        return named(client).home(env)
-    home = env.get("HOME") or os.path.expanduser("~")
-    if client == "claude":
-        return env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
-    return os.path.join(home, ".qwen")
+    return named(client).home(env)
 
 
 def check_cron(env: Mapping[str, str] | None = None) -> Check:

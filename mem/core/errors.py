@@ -99,6 +99,10 @@ class ForeignFileError(RefusedError):
     """A file that is not a memory file (memdir.layout.foreign_reason) on its way into a memory directory."""
 
 
+class PinnedError(RefusedError):
+    """A write or delete of a file in the memory directory's top-level pinned/ (memdir.layout.is_pinned)."""
+
+
 class SecretError(RefusedError):
     """Content carries something the secret scanner recognises."""
 

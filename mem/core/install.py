@@ -11,8 +11,8 @@ stays, numbers are written as the file wrote them, qwen-code's comments are
 kept, nothing is written when nothing changes, and a copy of the old file goes
 to the state directory first. A file that is not a JSON object is never touched.
 
-uses: paths (settings locations), hooks (subcommand names), memdir.files (read_bytes, atomic_write),
-memdir.state (backups, hook stamps), clients (Codex CLI's and Gemini CLI's hook files and entries).
+uses: clients (each client's entries, settings files and scopes), paths, hooks (subcommand names), memdir.files (read_bytes, atomic_write),
+memdir.state (backups, hook stamps).
 """
 
 from __future__ import annotations
@@ -25,75 +25,38 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from mem.clients import HOOKED as CLIENTS
+from mem.clients import Group
 from mem.core.errors import RefusedError, UsageError
+from mem.core.jscompat import blank_comments
 
-CLIENTS = ("claude", "qwen", "codex", "gemini")
-#: Clients whose hook file, entries and scopes their module in mem/clients says (HOOK_GROUPS...).
-MODULE_CLIENTS = ("codex", "gemini")
 SCOPES = ("user", "project", "local")
 #: Our subcommands that take --hook: how a command is recognised as ours.
 HOOK_COMMANDS = ("prompt", "recall", "extract", "session")
 
 
-class Group(NamedTuple):
-    """One matcher group of one event: the handlers mem adds, as (arguments, timeout in s, or None
-    for the client's default)."""
+def _client(client: str):
+    from mem.clients import named
 
-    event: str
-    matcher: str | None
-    handlers: tuple[tuple[str, int | None], ...]
-
-
-#: The tools that act (a shell command, an edit, a write): before each, the feedback that applies
-#: to it (mem/core/hooks/tool.py). Not for qwen-code: 0.24.4 runs a PreToolUse hook but leaves its
-#: additionalContext out of the next request (tests/e2e), so the hook would cost a process per
-#: call and spend the session's recall budget on text the model never reads.
-CLAUDE_ACTING_TOOLS = "Bash|Edit|Write|MultiEdit"
-#: The README's entries. Claude Code: instructions at start, recall per prompt and before a tool
-#: acts, extraction at the end of a turn, session notes across a compaction.
-CLAUDE_GROUPS = (
-    Group("SessionStart", None, (("prompt --hook", 10),)),
-    Group("SessionStart", "compact", (("recall --hook", 10), ("session compact --hook", 10))),
-    Group("UserPromptSubmit", None, (("recall --hook", 15),)),
-    Group("PreToolUse", CLAUDE_ACTING_TOOLS, (("recall --hook", 10),)),
-    Group("Stop", None, (("extract --hook --background", 10),)),
-    Group("PreCompact", None, (("session compact --hook", 10),)),
-)
-#: qwen-code puts MEMORY.md and its own memory instructions into the system prompt and extracts
-#: memories itself; what it lacks is recall (reference/real-clients.md, qwen-code). 0.24 fires
-#: SessionStart too (0.15 does not), where prompt --hook adds the note on surfaced memories. No
-#: timeout: qwen-code 0.15 reads it as milliseconds (15 would kill the hook after 15 ms), 0.24 as seconds.
-QWEN_GROUPS = (
-    Group("SessionStart", None, (("prompt --hook", None),)),
-    Group("UserPromptSubmit", None, (("recall --hook", None),)),
-)
+    if client not in CLIENTS:
+        raise UsageError(f"unknown client {client!r} (expected {' or '.join(CLIENTS)})")
+    return named(client)
 
 
 def label(client: str) -> str:
     """The client's name for people: Claude Code, qwen-code, Codex CLI, Gemini CLI."""
-    if client in MODULE_CLIENTS:
-        from mem.clients import named
-
-        return named(client).LABEL
-    return {"claude": "Claude Code", "qwen": "qwen-code"}.get(client, client)
+    return _client(client).LABEL
 
 
 def groups_for(client: str) -> tuple[Group, ...]:
-    if client in MODULE_CLIENTS:
-        from mem.clients import named
-
-        return tuple(Group(*g) for g in named(client).HOOK_GROUPS)
-    return CLAUDE_GROUPS if client == "claude" else QWEN_GROUPS
+    """The README's entries for the client (HOOK_GROUPS in mem/clients/)."""
+    return tuple(Group(*g) for g in _client(client).HOOK_GROUPS)
 
 
 def _event_name(client: str, event: str) -> str:
     """A Claude Code event name as the client calls it (Gemini CLI: UserPromptSubmit is BeforeAgent)."""
-    if client in MODULE_CLIENTS:
-        from mem.clients import named
-
-        theirs = {ours: name for name, ours in getattr(named(client), "HOOK_EVENTS", {}).items()}
-        return theirs.get(event, event)
-    return event
+    theirs = {ours: name for name, ours in getattr(_client(client), "HOOK_EVENTS", {}).items()}
+    return theirs.get(event, event)
 
 
 def events_for(client: str) -> tuple[str, ...]:
@@ -205,27 +168,10 @@ def settings_path(client: str, scope: str, project: str | None = None,
 
     Example: settings_path("claude", "local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
     """
-    from mem.core import paths
-
-    if client not in CLIENTS:
-        raise UsageError(f"unknown client {client!r} (expected {', '.join(CLIENTS)})")
+    module = _client(client)
     if scope not in SCOPES:
         raise UsageError(f"unknown scope {scope!r} (expected user, project or local)")
-    if client in MODULE_CLIENTS:
-        from mem.clients import named
-
-        module = named(client)
-        if scope not in module.HOOK_SCOPES:
-            raise UsageError(f"{client} has no {scope} hooks file; use --scope {' or '.join(module.HOOK_SCOPES)}")
-        return module.hooks_file(scope, "" if scope == "user" else paths.project_root(project or os.getcwd()), env)
-    if client == "claude":
-        root = "" if scope == "user" else paths.project_root(project or os.getcwd())
-        return paths.claude_settings_file(scope, root, env)
-    if scope == "user":
-        return os.path.join(paths.qwen_home(paths.home_dir(env)), "settings.json")
-    if scope == "local":
-        raise UsageError("qwen-code has no local settings file; use --scope user or project")
-    return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")
+    return module.settings_file(scope, project, env)
 
 
 class SettingsFile(NamedTuple):
@@ -256,45 +202,8 @@ class Number:
 
 
 def comments_allowed(client: str) -> bool:
-    """qwen-code and Gemini CLI read their settings with // and /* */ comments (as JSONC); Claude Code
-    and Codex's hooks.json do not."""
-    if client in MODULE_CLIENTS:
-        from mem.clients import named
-
-        return named(client).SETTINGS_COMMENTS
-    return client == "qwen"
-
-
-def blank_comments(text: str) -> str:
-    """``text`` with every // and /* */ comment outside strings turned into spaces (newlines kept),
-    so positions in it are positions in ``text``.
-
-    Example: blank_comments('{"a": 1 // one\n}') == '{"a": 1       \n}'
-    """
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            out.append(text[i:j + 1])
-            i = j + 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    """qwen-code reads its settings with // and /* */ comments (as JSONC); Claude Code does not."""
+    return _client(client).SETTINGS_COMMENTS
 
 
 def _decoder() -> json.JSONDecoder:
@@ -664,11 +573,7 @@ def last_fired(client: str, event: str, command: str, env: Mapping[str, str] | N
 
 def _our_event(client: str, event: str) -> str:
     """A client's event name as mem reads its payload (Gemini CLI's BeforeAgent is UserPromptSubmit)."""
-    if client in MODULE_CLIENTS:
-        from mem.clients import named
-
-        return getattr(named(client), "HOOK_EVENTS", {}).get(event, event)
-    return event
+    return getattr(_client(client), "HOOK_EVENTS", {}).get(event, event)
 
 
 def entries(client: str, scope: str, project: str | None = None, env: Mapping[str, str] | None = None,
@@ -710,28 +615,10 @@ def wrapped_entries(client: str, scope: str, events: Iterable[str], project: str
             for h in group["hooks"] if isinstance(h, dict) and wrapped(h.get("command"))]
 
 
-def disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
-    """The settings that keep Claude Code from running user and project hooks, if any."""
-    from mem.core import paths
-
-    settings = paths.load_settings(paths.project_root(project or os.getcwd()), env=env)
-    hit = settings.first("disableAllHooks", accept=lambda v: v is True)
-    if hit:
-        return f"disableAllHooks in {hit[1].label}"
-    hit = settings.first("allowManagedHooksOnly", names=("policy",), accept=lambda v: v is True)
-    if hit:
-        return f"allowManagedHooksOnly in {hit[1].label}"
-    return None
-
-
 def _turned_off(client: str, files: list[str], found: list[Entry]) -> tuple[str | None, list[Entry]]:
     """What the client's own settings say against our hooks (Gemini CLI's hooksConfig): all of them
-    off, and the entries it skips by name. A client without such settings: (None, found)."""
-    from mem.clients import named
-
-    module = named(client)
-    if not hasattr(module, "hooks_off"):
-        return None, found
+    off, and the entries it skips by name."""
+    module = _client(client)
     why, skipped = None, set()
     for path in files:  # user, then project: the later file's word wins
         data = read_settings(path, client).data
@@ -748,14 +635,7 @@ def status(client: str, scope: str | None = None, project: str | None = None,
            env: Mapping[str, str] | None = None) -> dict:
     """What ``mem hooks status`` reports: our entries in every scope of the client (or ``scope``),
     the events missing from all, what turns hooks off, and whether all is well."""
-    if scope:
-        scopes: tuple[str, ...] = (scope,)
-    elif client in MODULE_CLIENTS:
-        from mem.clients import named
-
-        scopes = named(client).HOOK_SCOPES
-    else:
-        scopes = ("user", "project") if client == "qwen" else SCOPES
+    scopes = (scope,) if scope else _client(client).SETTINGS_SCOPES
     checked: dict = {}
     found: list[Entry] = []
     seen = set()
@@ -765,8 +645,8 @@ def status(client: str, scope: str | None = None, project: str | None = None,
             seen.add(path)
             found += entries(client, name, project, env, checked=checked)
     missing = [e for e in events_for(client) if not any(f.event == e for f in found)]
-    disabled = disabled_by(project, env) if client == "claude" else None
-    if client in MODULE_CLIENTS:
+    disabled = _client(client).hooks_disabled_by(project, env)
+    if hasattr(_client(client), "hooks_off"):
         disabled, found = _turned_off(client, [p for p in dict.fromkeys(
             os.path.realpath(settings_path(client, s, project, env)) for s in scopes)], found)
     ok = not missing and all(f.runs for f in found) and not disabled

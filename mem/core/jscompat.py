@@ -1,4 +1,5 @@
-"""JavaScript string semantics that Claude Code's behaviour depends on: UTF-16 lengths and cuts, trim.
+"""JavaScript string semantics that Claude Code's behaviour depends on: UTF-16 lengths and cuts, trim;
+and the comments qwen-code allows in its JSON settings.
 
 Example: len16("😀x") == 3; cut16("😀x", 1) == ""; js_trim("\ufeff a ") == "a"
 """
@@ -106,3 +107,35 @@ def now_iso() -> str:
     import time
 
     return iso_utc_ms(time.time_ns() // 1_000_000)
+
+
+def blank_comments(text: str) -> str:
+    """``text`` with every // and /* */ comment outside strings turned into spaces (newlines kept),
+    so positions in it are positions in ``text``.
+
+    Example: blank_comments('{"a": 1 // one\n}') == '{"a": 1       \n}'
+    """
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)

@@ -4,7 +4,8 @@ Example: resolve(project="/home/u/repo").memory_dir == "/home/u/.claude/projects
 
 Every path rule other modules need lives here: the config home, the memory base, sanitizePath,
 the canonical git root (read from the files, as Claude Code does; git is never run), settings
-overrides, auto-memory switches, agent-memory scopes, the qwen-code layout, and transcript dirs.
+overrides, auto-memory switches, agent-memory scopes, the qwen-code layout (keyed by release:
+``qwen_memory_key``), and transcript dirs.
 Path arithmetic follows Node's POSIX `path` module (normalize/join/resolve), not os.path, because
 the two differ on leading `//` and trailing separators and the results must match byte for byte.
 """
@@ -213,12 +214,38 @@ def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) 
     return _join(config_home(env, home), "projects")
 
 
-def qwen_home(home: str) -> str:
-    """qwen-code's global dir, ~/.qwen.
+def qwen_home(home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code's global dir (settings.json): QWEN_HOME, else ~/.qwen (Storage.getGlobalQwenDir).
 
     Example: qwen_home("/home/u") == "/home/u/.qwen"
     """
-    return _join(home, ".qwen")
+    given = _environ(env).get("QWEN_HOME") if env is not None else None
+    return _qwen_path(given, home) if given else _join(home, ".qwen")
+
+
+def _qwen_path(raw: str, home: str) -> str:
+    if raw == "~" or raw.startswith("~/"):
+        raw = home + raw[1:]
+    return _resolve(raw)
+
+
+def qwen_runtime_dir(home: str, env: Mapping[str, str] | None = None) -> str:
+    """Where qwen-code keeps sessions (projects/<slug>/chats): QWEN_RUNTIME_DIR, else its global dir.
+
+    Example: qwen_runtime_dir("/h", {"QWEN_RUNTIME_DIR": "/rt"}) == "/rt"
+    """
+    given = _environ(env).get("QWEN_RUNTIME_DIR") if env is not None else None
+    return _qwen_path(given, home) if given else qwen_home(home, env)
+
+
+def qwen_memory_base(home: str, env: Mapping[str, str] | None = None) -> str:
+    """Where qwen-code 0.24 keeps managed memory (projects/<slug>/memory, memories/):
+    QWEN_CODE_MEMORY_BASE_DIR, else the runtime dir (getMemoryBaseDir).
+
+    Example: qwen_memory_base("/h", {"QWEN_CODE_MEMORY_BASE_DIR": "/m"}) == "/m"
+    """
+    given = _environ(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
+    return _qwen_path(given, home) if given else qwen_runtime_dir(home, env)
 
 
 def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
@@ -231,8 +258,9 @@ def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) ->
     """
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
-    qwen = _join(qwen_home(home_dir(env)), "projects")
-    bases = [("claude", _join(memory_base(env), "projects"), projects_dir(env)), ("qwen", qwen, qwen)]
+    home, environ = home_dir(env), _environ(env)
+    qwen = (_join(qwen_memory_base(home, environ), "projects"), _join(qwen_runtime_dir(home, environ), "projects"))
+    bases = [("claude", _join(memory_base(env), "projects"), projects_dir(env)), ("qwen", *qwen)]
     return [b for b in bases if layout in ("auto", b[0])]
 
 
@@ -542,20 +570,85 @@ def claude_transcripts_dir(root: str, env: Mapping[str, str] | None = None, home
     return find_project_dir(projects_dir(env, home), root)
 
 
-def qwen_memory_dir(key_root: str, home: str) -> str:
-    """qwen-code's memory dir for a canonical git root (or project root), without a trailing separator.
+def qwen_memory_dir(key_root: str, home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code's memory dir for its key (``qwen_memory_key``), without a trailing separator.
 
     Example: qwen_memory_dir("/home/u/repo", "/home/u") == "/home/u/.qwen/projects/-home-u-repo/memory"
     """
-    return _join(find_project_dir(_join(qwen_home(home), "projects"), key_root), "memory")
+    return _join(find_project_dir(_join(qwen_memory_base(home, env), "projects"), key_root), "memory")
 
 
-def qwen_transcripts_dir(root: str, home: str) -> str:
+#: The qwen-code release whose memory folder is keyed by the checkout (a linked worktree's own),
+#: not by the main repository as 0.15 keyed it (reference/real-clients.md, 2026-11-26).
+QWEN_PER_WORKTREE = (0, 24)
+
+
+def qwen_version(env: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
+    """The installed qwen-code's version: ``MEM_QWEN_VERSION`` when set, else the ``version`` of the
+    package.json of the ``qwen`` found on PATH (npm links it to the package's cli.js); None when unknown.
+
+    Example: qwen_version({"MEM_QWEN_VERSION": "0.24.4"}) == (0, 24, 4)
+    """
+    import json
+    import shutil
+
+    env = _environ(env)
+    if env.get("MEM_QWEN_VERSION"):
+        return _version(env["MEM_QWEN_VERSION"])
+    exe = shutil.which("qwen", path=env.get("PATH"))
+    if exe is None:
+        return None
+    directory = os.path.dirname(os.path.realpath(exe))
+    for _ in range(4):  # cli.js sits at the package's top (dist/ or bin/ below it in other layouts)
+        try:
+            data = json.loads(_read_text(_join(directory, "package.json")))
+        except (OSError, ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("name") == "@qwen-code/qwen-code":
+            return _version(data.get("version"))
+        directory = os.path.dirname(directory)
+    return None
+
+
+def _version(text: object) -> tuple[int, ...] | None:
+    m = re.match(r"\s*v?(\d+(?:\.\d+)+)", text) if isinstance(text, str) else None
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def qwen_memory_key(root: str, git_root: str | None, canonical: str | None,
+                    env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The path qwen-code keys a project's memory folder by, and why.
+
+    0.24 and later (or unknown: the current release): the nearest git root, a linked worktree's
+    own (getAutoMemoryRoot's findGitRoot), or the project root itself with
+    ``QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace``. 0.15: the main repository's root, every
+    worktree sharing it.
+
+    Example: qwen_memory_key("/h/wt", "/h/wt", "/h/repo", {"MEM_QWEN_VERSION": "0.15.10"})[0] == "/h/repo"
+    """
+    env = _environ(env)
+    version = qwen_version(env)
+    if version is not None and version < QWEN_PER_WORKTREE:
+        return canonical or root, f"qwen-code {'.'.join(map(str, version))}: keyed by the main repository"
+    if (env.get("QWEN_CODE_MEMORY_PROJECT_SCOPE") or "").strip().lower() == "workspace":
+        return root, "QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace"
+    return git_root or root, "qwen-code 0.24+: keyed by the checkout"
+
+
+def qwen_user_memory_dir(home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code 0.24's user tier, loaded into every project's session: <memory base>/memories.
+
+    Example: qwen_user_memory_dir("/h") == "/h/.qwen/memories"
+    """
+    return _join(qwen_memory_base(home, env), "memories")
+
+
+def qwen_transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = None) -> str:
     """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
 
     Example: qwen_transcripts_dir("/h/repo/sub", "/h") == "/h/.qwen/projects/-h-repo-sub/chats"
     """
-    return _join(find_project_dir(_join(qwen_home(home), "projects"), root), "chats")
+    return _join(find_project_dir(_join(qwen_runtime_dir(home, env), "projects"), root), "chats")
 
 
 def agent_memory_dir(
@@ -675,12 +768,10 @@ def resolve(
     settings = load_settings(root, env=env, home=home, settings_file=settings_file)
     enabled, reason = auto_memory_enabled(env, settings)
 
-    def made(memory: str, rule: str, kind: str) -> Resolution:
-        # Transcripts stay where the client writes them, whichever memory dir was chosen.
-        if kind == "qwen":
-            transcripts = qwen_transcripts_dir(root, home)
-        else:
-            transcripts = claude_transcripts_dir(root, env, home)
+    def made(memory: str, rule: str, kind: str, transcripts: str | None = None) -> Resolution:
+        # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
+        # Code's unless the directory is qwen-code's.
+        transcripts = transcripts or claude_transcripts_dir(root, env, home)
         return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
 
     if dir is not None:
@@ -694,14 +785,15 @@ def resolve(
 
     key = canonical or root
     if layout == "qwen":
-        return made(qwen_memory_dir(key, home), "qwen", "qwen")
+        qwen_key = qwen_memory_key(root, git_root, canonical, env)[0]
+        return made(qwen_memory_dir(qwen_key, home, env), "qwen", "qwen", qwen_transcripts_dir(root, home, env))
     memory, rule = claude_memory_dir(root, canonical, settings, env, home)
     # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
     # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
     if layout == "auto" and rule == "default" and not os.path.isdir(memory):
-        qwen = qwen_memory_dir(key, home)
+        qwen = qwen_memory_dir(qwen_memory_key(root, git_root, canonical, env)[0], home, env)
         if os.path.isdir(qwen):
-            return made(qwen, "qwen (detected)", "qwen")
+            return made(qwen, "qwen (detected)", "qwen", qwen_transcripts_dir(root, home, env))
     return made(memory, rule, "claude")
 
 

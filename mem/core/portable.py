@@ -9,7 +9,8 @@ digest, under ``memory/``, with no absolute path, ``..``, link or device. An imp
 whole (paths, secrets, frontmatter, conflicts) before its first write; then every write goes
 through ``MemoryDir.write`` as one ``import`` operation of the history, so ``mem undo`` takes it back.
 
-uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, guards.poison.poison_problem, memdir.index.drop_pointers, paths
+uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, guards.poison.poison_problem, memdir.index.drop_pointers, paths,
+clients (each layout's frontmatter)
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ import tarfile
 import time
 from dataclasses import dataclass, field
 
+from mem.clients import of_layout
 from mem.core.errors import NotFoundError, RefusedError, UsageError
 from mem.core.memdir.layout import (
     INDEX_NAME,
+    PINNED_REASON,
     foreign_reason,
     is_index,
     is_log,
     is_memory,
+    is_pinned,
     is_team,
     tree_files,
 )
@@ -421,7 +425,7 @@ def read_archive(path: str, fileobj=None, limits: Limits | None = None) -> Sourc
         if entries[rel].get("sha256") != _sha256(data):
             raise ArchiveError(f"{path}: {rel}: sha256 does not match the manifest (damaged or altered)")
     mtimes = {rel: e["mtime"] for rel, e in entries.items() if _sane_mtime(e.get("mtime"))}
-    layout = meta.get("layout") if meta.get("layout") in ("claude", "qwen") else "claude"
+    layout = of_layout(meta.get("layout")).LAYOUT
     return Source("archive", path, layout, files, mtimes, deadline=deadline, seconds=limits.seconds)
 
 
@@ -446,7 +450,7 @@ def read_directory(root: str, layout: str, *, logs: bool = False, team: bool = F
         except RefusedRead as exc:
             raise ArchiveError(f"{path}: {exc.strerror}") from None
         mtimes[rel] = os.stat(path).st_mtime
-    return Source("dir", root, "qwen" if layout == "qwen" else "claude", files, mtimes)
+    return Source("dir", root, of_layout(layout).LAYOUT, files, mtimes)
 
 
 def load_source(location: str, *, layout: str | None = None, logs: bool = False, team: bool = False,
@@ -454,9 +458,10 @@ def load_source(location: str, *, layout: str | None = None, logs: bool = False,
     """An archive file or a memory directory; a directory's layout is guessed from where it lives."""
     if os.path.isdir(location):
         if layout is None:
-            from mem.core.paths import home_dir, qwen_home
+            from mem.core.paths import home_dir, qwen_memory_base
 
-            inside_qwen = os.path.realpath(location).startswith(os.path.realpath(qwen_home(home_dir())) + os.sep)
+            base = qwen_memory_base(home_dir(), os.environ)
+            inside_qwen = os.path.realpath(location).startswith(os.path.realpath(base) + os.sep)
             layout = "qwen" if inside_qwen else "claude"
         return read_directory(location, layout, logs=logs, team=team)
     return read_archive(location, limits=limits)
@@ -473,7 +478,7 @@ def convert_layout(text: str, source: str, target: str) -> str:
     writes it under ``metadata:``. Towards qwen-code, ``metadata.type`` is lifted to a top-level
     ``type`` (metadata kept). Towards Claude Code a flat file is already readable: unchanged.
     """
-    if source == target or target != "qwen":
+    if source == target or of_layout(target).READS_METADATA_TYPE:
         return text
     from mem.core.memdir.frontmatter import Document
 
@@ -612,7 +617,8 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
 
     Only memory files land (``layout.foreign_reason``): a source carrying anything else (``.git/``,
     a script, a dotfile, CLAUDE.md) is refused, naming it, or with ``skip_foreign`` imported
-    without it (``ImportPlan.skipped``). A conflict is a file both sides have with different bytes: without ``policy`` the import is
+    without it (``ImportPlan.skipped``). Files in pinned/, ours or theirs or reached through a link,
+    are never written: left out with the reason (``ImportPlan.skipped``). A conflict is a file both sides have with different bytes: without ``policy`` the import is
     refused; ``keep`` leaves ours, ``theirs`` replaces ours (the history keeps it), ``both`` adds
     theirs under a new name with its own index pointer. Indexes are merged, never replaced.
     """
@@ -629,9 +635,12 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
             raise ArchiveError(f"{where}: refused {printable(rel)}: {why}; nothing was imported ({foreign_hint})")
         if why is not None:
             skipped.append((rel, why))
+        elif is_pinned(rel) or is_pinned(os.path.relpath(memory.resolve(rel), memory.real_root).replace(os.sep, "/")):
+            skipped.append((rel, PINNED_REASON))  # ours or theirs, through a link too: never written by an import
     if skipped:
+        gone = {rel for rel, _ in skipped}
         source = Source(source.kind, source.location, source.layout,
-                        {r: d for r, d in source.files.items() if foreign_reason(r) is None}, source.mtimes,
+                        {r: d for r, d in source.files.items() if r not in gone}, source.mtimes,
                         source.deadline, source.seconds)
     for rel, data in source.files.items():
         _past(source.deadline, where, source.seconds)

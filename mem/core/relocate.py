@@ -10,7 +10,7 @@ system for a path that sanitizes to it. A relocation renames what it can (the hi
 directory goes with a moved memory directory) and merges a memory directory into one that
 already holds memories through the write path, refusing any file that would be overwritten.
 
-uses: paths, memdir (store, layout, state, files), portable
+uses: paths, clients (each client's new folders, transcripts), memdir (store, layout, state, files), portable
 """
 
 from __future__ import annotations
@@ -60,7 +60,10 @@ class ProjectFolder:
 
 
 def _transcripts_of(client: str, folder: str) -> list[str]:
-    directory = os.path.join(folder, "chats") if client == "qwen" else folder
+    from mem.clients import named
+
+    sub = named(client).TRANSCRIPTS_SUBDIR
+    directory = os.path.join(folder, sub) if sub else folder
     try:
         with os.scandir(directory) as it:
             return sorted(e.path for e in it if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False))
@@ -246,6 +249,7 @@ def _remove_empty(directory: str) -> None:
 
 def plan_relocation(old: str, new: str, env=None) -> Relocation:
     """What moving the project at ``old`` (which may be gone) to ``new`` (which must exist) would do."""
+    from mem.clients import named
     from mem.core.memdir.store import MemoryDir
     from mem.core.portable import plan_import, read_directory
 
@@ -255,18 +259,13 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
     new = paths.project_root(new)
     if old == new:
         raise UsageError("the old and the new path are the same")
-    new_key = paths.find_canonical_git_root(new) or new
     plan = Relocation(old, new)
     home = paths.home_dir(env)
     for client, memory_base, transcripts_base in paths.project_bases(env=env):
         old_memory = os.path.join(paths.find_project_dir(memory_base, old), MEMORY_SUBDIR)
         old_folder = paths.find_project_dir(transcripts_base, old)
-        if client == "claude":
-            new_memory = paths.claude_default_memory_dir(new_key, env, home).rstrip(os.sep)
-            new_folder = paths.claude_transcripts_dir(new, env, home)
-        else:
-            new_memory = paths.qwen_memory_dir(new_key, home)
-            new_folder = paths.find_project_dir(transcripts_base, new)
+        new_memory = named(client).default_memory_dir(new, env, home)
+        new_folder = named(client).project_folder(new, env, home)
         if os.path.normpath(old_folder) == os.path.normpath(new_folder):
             continue
         whole = (os.path.dirname(old_memory) == old_folder and os.path.dirname(new_memory) == new_folder)
@@ -292,6 +291,8 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
                 plan.steps.append(Move("merge", old_memory, new_memory, f"{client} memory: {plural(n, 'file')} to write"))
                 plan.steps.append(Move("remove", old_memory, "", "after the merge, through its own history"
                                        if target.history.available() else "after the merge (history is off: not recorded)"))
+                for rel, why in merge.skipped:  # pinned/: never written by mem, so left where it is, said so
+                    plan.steps.append(Move("skip", os.path.join(old_memory, rel), os.path.join(new_memory, rel), why))
                 plan.merges.append((old_memory, target, merge))
         if not os.path.isdir(old_folder):
             continue

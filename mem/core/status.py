@@ -46,8 +46,8 @@ class Status:
     layout: str
     project_root: str
     exists: bool
-    auto_memory_enabled: bool
-    auto_memory_reason: str
+    memory_on: bool  # mem.clients.memory_on's answer; published as auto_memory_enabled / auto_memory_reason
+    memory_on_reason: str
     state_dir: str
     memories: dict
     index: dict
@@ -62,7 +62,8 @@ class Status:
     problems: list[Problem] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        data = {k: v for k, v in asdict(self).items() if k != "problems"}
+        names = {"memory_on": "auto_memory_enabled", "memory_on_reason": "auto_memory_reason"}
+        data = {names.get(k, k): v for k, v in asdict(self).items() if k != "problems"}
         data["problems"] = [p.as_dict() for p in self.problems]
         return data
 
@@ -78,11 +79,13 @@ def iso(seconds: float | None) -> str | None:
 def collect(res, *, now: float | None = None, min_hours: float | None = None, min_sessions: int | None = None,
             recent_days: float = RECENT_DAYS, env=None) -> Status:
     """Everything ``mem status`` shows for a Resolution (``mem.core.paths.resolve``)."""
+    from mem.clients import memory_on
     from mem.core.jobs import consolidation
     from mem.core.memdir.state import state_dir
 
     now = time.time() if now is None else now
     root = res.memory_dir
+    on, why = memory_on(res, env)
     exists = os.path.isdir(root)
     sdir = state_dir(root, env, create=False)
     headers = _headers(root) if exists else []
@@ -93,8 +96,8 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
         layout=res.layout,
         project_root=res.project_root,
         exists=exists,
-        auto_memory_enabled=res.auto_memory_enabled,
-        auto_memory_reason=res.auto_memory_reason,
+        memory_on=on,
+        memory_on_reason=why,
         state_dir=sdir,
         memories=_memories(headers),
         index=_index(root, raw_index, headers),

@@ -5,9 +5,9 @@ Claude Code writes one JSON object per line: ``user`` / ``assistant`` lines
 ``attachment`` lines, ``system`` lines (``compact_boundary``), and bookkeeping
 lines without a uuid. qwen-code writes Gemini-shaped ``parts``. A plain JSONL
 of ``{"role": ..., "content": ...}`` is accepted for other agents and scripts.
-Codex CLI's rollouts and Gemini CLI's chat recordings are read by
-mem/clients/codex.py and mem/clients/gemini.py (a Gemini recording as a whole:
-it is a log of updates).
+Each client's lines are read by its module in mem/clients/ (a Gemini CLI
+recording as a whole: it is a log of updates); this module detects the format
+and asks the questions of the messages.
 Malformed lines are skipped, never fatal: transcripts are written while we read.
 """
 
@@ -18,11 +18,13 @@ import os
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from mem.clients import codex, gemini
+from mem.clients import claude, codex, gemini, qwen
 from mem.core.messages import _NO_INPUT, FILE_KEYS, Block, Message, tool_file  # noqa: F401  (re-exported: the readers' model)
 
 #: Clients read by a module of their own (mem/clients/), by the format name they give.
 CLIENT_READERS = {c.FORMAT: c for c in (codex, gemini)}
+#: Every client's reader of one line, by format name.
+LINE_READERS = {c.FORMAT: c.parse for c in (claude, qwen, codex, gemini)}
 
 #: Tools that write files, by client: the names that count as "the agent wrote memory".
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "write_file", "edit", "replace", "NotebookEdit"})
@@ -219,11 +221,6 @@ def _parse_document(text: str) -> Transcript:
     return Transcript("empty", [], None, 1, 1)
 
 
-#: Claude Code lines that carry no conversation (some have neither uuid nor sessionId).
-CLAUDE_BOOKKEEPING = frozenset({"queue-operation", "last-prompt", "mode", "summary", "attachment",
-                                "file-history-snapshot", "custom-title", "agent-name"})
-
-
 def detect_format(obj: dict) -> str:
     msg = obj.get("message")
     if isinstance(msg, dict) and "parts" in msg:
@@ -233,7 +230,7 @@ def detect_format(obj: dict) -> str:
     for client in CLIENT_READERS.values():  # before sessionId: Gemini CLI's header line has one
         if client.is_record(obj):
             return client.FORMAT
-    if "sessionId" in obj or obj.get("type") in CLAUDE_BOOKKEEPING:
+    if "sessionId" in obj or obj.get("type") in claude.BOOKKEEPING:
         return "claude"
     if "role" in obj and ("content" in obj or "parts" in obj):
         return "plain"
@@ -241,54 +238,17 @@ def detect_format(obj: dict) -> str:
 
 
 def _parse_object(obj: dict, fmt: str) -> list[Message]:
-    client = CLIENT_READERS.get(fmt)
-    if client is not None:
-        return client.parse(obj)
-    if fmt == "qwen":
-        return _parse_qwen(obj)
-    if fmt == "claude":
-        return _parse_claude(obj)
+    reader = LINE_READERS.get(fmt)
+    if reader is not None:
+        return reader(obj)
     if fmt == "plain":
         role = obj.get("role")
         role = "assistant" if role in ("assistant", "model") else "system" if role == "system" else "user"
         content = obj.get("content", obj.get("parts"))
         gemini_parts = isinstance(content, list) and content and isinstance(content[0], dict) and "type" not in content[0]
-        blocks = _qwen_blocks(content) if gemini_parts else _claude_blocks(content)
+        blocks = qwen.to_blocks(content) if gemini_parts else claude.to_blocks(content)
         return [Message(obj.get("uuid") or obj.get("id"), role, blocks, timestamp=obj.get("timestamp"))]
     return []
-
-
-def _parse_claude(obj: dict) -> list[Message]:
-    # Positional arguments: this runs for every record `mem grep --transcripts` decodes.
-    kind = obj.get("type")
-    uuid, timestamp, session_id = obj.get("uuid"), obj.get("timestamp"), obj.get("sessionId")
-    if kind in ("user", "assistant"):
-        msg = obj.get("message") or {}
-        blocks = _claude_blocks(msg.get("content"))
-        if kind == "assistant":
-            return [Message(uuid, "assistant", blocks, "message", timestamp, session_id, msg.get("id"), msg.get("usage"))]
-        if obj.get("isCompactSummary"):
-            sub = "compact_summary"
-        elif obj.get("isMeta"):
-            sub = "meta"
-        elif blocks and all(b.type == "tool_result" for b in blocks):
-            sub = "tool_result"
-        elif _is_local_command(blocks):
-            sub = "command"
-        else:
-            sub = "message"
-        return [Message(uuid, "user", blocks, sub, timestamp, session_id)]
-    if kind == "system" and obj.get("subtype") == "compact_boundary":
-        return [Message(uuid, "system", [Block("text", _text(obj.get("content")))], "compact_boundary", timestamp, session_id)]
-    return []  # attachments, bookkeeping and other system lines carry no conversation
-
-
-_LOCAL_COMMAND_TAGS = ("<command-name>", "<local-command-stdout>", "<local-command-stderr>")
-
-
-def _is_local_command(blocks: list[Block]) -> bool:
-    """A slash command the user ran (``/compact``...) or its output, recorded as a user line."""
-    return len(blocks) == 1 and blocks[0].type == "text" and blocks[0].text.lstrip().startswith(_LOCAL_COMMAND_TAGS)
 
 
 def command_text(message: Message) -> str | None:
@@ -301,78 +261,6 @@ def command_text(message: Message) -> str | None:
         return None
     args = re.search(r"<command-args>(.*?)</command-args>", text, re.S)
     return " ".join(filter(None, (name.group(1).strip(), args.group(1).strip() if args else "")))
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
-
-
-def _claude_blocks(content: Any) -> list[Block]:
-    # Positional arguments: this runs for every record grep decodes.
-    if isinstance(content, str):
-        return [Block("text", content)]
-    if content is not None and not isinstance(content, list):
-        raise TypeError("content is neither text nor a list of blocks")
-    blocks = []
-    for b in content or ():
-        if not isinstance(b, dict):
-            continue
-        t = b.get("type")
-        if t == "text":
-            blocks.append(Block("text", _text(b.get("text"))))
-        elif t == "tool_use":
-            given = b.get("input")
-            blocks.append(Block("tool_use", "", b.get("name") or "", given if isinstance(given, dict) else _NO_INPUT,
-                                b.get("id") or ""))
-        elif t == "tool_result":
-            blocks.append(Block("tool_result", _result_text(b.get("content")), "",
-                                _NO_INPUT, b.get("tool_use_id") or "", bool(b.get("is_error"))))
-        elif t in ("thinking", "redacted_thinking"):
-            blocks.append(Block("thinking", _text(b.get("thinking"))))
-        else:
-            blocks.append(Block(t or "other"))
-    return blocks
-
-
-def _result_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text")
-    return "" if content is None else json.dumps(content, ensure_ascii=False)
-
-
-def _parse_qwen(obj: dict) -> list[Message]:
-    kind = obj.get("type")
-    if kind not in ("user", "assistant", "tool_result"):
-        return []
-    msg = obj.get("message") or {}
-    blocks = _qwen_blocks(msg.get("parts"))
-    role = "assistant" if kind == "assistant" or msg.get("role") == "model" else "user"
-    sub = "tool_result" if kind == "tool_result" or (blocks and all(b.type == "tool_result" for b in blocks)) else "message"
-    return [Message(obj.get("uuid"), role, blocks, kind=sub, timestamp=obj.get("timestamp"), session_id=obj.get("sessionId"),
-                    usage=obj.get("usageMetadata"))]
-
-
-def _qwen_blocks(parts: Any) -> list[Block]:
-    blocks = []
-    for p in parts or []:
-        if not isinstance(p, dict):
-            continue
-        if "text" in p:
-            blocks.append(Block("thinking" if p.get("thought") else "text", _text(p.get("text"))))
-        elif "functionCall" in p:
-            call = p["functionCall"] or {}
-            args = call.get("args")
-            blocks.append(Block("tool_use", name=call.get("name") or "", input=args if isinstance(args, dict) else {}, id=call.get("id") or ""))
-        elif "functionResponse" in p:
-            resp = p["functionResponse"] or {}
-            body = resp.get("response")
-            text = body.get("output", body.get("error", "")) if isinstance(body, dict) else body
-            is_error = isinstance(body, dict) and "error" in body
-            blocks.append(Block("tool_result", text if isinstance(text, str) else json.dumps(text, ensure_ascii=False),
-                                name=resp.get("name") or "", id=resp.get("id") or "", is_error=is_error))
-    return blocks
 
 
 # --- questions asked of a transcript -----------------------------------------

@@ -118,11 +118,11 @@ class Session:
             return [str(self.exe), "-p", prompt, *extra]
         return [str(self.exe), "--auth-type", "openai", "--approval-mode", "auto-edit", *extra, "-p", prompt]
 
-    def run(self, prompt: str, *extra: str) -> Run:
+    def run(self, prompt: str, *extra: str, cwd: Path | None = None) -> Run:
         first_request, first_hook = len(self.server.requests), len(list(self.hook_log.iterdir()))
         started = time.monotonic()
-        p = subprocess.run(self.argv(prompt, *extra), cwd=self.repo, env=self.env(), capture_output=True, text=True,
-                           timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+        p = subprocess.run(self.argv(prompt, *extra), cwd=cwd or self.repo, env=self.env(), capture_output=True,
+                           text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
         seconds = time.monotonic() - started
         hooks = []
         for f in sorted(self.hook_log.iterdir())[first_hook:]:

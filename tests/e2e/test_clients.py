@@ -18,7 +18,7 @@ import pytest
 # shadow the suite's own `conftest` module).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.e2e import driver  # noqa: E402
-from tests.e2e.fakemodel import FakeModel, Reply, request_texts  # noqa: E402
+from tests.e2e.fakemodel import FakeModel, Reply, request_texts, system_text  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("MEM_E2E") != "1", reason="end-to-end: set MEM_E2E=1 (make e2e)")
 
@@ -155,3 +155,36 @@ def test_a_feedback_reminder_reaches_the_model_before_the_tool_runs(session, ser
     assert lead not in first and "E2E-TOOL-RULE" not in first  # the prompt's words did not bring it
     assert lead in later and "E2E-TOOL-RULE" in later[later.index(lead):]
     assert "&lt;system-reminder" not in later
+
+
+def test_qwen_code_in_a_linked_worktree_uses_the_folder_mem_path_names(session, server):
+    """qwen-code 0.24 keys a linked worktree's memory by the worktree (0.15: by the main repository):
+    the folder mem path names for the worktree is the one the client loads MEMORY.md from."""
+    if session.client != "qwen":
+        pytest.skip("Claude Code keys every worktree's memory by the main repository (tests/test_paths.py)")
+    import subprocess
+
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-C", str(session.repo)]
+    (session.repo / "README").write_text("x\n")
+    subprocess.run([*git, "add", "README"], check=True, capture_output=True)
+    subprocess.run([*git, "commit", "-q", "-m", "init"], check=True, capture_output=True)
+    wt = session.root / "wt"
+    subprocess.run([*git, "worktree", "add", "-q", "--detach", str(wt)], check=True, capture_output=True)
+    env = {**session.env(), "PATH": f"{session.exe.parent}:{session.env()['PATH']}"}  # the installed qwen
+    where = driver.mem_cmd("path", "--project", str(wt), "--layout", "qwen", "--json", env=env)
+    assert where.returncode == 0, where.stderr
+    memory = Path(json.loads(where.stdout)["memory_dir"])
+    memory.mkdir(parents=True, exist_ok=True)
+    write_memory(memory, "worktree-only", "the worktree builds with the feature flag on", "Flag on.")
+    (memory / "MEMORY.md").write_text("- [Worktree only](worktree-only.md) — feature flag on in this worktree\n")
+    server.main[:] = [Reply(text="ok")]
+    run = session.run("say ok", cwd=wt)
+    assert run.returncode == 0, run.stderr
+    systems = [system_text(b) for b in driver.main_requests(run)]
+    assert systems and all("feature flag on in this worktree" in s for s in systems)
+    own = tuple(int(p) for p in session.version.split(".")) >= (0, 24)  # else shared with the main checkout
+    if own:  # not the main checkout's index
+        assert all("migration timeouts" not in s for s in systems)
+    scan = driver.mem_cmd("scan", "--json", "--project", str(wt), "--layout", "qwen", env=env)
+    listed = sorted(r["relpath"] for r in json.loads(scan.stdout))
+    assert listed == (["worktree-only.md"] if own else ["go-indent.md", "staging-deploys.md", "worktree-only.md"])

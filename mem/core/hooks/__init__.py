@@ -7,7 +7,6 @@ CLI reads the payload, calls one flow, and prints what it returns.
 from mem.core.hooks.payload import (  # noqa: F401 - the package's interface
     OUTPUT_LIMIT,
     CONTEXT_LIMIT,
-    LAST_UNESCAPED_CLAUDE,
     VERSION_TAIL_BYTES,
     MAX_PAYLOAD_BYTES,
     BASE_FIELDS,

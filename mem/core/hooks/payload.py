@@ -32,9 +32,6 @@ from mem.core.errors import UsageError
 OUTPUT_LIMIT = 10_000
 #: What we allow ourselves, leaving room for the client's own framing of the text.
 CONTEXT_LIMIT = 9_500
-#: The last Claude Code release that passes hook context to the model unescaped: bisected over
-#: the npm releases 2.1.197..2.1.330 (2.1.291 passes ``<system-reminder>`` through, 2.1.292 escapes it).
-LAST_UNESCAPED_CLAUDE = (2, 1, 291)
 #: How much of a transcript's end is read for the client's version.
 VERSION_TAIL_BYTES = 64 * 1024
 #: A payload larger than this is not a hook payload (a transcript piped by mistake, say).
@@ -73,24 +70,10 @@ class HookPayload(NamedTuple):
 
     @property
     def client(self) -> str:
-        """``"qwen"`` for qwen-code, ``"gemini"`` for Gemini CLI, ``"codex"`` for Codex CLI, else ``"claude"``.
+        """The name of the client that sent it (mem/clients/ ``of_payload``)."""
+        from mem.clients import of_payload
 
-        qwen-code keeps transcripts under ``~/.qwen/projects/<slug>/chats/``
-        and stamps every payload with ``timestamp``; Claude Code (2.1.197 and
-        2.1.330) does neither. qwen-code 0.24 also sends ``prompt_id`` and
-        ``permission_mode``, as Claude Code does, so those tell nothing. Gemini
-        CLI stamps ``timestamp`` too; its transcripts are under ``~/.gemini/tmp/``.
-        Codex sends Claude Code's fields; its transcript is a ``rollout-*.jsonl``.
-        """
-        from mem.clients import codex, gemini
-
-        tp = (self.transcript_path or "").replace("\\", "/")
-        for other in (gemini, codex):
-            if other.is_transcript_path(tp):
-                return other.FORMAT
-        if "/.qwen/" in tp or "/chats/" in tp or "timestamp" in (self.raw or {}):
-            return "qwen"
-        return "claude"
+        return of_payload(self.transcript_path, self.raw)
 
 
 def parse_payload(
@@ -138,11 +121,9 @@ def parse_payload(
     cwd = values["cwd"] or os.getcwd()
     if not os.path.isabs(cwd) or "\0" in cwd:
         raise UsageError(f"hook payload cwd is not an absolute path: {cwd!r}")
-    event = values["hook_event_name"] or ""
-    from mem.clients import gemini
+    from mem.clients import hook_event
 
-    if gemini.is_transcript_path(values["transcript_path"] or ""):
-        event = gemini.HOOK_EVENTS.get(event, event)  # BeforeAgent is our UserPromptSubmit, AfterAgent our Stop
+    event = hook_event(values["transcript_path"], values["hook_event_name"] or "")
     if events is not None:
         allowed = tuple(events)
         if event not in allowed:
@@ -227,18 +208,15 @@ class HookResult(NamedTuple):
     messages: tuple[str, ...] = ()
 
 
-def recall_applies(resolution) -> bool:
-    """Whether recall runs for this directory: Claude Code's auto-memory switches govern the
-    directory its own rules chose, not one named with --dir or MEM_DIR, nor qwen-code's."""
-    return resolution.auto_memory_enabled or resolution.layout != "claude"
-
-
 def hook_where(where: dict, payload: HookPayload) -> dict:
     """The memory-directory options of a hook call completed from its payload: the project is the
-    payload's cwd (unless --project says otherwise), and a qwen-code payload means the qwen layout."""
+    payload's cwd (unless --project says otherwise), and the layout the client's payload means
+    (a qwen-code payload: qwen-code's; mem/clients/)."""
+    from mem.clients import payload_layout
+
     where = {**where, "project": where.get("project") or payload.cwd}
-    if where.get("layout", "auto") == "auto" and payload.client == "qwen":
-        where["layout"] = "qwen"
+    if where.get("layout", "auto") == "auto":
+        where["layout"] = payload_layout(payload.client)
     return where
 
 
@@ -306,15 +284,18 @@ NOT_READ = object()
 def escapes_context(payload: HookPayload, version=NOT_READ) -> bool:
     """Whether the client escapes the tags in hook context before the model reads it.
 
-    qwen-code always has; Claude Code has since 2.1.292. When the version
-    cannot be told (no transcript yet), the answer is yes: plain text reads
-    well either way, escaped tags do not. ``version``: what a caller that has
-    read the transcript already found there (None: nothing), so it is not read twice.
+    The client says (mem/clients/: qwen-code always has, Claude Code since
+    2.1.292). When the version cannot be told (no transcript yet), the answer
+    is yes: plain text reads well either way, escaped tags do not. ``version``:
+    what a caller that has read the transcript already found there (None:
+    nothing), so it is not read twice.
     """
-    if payload.client == "qwen":
-        return True
+    from mem.clients import escapes_hook_context, named
+
+    if getattr(named(payload.client), "ESCAPES_ALWAYS", False):
+        return True  # whatever the version: the transcript is not read
     if version is NOT_READ:
         version = client_version(payload)
     else:
         version = parse_version((payload.raw or {}).get("version")) or version
-    return version is None or version > LAST_UNESCAPED_CLAUDE
+    return escapes_hook_context(payload.client, version)

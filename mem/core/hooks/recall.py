@@ -6,7 +6,7 @@ that applies to the tool call (hooks/tool.py). The caller reads the payload,
 calls ``on_prompt`` (or ``on_session_start``) and prints the ``HookResult``: this module writes
 to no stream. It imports no click, so the lean entry point (mem/entry.py) can call it directly.
 
-uses: hooks.payload, hooks.tool, paths (resolution), recall, memdir.store
+uses: clients (memory_on), hooks.payload, hooks.tool, paths (resolution), recall, memdir.store
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from mem.core.hooks.payload import (  # noqa: F401 - HookResult and recall_applies: part of this flow's interface
-    CONTEXT_LIMIT, NOT_READ, HookPayload, HookResult, escapes_context, hook_where, recall_applies, render_output)
+from mem.clients import memory_on
+from mem.core.hooks.payload import (  # noqa: F401 - HookResult: part of this flow's interface
+    CONTEXT_LIMIT, NOT_READ, HookPayload, HookResult, escapes_context, hook_where, render_output)
 
 #: How long the hook holds a prompt, at most, waiting for the model (seconds since mem started).
 HOOK_DEADLINE = 2.0
@@ -86,7 +87,7 @@ def on_prompt(payload: HookPayload, where: dict, options: RecallOptions) -> Hook
         return on_tool(payload, where, options)
     resolution = resolve_options(hook_where(where, payload))
     memory = MemoryDir(resolution.memory_dir)
-    enabled, prompt = recall_applies(resolution), payload.prompt or ""
+    enabled, prompt = memory_on(resolution)[0], payload.prompt or ""
     messages: list[str] = []
     tools = list(options.tools)
     exclude: set[str] = set()

@@ -36,12 +36,6 @@ class StopOptions(NamedTuple):
     debug: bool = False
 
 
-def extract_applies(resolution) -> bool:
-    """Whether a Stop hook extracts into this directory: Claude Code's auto-memory switches govern
-    the directory its rules chose, not one named with --dir or MEM_DIR."""
-    return resolution.auto_memory_enabled or resolution.rule in ("--dir", "MEM_DIR")
-
-
 def on_stop(payload: HookPayload, where: dict, options: StopOptions = StopOptions(), *,
             log: Callable[[str], None] | None = None) -> HookResult:
     """Stop: extract the new part of the payload's transcript (or start that in the background).
@@ -59,7 +53,9 @@ def on_stop(payload: HookPayload, where: dict, options: StopOptions = StopOption
     memory = MemoryDir(resolution.memory_dir)
     session = options.session or payload.session_id
     transcript = payload.transcript_path
-    if not extract_applies(resolution):
+    from mem.clients import memory_on
+
+    if not memory_on(resolution)[0]:  # the client's own switch; an explicit `mem extract` runs
         skipped = ExtractResult(memory.root, transcript or "-", session, skipped="auto_memory_disabled")
         return HookResult(messages=tuple(describe(skipped)))
 

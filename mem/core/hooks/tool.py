@@ -9,15 +9,15 @@ tool pattern (``shell:git push``, ``edit:migrations/versions``), in the session'
 state and within its budget, and renders them as prompt recall does. A call that matches
 nothing (most do) costs a manifest scan and the cached triggers, and writes nothing.
 
-uses: hooks.payload, toolmatch, recall (session state, surfacing), paths (resolution), memdir.manifest, memdir.state
+uses: clients (memory_on), hooks.payload, toolmatch, recall (session state, surfacing), paths (resolution), memdir.manifest, memdir.state
 """
 
 from __future__ import annotations
 
 import time
 
-from mem.core.hooks.payload import (CONTEXT_LIMIT, HookPayload, HookResult, escapes_context, hook_where,
-                                    recall_applies, render_output)
+from mem.clients import memory_on
+from mem.core.hooks.payload import CONTEXT_LIMIT, HookPayload, HookResult, escapes_context, hook_where, render_output
 
 
 def tool_label(tool_name: str) -> str:
@@ -41,7 +41,7 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
         return HookResult()
     resolution = resolve_options(hook_where(where, payload))
     root = resolution.memory_dir
-    if not recall_applies(resolution) or not os.path.isdir(root):
+    if not memory_on(resolution)[0] or not os.path.isdir(root):
         return HookResult()
     cache = cache_dir(root)
     headers = manifest.scan(root, cache_dir=cache)

@@ -305,6 +305,7 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> N
     """Merge exact duplicates, repair and fit the index, lint."""
     from mem.core.memdir import index as idx
     from mem.core.memdir import manifest
+    from mem.core.memdir.layout import is_pinned
     from mem.core.memdir.store import MemoryDir
 
     from mem.core.jobs.dream_checks import normalise
@@ -322,8 +323,11 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> N
         if len(members) < 2:
             continue
         # Keep the oldest: a merge keeps the older date (recall shows a memory's age); pointers follow it.
-        members = sorted(members, key=lambda m: (m.mtime_ms, m.relpath))
-        keep, drop = members[0], members[1:]
+        # A pinned file is never merged away: it is the one kept, and a second pinned one stays too.
+        members = sorted(members, key=lambda m: (not is_pinned(m.relpath), m.mtime_ms, m.relpath))
+        keep, drop = members[0], [m for m in members[1:] if not is_pinned(m.relpath)]
+        if not drop:
+            continue
         result.duplicates.append([keep.relpath] + [d.relpath for d in drop])
         for d in drop:
             progress(f"consolidate: {d.relpath} duplicates {keep.relpath}; removing it")

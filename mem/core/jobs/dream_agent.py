@@ -59,7 +59,8 @@ outside information lives (reference). Give the rule or fact first, then a **Why
 file after its subject in lower-case kebab case (feedback-testing.md).
    - Never store credentials or secrets; never copy code, file listings or fix recipes.
    - Keep every topic file's frontmatter complete (name, description, type) and keep whatever \
-other keys a file already has. Files under logs/ and team/ are not yours to change.
+other keys a file already has. Files under logs/ and team/ are not yours to change, nor those \
+under pinned/ (hand-curated: leave them and their index lines as they are; merge others into them if you must).
 
 4. Prune and index. MEMORY.md must stay under 200 lines and about 25 KB, one line per topic file, \
 each under about 150 characters. Remove pointers to files that no longer exist, shorten long \

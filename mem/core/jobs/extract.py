@@ -447,10 +447,14 @@ When you are done, answer with one short sentence: what you saved, or that nothi
 saving.
 """
 
+#: qwen-code's pinned/ (memdir.layout.is_pinned): the write path refuses it; the model is told so it does not try.
+PINNED_NOTE = ("Files under pinned/ are hand-curated: read them, but never change them, their index lines or "
+               "their names (the tools refuse).")
+
 #: The extraction instructions: our own framing around the shared memory guidance.
 SYSTEM_PROMPT = "\n".join([
     _INTRO, guidance.TYPES, _REQUESTS, guidance.NOT_TO_SAVE, guidance.FILE_FORMAT, _UPDATE,
-    "\n" + guidance.INDEX_LINE + " Do not write under logs/ or team/.\n", _DONE,
+    "\n" + guidance.INDEX_LINE + " Do not write under logs/ or team/.\n" + PINNED_NOTE + "\n", _DONE,
 ])
 
 

@@ -28,9 +28,9 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from mem.core.errors import MemError, NotFoundError, RefusedError
+from mem.core.errors import MemError, NotFoundError, PinnedError, RefusedError
 from mem.core.memdir.index import FENCE
-from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, TEAM_PREFIX, UNINDEXED_DIRS
+from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, PINNED_REASON, TEAM_PREFIX, UNINDEXED_DIRS, is_pinned
 from mem.core.memdir.store import MemoryDir
 
 #: At most this many candidates are offered.
@@ -235,7 +235,7 @@ def _topic_headers(memory: MemoryDir) -> list:
 
     if not os.path.isdir(memory.root):
         return []
-    return [h for h in manifest.scan(memory.root, limit=None) if not h.relpath.startswith(OFF_LIMITS)]
+    return [h for h in manifest.scan(memory.root, limit=None) if not h.relpath.startswith(OFF_LIMITS) and not h.pinned]
 
 
 def _read_text(path: str) -> str:
@@ -373,6 +373,8 @@ def _refuse_off_limits(rel: str, *, index_ok: bool = False) -> None:
         raise RefusedError(f"refused {rel}: daily logs are append-only")
     if rel.startswith(TEAM_PREFIX):
         raise RefusedError(f"refused {rel}: team memory is shared; change it through the team, not forget")
+    if is_pinned(rel):
+        raise PinnedError(f"refused {rel}: {PINNED_REASON}")
 
 
 # --- the model -----------------------------------------------------------------------------------

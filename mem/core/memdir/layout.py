@@ -71,6 +71,20 @@ def is_team(relpath: str) -> bool:
     return relpath.replace(os.sep, "/").startswith(TEAM_PREFIX)
 
 
+def is_pinned(relpath: str) -> bool:
+    """A file under the top-level ``pinned/`` (any case): qwen-code 0.24's hand-curated memories, which
+    no job writes, merges or deletes (a nested ``project/pinned/`` is ordinary memory, as in qwen-code).
+
+    Example: is_pinned("pinned/architecture.md") is True; is_pinned("project/pinned/a.md") is False
+    """
+    head, sep, _ = relpath.replace(os.sep, "/").partition("/")
+    return bool(sep) and head.lower() == PINNED_DIR
+
+
+#: Why a pinned file is refused (the write path's error, import's skip).
+PINNED_REASON = "pinned/ holds hand-curated memories that mem never writes, merges or deletes (edit them yourself)"
+
+
 def is_memory(relpath: str) -> bool:
     """A topic file: ``*.md``, not an index, not a daily log."""
     return relpath.endswith(TOPIC_SUFFIX) and not is_index(relpath) and not is_log(relpath)

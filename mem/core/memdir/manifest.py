@@ -14,7 +14,7 @@ import time
 from typing import Any, NamedTuple
 
 from mem.core.memdir.files import MAX_HEAD_BYTES, open_regular
-from mem.core.memdir.layout import Skipped, is_log, walk_topic_files
+from mem.core.memdir.layout import Skipped, is_log, is_pinned, walk_topic_files
 from mem.core.jscompat import iso_utc_ms, now_iso  # noqa: F401 - now_iso: part of this module's interface
 
 MAX_MEMORY_FILES = 200
@@ -62,7 +62,13 @@ class MemoryHeader(NamedTuple):
             "mtime_ms": self.mtime_ms,
             "size": self.size,
             "warnings": [w.as_dict() for w in self.warnings],
+            "pinned": self.pinned,
         }
+
+    @property
+    def pinned(self) -> bool:
+        """In the top-level pinned/: read and surfaced, never written by mem (memdir.layout.is_pinned)."""
+        return is_pinned(self.relpath)
 
 
 def read_head(path: str, max_lines: int = FRONTMATTER_MAX_LINES) -> str:

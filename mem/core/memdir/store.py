@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from mem.core.errors import ForeignFileError, LockedError, MemError, PathEscapeError, SecretError
+from mem.core.errors import ForeignFileError, LockedError, MemError, PathEscapeError, PinnedError, SecretError
 from mem.core.memdir.files import atomic_write, fsync_dir, within, read_bytes, read_text
-from mem.core.memdir.layout import INDEX_NAME, TEMP_FILE, foreign_reason
+from mem.core.memdir.layout import INDEX_NAME, PINNED_REASON, TEMP_FILE, foreign_reason, is_pinned
 
 STALE_TEMP_AFTER = 600
 
@@ -115,6 +115,8 @@ class MemoryDir:
             why = foreign_reason(name)
             if why is not None:
                 raise ForeignFileError(f"refused to write {printable(name)}: {why}")
+            if is_pinned(name):  # also through a link into pinned/, or from pinned/ elsewhere
+                raise PinnedError(f"refused to write {printable(name)}: {PINNED_REASON}")
         if scan:
             from mem.core.guards.secrets import first_secret
 
@@ -151,13 +153,17 @@ class MemoryDir:
             if os.path.basename(lexical) == INDEX_NAME and not allow_index:
                 raise PathEscapeError(f"refused to delete {target}: it is a memory index")
             rel = os.path.relpath(os.path.join(parent, os.path.basename(lexical)), self.real_root).replace(os.sep, "/")
+            if is_pinned(rel):
+                raise PinnedError(f"refused to delete {target}: {PINNED_REASON}")
             self._record(rel, lexical, os.fsencode(os.readlink(lexical)), None, lambda: _unlink(lexical), link=True)
             return lexical
         real = self.resolve(target)
         if os.path.basename(real) == INDEX_NAME and not allow_index:
             raise PathEscapeError(f"refused to delete {target}: it is a memory index")
-        old = read_bytes(real)
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
+        if is_pinned(rel) or is_pinned(_lexical_rel(target, self.root) or ""):
+            raise PinnedError(f"refused to delete {target}: {PINNED_REASON}")
+        old = read_bytes(real)
         self._record(rel, real, old, None, lambda: _unlink(real))
         return real
 

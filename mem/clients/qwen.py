@@ -1,0 +1,206 @@
+"""qwen-code: its memory directories, hook output, settings files (JSON with comments).
+
+qwen-code 0.15 and 0.24 keep Claude Code's layout under ``~/.qwen/projects/<slug>/``
+(memory/, and the session chats in chats/), named by sanitizePath as Claude Code
+names its folders (reference/real-clients.md, qwen-code). The memory folder's key
+changed: 0.15 keyed a linked worktree by its main repository, 0.24 by the worktree
+(mem/core/paths.py ``qwen_memory_key``). 0.24's switch is the
+``memory.enableManagedAutoMemory`` setting (``memory_on``), and a top-level
+``pinned/`` holds hand-curated memories no job may change (mem/core/memdir/layout.py).
+
+Transcripts (``chats/<session>.jsonl``): lines of Claude Code's shape whose
+``message`` is Gemini-shaped, ``{role, parts}``.
+
+uses: core.messages; lazily core.paths (home, project root), core.jscompat and core.memdir.files (settings)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from mem.clients import Group
+from mem.core.messages import Block, Message
+
+NAME = "qwen"
+#: The client's name for people.
+LABEL = "qwen-code"
+#: Once used in a project, it needs mem's hooks for recall and extraction (doctor fails without them).
+NEEDS_HOOKS = True
+#: The transcript format name (mem/core/transcripts.py).
+FORMAT = "qwen"
+LAYOUT = "qwen"
+#: A qwen-code hook payload means qwen-code's memory directory.
+PAYLOAD_LAYOUT = "qwen"
+#: It escapes both ``<`` and ``>`` in hook context, 0.15 and 0.24 alike.
+ESCAPES_ALWAYS = True
+#: Topic-file frontmatter is flat: it reads a top-level ``type`` only.
+READS_METADATA_TYPE = False
+#: A project folder keeps its chats in ``chats/<session>.jsonl``.
+TRANSCRIPTS_SUBDIR = "chats"
+#: It puts MEMORY.md and its own memory instructions into the system prompt, and extracts itself.
+LOADS_OWN_MEMORY = True
+#: qwen-code has user and project settings, no local file.
+SETTINGS_SCOPES = ("user", "project")
+#: It reads its settings with // and /* */ comments (as JSONC).
+SETTINGS_COMMENTS = True
+
+#: What it lacks is recall (reference/real-clients.md, qwen-code). 0.24 fires SessionStart too
+#: (0.15 does not), where prompt --hook adds the note on surfaced memories. No timeout: qwen-code
+#: 0.15 reads it as milliseconds (15 would kill the hook after 15 ms), 0.24 as seconds. No
+#: PreToolUse: 0.24.4 runs one but leaves its additionalContext out of the next request
+#: (tests/e2e), so the hook would cost a process per call for text the model never reads.
+HOOK_GROUPS = (
+    Group("SessionStart", None, (("prompt --hook", None),)),
+    Group("UserPromptSubmit", None, (("recall --hook", None),)),
+)
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def home(env: Mapping[str, str] | None = None) -> str:
+    """~/.qwen (or QWEN_HOME): there when the client has run here."""
+    from mem.core import paths
+
+    return paths.qwen_home(paths.home_dir(env), _env(env))
+
+
+def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """The memory directory of a project root, without a trailing separator: keyed by its checkout
+    (0.24 and later) or its main repository (0.15) (paths.qwen_memory_key).
+
+    Example: default_memory_dir("/h/repo", home="/h") == "/h/.qwen/projects/-h-repo/memory"
+    """
+    from mem.core import paths
+
+    git_root = paths.find_git_root(root)
+    canonical = paths.resolve_canonical_root(git_root) if git_root else None
+    key = paths.qwen_memory_key(root, git_root, canonical, env)[0]
+    return paths.qwen_memory_dir(key, paths.home_dir(env, home), _env(env))
+
+
+def user_memory_dir(env: Mapping[str, str] | None = None) -> str | None:
+    """The user tier (``~/.qwen/memories``, whose MEMORY.md 0.24 puts into every session's system
+    prompt, seen with 0.24.4); None for 0.15, which has none."""
+    from mem.core import paths
+
+    env = _env(env)
+    version = paths.qwen_version(env)
+    if version is not None and version < paths.QWEN_PER_WORKTREE:
+        return None
+    return paths.qwen_user_memory_dir(paths.home_dir(env), env)
+
+
+def earlier_memory_dir(resolution, env: Mapping[str, str] | None = None) -> str | None:
+    """Where qwen-code 0.15 kept a linked worktree's memories (with the main repository's), when this
+    release keys the worktree's folder by the worktree and that one holds no memories yet; else None."""
+    from mem.core import paths
+    from mem.core.memdir.layout import walk_topic_files
+
+    worktree, main = resolution.git_root, resolution.canonical_git_root
+    if not (worktree and main) or worktree == main:
+        return None
+    old = paths.qwen_memory_dir(main, paths.home_dir(env), _env(env))
+    if os.path.normpath(old) == os.path.normpath(resolution.memory_dir) or not os.path.isdir(old):
+        return None
+    here = os.path.isdir(resolution.memory_dir) and next(iter(walk_topic_files(resolution.memory_dir)), None)
+    return None if here or next(iter(walk_topic_files(old)), None) is None else old
+
+
+def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """The project folder of a working directory (its chats are in ``chats/``).
+
+    Example: project_folder("/h/repo/sub", home="/h") == "/h/.qwen/projects/-h-repo-sub"
+    """
+    from mem.core import paths
+
+    return os.path.dirname(paths.qwen_transcripts_dir(root, paths.home_dir(env, home), _env(env)))
+
+
+def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The settings file of a scope (user or project).
+
+    Example: settings_file("project", "/home/u/repo") == "/home/u/repo/.qwen/settings.json"
+    """
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    if scope == "user":
+        return os.path.join(paths.qwen_home(paths.home_dir(env), _env(env)), "settings.json")
+    if scope == "local":
+        raise UsageError("qwen-code has no local settings file; use --scope user or project")
+    return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")
+
+
+def memory_on(resolution, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """``memory.enableManagedAutoMemory`` (default true), the project's settings over the user's, as
+    qwen-code 0.24.4 reads it: off, it neither recalls nor extracts (getManagedAutoMemoryEnabled)."""
+    for scope in ("project", "user"):
+        path = settings_file(scope, resolution.project_root, env)
+        memory = _read_settings(path).get("memory")
+        value = memory.get("enableManagedAutoMemory") if isinstance(memory, dict) else None
+        if isinstance(value, bool):
+            return value, f"memory.enableManagedAutoMemory={'true' if value else 'false'} ({path})"
+    return True, "default"
+
+
+def _read_settings(path: str) -> dict:
+    """A settings file's JSON object, comments allowed; {} when it is absent, unreadable or no object."""
+    from mem.core.jscompat import blank_comments
+    from mem.core.memdir.files import read_bytes
+    from mem.core.paths import SETTINGS_MAX_BYTES
+
+    try:
+        data = json.loads(blank_comments(read_bytes(path, SETTINGS_MAX_BYTES).decode("utf-8", "replace")))
+    except (OSError, ValueError, RecursionError):  # a refused read is an OSError
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    return None
+
+
+def escapes_hook_context(version: tuple[int, ...] | None) -> bool:
+    return ESCAPES_ALWAYS
+
+
+def parse(obj: dict) -> list[Message]:
+    kind = obj.get("type")
+    if kind not in ("user", "assistant", "tool_result"):
+        return []
+    msg = obj.get("message") or {}
+    blocks = to_blocks(msg.get("parts"))
+    role = "assistant" if kind == "assistant" or msg.get("role") == "model" else "user"
+    sub = "tool_result" if kind == "tool_result" or (blocks and all(b.type == "tool_result" for b in blocks)) else "message"
+    return [Message(obj.get("uuid"), role, blocks, kind=sub, timestamp=obj.get("timestamp"), session_id=obj.get("sessionId"),
+                    usage=obj.get("usageMetadata"))]
+
+
+def to_blocks(parts: Any) -> list[Block]:
+    blocks = []
+    for p in parts or []:
+        if not isinstance(p, dict):
+            continue
+        if "text" in p:
+            blocks.append(Block("thinking" if p.get("thought") else "text", _str(p.get("text"))))
+        elif "functionCall" in p:
+            call = p["functionCall"] or {}
+            args = call.get("args")
+            blocks.append(Block("tool_use", name=call.get("name") or "", input=args if isinstance(args, dict) else {}, id=call.get("id") or ""))
+        elif "functionResponse" in p:
+            resp = p["functionResponse"] or {}
+            body = resp.get("response")
+            text = body.get("output", body.get("error", "")) if isinstance(body, dict) else body
+            is_error = isinstance(body, dict) and "error" in body
+            blocks.append(Block("tool_result", text if isinstance(text, str) else json.dumps(text, ensure_ascii=False),
+                                name=resp.get("name") or "", id=resp.get("id") or "", is_error=is_error))
+    return blocks
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
