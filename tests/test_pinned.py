@@ -113,7 +113,7 @@ def test_dream_merges_duplicates_into_a_pinned_file_never_away(memory, run_mem):
 
 def test_the_extract_and_dream_agents_tools_refuse_pinned_files(memory):
     """The tools the models call (extract's policy; dream's, which may delete) answer with the reason."""
-    from mem.core.jobs.agent import ToolBox, WritePolicy
+    from mem.core.jobs.tools import ToolBox, WritePolicy
     from mem.core.jobs.extract import extract_policy
 
     before = (memory / PINNED).read_bytes()

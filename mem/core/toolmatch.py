@@ -578,14 +578,8 @@ def _adds_package(s: Segment) -> bool:
     return verb is not None and not s.flags & {"-u", "--upgrade", "--update"} and _has_argument(s, verb)
 
 
-_compiled: dict[str, re.Pattern] = {}
-
-
 def _code_in(pattern: str, text: str) -> bool:
-    rx = _compiled.get(pattern)
-    if rx is None:
-        rx = _compiled[pattern] = re.compile(pattern, re.I)
-    return rx.search(text) is not None
+    return re.search(pattern, text, re.I) is not None  # re keeps the compiled patterns
 
 
 def _applies(call: ToolCall, t: Sequence) -> float:
