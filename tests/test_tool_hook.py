@@ -213,8 +213,8 @@ def shell(command: str, text: str) -> bool:
 
 
 def test_a_commands_words_are_matched_as_written_in_one_command_of_the_call():
-    text = "Never edit them: change the .proto file and run `make proto`."
-    assert shell("make proto", text) and shell("cd api && make proto", text)
+    text = "Never run `make deploy` by hand: CI deploys."
+    assert shell("make deploy", text) and shell("cd api && make deploy", text)
     assert not shell("make lint", text)
     text = "Ask before adding a dependency (`pnpm add`)."
     assert not shell("pnpm install --frozen-lockfile", text)  # "add" is no term of the ranker: still a word here
@@ -252,9 +252,9 @@ def test_a_memory_forbidding_two_things_one_command_does_is_about_the_command():
 
 
 def test_a_command_named_with_what_it_does_does_not_meet_a_call_that_only_looks():
-    text = "Always pass `--context` to `kubectl`, and never `kubectl apply` or `kubectl delete` against prod."
+    text = "Never `kubectl apply` or `kubectl delete` against prod."
     assert not shell("kubectl get pods", text)
-    assert shell("kubectl rollout restart deploy/api", text) and shell("kubectl logs api --context staging", text)
+    assert shell("kubectl rollout restart deploy/api", text)
     text = "Use `docker compose` (v2). The old `docker-compose` binary is not installed."
     assert shell("docker-compose ps", text)  # the memory is about the binary, not about what it does
 
@@ -359,3 +359,44 @@ def test_a_function_passed_as_a_value_is_used_and_via_says_what_to_do_instead():
     text = "Never modify code under `third_party/`: it is vendored. Patch via `patches/` and the vendoring script."
     assert hit("Edit", {"file_path": "/r/third_party/zlib/inflate.c", "new_string": "x"}, text)
     assert not hit("Edit", {"file_path": "/r/patches/zlib.patch", "new_string": "+x"}, text)
+
+
+def test_a_call_that_does_what_the_memory_prescribes_complies():
+    text = "Run `pytest -x -q` on the test files you touched; never run the full suite with `--cov`."
+    assert not shell(".venv/bin/pytest -x -q tests/unit/test_coupons.py", text) and shell("pytest --cov=shop", text)
+    text = "Never run `terraform apply -auto-approve`. Run `terraform plan -out plan.tfplan`, show the plan."
+    assert not shell("cd infra && terraform plan -out plan.tfplan", text) and shell("terraform apply -auto-approve", text)
+    text = "Files under `src/generated/` are generated. Never edit them: change the .proto file and run `make proto`."
+    assert not shell("make proto && git diff --stat src/generated/", text)
+    assert hit("Edit", {"file_path": "/r/src/generated/a_pb2.py", "new_string": "x"}, text)
+    text = "In service code (src/), log with `logger = logging.getLogger(__name__)`; never leave `print()` calls."
+    assert not hit("Write", {"file_path": "/r/src/a.py", "content": "logger = logging.getLogger(__name__)\n"}, text)
+    assert hit("Write", {"file_path": "/r/src/a.py", "content": "logger = logging.getLogger(__name__)\nprint(x)"}, text)
+    text = "Add CHANGELOG.md entries under the `## Unreleased` heading; never invent a version heading."
+    assert not hit("Edit", {"file_path": "/r/CHANGELOG.md", "new_string": "## Unreleased\n\n- Refunds.\n"}, text)
+    assert hit("Edit", {"file_path": "/r/CHANGELOG.md", "new_string": "## 2.5.0\n\n- Refunds.\n"}, text)
+    text = "Store datetimes with tzinfo: `datetime.now(timezone.utc)`, never naive `datetime.now()` or `utcnow()`."
+    assert not hit("Edit", {"file_path": "/r/d.py", "new_string": "cutoff = datetime.now(timezone.utc) - delta"}, text)
+
+
+def test_a_prescribed_flag_is_no_kind_of_the_forbidden_one_unless_the_call_names_the_rules_target():
+    text = ("Never run `git push --force` (or `git push -f`) on main or any branch someone else pulls. "
+            "**How to apply:** on your own feature branch use `--force-with-lease`.")
+    assert not shell("git push --force-with-lease origin feat/coupons", text)
+    assert shell("git push --force-with-lease origin main", text) and shell("git push -f origin feat/coupons", text)
+
+
+def test_always_pass_a_flag_to_a_command_is_met_by_a_call_of_the_command_without_it():
+    text = "Always pass `--context` explicitly to `kubectl`, and never `kubectl apply` or `kubectl delete` against prod-eu."
+    assert shell("kubectl get pods -n shop", text) and shell("kubectl --context prod-eu delete pod x", text)
+    assert not shell("kubectl --context staging-eu rollout status deploy/api", text)
+    assert not shell("kubectl logs api --context staging", text) and not shell("helm list", text)
+
+
+def test_a_file_named_with_a_flag_of_it_is_the_flags_rule():
+    text = "`scripts/seed.py` を本番データベース（`--env production`）に対して実行しないこと。"
+    assert not shell("python scripts/seed.py --env staging", text) and shell("python scripts/seed.py --env=production", text)
+
+
+def test_pip3_is_pip():
+    assert shell("sudo pip3 install --upgrade setuptools", "Never run `sudo pip install`: it breaks the system Python.")

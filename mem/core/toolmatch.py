@@ -51,6 +51,19 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   ("Never print them (`cat`, Read)"; not "use the logger, not print").
 * a checker (``pytest``, ``mypy``, ``ruff check``) run on a path does not change it: a rule
   that names only that path is not met.
+* a clause that says what to do, in a sentence that forbids ("run `pytest -x -q` ...; never ...
+  `--cov`", "never edit them: change the .proto file and run `make proto`", "log with `logger`;
+  never leave `print()`"), or a sentence that starts so ("Run `terraform plan -out plan.tfplan`"),
+  is a **prescription**: its spans are no triggers, and a call that does it complies: a rule that
+  names only a path is not met by it (`make proto && git diff src/generated/`, an entry under
+  `## Unreleased` in CHANGELOG.md), and a prescribed flag is no kind of a forbidden one
+  (``--force-with-lease`` is not ``--force``) unless the call names what the rule is about ("on
+  main": ``git push --force-with-lease origin main``);
+* "always pass `--context` to `kubectl`" is met by a call of kubectl without the flag, whatever it
+  does (``kubectl get pods``), and not by one with it;
+* a file named with a flag of it in one sentence (`scripts/seed.py` ... `--env production`) is the
+  flag's rule: running the file otherwise (``--env staging``) does not meet it;
+* ``pip3`` and ``pip3.11`` are ``pip``.
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -85,7 +98,7 @@ TEXT_CHARS = 4096
 #: The memory types a tool call can surface.
 TYPES = ("feedback", "project")
 #: Bump when the triggers a memory gives change: cached triggers of older versions are rebuilt.
-TRIGGERS_VERSION = 4
+TRIGGERS_VERSION = 5
 TRIGGERS_CACHE = "tool-triggers.marshal"
 
 #: The matcher's rules past the first version's (code spans, paths and flags as triggers), each named so
@@ -112,6 +125,10 @@ RULES = frozenset((
     "checks",            # a checker (pytest, mypy, ruff check) on a path does not change it: a path alone is not met
     "references",        # `utcnow()` is met by `default=datetime.utcnow` too (a function passed, called later)
     "via",               # "Patch via `patches/`" says what to do instead
+    "prescriptions",     # "run `make proto`", "log with `logger`": what to do; a call that does it complies
+    "requirements",      # "always pass `--context` to `kubectl`": a call of kubectl without it
+    "conditions",        # `scripts/seed.py` with `--env production` in one sentence: the flag is the rule, not the path
+    "versioned-names",   # `pip3`, `pip3.11` are `pip`
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -152,6 +169,18 @@ _RULE = re.compile(r"\b(?:never|not|no|avoid|must|only|always|ask|when|whenever)
 _WHEN = re.compile(r"\b(?:when|whenever|each time|every time)\b|的时候|时，|する際|するとき|する時", re.I)
 #: ... rather than forbidding something.
 _FORBID = re.compile(r"\b(?:never|not|no|avoid|don't|do not)\b|不要|禁止|不得|しない", re.I)
+#: Clauses of a sentence that both says what to do and forbids: "run `pytest -x -q`; never ... `--cov`",
+#: "never edit them: change the .proto file and run `make proto`", "`datetime.now(timezone.utc)`, never ...".
+_CLAUSE = re.compile(r";\s+|:\s+|,\s+(?=(?:and\s+|but\s+)?(?:never|not|no|don't|do not)\b)", re.I)
+#: A clause (or a sentence that starts so) that prescribes: what a call that does it already complies with.
+_PRESCRIBE = re.compile(r"\b(?:run|use|pass|log with|store|change|add|regenerate|apply)\b", re.I)
+_PRESCRIBE_FIRST = re.compile(r"^\W*(?:run|use|pass|log with|store)\b", re.I)
+#: "Always pass `--context` to `kubectl`": every call of the command must have the flag.
+_ALWAYS = re.compile(r"^\W*always\s+(?:pass|use|give|set|add|name|run\s+with)\b", re.I)
+#: What a rule names as its target ("on main", "against the prod-eu context"): a call of it is not excused
+#: by doing the prescribed thing (`--force-with-lease` on main is still a forced push of main).
+_TARGET = re.compile(r"\b(?:on|against)\s+(?:the\s+)?([a-z][\w./-]*)", re.I)
+_NOT_TARGETS = frozenset("a an any anything it them this that these those your our their every all each".split())
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 #: A directory said after these is one the rule does not cover ("except build output (build/)").
 _EXCEPT = re.compile(r"\b(?:except|outside|other than|apart from|but not)\b|除了|以外", re.I)
@@ -178,13 +207,16 @@ _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "insta
 _ADD_VERBS = frozenset(("add", "require", "get"))
 
 # A trigger is a tuple; its fields, by position:
-WORDS, FLAGS, PATHS, WEIGHT, COMMAND, COMMANDS, LITERALS, CODE, SHAPE, SCOPE, OUTSIDE, PHRASE = range(12)
+(WORDS, FLAGS, PATHS, WEIGHT, COMMAND, COMMANDS, LITERALS, CODE, SHAPE, SCOPE, OUTSIDE, PHRASE, PRESCRIBED, TARGETS,
+ MISSING) = range(15)
 # WORDS: terms, for a file's text; FLAGS, PATHS; WEIGHT; COMMAND: a command named alone, else "";
 # COMMANDS: for a flag alone, the commands the memory names ("git commit", "pytest"); LITERALS: the
 # words of a command, as written; CODE: a regular expression for code or a host name, else "";
 # SHAPE: "arg" (a placeholder), "any-path" (`.`), "adds-package", space-separated; SCOPE and OUTSIDE:
 # the directories the memory's rule covers / does not cover; PHRASE: a regular expression for the span
-# in a file's text, else "".
+# in a file's text, else ""; PRESCRIBED: what the memory says to do, each (literals, flags, phrase): a call that
+# does it complies; TARGETS: what its rules name as their target ("on main"); MISSING: the flags every call of
+# COMMAND must have ("always pass `--context` to `kubectl`").
 
 
 def _is_flag(piece: str) -> bool:
@@ -254,12 +286,20 @@ def triggers(text: str) -> list[tuple]:
     verbs: dict[int, tuple[str, ...]] = {}  # what a CJK sentence says is done (push), in Latin letters
     scope: list[str] = []
     outside: list[str] = []
+    prescribed: list[str] = []  # spans saying what to do
+    targets: list[str] = []
+    required: list[tuple[list[str], list[str]]] = []  # (flags, commands) of "always pass `--context` to `kubectl`"
     rules = RULES
     sentences, alternative = (_SENTENCE, _ALTERNATIVE) if "clauses" in rules else (_SENTENCE_WHOLE, _ALTERNATIVE_FIRST)
-    for n, sentence in enumerate(sentences.split(text)):
+    split = sentences.split(text)
+    for n, sentence in enumerate(split):
         if (alternative.search(sentence) or ("via" in rules and _VIA.search(sentence))) and not _RULE.search(sentence):
+            prescribed += _CODE_SPAN.findall(sentence)
             continue  # what to do instead: a call that does it needs no reminder
-        spans += [(span, True, n) for span in _CODE_SPAN.findall(sentence)]
+        following = split[n + 1] if n + 1 < len(split) else ""
+        spans += [(span, True, n) for span in _rule_spans(sentence, following, prescribed, required, rules)]
+        if _FORBID.search(sentence):
+            targets += [t.lower() for t in _TARGET.findall(_CODE_SPAN.sub(" ", sentence)) if t.lower() not in _NOT_TARGETS]
         plain = _CODE_SPAN.sub(" ", sentence)
         if _WHEN.search(sentence) and not _FORBID.search(sentence):
             when.add(n)
@@ -284,19 +324,27 @@ def triggers(text: str) -> list[tuple]:
     named: list[str] = []
     by_sentence: dict[tuple[int, str], set[str]] = {}
     acting: set[str] = set()  # commands the memory names with what they do: `kubectl apply`
-    for span, quoted, n in spans:
+    for span, quoted, n in [*spans, *((p, True, -1) for p in prescribed)]:  # "run `pytest -x -q`" names pytest
         lead = span.split()[0] if span.split() else ""
         if quoted and re.fullmatch(r"[a-z][\w-]*", lead):
             second = span.split()[1:2]
             sub = second[0] if second and re.fullmatch(r"[a-z][\w-]*", second[0]) else ""
             named.append(f"{lead} {sub}".strip() if "subcommand-flags" in rules else lead)
+            if n < 0:
+                continue
             if sub and lead not in _COMMON_COMMANDS:
                 by_sentence.setdefault((n, lead), set()).add(sub)
             if sub in _ACTS:
                 acting.add(lead)
     # Calls of code shown with arguments (`datetime.now(timezone.utc)`) make the bare call exact.
-    with_args = {s.split("(", 1)[0] for s, quoted, _ in spans if quoted and re.search(r"\(\S+\)", s)}
+    with_args = {s.split("(", 1)[0] for s, quoted, _ in [*spans, *((p, True, -1) for p in prescribed)]
+                 if quoted and re.search(r"\(\S+\)", s)}
+    conditioned = set()  # sentences whose file is named with a flag of it: `scripts/seed.py` ... `--env production`
+    if "conditions" in rules and "flag-of" in rules:
+        conditioned = {n for span, quoted, n in spans if quoted and files_of.get(n) and _is_flag(span.split()[0])}
     for span, quoted, n in spans:
+        if n in conditioned and quoted and span.split() and _norm_path(span) in files_of[n]:
+            continue  # the rule is the flag of the file (`--env production`), not every run of it
         words: list[str] = []
         flags: list[str] = []
         paths: list[str] = []
@@ -374,13 +422,67 @@ def triggers(text: str) -> list[tuple]:
                commands, tuple(literals), code, " ".join(shape), where, () if paths else outside_t, phrase)
         if key not in found:
             found.append(key)
-    # A memory that forbids two things one command does is about the command: `npm install`, `npm run`.
+    # "Always pass `--context` to `kubectl`": a call of kubectl without it.
+    demanded = set()
+    for flags_r, commands_r in required:
+        for c in commands_r:
+            demanded.add(c)
+            found.append(((c,), (), (), 2.0, c, (), (c,), "", "requires", scope_t, outside_t, "", (), (),
+                          tuple(flags_r)))
+    # A memory that forbids two things one command does is about the command: `npm install`, `npm run`
+    # (unless it says what every call of the command must do: that is what it asks of the command).
     for (n, lead), subs in by_sentence.items():
-        if len(subs) >= 2 and "two-things" in rules:
+        if len(subs) >= 2 and "two-things" in rules and lead not in demanded:
             key = ((lead,), (), (), 2.0, lead, (), (lead,), "", "acts" if lead in acting else "", scope_t, outside_t, "")
             if not any(t[COMMAND] == lead for t in found):
                 found.append(key)
-    return found
+    does = tuple(dict.fromkeys(_prescription(p) for p in prescribed))
+    targets_t = tuple(dict.fromkeys(targets))
+    return [t if len(t) > PRESCRIBED else (*t, does, targets_t, ()) for t in found]
+
+
+def _rule_spans(sentence: str, following: str, prescribed: list[str], required: list, rules: frozenset) -> list[str]:
+    """The code spans of a rule's sentence that state the rule; those of its clauses that say what to do go to
+    ``prescribed``, those of an "always pass `--context` to `kubectl`" clause to ``required``. ``following``: the
+    next sentence ("log with `logger`;" then "never leave `print()`" is one rule in two)."""
+    if "prescriptions" not in rules:
+        return _CODE_SPAN.findall(sentence)
+    if not _FORBID.search(sentence):
+        if not _RULE.search(sentence) and (_PRESCRIBE_FIRST.search(sentence) or (
+                sentence.rstrip().endswith(";") and _PRESCRIBE.search(_CODE_SPAN.sub(" ", sentence))
+                and _FORBID.match(following.lstrip()))):
+            prescribed += _CODE_SPAN.findall(sentence)  # "Run `terraform plan -out plan.tfplan`, show the plan"
+            return []
+        clauses = [sentence]
+    else:
+        clauses = _CLAUSE.split(sentence)
+    out: list[str] = []
+    after_prescription = False
+    for clause in clauses:
+        spans = _CODE_SPAN.findall(clause)
+        if "requirements" in rules and _ALWAYS.search(clause) and not _FORBID.search(clause):
+            flags = [s for s in spans if _is_flag(s)]
+            commands = [s for s in spans if re.fullmatch(r"[a-z][\w-]*", s) and s not in _COMMON_COMMANDS]
+            if flags and commands:
+                required.append((flags, commands))
+                continue
+        bare = not _CODE_SPAN.sub("", clause).strip(" .,;:()")
+        if len(clauses) > 1 and not _RULE.search(clause) and (_PRESCRIBE.search(clause) or (bare and after_prescription)):
+            prescribed += spans  # "change the .proto file and run `make proto`"
+            after_prescription = True
+            continue
+        after_prescription = False
+        out += spans
+    return out
+
+
+def _prescription(span: str) -> tuple:
+    """What doing a prescribed span takes: (literals, flags, phrase) (`pytest -x -q`, `--force-with-lease`, `## Unreleased`)."""
+    pieces = _PLACEHOLDER.sub(" ", span).split()
+    literals = tuple(p.lower() for p in pieces if not _is_flag(p) and not _is_path(p))
+    flags = tuple(p.split("=", 1)[0].lower() for p in pieces if _is_flag(p))
+    phrase = r"\s+".join(re.escape(p) for p in span.split()) if span.strip() else ""
+    return (literals, flags, phrase)
 
 
 # --- a tool call ------------------------------------------------------------------
@@ -463,6 +565,8 @@ def _segment(text: str, cwd: str) -> Segment | None:
     if not pieces:
         return None
     name = pieces[0].rstrip("/").rsplit("/", 1)[-1]
+    if "versioned-names" in RULES and re.fullmatch(r"pip\d[\d.]*", name):
+        name = "pip"  # pip3, pip3.11
     if name.startswith("python") and len(pieces) > 2 and pieces[1] == "-m":
         name = pieces[2]  # python -m pytest runs pytest
     pieces[0] = name
@@ -588,7 +692,10 @@ def _code_in(pattern: str, text: str) -> bool:
 
 def _applies(call: ToolCall, t: Sequence) -> float:
     """The weight of one trigger on the call, 0 when it does not apply."""
-    words, flags, paths, weight, command, commands, literals, code, shape, scope, outside, phrase = t
+    words, flags, paths, weight, command, commands, literals, code, shape, scope, outside, phrase = t[:PRESCRIBED]
+    does, targets, missing = (t[PRESCRIBED], t[TARGETS], t[MISSING]) if len(t) > PRESCRIBED else ((), (), ())
+    if paths and not (literals or flags or code or phrase) and does and _complies(call, does):
+        return 0.0  # `make proto && git diff src/generated/`: it does what the memory says to do
     if scope and not any(_path_applies(d, call.paths) for d in scope):
         return 0.0  # "in service code (src/)": a call elsewhere
     if outside and call.kind != "shell" and call.paths and all(
@@ -615,15 +722,22 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         return weight if any(_adds_package(s) for s in call.segments) else 0.0
     if "as-written" not in RULES:
         return _applies_to_words(call, t)
+    excused = {f for d in does for f in d[1]}  # `--force-with-lease` is said to do, not a kind of `--force` ...
     best = 0.0
     for s in call.segments:
+        if missing:
+            if s.command == command and not any(_flag_in(f, s.flags) for f in missing):
+                best = max(best, weight)  # `kubectl get pods` without `--context`
+            continue
+        # ... unless the call names what the rule is about (`--force-with-lease origin main`)
+        call_flags = s.flags - excused if excused and not s.tokens.intersection(targets) else s.flags
         if outside and _all_outside(s, outside):
             continue  # `rm -rf build dist`: "except build output (build/, dist/)"
         if command and (s.command != command or (s.looks and "acts" in shape)):
             continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
         if not all(lit in s.tokens for lit in literals):
             continue
-        if not all(_flag_in(f, s.flags) for f in flags):
+        if not all(_flag_in(f, call_flags) for f in flags):
             continue
         if "any-path" in shape and not (s.paths or "." in s.tokens):
             continue
@@ -638,6 +752,19 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             continue  # a word alone counts where it is the command: `yarn`, not "yarn" in a message
         best = max(best, w)
     return best
+
+
+def _complies(call: ToolCall, does: Sequence) -> bool:
+    """Whether the call does one of the things a memory says to do: a command with its flags in one of its
+    segments (`make proto`), or the span in a file's text (`## Unreleased`)."""
+    for literals, flags, phrase in does:
+        if call.kind == "shell":
+            if literals and any(all(lit in s.tokens for lit in literals) and all(f in s.flags for f in flags)
+                                for s in call.segments):
+                return True
+        elif phrase and _code_in(phrase, call.text):
+            return True
+    return False
 
 
 def _checks(s: Segment) -> bool:
