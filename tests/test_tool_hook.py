@@ -400,3 +400,23 @@ def test_a_file_named_with_a_flag_of_it_is_the_flags_rule():
 
 def test_pip3_is_pip():
     assert shell("sudo pip3 install --upgrade setuptools", "Never run `sudo pip install`: it breaks the system Python.")
+
+
+def test_a_file_run_or_fed_to_a_program_is_not_changed_by_it():
+    text = "`batch/nightly_report.py` は毎晩 2 時に実行される。変更する場合は運用チームに事前連絡が必要。"
+    assert not shell("python batch/nightly_report.py --date 2026-11-26 --dry-run", text)
+    assert shell("sed -i s/3/4/ batch/nightly_report.py", text)
+    assert hit("Edit", {"file_path": "/r/batch/nightly_report.py", "new_string": "HOUR = 3"}, text)
+    text = "Every migration file under `migrations/` must implement `downgrade()`, and an applied one is never edited."
+    assert not shell("psql -h db -f migrations/sql/0044_index.sql", text)
+    text = "`locales/zh-CN.json` 由翻译团队维护，不要用机器翻译直接覆盖或批量修改。"
+    assert shell("python tools/translate.py --to zh-CN --out locales/zh-CN.json", text)  # written, not run
+    text = "Never run `scripts/seed.py` against production."
+    assert shell("python scripts/seed.py", text)  # a memory about running the file
+
+
+def test_in_a_scripts_text_a_command_named_alone_is_met_at_the_start_of_a_line():
+    text = "The old `docker-compose` binary is not installed: use `docker compose`. In scripts and commands alike."
+    assert hit("Edit", {"file_path": "/r/Makefile", "new_string": "db-up:\n\tdocker-compose up -d postgres"}, text)
+    assert not hit("Edit", {"file_path": "/r/Makefile", "new_string": "db-up:\n\tdocker compose up -d postgres"}, text)
+    assert not hit("Write", {"file_path": "/r/docs/setup.md", "content": "docker-compose up\n"}, text)

@@ -63,7 +63,12 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   does (``kubectl get pods``), and not by one with it;
 * a file named with a flag of it in one sentence (`scripts/seed.py` ... `--env production`) is the
   flag's rule: running the file otherwise (``--env staging``) does not meet it;
-* ``pip3`` and ``pip3.11`` are ``pip``.
+* ``pip3`` and ``pip3.11`` are ``pip``;
+* a file a shell call runs or feeds to a program (``python batch/nightly_report.py``, ``psql -f
+  migrations/x.sql``, ``./x.sh``) is not changed by it: a memory about changing the path (never
+  edit, no changes, 変更する場合), and not about running it, is not met (``--out x`` is no run);
+* in a script's text (a Makefile, ``*.sh``, a workflow) a command named alone is met at the start
+  of a line (``docker-compose up`` in a Makefile's recipe).
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -129,6 +134,8 @@ RULES = frozenset((
     "requirements",      # "always pass `--context` to `kubectl`": a call of kubectl without it
     "conditions",        # `scripts/seed.py` with `--env production` in one sentence: the flag is the rule, not the path
     "versioned-names",   # `pip3`, `pip3.11` are `pip`
+    "runs",              # a file run or fed to a program (`python x.py`, `psql -f x.sql`) is not changed by it
+    "scripts",           # in a script's text (Makefile, *.sh) a command named alone is met at the start of a line
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -198,6 +205,16 @@ _ACTS = frozenset("apply delete create edit patch replace scale rollout run exec
                   "cp mv checkout merge rebase".split())
 #: Commands that check files without changing them (unless told to fix): a path a rule guards is not touched.
 _CHECKERS = frozenset("pytest mypy pyright flake8 pylint tsc jest vitest ruff eslint".split())
+#: Programs that run or read the file they are given (its script, or its -f): they do not change it.
+_RUNNERS = frozenset("python python3 node bash sh zsh ruby perl php deno psql mysql sqlite3".split())
+_SCRIPT_FILE = re.compile(r"\.(?:py|sh|bash|rb|pl|js|mjs|ts)$")
+#: A memory about changing a file (never edit it, no changes there, 変更する場合) ...
+_CHANGE = re.compile(r"\b(?:edit|edited|edits|editing|modify|modified|change|changes|changed|implement)\b"
+                     r"|変更|修改|编辑|覆盖|書き換", re.I)
+#: ... and not about running it ("never run", 実行しないこと).
+_RUN = re.compile(r"\b(?:run|runs|execute|executed|deploys?)\b|実行|运行|执行", re.I)
+#: Files whose lines are commands: a command named alone is met there at the start of a line.
+_SCRIPT_PATH = re.compile(r"(?:^|/)(?:makefile|gnumakefile|dockerfile|[^/]*\.(?:sh|bash|mk))$|(?:^|/)\.github/workflows/")
 #: How each package manager adds a package: ``pip install <new>`` and ``pnpm add`` are one rule.
 _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "install"), "poetry": ("add",),
                  "pipenv": ("install",), "conda": ("install",), "npm": ("install", "i", "add"),
@@ -315,6 +332,8 @@ def triggers(text: str) -> list[tuple]:
         if "hosts" in rules:
             spans += [(m.group(), False, n) for m in _HOST.finditer(plain)]
     scope_t, outside_t = tuple(dict.fromkeys(scope)), tuple(dict.fromkeys(outside))
+    changing = "runs" in rules and any(_CHANGE.search(x) for x in split) and not any(
+        _RUN.search(_CODE_SPAN.sub(" ", x)) and _RULE.search(x) for x in split)
     files_of: dict[int, list[str]] = {}  # the paths each sentence names in a span of their own
     for span, quoted, n in spans:
         if quoted and len(span.split()) == 1 and _is_path(span) and "*" not in span:
@@ -418,6 +437,8 @@ def triggers(text: str) -> list[tuple]:
         where = () if paths else scope_t
         if "flag-of" in rules and pieces and _is_flag(pieces[0]) and not paths and files_of.get(n):
             where = tuple(files_of[n])  # `--env production` of `scripts/seed.py`: a call of that file
+        if changing and paths and not literals and not flags:
+            shape.append("changes")  # a memory about changing the path: running it is no change
         key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
                commands, tuple(literals), code, " ".join(shape), where, () if paths else outside_t, phrase)
         if key not in found:
@@ -703,12 +724,20 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         return 0.0  # "except build output (build/)"
     if paths and not all(_path_applies(p, call.paths) for p in paths):
         return 0.0
-    if paths and not (literals or flags) and call.kind == "shell" and "checks" in RULES and all(
-            _checks(s) for s in call.segments if any(_path_applies(p, s.paths) for p in paths)):
-        return 0.0  # `pytest services/payments/` does not change the frozen service
+    if paths and not (literals or flags) and call.kind == "shell":
+        touching = [s for s in call.segments if any(_path_applies(p, s.paths) for p in paths)]
+        if "checks" in RULES and all(_checks(s) for s in touching):
+            return 0.0  # `pytest services/payments/` does not change the frozen service
+        if "changes" in shape.split() and ">" not in call.text and all(_checks(s) or _runs(s, paths) for s in touching):
+            return 0.0  # `python batch/nightly_report.py --dry-run`, `psql -f migrations/x.sql`: run, not changed
     if code:
         return weight if _code_in(code, call.text) else 0.0
     if call.kind != "shell":
+        if command and "scripts" in RULES and "requires" not in shape and call.kind != "read" and any(
+                _SCRIPT_PATH.search(p) for p in call.paths):
+            # a Makefile's `docker-compose up` runs docker-compose
+            return weight if _code_in(rf"(?m)^[\t ]*(?:-\s*run:\s*|RUN\s+|@)?(?:sudo\s+)?{re.escape(command)}(?![\w-])",
+                                      call.text) else 0.0
         if command or "adds-package" in shape or not (words or flags or paths):
             return 0.0  # `yarn` is about running yarn, not about a file that says "yarn"
         if phrase:
@@ -765,6 +794,20 @@ def _complies(call: ToolCall, does: Sequence) -> bool:
         elif phrase and _code_in(phrase, call.text):
             return True
     return False
+
+
+def _runs(s: Segment, paths: Sequence[str]) -> bool:
+    """Whether the segment runs the guarded paths it names (`python x.py`, `psql -f x.sql`, `./x.sh`) rather than
+    passing them where they may be written (`--out locales/zh-CN.json`)."""
+    if s.command not in _RUNNERS and not _SCRIPT_FILE.search(s.command):
+        return False
+    if s.command not in _RUNNERS:
+        run = s.paths[:1]  # the script is the command
+    else:
+        args = [p for p in s.pieces[1:] if not _is_flag(p)]
+        run = args[:1] + [p for prev, p in zip(s.pieces, s.pieces[1:]) if prev in ("-f", "--file")]
+    run = [_norm_path(p) for p in run]
+    return all(_path_applies(p, run) for p in paths if _path_applies(p, s.paths))
 
 
 def _checks(s: Segment) -> bool:
