@@ -302,7 +302,7 @@ def test_a_flag_alone_is_of_the_subcommand_the_memory_names():
 
 def test_a_sentence_saying_when_names_the_action_and_a_latin_verb_in_a_cjk_rule_is_the_action():
     text = "Commit messages: imperative subject. **How to apply:** whenever you write a `git commit -m`."
-    assert shell("git commit --amend --no-edit", text) and shell("git commit -m 'Fix totals'", text)
+    assert shell("git commit --amend", text) and shell("git commit -m 'Fix totals'", text)
     assert not shell("git push origin main", text) and not shell("git log -n 3", text)
     text = "`release/` ブランチには直接 push しないこと。"
     assert shell("git push origin release/2.4", text)
@@ -420,3 +420,9 @@ def test_in_a_scripts_text_a_command_named_alone_is_met_at_the_start_of_a_line()
     assert hit("Edit", {"file_path": "/r/Makefile", "new_string": "db-up:\n\tdocker-compose up -d postgres"}, text)
     assert not hit("Edit", {"file_path": "/r/Makefile", "new_string": "db-up:\n\tdocker compose up -d postgres"}, text)
     assert not hit("Write", {"file_path": "/r/docs/setup.md", "content": "docker-compose up\n"}, text)
+
+
+def test_a_sentence_saying_when_you_write_is_not_met_by_a_call_that_writes_nothing():
+    text = "Commit messages: imperative subject. **How to apply:** whenever you write a `git commit -m`."
+    assert not shell("git commit --amend --no-edit", text) and not shell("git commit --fixup=HEAD~2", text)
+    assert shell("git commit", text)

@@ -69,6 +69,8 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   edit, no changes, 変更する場合), and not about running it, is not met (``--out x`` is no run);
 * in a script's text (a Makefile, ``*.sh``, a workflow) a command named alone is met at the start
   of a line (``docker-compose up`` in a Makefile's recipe).
+* a sentence saying when you write something ("whenever you write a `git commit -m`") is not met
+  by a call whose flags say it writes nothing (git's ``--no-edit``, ``--fixup``, ``--squash``).
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -136,6 +138,7 @@ RULES = frozenset((
     "versioned-names",   # `pip3`, `pip3.11` are `pip`
     "runs",              # a file run or fed to a program (`python x.py`, `psql -f x.sql`) is not changed by it
     "scripts",           # in a script's text (Makefile, *.sh) a command named alone is met at the start of a line
+    "writes-nothing",    # "whenever you write a `git commit -m`" is not met by a commit that writes no message (--no-edit)
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -213,6 +216,10 @@ _CHANGE = re.compile(r"\b(?:edit|edited|edits|editing|modify|modified|change|cha
                      r"|変更|修改|编辑|覆盖|書き換", re.I)
 #: ... and not about running it ("never run", 実行しないこと).
 _RUN = re.compile(r"\b(?:run|runs|execute|executed|deploys?)\b|実行|运行|执行", re.I)
+#: A sentence saying when that names writing ("whenever you write a `git commit -m`") ...
+_WRITE = re.compile(r"\b(?:write|writes|writing|wrote)\b|書く|書き|写", re.I)
+#: ... is not met by a call whose flags say it writes nothing: git's ways to commit keeping or deriving the message.
+_WRITES_NOTHING = frozenset(("--no-edit", "--fixup", "--squash", "--reuse-message"))
 #: Files whose lines are commands: a command named alone is met there at the start of a line.
 _SCRIPT_PATH = re.compile(r"(?:^|/)(?:makefile|gnumakefile|dockerfile|[^/]*\.(?:sh|bash|mk))$|(?:^|/)\.github/workflows/")
 #: How each package manager adds a package: ``pip install <new>`` and ``pnpm add`` are one rule.
@@ -423,8 +430,10 @@ def triggers(text: str) -> list[tuple]:
             # specific as terraform, is already what the rule is about; "whenever you write a
             # `git commit -m`" is about every `git commit`
             action = literals[:2]  # the command and its subcommand, not their arguments
+            # "whenever you write a `git commit -m`" is about writing: a commit that writes nothing is not it
+            writes = "writes" if n in when and "writes-nothing" in rules and _WRITE.search(split[n]) else ""
             partial = (tuple(dict.fromkeys(ranker.terms(" ".join(action)))), (), (), float(len(action)), "", (),
-                       tuple(action), "", "", scope_t, outside_t, "")
+                       tuple(action), "", writes, scope_t, outside_t, "")
             if partial not in found:
                 found.append(partial)
         if paths and not literals and verbs.get(n) and "cjk-verbs" in rules:
@@ -766,6 +775,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
         if not all(lit in s.tokens for lit in literals):
             continue
+        if "writes" in shape.split() and s.flags & _WRITES_NOTHING:
+            continue  # `git commit --amend --no-edit` writes no message
         if not all(_flag_in(f, call_flags) for f in flags):
             continue
         if "any-path" in shape and not (s.paths or "." in s.tokens):
