@@ -341,11 +341,12 @@ def main() -> int:
                    f"{goal}, which is tuning data. ")
                 + "A memory is relevant to a call when the call is the kind of action the memory governs and does "
                 "not already do what it asks: a call that complies (passes the demanded flag, runs the prescribed "
-                "command, targets the allowed branch) is labelled with nothing. The splits " + ", ".join(tuned)
-                + " were each evaluated blind once or twice and then tuned on, and were relabelled under that "
-                "definition (ed5768e: 14 labels, each with its reason in the commit message); the present rules were "
-                "written with all of them in view, so their figures below show the rules do what they say, not how "
-                "they do on calls nobody has read. Slices: by tool kind, by the memories' language, by client's tool "
+                "command, targets the allowed branch) is labelled with nothing (tune, heldout-1, heldout and heldout-3 "
+                "were relabelled under that definition in ed5768e, 14 labels, each with its reason in the commit "
+                "message; later splits are written with it). The splits " + ", ".join(tuned) + " are tuning data: "
+                "the first rules were chosen on tune, and every other one was evaluated blind once or twice and then "
+                "tuned on. The present rules were written with all of them in view, so their figures below show the "
+                "rules do what they say, not how they do on calls nobody has read. Slices: by tool kind, by the memories' language, by client's tool "
                 "names.",
                 "", text, "",
                 (f"Goals on {goal} (blind) {'met' if met else 'NOT met'}." if blind else
@@ -377,7 +378,9 @@ def main() -> int:
                 "were brought to the definition above and heldout-3 became tuning data; its errors then led to the "
                 "rules prescriptions (what a memory says to do is no trigger, and a call that does it complies), "
                 "requirements (\"always pass `--context` to `kubectl`\" is met by a kubectl call without it), "
-                "conditions (a file named with a flag of it is the flag's rule) and versioned-names (pip3 is pip): "
+                "conditions (a file named with a flag of it is the flag's rule), versioned-names (pip3 is pip), runs (a file "
+                "a call runs or feeds to a program is not changed by it), scripts (a command named alone in a "
+                "Makefile's recipe) and writes-nothing (`git commit --no-edit` writes no message): "
                 "heldout-3's figures above are not blind, and no blind figure of the present matcher exists until a "
                 "new blind split is evaluated. Rules no tuning call supports (turning one off changes nothing "
                 "surfaced), thought of on calls written to probe the rules (not labelled data, not in the bench) and "
