@@ -426,3 +426,21 @@ def test_a_sentence_saying_when_you_write_is_not_met_by_a_call_that_writes_nothi
     text = "Commit messages: imperative subject. **How to apply:** whenever you write a `git commit -m`."
     assert not shell("git commit --amend --no-edit", text) and not shell("git commit --fixup=HEAD~2", text)
     assert shell("git commit", text)
+
+
+def test_what_a_rule_says_must_be_updated_is_what_to_do():
+    text = "修改 `src/shop/api/` 下的接口时，必须同步更新 `docs/openapi.yaml`，否则前端生成的客户端会出错。"
+    assert not hit("Edit", {"file_path": "/r/docs/openapi.yaml", "new_string": "summary: x"}, text)
+    assert hit("Edit", {"file_path": "/r/src/shop/api/v2/orders.py", "new_string": "def list_orders():"}, text)
+
+
+def test_forbidden_code_on_something_is_met_where_the_text_names_it():
+    text = "Do not mock or patch the repository layer (`unittest.mock`, `MagicMock`, `@patch` on repository classes)."
+    assert not hit("Edit", {"file_path": "/r/tests/unit/test_mail.py", "new_string": "smtp = MagicMock()"}, text)
+    assert hit("Edit", {"file_path": "/r/tests/t.py", "new_string": "@patch('shop.repository.orders.Repo')"}, text)
+
+
+def test_a_call_that_names_what_the_required_flag_names_manages_it():
+    text = "Always pass `--context` explicitly to `kubectl`."
+    assert not shell("kubectl config current-context", text) and not shell("kubectl config use-context staging", text)
+    assert shell("kubectl get pods", text)

@@ -71,6 +71,12 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   of a line (``docker-compose up`` in a Makefile's recipe).
 * a sentence saying when you write something ("whenever you write a `git commit -m`") is not met
   by a call whose flags say it writes nothing (git's ``--no-edit``, ``--fixup``, ``--squash``).
+* what a rule says must be updated or run ("must update `docs/openapi.yaml`", 必须同步更新
+  `docs/openapi.yaml`) is what to do, as a prescription;
+* code a rule forbids on something ("`@patch` on repository classes") is met only in a text that
+  names it (a ``MagicMock()`` for SMTP is not on the repository);
+* a call that names what a required flag names (``kubectl config current-context`` for
+  ``--context``) manages it and needs no such flag.
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -139,6 +145,9 @@ RULES = frozenset((
     "runs",              # a file run or fed to a program (`python x.py`, `psql -f x.sql`) is not changed by it
     "scripts",           # in a script's text (Makefile, *.sh) a command named alone is met at the start of a line
     "writes-nothing",    # "whenever you write a `git commit -m`" is not met by a commit that writes no message (--no-edit)
+    "must-do",           # "must update `docs/openapi.yaml`", 必须同步更新 `docs/openapi.yaml`: what to do, not a trigger
+    "objects",           # "`@patch` on repository classes": code in a text that does not name them is not on them
+    "managed",           # a call that names what a required flag names (`current-context`) manages it, needs none
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -185,6 +194,9 @@ _CLAUSE = re.compile(r";\s+|:\s+|,\s+(?=(?:and\s+|but\s+)?(?:never|not|no|don't|
 #: A clause (or a sentence that starts so) that prescribes: what a call that does it already complies with.
 _PRESCRIBE = re.compile(r"\b(?:run|use|pass|log with|store|change|add|regenerate|apply)\b", re.I)
 _PRESCRIBE_FIRST = re.compile(r"^\W*(?:run|use|pass|log with|store)\b", re.I)
+#: "Must update `docs/openapi.yaml`" (必须同步更新 ...): what follows is what to do.
+_MUST_DO = re.compile(r"\bmust\s+(?:also\s+)?(?:update|run|use)\b|必须(?:同步)?(?:更新|使用|运行|执行)|必ず(?:更新|使用|実行)",
+                      re.I)
 #: "Always pass `--context` to `kubectl`": every call of the command must have the flag.
 _ALWAYS = re.compile(r"^\W*always\s+(?:pass|use|give|set|add|name|run\s+with)\b", re.I)
 #: What a rule names as its target ("on main", "against the prod-eu context"): a call of it is not excused
@@ -312,6 +324,7 @@ def triggers(text: str) -> list[tuple]:
     outside: list[str] = []
     prescribed: list[str] = []  # spans saying what to do
     targets: list[str] = []
+    objects: dict[int, list[str]] = {}  # what a sentence's forbidden code is on ("`@patch` on repository classes")
     required: list[tuple[list[str], list[str]]] = []  # (flags, commands) of "always pass `--context` to `kubectl`"
     rules = RULES
     sentences, alternative = (_SENTENCE, _ALTERNATIVE) if "clauses" in rules else (_SENTENCE_WHOLE, _ALTERNATIVE_FIRST)
@@ -323,7 +336,10 @@ def triggers(text: str) -> list[tuple]:
         following = split[n + 1] if n + 1 < len(split) else ""
         spans += [(span, True, n) for span in _rule_spans(sentence, following, prescribed, required, rules)]
         if _FORBID.search(sentence):
-            targets += [t.lower() for t in _TARGET.findall(_CODE_SPAN.sub(" ", sentence)) if t.lower() not in _NOT_TARGETS]
+            named_here = [t.lower() for t in _TARGET.findall(_CODE_SPAN.sub(" ", sentence)) if t.lower() not in _NOT_TARGETS]
+            targets += named_here
+            if named_here and "objects" in rules:
+                objects[n] = named_here
         plain = _CODE_SPAN.sub(" ", sentence)
         if _WHEN.search(sentence) and not _FORBID.search(sentence):
             when.add(n)
@@ -446,6 +462,8 @@ def triggers(text: str) -> list[tuple]:
         where = () if paths else scope_t
         if "flag-of" in rules and pieces and _is_flag(pieces[0]) and not paths and files_of.get(n):
             where = tuple(files_of[n])  # `--env production` of `scripts/seed.py`: a call of that file
+        if code and quoted and objects.get(n):
+            shape += [f"on={o}" for o in objects[n]]  # `@patch` on repository classes
         if changing and paths and not literals and not flags:
             shape.append("changes")  # a memory about changing the path: running it is no change
         key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
@@ -496,6 +514,11 @@ def _rule_spans(sentence: str, following: str, prescribed: list[str], required: 
             if flags and commands:
                 required.append((flags, commands))
                 continue
+        must = _MUST_DO.search(clause) if "must-do" in rules else None
+        if must and not _FORBID.search(clause):
+            prescribed += _CODE_SPAN.findall(clause[must.end():])  # 必须同步更新 `docs/openapi.yaml`
+            out += _CODE_SPAN.findall(clause[:must.start()])
+            continue
         bare = not _CODE_SPAN.sub("", clause).strip(" .,;:()")
         if len(clauses) > 1 and not _RULE.search(clause) and (_PRESCRIBE.search(clause) or (bare and after_prescription)):
             prescribed += spans  # "change the .proto file and run `make proto`"
@@ -740,6 +763,9 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         if "changes" in shape.split() and ">" not in call.text and all(_checks(s) or _runs(s, paths) for s in touching):
             return 0.0  # `python batch/nightly_report.py --dry-run`, `psql -f migrations/x.sql`: run, not changed
     if code:
+        on = [x[3:] for x in shape.split() if x.startswith("on=")]
+        if on and call.kind != "shell" and not any(o in call.text.lower() for o in on):
+            return 0.0  # `MagicMock()` for SMTP is not on the repository classes
         return weight if _code_in(code, call.text) else 0.0
     if call.kind != "shell":
         if command and "scripts" in RULES and "requires" not in shape and call.kind != "read" and any(
@@ -764,7 +790,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
     best = 0.0
     for s in call.segments:
         if missing:
-            if s.command == command and not any(_flag_in(f, s.flags) for f in missing):
+            if s.command == command and not any(_flag_in(f, s.flags) for f in missing) and not (
+                    "managed" in RULES and any(f.lstrip("-") in p for f in missing for p in s.pieces[1:])):
                 best = max(best, weight)  # `kubectl get pods` without `--context`
             continue
         # ... unless the call names what the rule is about (`--force-with-lease origin main`)
