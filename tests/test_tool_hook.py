@@ -252,7 +252,7 @@ def test_a_memory_forbidding_two_things_one_command_does_is_about_the_command():
 
 
 def test_a_command_named_with_what_it_does_does_not_meet_a_call_that_only_looks():
-    text = "Never `kubectl apply` or `kubectl delete` against prod."
+    text = "Never `kubectl apply` or `kubectl delete` without asking."
     assert not shell("kubectl get pods", text)
     assert shell("kubectl rollout restart deploy/api", text)
     text = "Use `docker compose` (v2). The old `docker-compose` binary is not installed."
@@ -444,3 +444,10 @@ def test_a_call_that_names_what_the_required_flag_names_manages_it():
     text = "Always pass `--context` explicitly to `kubectl`."
     assert not shell("kubectl config current-context", text) and not shell("kubectl config use-context staging", text)
     assert shell("kubectl get pods", text)
+
+
+def test_a_rule_against_a_target_is_met_by_a_call_that_names_it():
+    text = "Never `kubectl apply` or `kubectl delete` against the prod-eu context without asking."
+    assert shell("kubectl --context prod-eu delete pod x", text) and shell("kubectl apply -f a.yaml --context=prod-eu", text)
+    assert not shell("kubectl --context staging-eu delete pod x", text)
+    assert shell("docker-compose up", "The old `docker-compose` binary is not installed on the CI runners.")

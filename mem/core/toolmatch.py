@@ -77,6 +77,8 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   names it (a ``MagicMock()`` for SMTP is not on the repository);
 * a call that names what a required flag names (``kubectl config current-context`` for
   ``--context``) manages it and needs no such flag.
+* a rule "against" a target ("never `kubectl delete` against the prod-eu context") is met by a
+  call that names it (``--context prod-eu``), unless the rule widens it ("or any branch ...").
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -148,6 +150,7 @@ RULES = frozenset((
     "must-do",           # "must update `docs/openapi.yaml`", 必须同步更新 `docs/openapi.yaml`: what to do, not a trigger
     "objects",           # "`@patch` on repository classes": code in a text that does not name them is not on them
     "managed",           # a call that names what a required flag names (`current-context`) manages it, needs none
+    "targets",           # "never `kubectl delete` against the prod-eu context": a call that does not name prod-eu
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -202,6 +205,10 @@ _ALWAYS = re.compile(r"^\W*always\s+(?:pass|use|give|set|add|name|run\s+with)\b"
 #: What a rule names as its target ("on main", "against the prod-eu context"): a call of it is not excused
 #: by doing the prescribed thing (`--force-with-lease` on main is still a forced push of main).
 _TARGET = re.compile(r"\b(?:on|against)\s+(?:the\s+)?([a-z][\w./-]*)", re.I)
+#: An action's target: "against the prod-eu context" ...
+_AGAINST = re.compile(r"\bagainst\s+(?:the\s+)?([a-z][\w./-]*)", re.I)
+#: ... and "or any branch someone else pulls" widens it to more than what it names.
+_WIDER = re.compile(r"\b(?:or|and)\s+(?:any|every|all|other)\b", re.I)
 _NOT_TARGETS = frozenset("a an any anything it them this that these those your our their every all each".split())
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 #: A directory said after these is one the rule does not cover ("except build output (build/)").
@@ -324,6 +331,7 @@ def triggers(text: str) -> list[tuple]:
     outside: list[str] = []
     prescribed: list[str] = []  # spans saying what to do
     targets: list[str] = []
+    only_at: dict[int, list[str]] = {}  # the one target a sentence's rule is about
     objects: dict[int, list[str]] = {}  # what a sentence's forbidden code is on ("`@patch` on repository classes")
     required: list[tuple[list[str], list[str]]] = []  # (flags, commands) of "always pass `--context` to `kubectl`"
     rules = RULES
@@ -336,8 +344,12 @@ def triggers(text: str) -> list[tuple]:
         following = split[n + 1] if n + 1 < len(split) else ""
         spans += [(span, True, n) for span in _rule_spans(sentence, following, prescribed, required, rules)]
         if _FORBID.search(sentence):
-            named_here = [t.lower() for t in _TARGET.findall(_CODE_SPAN.sub(" ", sentence)) if t.lower() not in _NOT_TARGETS]
+            plain_here = _CODE_SPAN.sub(" ", sentence)
+            named_here = [t.lower() for t in _TARGET.findall(plain_here) if t.lower() not in _NOT_TARGETS]
             targets += named_here
+            against = [t.lower().rstrip("./-") for t in _AGAINST.findall(plain_here) if t.lower() not in _NOT_TARGETS]
+            if against and "targets" in rules and not _WIDER.search(plain_here):
+                only_at[n] = against  # "against the prod-eu context" (not "not installed on the CI runners")
             if named_here and "objects" in rules:
                 objects[n] = named_here
         plain = _CODE_SPAN.sub(" ", sentence)
@@ -462,6 +474,8 @@ def triggers(text: str) -> list[tuple]:
         where = () if paths else scope_t
         if "flag-of" in rules and pieces and _is_flag(pieces[0]) and not paths and files_of.get(n):
             where = tuple(files_of[n])  # `--env production` of `scripts/seed.py`: a call of that file
+        if quoted and not code and not paths and literals and only_at.get(n):
+            shape += [f"at={o}" for o in only_at[n]]  # `kubectl delete` against prod-eu
         if code and quoted and objects.get(n):
             shape += [f"on={o}" for o in objects[n]]  # `@patch` on repository classes
         if changing and paths and not literals and not flags:
@@ -481,7 +495,9 @@ def triggers(text: str) -> list[tuple]:
     # (unless it says what every call of the command must do: that is what it asks of the command).
     for (n, lead), subs in by_sentence.items():
         if len(subs) >= 2 and "two-things" in rules and lead not in demanded:
-            key = ((lead,), (), (), 2.0, lead, (), (lead,), "", "acts" if lead in acting else "", scope_t, outside_t, "")
+            shape = ["acts"] if lead in acting else []
+            shape += [f"at={o}" for o in only_at.get(n, ())]  # "`kubectl apply` or `kubectl delete` against prod-eu"
+            key = ((lead,), (), (), 2.0, lead, (), (lead,), "", " ".join(shape), scope_t, outside_t, "")
             if not any(t[COMMAND] == lead for t in found):
                 found.append(key)
     does = tuple(dict.fromkeys(_prescription(p) for p in prescribed))
@@ -802,6 +818,9 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
         if not all(lit in s.tokens for lit in literals):
             continue
+        at = [x[3:] for x in shape.split() if x.startswith("at=")]
+        if at and not s.tokens.intersection(at):
+            continue  # `kubectl --context staging-eu delete pod x`: not against prod-eu
         if "writes" in shape.split() and s.flags & _WRITES_NOTHING:
             continue  # `git commit --amend --no-edit` writes no message
         if not all(_flag_in(f, call_flags) for f in flags):
