@@ -380,10 +380,15 @@ def main() -> int:
                 "requirements (\"always pass `--context` to `kubectl`\" is met by a kubectl call without it), "
                 "conditions (a file named with a flag of it is the flag's rule), versioned-names (pip3 is pip), runs (a file "
                 "a call runs or feeds to a program is not changed by it), scripts (a command named alone in a "
-                "Makefile's recipe) and writes-nothing (`git commit --no-edit` writes no message): "
+                "Makefile's recipe), writes-nothing (`git commit --no-edit` writes no message), must-do (必须同步更新 "
+                "`docs/openapi.yaml` says what to do), objects (`@patch` on repository classes needs them in the text) "
+                "and managed (`kubectl config current-context` needs no `--context`); targets (a rule against "
+                "prod-eu is met by a call naming it) came from the principle, no labelled call turns it on. "
+                "So "
                 "heldout-3's figures above are not blind, and no blind figure of the present matcher exists until a "
                 "new blind split is evaluated. Rules no tuning call supports (turning one off changes nothing "
-                "surfaced), thought of on calls written to probe the rules (not labelled data, not in the bench) and "
+                "surfaced), thought of from their principle or on calls written to probe the rules (not labelled data, "
+                "not in the bench) and "
                 f"kept for the principles they state: {', '.join(cv['unsupported']) or 'none'}."]
         write_section("toolcall", "\n".join(body))
     return 0 if met else 1
