@@ -384,9 +384,10 @@ def main() -> int:
                 "`docs/openapi.yaml` says what to do), objects (`@patch` on repository classes needs them in the text) "
                 "and managed (`kubectl config current-context` needs no `--context`); targets (a rule against "
                 "prod-eu is met by a call naming it) came from the principle, no labelled call turns it on. "
-                "So "
-                "heldout-3's figures above are not blind, and no blind figure of the present matcher exists until a "
-                "new blind split is evaluated. Rules no tuning call supports (turning one off changes nothing "
+                "So heldout-3's figures above are not blind"
+                + (f"; {goal}'s are the blind figure of the present matcher." if blind else
+                   ", and no blind figure of the present matcher exists until a new blind split is evaluated.")
+                + " Rules no tuning call supports (turning one off changes nothing "
                 "surfaced), thought of from their principle or on calls written to probe the rules (not labelled data, "
                 "not in the bench) and "
                 f"kept for the principles they state: {', '.join(cv['unsupported']) or 'none'}."]
