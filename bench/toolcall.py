@@ -346,8 +346,8 @@ def main() -> int:
                 "message; later splits are written with it). The splits " + ", ".join(tuned) + " are tuning data: "
                 "the first rules were chosen on tune, and every other one was evaluated blind once or twice and then "
                 "tuned on. The present rules were written with all of them in view, so their figures below show the "
-                "rules do what they say, not how they do on calls nobody has read. Slices: by tool kind, by the memories' language, by client's tool "
-                "names.",
+                "rules do what they say, not how they do on calls nobody has read. Slices: by tool kind, by the "
+                "memories' language, by client's tool names.",
                 "", text, "",
                 (f"Goals on {goal} (blind) {'met' if met else 'NOT met'}." if blind else
                  f"No blind split yet: on {goal} (tuning data now) the goals are {'met' if met else 'NOT met'}, which "
@@ -362,8 +362,8 @@ def main() -> int:
                 "a word, bare paths ending in / or an extension are always on). Forward selection takes one rule at a "
                 "time, so it leaves out rules that help only together (on the heldout-3 fold, code alone raises recall "
                 "on the other three splits from 0.95 to 1.00 but their false-surface from 0.052 to 0.065; with scope, "
-                "which keeps `print(` to src/, it is back to 0.052 with recall 1.00), and a rule only one split's calls turn on is never chosen when that split is "
-                "measured: its pooled row is the stricter estimate, the row with all rules on the kinder one.", "",
+                "which keeps `print(` to src/, it is back to 0.052 with recall 1.00), and a rule only one split's "
+                "calls turn on is never chosen when that split is measured: its pooled row is the stricter estimate, the row with all rules on the kinder one.", "",
                 cv_text, "",
                 "Blind evaluations so far (all calls, precision / recall / false-surface, each under the labels of "
                 "its day): the first matcher (8949de2) on heldout-1 0.88 / 0.88 / 0.17 (0.93 / 0.93 / 0.00 on tune, "
