@@ -509,10 +509,11 @@ def _rule_spans(sentence: str, following: str, prescribed: list[str], required: 
     """The code spans of a rule's sentence that state the rule; those of its clauses that say what to do go to
     ``prescribed``, those of an "always pass `--context` to `kubectl`" clause to ``required``. ``following``: the
     next sentence ("log with `logger`;" then "never leave `print()`" is one rule in two)."""
-    if "prescriptions" not in rules:
+    prescribes = "prescriptions" in rules
+    if not rules & {"prescriptions", "requirements", "must-do"}:
         return _CODE_SPAN.findall(sentence)
     if not _FORBID.search(sentence):
-        if not _RULE.search(sentence) and (_PRESCRIBE_FIRST.search(sentence) or (
+        if prescribes and not _RULE.search(sentence) and (_PRESCRIBE_FIRST.search(sentence) or (
                 sentence.rstrip().endswith(";") and _PRESCRIBE.search(_CODE_SPAN.sub(" ", sentence))
                 and _FORBID.match(following.lstrip()))):
             prescribed += _CODE_SPAN.findall(sentence)  # "Run `terraform plan -out plan.tfplan`, show the plan"
@@ -536,7 +537,8 @@ def _rule_spans(sentence: str, following: str, prescribed: list[str], required: 
             out += _CODE_SPAN.findall(clause[:must.start()])
             continue
         bare = not _CODE_SPAN.sub("", clause).strip(" .,;:()")
-        if len(clauses) > 1 and not _RULE.search(clause) and (_PRESCRIBE.search(clause) or (bare and after_prescription)):
+        if prescribes and len(clauses) > 1 and not _RULE.search(clause) and (
+                _PRESCRIBE.search(clause) or (bare and after_prescription)):
             prescribed += spans  # "change the .proto file and run `make proto`"
             after_prescription = True
             continue
