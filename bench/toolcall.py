@@ -19,16 +19,25 @@ history is what their figures mean:
   0952dd5: 0.86 / 0.88 / 0.18), then looked at: the rules of the matcher that followed were
   chosen looking at all three splits. All of calls.json is tuning data now; its figures
   say the rules do what they say, not how they do on calls nobody has read.
-* "heldout-3": a blind set written by someone else after that, in
-  calls-heldout-3.json (loaded when present); never used to choose anything. When present
-  it is the split the goals are judged on; until then the goal line is judged on "heldout"
-  and says it is tuning data.
+* "heldout-3": a blind set written by someone else after that, in calls-heldout-3.json.
+  Evaluated blind once (4d135bd: 0.80 / 0.95 / 0.21), then relabelled under the definition
+  below and tuned on: tuning data now, like the three splits of calls.json.
+* "heldout-N" (N > 3): the next blind sets, each in calls-heldout-N.json, written by someone
+  who read the memories and neither the matcher nor its results. The newest one present that
+  is not in SPENT is the goal split, never used to choose anything; every earlier one (and
+  every spent one) is tuning data. Without one, the goal line is judged on the newest spent
+  split and says it is tuning data.
 
-``--cv`` estimates the blind figures from calls.json alone: for each of its splits, the
+A memory is relevant to a call (the label definition since heldout-4) when the call is the
+kind of action the memory governs and does not already do what the memory asks: a call that
+complies (passes the demanded flag, runs the prescribed command, targets the allowed branch)
+is labelled with nothing.
+
+``--cv`` estimates the blind figures from the tuning splits alone: for each of them, the
 matcher's named rules (toolmatch.RULES, by forward selection), the threshold and the cap per
-call are chosen on the other two and measured on it; and each rule is turned off alone. The
-rules were thought of while reading the errors of all three splits, so even this estimate is
-on the kind side.
+call are chosen on the others and measured on it; and each rule is turned off alone. The
+rules were thought of while reading the errors of all the tuning splits, so even this
+estimate is on the kind side.
 
 * precision: of the memories surfaced over all calls, the share that were labelled for their call.
 * recall: of the memories labelled over all calls, the share that were surfaced.
@@ -44,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,32 +63,58 @@ sys.path.insert(0, ROOT)
 
 BENCH = os.path.join(ROOT, "tests", "fixtures", "toolcall-bench")
 CWD = "/home/dev/shop"
-#: The splits of calls.json (all tuning data now), and the blind split of its own file.
-TUNING = ("tune", "heldout-1", "heldout")
-BLIND = "heldout-3"
-SPLITS = (*TUNING, BLIND)
+#: The splits of calls.json (all tuning data now); the blind sets are calls-heldout-N.json, N > 2.
+CALLS_SPLITS = ("tune", "heldout-1", "heldout")
+BLIND_FILE = re.compile(r"calls-(heldout-(\d+))\.json")
+#: Blind splits evaluated blind and then looked at: tuning data, whatever comes after them.
+SPENT = frozenset({"heldout-3"})
 GOALS = {"precision": 0.90, "recall": 0.80, "false_surface": 0.05}
 SLICES = {"bash": "shell commands", "edit": "edits", "write": "writes", "read": "reads",
           "en": "English memories", "zh": "Chinese", "ja": "Japanese", "claude": "Claude Code names",
           "qwen": "qwen-code names"}
 
 
+def blind_splits() -> list[str]:
+    """The splits of the calls-heldout-N.json files present, oldest (smallest N) first."""
+    found = [(int(m.group(2)), m.group(1)) for name in os.listdir(BENCH) if (m := BLIND_FILE.fullmatch(name))]
+    return [split for _, split in sorted(found)]
+
+
 def load_calls() -> list[dict]:
-    """calls.json, and the blind calls-heldout-3.json when it is there (its calls in split heldout-3)."""
+    """calls.json, and each calls-heldout-N.json there (its calls in split heldout-N)."""
     with open(os.path.join(BENCH, "calls.json"), encoding="utf-8") as fh:
         calls = json.load(fh)
-    try:
-        with open(os.path.join(BENCH, f"calls-{BLIND}.json"), encoding="utf-8") as fh:
+    for split in blind_splits():
+        with open(os.path.join(BENCH, f"calls-{split}.json"), encoding="utf-8") as fh:
             blind = json.load(fh)
-    except FileNotFoundError:
-        return calls
-    ids = {c["id"] for c in calls}
-    # its ids may repeat calls.json's: each call is looked up by id
-    return calls + [{**c, "split": BLIND, "id": f"{BLIND}/{c['id']}" if c["id"] in ids else c["id"]} for c in blind]
+        ids = {c["id"] for c in calls}
+        # its ids may repeat earlier ones: each call is looked up by id
+        calls += [{**c, "split": split, "id": f"{split}/{c['id']}" if c["id"] in ids else c["id"]} for c in blind]
+    return calls
+
+
+def splits_of(calls: list[dict]) -> list[str]:
+    """The splits present, in order: calls.json's, then the blind files' oldest first."""
+    present = {c["split"] for c in calls}
+    later = sorted(present - set(CALLS_SPLITS), key=lambda s: int(s.rsplit("-", 1)[-1]) if s[-1:].isdigit() else 0)
+    return [s for s in CALLS_SPLITS if s in present] + later
 
 
 def goal_split(calls: list[dict]) -> str:
-    return BLIND if any(c["split"] == BLIND for c in calls) else "heldout"
+    """The newest blind split not yet spent; else the newest split (tuning data, and said so)."""
+    splits = splits_of(calls)
+    fresh = [s for s in splits if s not in CALLS_SPLITS and s not in SPENT]
+    return fresh[-1] if fresh else splits[-1]
+
+
+def is_blind(split: str) -> bool:
+    return split not in CALLS_SPLITS and split not in SPENT
+
+
+def tuning_splits(calls: list[dict]) -> list[str]:
+    """Every split but the blind goal split: what --cv chooses and measures on."""
+    goal = goal_split(calls)
+    return [s for s in splits_of(calls) if not (s == goal and is_blind(s))]
 
 
 def meets(f: dict) -> bool:
@@ -146,14 +182,16 @@ def _row(label: str, f: dict) -> str:
 
 
 def cross_validate(calls: list[dict]) -> tuple[str, dict]:
-    """Each split of calls.json measured with the rules, threshold and cap chosen on the other two.
+    """Each tuning split measured with the rules, threshold and cap chosen on the others (never the blind
+    goal split).
 
     The rules (toolmatch.RULES) are chosen by forward selection from none: the rule that most
-    improves the two splits (with its best threshold and cap there) joins while one does. Returns
-    the tables and the pooled figures of the three measured splits."""
+    improves the other splits (with its best threshold and cap there) joins while one does. Returns
+    the tables and the pooled figures of the measured splits."""
     from mem.core import toolmatch
 
-    tuning = [c for c in calls if c["split"] in TUNING]
+    tuning_names = tuning_splits(calls)
+    tuning = [c for c in calls if c["split"] in tuning_names]
     everything = frozenset(toolmatch.RULES)
     default = (toolmatch.MIN_WEIGHT, toolmatch.MAX_PER_CALL)
     memo: dict[frozenset, dict] = {}
@@ -172,7 +210,7 @@ def cross_validate(calls: list[dict]) -> tuple[str, dict]:
             "surfaced / labelled |", "|---|---|---|---|---:|---:|---:|---:|"]
     pooled: dict[str, list[str]] = {}
     fixed: dict[str, list[str]] = {}
-    for held in TUNING:
+    for held in tuning_names:
         train = [c for c in tuning if c["split"] != held]
         test = [c for c in tuning if c["split"] == held]
         chosen: frozenset = frozenset()
@@ -191,15 +229,15 @@ def cross_validate(calls: list[dict]) -> tuple[str, dict]:
         fixed_got = _cut(scored(everything), fixed_params)
         fixed.update({c["id"]: fixed_got[c["id"]] for c in test})
         names = ", ".join(sorted(chosen)) if chosen != everything else "all"
-        rows.append(_row(f"| {held} | {' + '.join(s for s in TUNING if s != held)} | {names or 'none'} | "
+        rows.append(_row(f"| {held} | the other {len(tuning_names) - 1} | {names or 'none'} | "
                          f"{params[0]:g}, {params[1]}", figures(test, got)))
     f = figures(tuning, pooled)
     rows.append(_row("| **pooled** | | | ", f))
     rows.append(_row("| pooled, all rules on (threshold chosen per split) | | all | ", figures(tuning, fixed)))
     rows += ["", "Each rule turned off alone (the present threshold and cap), and none of them (the first "
              "version's triggers):", "",
-             "| rules | " + " | ".join(f"{s}: precision / recall / false-surface" for s in TUNING) + " |",
-             "|---|" + "---:|" * len(TUNING)]
+             "| rules | " + " | ".join(f"{s}: precision / recall / false-surface" for s in tuning_names) + " |",
+             "|---|" + "---:|" * len(tuning_names)]
     unsupported = []
     full = _cut(scored(everything), default)
     for label, rules in [("all", everything), *((f"all but {r}", everything - {r}) for r in sorted(everything)),
@@ -208,7 +246,7 @@ def cross_validate(calls: list[dict]) -> tuple[str, dict]:
         if len(rules) == len(everything) - 1 and got == full:
             unsupported += everything - rules
         cells = []
-        for split in TUNING:
+        for split in tuning_names:
             g = figures([c for c in tuning if c["split"] == split], got)
             cells.append(f"{fmt(g['precision'])} / {fmt(g['recall'])} / {fmt(g['false_surface'])}")
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
@@ -243,7 +281,7 @@ def table(calls: list[dict], got: dict) -> tuple[str, dict]:
     rows = ["| split | slice | calls | precision | recall | false-surface | surfaced / labelled |",
             "|---|---|---:|---:|---:|---:|---:|"]
     overall = {}
-    for split in SPLITS:
+    for split in splits_of(calls):
         half = [c for c in calls if c["split"] == split]
         if not half:
             continue
@@ -263,8 +301,8 @@ def table(calls: list[dict], got: dict) -> tuple[str, dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quality-only", action="store_true", help="print; leave RESULTS.md as it is")
-    ap.add_argument("--split", choices=SPLITS, help="only this split (with -v: per call)")
-    ap.add_argument("--cv", action="store_true", help="also cross-validate the threshold over the splits of calls.json")
+    ap.add_argument("--split", help="only this split (tune, heldout-1, heldout, heldout-N; with -v: per call)")
+    ap.add_argument("--cv", action="store_true", help="also cross-validate the rules and threshold over the tuning splits")
     ap.add_argument("-v", "--verbose", action="store_true", help="each call, what it surfaced and should have")
     args = ap.parse_args()
     calls = load_calls()
@@ -291,56 +329,73 @@ def main() -> int:
     if not args.quality_only and not args.split:
         from results import write_section
 
-        blind = goal == BLIND
-        n_blind = sum(c["split"] == BLIND for c in calls)
+        blind = is_blind(goal)
+        n_goal = sum(c["split"] == goal for c in calls)
+        tuned = [x for x in splits_of(calls) if not (x == goal and blind)]
         body = ["## Tool-call reminders (PreToolUse)", "",
                 "`python bench/toolcall.py` (make bench-toolcall) over tests/fixtures/toolcall-bench: "
                 f"{len(calls)} tool calls against 40 memories. Goals (precision ≥ {GOALS['precision']}, recall ≥ "
-                f"{GOALS['recall']}, false-surface ≤ {GOALS['false_surface']}) are judged on the blind split "
-                "heldout-3 (calls-heldout-3.json" + (f", {n_blind} calls)" if blind else ", not added yet)") + ". "
-                "The three splits of calls.json (tune, heldout-1, heldout) were each evaluated blind once or twice and "
-                "then tuned on: the present rules were written with all three in view, so their figures below show "
-                "the rules do what they say, not how they do on calls nobody has read. Slices: by tool kind, by the "
+                f"{GOALS['recall']}, false-surface ≤ {GOALS['false_surface']}) are judged on a blind split: "
+                + (f"{goal} (calls-{goal}.json, {n_goal} calls), never used to choose anything. " if blind else
+                   "the newest calls-heldout-N.json not yet spent; none is here, so the goal line below is judged on "
+                   f"{goal}, which is tuning data. ")
+                + "A memory is relevant to a call when the call is the kind of action the memory governs and does "
+                "not already do what it asks: a call that complies (passes the demanded flag, runs the prescribed "
+                "command, targets the allowed branch) is labelled with nothing (tune, heldout-1, heldout and heldout-3 "
+                "were relabelled under that definition in ed5768e, 14 labels, each with its reason in the commit "
+                "message; later splits are written with it). The splits " + ", ".join(tuned) + " are tuning data: "
+                "the first rules were chosen on tune, and every other one was evaluated blind once or twice and then "
+                "tuned on. The present rules were written with all of them in view, so their figures below show the "
+                "rules do what they say, not how they do on calls nobody has read. Slices: by tool kind, by the "
                 "memories' language, by client's tool names.",
                 "", text, "",
-                (f"Goals on heldout-3 {'met' if met else 'NOT met'}." if blind else
-                 f"No blind split yet: on heldout (tuning data now) the goals are {'met' if met else 'NOT met'}, which "
+                (f"Goals on {goal} (blind) {'met' if met else 'NOT met'}." if blind else
+                 f"No blind split yet: on {goal} (tuning data now) the goals are {'met' if met else 'NOT met'}, which "
                  "says nothing about calls nobody has read."), "",
-                "Cross-validated over the splits of calls.json (`python bench/toolcall.py --cv`): for each split, "
-                "the rules (toolmatch.RULES, by forward selection from none: the one that most improves the other "
-                "two splits joins while one does), the threshold and the cap per call are chosen on the other two "
-                "splits and measured on it. A rule the other two splits do not support is left out, so a split's "
-                "own errors cannot choose its rules; but every rule was thought of while reading errors of all "
-                "three, so the estimate is still on the kind side. \"none\" is the present triggers with every "
-                "named rule off: close to, not the same as, the matcher of 0952dd5 (combined short flags in any "
-                "order, `--` and `.` as pieces, `sudo` as a word, bare paths ending in / or an extension are always "
-                "on).", "", cv_text, "",
-                "Blind evaluations so far (all calls, precision / recall / false-surface): the first matcher "
-                "(8949de2) on heldout-1 0.88 / 0.88 / 0.17 (0.93 / 0.93 / 0.00 on tune, where it was chosen); the "
-                "same matcher on heldout 0.79 / 0.81 / 0.21; the matcher of 0952dd5 (tuned on tune and heldout-1, "
-                "0.96 / 0.93 / 0.00 and 1.00 / 0.97 / 0.00 there) on heldout 0.86 / 0.88 / 0.18. The heldout errors "
-                "of that evaluation, read after it, led to the present rules: a command's words as written in one "
-                "segment (`pnpm add` no longer meets `pnpm install`, `git checkout -- .` no longer "
-                "`git checkout -b`), a Chinese clause saying what to do instead (先改 `config/staging.yaml`), a "
-                "command named alone not meeting a call that only looks (`kubectl get pods`), a placeholder needing "
-                "an argument (`pip install <new>` not `-r requirements.txt`), adding a package as one rule across "
-                "package managers (`npm install lodash`), a memory forbidding two things npm does being about npm "
-                "(`npm ci`), refspecs (`HEAD:release/2.5`), host names (db-staging.internal), code matched as code "
-                "and a directory said in passing as the rule's scope (`print(` in `python -c` is not service code "
-                "under src/), and a sentence saying when naming the action without its flag (\"whenever you write a "
-                "`git commit -m`\" meets `git commit --amend`). Still missed on heldout: `alembic upgrade head` (the "
-                "memory names alembic only in what to do). Rules no call of calls.json supports (turning one off "
-                "changes nothing surfaced), thought of on calls written to probe the rules (not labelled data, not in "
-                f"the bench) and kept for the principles they state: {', '.join(cv['unsupported']) or 'none'}. The "
-                "present matcher (4d135bd), cross-validated at 0.95 / 0.93 / 0.06 on calls.json, was evaluated once "
-                "on heldout-3, written by a writer who read the memories but neither the matcher nor its results: "
-                "0.80 / 0.95 / 0.21 (the table above). The cross-validated figure was kind, as the last two blind "
-                "runs were. That writer labelled a call that already follows a memory with nothing (`git push "
-                "--force-with-lease` on one's own branch, `kubectl --context staging-eu ...`, `pytest -x -q` when "
-                "the memory asks for it, `make proto` when the memory says to run it), where calls.json labels such "
-                "calls relevant: 5 of the 12 false surfaces are of that kind; the other 7 are near misses the writer "
-                "planted (`terraform plan` against the apply rule, a unit-test edit against the real-database rule, "
-                "`git commit --fixup` against the message rule)."]
+                "Cross-validated over the tuning splits (`python bench/toolcall.py --cv`): for each, the rules "
+                "(toolmatch.RULES, by forward selection from none: the one that most improves the other splits joins "
+                "while one does), the threshold and the cap per call are chosen on the other splits and measured on "
+                "it. A rule the other splits do not support is left out, so a split's own errors cannot choose its "
+                "rules; but every rule was thought of while reading errors of all of them, so the estimate is still "
+                "on the kind side. \"none\" is the present triggers with every named rule off: close to, not the "
+                "same as, the matcher of 0952dd5 (combined short flags in any order, `--` and `.` as pieces, `sudo` as "
+                "a word, bare paths ending in / or an extension are always on). Forward selection takes one rule at a "
+                "time, so it leaves out rules that help only together (on the heldout-3 fold, code alone raises recall "
+                "on the other three splits from 0.95 to 1.00 but their false-surface from 0.052 to 0.065; with scope, "
+                "which keeps `print(` to src/, it is back to 0.052 with recall 1.00), and a rule only one split's "
+                "calls turn on is never chosen when that split is measured: its pooled row is the stricter estimate, the row with all rules on the kinder one.", "",
+                cv_text, "",
+                "Blind evaluations so far (all calls, precision / recall / false-surface, each under the labels of "
+                "its day): the first matcher (8949de2) on heldout-1 0.88 / 0.88 / 0.17 (0.93 / 0.93 / 0.00 on tune, "
+                "where it was chosen); the same matcher on heldout 0.79 / 0.81 / 0.21; the matcher of 0952dd5 "
+                "(tuned on tune and heldout-1) on heldout 0.86 / 0.88 / 0.18; the matcher of 4d135bd (tuned on all "
+                "of calls.json, cross-validated there at 0.95 / 0.93 / 0.06) on heldout-3 0.80 / 0.95 / 0.21, "
+                "written by a writer who read the memories but neither the matcher nor its results. Each "
+                "cross-validated figure was kinder than the blind one that followed. The heldout errors of 0952dd5 "
+                "led to the rules as-written, clauses, looks, argument, adds-package, two-things, refspec, hosts, "
+                "code, scope and when-action (`pnpm add` no longer meets `pnpm install`, 先改 `config/staging.yaml` "
+                "says what to do instead, `kubectl apply` named does not meet `kubectl get pods` ...). Of heldout-3's "
+                "12 false surfaces, 5 were calls that already complied with the memory (`git push --force-with-lease` "
+                "on one's own branch, `kubectl --context staging-eu ...`, `pytest -x -q` when the memory asks for it, "
+                "`make proto` when it says to run it), which calls.json had labelled relevant; the others were near "
+                "misses (`terraform plan` against the apply rule, a unit-test edit against the real-database rule, "
+                "`git commit --fixup` against the message rule). After that evaluation the labels of all four splits "
+                "were brought to the definition above and heldout-3 became tuning data; its errors then led to the "
+                "rules prescriptions (what a memory says to do is no trigger, and a call that does it complies), "
+                "requirements (\"always pass `--context` to `kubectl`\" is met by a kubectl call without it), "
+                "conditions (a file named with a flag of it is the flag's rule), versioned-names (pip3 is pip), runs (a file "
+                "a call runs or feeds to a program is not changed by it), scripts (a command named alone in a "
+                "Makefile's recipe), writes-nothing (`git commit --no-edit` writes no message), must-do (必须同步更新 "
+                "`docs/openapi.yaml` says what to do), objects (`@patch` on repository classes needs them in the text) "
+                "and managed (`kubectl config current-context` needs no `--context`); targets (a rule against "
+                "prod-eu is met by a call naming it) came from the principle, no labelled call turns it on. "
+                "So heldout-3's figures above are not blind"
+                + (f"; {goal}'s are the blind figure of the present matcher." if blind else
+                   ", and no blind figure of the present matcher exists until a new blind split is evaluated.")
+                + " Rules no tuning call supports (turning one off changes nothing "
+                "surfaced), thought of from their principle or on calls written to probe the rules (not labelled data, "
+                "not in the bench) and "
+                f"kept for the principles they state: {', '.join(cv['unsupported']) or 'none'}."]
         write_section("toolcall", "\n".join(body))
     return 0 if met else 1
 

@@ -213,8 +213,8 @@ def shell(command: str, text: str) -> bool:
 
 
 def test_a_commands_words_are_matched_as_written_in_one_command_of_the_call():
-    text = "Never edit them: change the .proto file and run `make proto`."
-    assert shell("make proto", text) and shell("cd api && make proto", text)
+    text = "Never run `make deploy` by hand: CI deploys."
+    assert shell("make deploy", text) and shell("cd api && make deploy", text)
     assert not shell("make lint", text)
     text = "Ask before adding a dependency (`pnpm add`)."
     assert not shell("pnpm install --frozen-lockfile", text)  # "add" is no term of the ranker: still a word here
@@ -252,9 +252,9 @@ def test_a_memory_forbidding_two_things_one_command_does_is_about_the_command():
 
 
 def test_a_command_named_with_what_it_does_does_not_meet_a_call_that_only_looks():
-    text = "Always pass `--context` to `kubectl`, and never `kubectl apply` or `kubectl delete` against prod."
+    text = "Never `kubectl apply` or `kubectl delete` without asking."
     assert not shell("kubectl get pods", text)
-    assert shell("kubectl rollout restart deploy/api", text) and shell("kubectl logs api --context staging", text)
+    assert shell("kubectl rollout restart deploy/api", text)
     text = "Use `docker compose` (v2). The old `docker-compose` binary is not installed."
     assert shell("docker-compose ps", text)  # the memory is about the binary, not about what it does
 
@@ -302,7 +302,7 @@ def test_a_flag_alone_is_of_the_subcommand_the_memory_names():
 
 def test_a_sentence_saying_when_names_the_action_and_a_latin_verb_in_a_cjk_rule_is_the_action():
     text = "Commit messages: imperative subject. **How to apply:** whenever you write a `git commit -m`."
-    assert shell("git commit --amend --no-edit", text) and shell("git commit -m 'Fix totals'", text)
+    assert shell("git commit --amend", text) and shell("git commit -m 'Fix totals'", text)
     assert not shell("git push origin main", text) and not shell("git log -n 3", text)
     text = "`release/` ブランチには直接 push しないこと。"
     assert shell("git push origin release/2.4", text)
@@ -359,3 +359,95 @@ def test_a_function_passed_as_a_value_is_used_and_via_says_what_to_do_instead():
     text = "Never modify code under `third_party/`: it is vendored. Patch via `patches/` and the vendoring script."
     assert hit("Edit", {"file_path": "/r/third_party/zlib/inflate.c", "new_string": "x"}, text)
     assert not hit("Edit", {"file_path": "/r/patches/zlib.patch", "new_string": "+x"}, text)
+
+
+def test_a_call_that_does_what_the_memory_prescribes_complies():
+    text = "Run `pytest -x -q` on the test files you touched; never run the full suite with `--cov`."
+    assert not shell(".venv/bin/pytest -x -q tests/unit/test_coupons.py", text) and shell("pytest --cov=shop", text)
+    text = "Never run `terraform apply -auto-approve`. Run `terraform plan -out plan.tfplan`, show the plan."
+    assert not shell("cd infra && terraform plan -out plan.tfplan", text) and shell("terraform apply -auto-approve", text)
+    text = "Files under `src/generated/` are generated. Never edit them: change the .proto file and run `make proto`."
+    assert not shell("make proto && git diff --stat src/generated/", text)
+    assert hit("Edit", {"file_path": "/r/src/generated/a_pb2.py", "new_string": "x"}, text)
+    text = "In service code (src/), log with `logger = logging.getLogger(__name__)`; never leave `print()` calls."
+    assert not hit("Write", {"file_path": "/r/src/a.py", "content": "logger = logging.getLogger(__name__)\n"}, text)
+    assert hit("Write", {"file_path": "/r/src/a.py", "content": "logger = logging.getLogger(__name__)\nprint(x)"}, text)
+    text = "Add CHANGELOG.md entries under the `## Unreleased` heading; never invent a version heading."
+    assert not hit("Edit", {"file_path": "/r/CHANGELOG.md", "new_string": "## Unreleased\n\n- Refunds.\n"}, text)
+    assert hit("Edit", {"file_path": "/r/CHANGELOG.md", "new_string": "## 2.5.0\n\n- Refunds.\n"}, text)
+    text = "Store datetimes with tzinfo: `datetime.now(timezone.utc)`, never naive `datetime.now()` or `utcnow()`."
+    assert not hit("Edit", {"file_path": "/r/d.py", "new_string": "cutoff = datetime.now(timezone.utc) - delta"}, text)
+
+
+def test_a_prescribed_flag_is_no_kind_of_the_forbidden_one_unless_the_call_names_the_rules_target():
+    text = ("Never run `git push --force` (or `git push -f`) on main or any branch someone else pulls. "
+            "**How to apply:** on your own feature branch use `--force-with-lease`.")
+    assert not shell("git push --force-with-lease origin feat/coupons", text)
+    assert shell("git push --force-with-lease origin main", text) and shell("git push -f origin feat/coupons", text)
+
+
+def test_always_pass_a_flag_to_a_command_is_met_by_a_call_of_the_command_without_it():
+    text = "Always pass `--context` explicitly to `kubectl`, and never `kubectl apply` or `kubectl delete` against prod-eu."
+    assert shell("kubectl get pods -n shop", text) and shell("kubectl --context prod-eu delete pod x", text)
+    assert not shell("kubectl --context staging-eu rollout status deploy/api", text)
+    assert not shell("kubectl logs api --context staging", text) and not shell("helm list", text)
+
+
+def test_a_file_named_with_a_flag_of_it_is_the_flags_rule():
+    text = "`scripts/seed.py` を本番データベース（`--env production`）に対して実行しないこと。"
+    assert not shell("python scripts/seed.py --env staging", text) and shell("python scripts/seed.py --env=production", text)
+
+
+def test_pip3_is_pip():
+    assert shell("sudo pip3 install --upgrade setuptools", "Never run `sudo pip install`: it breaks the system Python.")
+
+
+def test_a_file_run_or_fed_to_a_program_is_not_changed_by_it():
+    text = "`batch/nightly_report.py` は毎晩 2 時に実行される。変更する場合は運用チームに事前連絡が必要。"
+    assert not shell("python batch/nightly_report.py --date 2026-11-26 --dry-run", text)
+    assert shell("sed -i s/3/4/ batch/nightly_report.py", text)
+    assert hit("Edit", {"file_path": "/r/batch/nightly_report.py", "new_string": "HOUR = 3"}, text)
+    text = "Every migration file under `migrations/` must implement `downgrade()`, and an applied one is never edited."
+    assert not shell("psql -h db -f migrations/sql/0044_index.sql", text)
+    text = "`locales/zh-CN.json` 由翻译团队维护，不要用机器翻译直接覆盖或批量修改。"
+    assert shell("python tools/translate.py --to zh-CN --out locales/zh-CN.json", text)  # written, not run
+    text = "Never run `scripts/seed.py` against production."
+    assert shell("python scripts/seed.py", text)  # a memory about running the file
+
+
+def test_in_a_scripts_text_a_command_named_alone_is_met_at_the_start_of_a_line():
+    text = "The old `docker-compose` binary is not installed: use `docker compose`. In scripts and commands alike."
+    assert hit("Edit", {"file_path": "/r/Makefile", "new_string": "db-up:\n\tdocker-compose up -d postgres"}, text)
+    assert not hit("Edit", {"file_path": "/r/Makefile", "new_string": "db-up:\n\tdocker compose up -d postgres"}, text)
+    assert not hit("Write", {"file_path": "/r/docs/setup.md", "content": "docker-compose up\n"}, text)
+
+
+def test_a_sentence_saying_when_you_write_is_not_met_by_a_call_that_writes_nothing():
+    text = "Commit messages: imperative subject. **How to apply:** whenever you write a `git commit -m`."
+    assert not shell("git commit --amend --no-edit", text) and not shell("git commit --fixup=HEAD~2", text)
+    assert shell("git commit", text)
+
+
+def test_what_a_rule_says_must_be_updated_is_what_to_do():
+    text = "修改 `src/shop/api/` 下的接口时，必须同步更新 `docs/openapi.yaml`，否则前端生成的客户端会出错。"
+    assert not hit("Edit", {"file_path": "/r/docs/openapi.yaml", "new_string": "summary: x"}, text)
+    assert hit("Edit", {"file_path": "/r/src/shop/api/v2/orders.py", "new_string": "def list_orders():"}, text)
+
+
+def test_forbidden_code_on_something_is_met_where_the_text_names_it():
+    text = "Do not mock or patch the repository layer (`unittest.mock`, `MagicMock`, `@patch` on repository classes)."
+    assert not hit("Edit", {"file_path": "/r/tests/unit/test_mail.py", "new_string": "smtp = MagicMock()"}, text)
+    assert hit("Edit", {"file_path": "/r/tests/t.py", "new_string": "@patch('shop.repository.orders.Repo')"}, text)
+
+
+def test_a_call_that_names_what_the_required_flag_names_manages_it():
+    text = "Always pass `--context` explicitly to `kubectl`."
+    assert not shell("kubectl config current-context", text) and not shell("kubectl config use-context staging", text)
+    assert shell("kubectl get pods", text)
+
+
+def test_a_rule_against_a_target_is_met_by_a_call_that_names_it():
+    text = "Never `kubectl apply` or `kubectl delete` against the prod-eu context without asking."
+    assert shell("kubectl --context prod-eu delete pod x", text) and shell("kubectl apply -f a.yaml --context=prod-eu", text)
+    assert not shell("kubectl --context staging-eu delete pod x", text)
+    assert shell("docker-compose up", "The old `docker-compose` binary is not installed on the CI runners.")

@@ -1,4 +1,4 @@
-"""bench/toolcall.py: the blind split heldout-3 counts for the goals once its file is there, and not before."""
+"""bench/toolcall.py: the newest blind split not yet spent counts for the goals; every earlier one is tuning data."""
 
 from __future__ import annotations
 
@@ -13,30 +13,36 @@ sys.path.insert(0, str(ROOT / "bench"))
 import toolcall  # noqa: E402
 
 
-def test_the_blind_split_is_loaded_when_present_and_is_the_goal_split(tmp_path, monkeypatch):
+def test_the_newest_blind_file_is_the_goal_split_and_every_earlier_one_is_tuning_data(tmp_path, monkeypatch):
     bench = ROOT / "tests" / "fixtures" / "toolcall-bench"
     shutil.copy(bench / "calls.json", tmp_path / "calls.json")
     shutil.copytree(bench / "memories", tmp_path / "memories")
     monkeypatch.setattr(toolcall, "BENCH", str(tmp_path))
     calls = toolcall.load_calls()
-    assert {c["split"] for c in calls} == set(toolcall.TUNING)
-    assert toolcall.goal_split(calls) == "heldout"
-    blind = [{"id": "b001", "split": "whatever", "kind": "bash", "lang": "en", "client": "claude", "tool_name": "Bash",
-              "tool_input": {"command": "git push --force"}, "relevant": ["feedback_no_force_push.md"]}]
-    (tmp_path / "calls-heldout-3.json").write_text(json.dumps(blind), encoding="utf-8")
+    assert {c["split"] for c in calls} == set(toolcall.CALLS_SPLITS)
+    assert toolcall.goal_split(calls) == "heldout" and not toolcall.is_blind("heldout")
+    spent = [{"id": "s001", "split": "whatever", "tool_name": "Bash", "tool_input": {"command": "git push --force"},
+              "relevant": ["feedback_no_force_push.md"]}]
+    (tmp_path / "calls-heldout-3.json").write_text(json.dumps(spent), encoding="utf-8")
     calls = toolcall.load_calls()
-    assert [c["id"] for c in calls if c["split"] == "heldout-3"] == ["b001"]
-    assert toolcall.goal_split(calls) == "heldout-3"
+    assert [c["id"] for c in calls if c["split"] == "heldout-3"] == ["s001"]
+    assert toolcall.goal_split(calls) == "heldout-3" and not toolcall.is_blind("heldout-3")  # spent: tuning data
+    assert toolcall.tuning_splits(calls) == ["tune", "heldout-1", "heldout", "heldout-3"]
+    blind = [{**spent[0], "id": "b001"}]
+    (tmp_path / "calls-heldout-4.json").write_text(json.dumps(blind), encoding="utf-8")
+    calls = toolcall.load_calls()
+    assert toolcall.goal_split(calls) == "heldout-4" and toolcall.is_blind("heldout-4")
+    assert toolcall.tuning_splits(calls) == ["tune", "heldout-1", "heldout", "heldout-3"]
     text, overall = toolcall.table(calls, toolcall.surfaced_for(calls))
-    assert "| heldout-3 | **all** | 1 |" in text and overall["heldout-3"]["recall"] == 1.0
+    assert "| heldout-4 | **all** | 1 |" in text and overall["heldout-4"]["recall"] == 1.0
 
 
 def test_cross_validation_never_sees_the_blind_split(tmp_path, monkeypatch):
     monkeypatch.setattr(toolcall, "GRID", [(2.0, 2)])
     calls = [c for c in toolcall.load_calls() if c["split"] != "heldout-3"][:12]
-    blind = [{**calls[0], "id": "b001", "split": "heldout-3", "relevant": []}]
+    blind = [{**calls[0], "id": "b001", "split": "heldout-4", "relevant": []}]
     text, pooled = toolcall.cross_validate(calls + blind)
-    assert "heldout-3" not in text and pooled["calls"] == len(calls)
+    assert "heldout-4" not in text and pooled["calls"] == len(calls)
 
 
 def test_a_blind_call_whose_id_repeats_one_of_calls_json_keeps_its_own_result(tmp_path, monkeypatch):

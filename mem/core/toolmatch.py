@@ -51,6 +51,34 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   ("Never print them (`cat`, Read)"; not "use the logger, not print").
 * a checker (``pytest``, ``mypy``, ``ruff check``) run on a path does not change it: a rule
   that names only that path is not met.
+* a clause that says what to do, in a sentence that forbids ("run `pytest -x -q` ...; never ...
+  `--cov`", "never edit them: change the .proto file and run `make proto`", "log with `logger`;
+  never leave `print()`"), or a sentence that starts so ("Run `terraform plan -out plan.tfplan`"),
+  is a **prescription**: its spans are no triggers, and a call that does it complies: a rule that
+  names only a path is not met by it (`make proto && git diff src/generated/`, an entry under
+  `## Unreleased` in CHANGELOG.md), and a prescribed flag is no kind of a forbidden one
+  (``--force-with-lease`` is not ``--force``) unless the call names what the rule is about ("on
+  main": ``git push --force-with-lease origin main``);
+* "always pass `--context` to `kubectl`" is met by a call of kubectl without the flag, whatever it
+  does (``kubectl get pods``), and not by one with it;
+* a file named with a flag of it in one sentence (`scripts/seed.py` ... `--env production`) is the
+  flag's rule: running the file otherwise (``--env staging``) does not meet it;
+* ``pip3`` and ``pip3.11`` are ``pip``;
+* a file a shell call runs or feeds to a program (``python batch/nightly_report.py``, ``psql -f
+  migrations/x.sql``, ``./x.sh``) is not changed by it: a memory about changing the path (never
+  edit, no changes, 変更する場合), and not about running it, is not met (``--out x`` is no run);
+* in a script's text (a Makefile, ``*.sh``, a workflow) a command named alone is met at the start
+  of a line (``docker-compose up`` in a Makefile's recipe).
+* a sentence saying when you write something ("whenever you write a `git commit -m`") is not met
+  by a call whose flags say it writes nothing (git's ``--no-edit``, ``--fixup``, ``--squash``).
+* what a rule says must be updated or run ("must update `docs/openapi.yaml`", 必须同步更新
+  `docs/openapi.yaml`) is what to do, as a prescription;
+* code a rule forbids on something ("`@patch` on repository classes") is met only in a text that
+  names it (a ``MagicMock()`` for SMTP is not on the repository);
+* a call that names what a required flag names (``kubectl config current-context`` for
+  ``--context``) manages it and needs no such flag.
+* a rule "against" a target ("never `kubectl delete` against the prod-eu context") is met by a
+  call that names it (``--context prod-eu``), unless the rule widens it ("or any branch ...").
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -85,7 +113,7 @@ TEXT_CHARS = 4096
 #: The memory types a tool call can surface.
 TYPES = ("feedback", "project")
 #: Bump when the triggers a memory gives change: cached triggers of older versions are rebuilt.
-TRIGGERS_VERSION = 4
+TRIGGERS_VERSION = 5
 TRIGGERS_CACHE = "tool-triggers.marshal"
 
 #: The matcher's rules past the first version's (code spans, paths and flags as triggers), each named so
@@ -112,6 +140,17 @@ RULES = frozenset((
     "checks",            # a checker (pytest, mypy, ruff check) on a path does not change it: a path alone is not met
     "references",        # `utcnow()` is met by `default=datetime.utcnow` too (a function passed, called later)
     "via",               # "Patch via `patches/`" says what to do instead
+    "prescriptions",     # "run `make proto`", "log with `logger`": what to do; a call that does it complies
+    "requirements",      # "always pass `--context` to `kubectl`": a call of kubectl without it
+    "conditions",        # `scripts/seed.py` with `--env production` in one sentence: the flag is the rule, not the path
+    "versioned-names",   # `pip3`, `pip3.11` are `pip`
+    "runs",              # a file run or fed to a program (`python x.py`, `psql -f x.sql`) is not changed by it
+    "scripts",           # in a script's text (Makefile, *.sh) a command named alone is met at the start of a line
+    "writes-nothing",    # "whenever you write a `git commit -m`" is not met by a commit that writes no message (--no-edit)
+    "must-do",           # "must update `docs/openapi.yaml`", 必须同步更新 `docs/openapi.yaml`: what to do, not a trigger
+    "objects",           # "`@patch` on repository classes": code in a text that does not name them is not on them
+    "managed",           # a call that names what a required flag names (`current-context`) manages it, needs none
+    "targets",           # "never `kubectl delete` against the prod-eu context": a call that does not name prod-eu
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -152,6 +191,25 @@ _RULE = re.compile(r"\b(?:never|not|no|avoid|must|only|always|ask|when|whenever)
 _WHEN = re.compile(r"\b(?:when|whenever|each time|every time)\b|的时候|时，|する際|するとき|する時", re.I)
 #: ... rather than forbidding something.
 _FORBID = re.compile(r"\b(?:never|not|no|avoid|don't|do not)\b|不要|禁止|不得|しない", re.I)
+#: Clauses of a sentence that both says what to do and forbids: "run `pytest -x -q`; never ... `--cov`",
+#: "never edit them: change the .proto file and run `make proto`", "`datetime.now(timezone.utc)`, never ...".
+_CLAUSE = re.compile(r";\s+|:\s+|,\s+(?=(?:and\s+|but\s+)?(?:never|not|no|don't|do not)\b)", re.I)
+#: A clause (or a sentence that starts so) that prescribes: what a call that does it already complies with.
+_PRESCRIBE = re.compile(r"\b(?:run|use|pass|log with|store|change|add|regenerate|apply)\b", re.I)
+_PRESCRIBE_FIRST = re.compile(r"^\W*(?:run|use|pass|log with|store)\b", re.I)
+#: "Must update `docs/openapi.yaml`" (必须同步更新 ...): what follows is what to do.
+_MUST_DO = re.compile(r"\bmust\s+(?:also\s+)?(?:update|run|use)\b|必须(?:同步)?(?:更新|使用|运行|执行)|必ず(?:更新|使用|実行)",
+                      re.I)
+#: "Always pass `--context` to `kubectl`": every call of the command must have the flag.
+_ALWAYS = re.compile(r"^\W*always\s+(?:pass|use|give|set|add|name|run\s+with)\b", re.I)
+#: What a rule names as its target ("on main", "against the prod-eu context"): a call of it is not excused
+#: by doing the prescribed thing (`--force-with-lease` on main is still a forced push of main).
+_TARGET = re.compile(r"\b(?:on|against)\s+(?:the\s+)?([a-z][\w./-]*)", re.I)
+#: An action's target: "against the prod-eu context" ...
+_AGAINST = re.compile(r"\bagainst\s+(?:the\s+)?([a-z][\w./-]*)", re.I)
+#: ... and "or any branch someone else pulls" widens it to more than what it names.
+_WIDER = re.compile(r"\b(?:or|and)\s+(?:any|every|all|other)\b", re.I)
+_NOT_TARGETS = frozenset("a an any anything it them this that these those your our their every all each".split())
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 #: A directory said after these is one the rule does not cover ("except build output (build/)").
 _EXCEPT = re.compile(r"\b(?:except|outside|other than|apart from|but not)\b|除了|以外", re.I)
@@ -169,6 +227,20 @@ _ACTS = frozenset("apply delete create edit patch replace scale rollout run exec
                   "cp mv checkout merge rebase".split())
 #: Commands that check files without changing them (unless told to fix): a path a rule guards is not touched.
 _CHECKERS = frozenset("pytest mypy pyright flake8 pylint tsc jest vitest ruff eslint".split())
+#: Programs that run or read the file they are given (its script, or its -f): they do not change it.
+_RUNNERS = frozenset("python python3 node bash sh zsh ruby perl php deno psql mysql sqlite3".split())
+_SCRIPT_FILE = re.compile(r"\.(?:py|sh|bash|rb|pl|js|mjs|ts)$")
+#: A memory about changing a file (never edit it, no changes there, 変更する場合) ...
+_CHANGE = re.compile(r"\b(?:edit|edited|edits|editing|modify|modified|change|changes|changed|implement)\b"
+                     r"|変更|修改|编辑|覆盖|書き換", re.I)
+#: ... and not about running it ("never run", 実行しないこと).
+_RUN = re.compile(r"\b(?:run|runs|execute|executed|deploys?)\b|実行|运行|执行", re.I)
+#: A sentence saying when that names writing ("whenever you write a `git commit -m`") ...
+_WRITE = re.compile(r"\b(?:write|writes|writing|wrote)\b|書く|書き|写", re.I)
+#: ... is not met by a call whose flags say it writes nothing: git's ways to commit keeping or deriving the message.
+_WRITES_NOTHING = frozenset(("--no-edit", "--fixup", "--squash", "--reuse-message"))
+#: Files whose lines are commands: a command named alone is met there at the start of a line.
+_SCRIPT_PATH = re.compile(r"(?:^|/)(?:makefile|gnumakefile|dockerfile|[^/]*\.(?:sh|bash|mk))$|(?:^|/)\.github/workflows/")
 #: How each package manager adds a package: ``pip install <new>`` and ``pnpm add`` are one rule.
 _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "install"), "poetry": ("add",),
                  "pipenv": ("install",), "conda": ("install",), "npm": ("install", "i", "add"),
@@ -178,13 +250,16 @@ _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "insta
 _ADD_VERBS = frozenset(("add", "require", "get"))
 
 # A trigger is a tuple; its fields, by position:
-WORDS, FLAGS, PATHS, WEIGHT, COMMAND, COMMANDS, LITERALS, CODE, SHAPE, SCOPE, OUTSIDE, PHRASE = range(12)
+(WORDS, FLAGS, PATHS, WEIGHT, COMMAND, COMMANDS, LITERALS, CODE, SHAPE, SCOPE, OUTSIDE, PHRASE, PRESCRIBED, TARGETS,
+ MISSING) = range(15)
 # WORDS: terms, for a file's text; FLAGS, PATHS; WEIGHT; COMMAND: a command named alone, else "";
 # COMMANDS: for a flag alone, the commands the memory names ("git commit", "pytest"); LITERALS: the
 # words of a command, as written; CODE: a regular expression for code or a host name, else "";
 # SHAPE: "arg" (a placeholder), "any-path" (`.`), "adds-package", space-separated; SCOPE and OUTSIDE:
 # the directories the memory's rule covers / does not cover; PHRASE: a regular expression for the span
-# in a file's text, else "".
+# in a file's text, else ""; PRESCRIBED: what the memory says to do, each (literals, flags, phrase): a call that
+# does it complies; TARGETS: what its rules name as their target ("on main"); MISSING: the flags every call of
+# COMMAND must have ("always pass `--context` to `kubectl`").
 
 
 def _is_flag(piece: str) -> bool:
@@ -254,12 +329,29 @@ def triggers(text: str) -> list[tuple]:
     verbs: dict[int, tuple[str, ...]] = {}  # what a CJK sentence says is done (push), in Latin letters
     scope: list[str] = []
     outside: list[str] = []
+    prescribed: list[str] = []  # spans saying what to do
+    targets: list[str] = []
+    only_at: dict[int, list[str]] = {}  # the one target a sentence's rule is about
+    objects: dict[int, list[str]] = {}  # what a sentence's forbidden code is on ("`@patch` on repository classes")
+    required: list[tuple[list[str], list[str]]] = []  # (flags, commands) of "always pass `--context` to `kubectl`"
     rules = RULES
     sentences, alternative = (_SENTENCE, _ALTERNATIVE) if "clauses" in rules else (_SENTENCE_WHOLE, _ALTERNATIVE_FIRST)
-    for n, sentence in enumerate(sentences.split(text)):
+    split = sentences.split(text)
+    for n, sentence in enumerate(split):
         if (alternative.search(sentence) or ("via" in rules and _VIA.search(sentence))) and not _RULE.search(sentence):
+            prescribed += _CODE_SPAN.findall(sentence)
             continue  # what to do instead: a call that does it needs no reminder
-        spans += [(span, True, n) for span in _CODE_SPAN.findall(sentence)]
+        following = split[n + 1] if n + 1 < len(split) else ""
+        spans += [(span, True, n) for span in _rule_spans(sentence, following, prescribed, required, rules)]
+        if _FORBID.search(sentence):
+            plain_here = _CODE_SPAN.sub(" ", sentence)
+            named_here = [t.lower() for t in _TARGET.findall(plain_here) if t.lower() not in _NOT_TARGETS]
+            targets += named_here
+            against = [t.lower().rstrip("./-") for t in _AGAINST.findall(plain_here) if t.lower() not in _NOT_TARGETS]
+            if against and "targets" in rules and not _WIDER.search(plain_here):
+                only_at[n] = against  # "against the prod-eu context" (not "not installed on the CI runners")
+            if named_here and "objects" in rules:
+                objects[n] = named_here
         plain = _CODE_SPAN.sub(" ", sentence)
         if _WHEN.search(sentence) and not _FORBID.search(sentence):
             when.add(n)
@@ -275,6 +367,8 @@ def triggers(text: str) -> list[tuple]:
         if "hosts" in rules:
             spans += [(m.group(), False, n) for m in _HOST.finditer(plain)]
     scope_t, outside_t = tuple(dict.fromkeys(scope)), tuple(dict.fromkeys(outside))
+    changing = "runs" in rules and any(_CHANGE.search(x) for x in split) and not any(
+        _RUN.search(_CODE_SPAN.sub(" ", x)) and _RULE.search(x) for x in split)
     files_of: dict[int, list[str]] = {}  # the paths each sentence names in a span of their own
     for span, quoted, n in spans:
         if quoted and len(span.split()) == 1 and _is_path(span) and "*" not in span:
@@ -284,19 +378,27 @@ def triggers(text: str) -> list[tuple]:
     named: list[str] = []
     by_sentence: dict[tuple[int, str], set[str]] = {}
     acting: set[str] = set()  # commands the memory names with what they do: `kubectl apply`
-    for span, quoted, n in spans:
+    for span, quoted, n in [*spans, *((p, True, -1) for p in prescribed)]:  # "run `pytest -x -q`" names pytest
         lead = span.split()[0] if span.split() else ""
         if quoted and re.fullmatch(r"[a-z][\w-]*", lead):
             second = span.split()[1:2]
             sub = second[0] if second and re.fullmatch(r"[a-z][\w-]*", second[0]) else ""
             named.append(f"{lead} {sub}".strip() if "subcommand-flags" in rules else lead)
+            if n < 0:
+                continue
             if sub and lead not in _COMMON_COMMANDS:
                 by_sentence.setdefault((n, lead), set()).add(sub)
             if sub in _ACTS:
                 acting.add(lead)
     # Calls of code shown with arguments (`datetime.now(timezone.utc)`) make the bare call exact.
-    with_args = {s.split("(", 1)[0] for s, quoted, _ in spans if quoted and re.search(r"\(\S+\)", s)}
+    with_args = {s.split("(", 1)[0] for s, quoted, _ in [*spans, *((p, True, -1) for p in prescribed)]
+                 if quoted and re.search(r"\(\S+\)", s)}
+    conditioned = set()  # sentences whose file is named with a flag of it: `scripts/seed.py` ... `--env production`
+    if "conditions" in rules and "flag-of" in rules:
+        conditioned = {n for span, quoted, n in spans if quoted and files_of.get(n) and _is_flag(span.split()[0])}
     for span, quoted, n in spans:
+        if n in conditioned and quoted and span.split() and _norm_path(span) in files_of[n]:
+            continue  # the rule is the flag of the file (`--env production`), not every run of it
         words: list[str] = []
         flags: list[str] = []
         paths: list[str] = []
@@ -356,8 +458,10 @@ def triggers(text: str) -> list[tuple]:
             # specific as terraform, is already what the rule is about; "whenever you write a
             # `git commit -m`" is about every `git commit`
             action = literals[:2]  # the command and its subcommand, not their arguments
+            # "whenever you write a `git commit -m`" is about writing: a commit that writes nothing is not it
+            writes = "writes" if n in when and "writes-nothing" in rules and _WRITE.search(split[n]) else ""
             partial = (tuple(dict.fromkeys(ranker.terms(" ".join(action)))), (), (), float(len(action)), "", (),
-                       tuple(action), "", "", scope_t, outside_t, "")
+                       tuple(action), "", writes, scope_t, outside_t, "")
             if partial not in found:
                 found.append(partial)
         if paths and not literals and verbs.get(n) and "cjk-verbs" in rules:
@@ -370,17 +474,86 @@ def triggers(text: str) -> list[tuple]:
         where = () if paths else scope_t
         if "flag-of" in rules and pieces and _is_flag(pieces[0]) and not paths and files_of.get(n):
             where = tuple(files_of[n])  # `--env production` of `scripts/seed.py`: a call of that file
+        if quoted and not code and not paths and literals and only_at.get(n):
+            shape += [f"at={o}" for o in only_at[n]]  # `kubectl delete` against prod-eu
+        if code and quoted and objects.get(n):
+            shape += [f"on={o}" for o in objects[n]]  # `@patch` on repository classes
+        if changing and paths and not literals and not flags:
+            shape.append("changes")  # a memory about changing the path: running it is no change
         key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
                commands, tuple(literals), code, " ".join(shape), where, () if paths else outside_t, phrase)
         if key not in found:
             found.append(key)
-    # A memory that forbids two things one command does is about the command: `npm install`, `npm run`.
+    # "Always pass `--context` to `kubectl`": a call of kubectl without it.
+    demanded = set()
+    for flags_r, commands_r in required:
+        for c in commands_r:
+            demanded.add(c)
+            found.append(((c,), (), (), 2.0, c, (), (c,), "", "requires", scope_t, outside_t, "", (), (),
+                          tuple(flags_r)))
+    # A memory that forbids two things one command does is about the command: `npm install`, `npm run`
+    # (unless it says what every call of the command must do: that is what it asks of the command).
     for (n, lead), subs in by_sentence.items():
-        if len(subs) >= 2 and "two-things" in rules:
-            key = ((lead,), (), (), 2.0, lead, (), (lead,), "", "acts" if lead in acting else "", scope_t, outside_t, "")
+        if len(subs) >= 2 and "two-things" in rules and lead not in demanded:
+            shape = ["acts"] if lead in acting else []
+            shape += [f"at={o}" for o in only_at.get(n, ())]  # "`kubectl apply` or `kubectl delete` against prod-eu"
+            key = ((lead,), (), (), 2.0, lead, (), (lead,), "", " ".join(shape), scope_t, outside_t, "")
             if not any(t[COMMAND] == lead for t in found):
                 found.append(key)
-    return found
+    does = tuple(dict.fromkeys(_prescription(p) for p in prescribed))
+    targets_t = tuple(dict.fromkeys(targets))
+    return [t if len(t) > PRESCRIBED else (*t, does, targets_t, ()) for t in found]
+
+
+def _rule_spans(sentence: str, following: str, prescribed: list[str], required: list, rules: frozenset) -> list[str]:
+    """The code spans of a rule's sentence that state the rule; those of its clauses that say what to do go to
+    ``prescribed``, those of an "always pass `--context` to `kubectl`" clause to ``required``. ``following``: the
+    next sentence ("log with `logger`;" then "never leave `print()`" is one rule in two)."""
+    prescribes = "prescriptions" in rules
+    if not rules & {"prescriptions", "requirements", "must-do"}:
+        return _CODE_SPAN.findall(sentence)
+    if not _FORBID.search(sentence):
+        if prescribes and not _RULE.search(sentence) and (_PRESCRIBE_FIRST.search(sentence) or (
+                sentence.rstrip().endswith(";") and _PRESCRIBE.search(_CODE_SPAN.sub(" ", sentence))
+                and _FORBID.match(following.lstrip()))):
+            prescribed += _CODE_SPAN.findall(sentence)  # "Run `terraform plan -out plan.tfplan`, show the plan"
+            return []
+        clauses = [sentence]
+    else:
+        clauses = _CLAUSE.split(sentence)
+    out: list[str] = []
+    after_prescription = False
+    for clause in clauses:
+        spans = _CODE_SPAN.findall(clause)
+        if "requirements" in rules and _ALWAYS.search(clause) and not _FORBID.search(clause):
+            flags = [s for s in spans if _is_flag(s)]
+            commands = [s for s in spans if re.fullmatch(r"[a-z][\w-]*", s) and s not in _COMMON_COMMANDS]
+            if flags and commands:
+                required.append((flags, commands))
+                continue
+        must = _MUST_DO.search(clause) if "must-do" in rules else None
+        if must and not _FORBID.search(clause):
+            prescribed += _CODE_SPAN.findall(clause[must.end():])  # 必须同步更新 `docs/openapi.yaml`
+            out += _CODE_SPAN.findall(clause[:must.start()])
+            continue
+        bare = not _CODE_SPAN.sub("", clause).strip(" .,;:()")
+        if prescribes and len(clauses) > 1 and not _RULE.search(clause) and (
+                _PRESCRIBE.search(clause) or (bare and after_prescription)):
+            prescribed += spans  # "change the .proto file and run `make proto`"
+            after_prescription = True
+            continue
+        after_prescription = False
+        out += spans
+    return out
+
+
+def _prescription(span: str) -> tuple:
+    """What doing a prescribed span takes: (literals, flags, phrase) (`pytest -x -q`, `--force-with-lease`, `## Unreleased`)."""
+    pieces = _PLACEHOLDER.sub(" ", span).split()
+    literals = tuple(p.lower() for p in pieces if not _is_flag(p) and not _is_path(p))
+    flags = tuple(p.split("=", 1)[0].lower() for p in pieces if _is_flag(p))
+    phrase = r"\s+".join(re.escape(p) for p in span.split()) if span.strip() else ""
+    return (literals, flags, phrase)
 
 
 # --- a tool call ------------------------------------------------------------------
@@ -463,6 +636,8 @@ def _segment(text: str, cwd: str) -> Segment | None:
     if not pieces:
         return None
     name = pieces[0].rstrip("/").rsplit("/", 1)[-1]
+    if "versioned-names" in RULES and re.fullmatch(r"pip\d[\d.]*", name):
+        name = "pip"  # pip3, pip3.11
     if name.startswith("python") and len(pieces) > 2 and pieces[1] == "-m":
         name = pieces[2]  # python -m pytest runs pytest
     pieces[0] = name
@@ -584,7 +759,10 @@ def _code_in(pattern: str, text: str) -> bool:
 
 def _applies(call: ToolCall, t: Sequence) -> float:
     """The weight of one trigger on the call, 0 when it does not apply."""
-    words, flags, paths, weight, command, commands, literals, code, shape, scope, outside, phrase = t
+    words, flags, paths, weight, command, commands, literals, code, shape, scope, outside, phrase = t[:PRESCRIBED]
+    does, targets, missing = (t[PRESCRIBED], t[TARGETS], t[MISSING]) if len(t) > PRESCRIBED else ((), (), ())
+    if paths and not (literals or flags or code or phrase) and does and _complies(call, does):
+        return 0.0  # `make proto && git diff src/generated/`: it does what the memory says to do
     if scope and not any(_path_applies(d, call.paths) for d in scope):
         return 0.0  # "in service code (src/)": a call elsewhere
     if outside and call.kind != "shell" and call.paths and all(
@@ -592,12 +770,23 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         return 0.0  # "except build output (build/)"
     if paths and not all(_path_applies(p, call.paths) for p in paths):
         return 0.0
-    if paths and not (literals or flags) and call.kind == "shell" and "checks" in RULES and all(
-            _checks(s) for s in call.segments if any(_path_applies(p, s.paths) for p in paths)):
-        return 0.0  # `pytest services/payments/` does not change the frozen service
+    if paths and not (literals or flags) and call.kind == "shell":
+        touching = [s for s in call.segments if any(_path_applies(p, s.paths) for p in paths)]
+        if "checks" in RULES and all(_checks(s) for s in touching):
+            return 0.0  # `pytest services/payments/` does not change the frozen service
+        if "changes" in shape.split() and ">" not in call.text and all(_checks(s) or _runs(s, paths) for s in touching):
+            return 0.0  # `python batch/nightly_report.py --dry-run`, `psql -f migrations/x.sql`: run, not changed
     if code:
+        on = [x[3:] for x in shape.split() if x.startswith("on=")]
+        if on and call.kind != "shell" and not any(o in call.text.lower() for o in on):
+            return 0.0  # `MagicMock()` for SMTP is not on the repository classes
         return weight if _code_in(code, call.text) else 0.0
     if call.kind != "shell":
+        if command and "scripts" in RULES and "requires" not in shape and call.kind != "read" and any(
+                _SCRIPT_PATH.search(p) for p in call.paths):
+            # a Makefile's `docker-compose up` runs docker-compose
+            return weight if _code_in(rf"(?m)^[\t ]*(?:-\s*run:\s*|RUN\s+|@)?(?:sudo\s+)?{re.escape(command)}(?![\w-])",
+                                      call.text) else 0.0
         if command or "adds-package" in shape or not (words or flags or paths):
             return 0.0  # `yarn` is about running yarn, not about a file that says "yarn"
         if phrase:
@@ -611,15 +800,28 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         return weight if any(_adds_package(s) for s in call.segments) else 0.0
     if "as-written" not in RULES:
         return _applies_to_words(call, t)
+    excused = {f for d in does for f in d[1]}  # `--force-with-lease` is said to do, not a kind of `--force` ...
     best = 0.0
     for s in call.segments:
+        if missing:
+            if s.command == command and not any(_flag_in(f, s.flags) for f in missing) and not (
+                    "managed" in RULES and any(f.lstrip("-") in p for f in missing for p in s.pieces[1:])):
+                best = max(best, weight)  # `kubectl get pods` without `--context`
+            continue
+        # ... unless the call names what the rule is about (`--force-with-lease origin main`)
+        call_flags = s.flags - excused if excused and not s.tokens.intersection(targets) else s.flags
         if outside and _all_outside(s, outside):
             continue  # `rm -rf build dist`: "except build output (build/, dist/)"
         if command and (s.command != command or (s.looks and "acts" in shape)):
             continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
         if not all(lit in s.tokens for lit in literals):
             continue
-        if not all(_flag_in(f, s.flags) for f in flags):
+        at = [x[3:] for x in shape.split() if x.startswith("at=")]
+        if at and not s.tokens.intersection(at):
+            continue  # `kubectl --context staging-eu delete pod x`: not against prod-eu
+        if "writes" in shape.split() and s.flags & _WRITES_NOTHING:
+            continue  # `git commit --amend --no-edit` writes no message
+        if not all(_flag_in(f, call_flags) for f in flags):
             continue
         if "any-path" in shape and not (s.paths or "." in s.tokens):
             continue
@@ -634,6 +836,33 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             continue  # a word alone counts where it is the command: `yarn`, not "yarn" in a message
         best = max(best, w)
     return best
+
+
+def _complies(call: ToolCall, does: Sequence) -> bool:
+    """Whether the call does one of the things a memory says to do: a command with its flags in one of its
+    segments (`make proto`), or the span in a file's text (`## Unreleased`)."""
+    for literals, flags, phrase in does:
+        if call.kind == "shell":
+            if literals and any(all(lit in s.tokens for lit in literals) and all(f in s.flags for f in flags)
+                                for s in call.segments):
+                return True
+        elif phrase and _code_in(phrase, call.text):
+            return True
+    return False
+
+
+def _runs(s: Segment, paths: Sequence[str]) -> bool:
+    """Whether the segment runs the guarded paths it names (`python x.py`, `psql -f x.sql`, `./x.sh`) rather than
+    passing them where they may be written (`--out locales/zh-CN.json`)."""
+    if s.command not in _RUNNERS and not _SCRIPT_FILE.search(s.command):
+        return False
+    if s.command not in _RUNNERS:
+        run = s.paths[:1]  # the script is the command
+    else:
+        args = [p for p in s.pieces[1:] if not _is_flag(p)]
+        run = args[:1] + [p for prev, p in zip(s.pieces, s.pieces[1:]) if prev in ("-f", "--file")]
+    run = [_norm_path(p) for p in run]
+    return all(_path_applies(p, run) for p in paths if _path_applies(p, s.paths))
 
 
 def _checks(s: Segment) -> bool:
