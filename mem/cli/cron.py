@@ -42,7 +42,11 @@ def install_cmd(at: str, via: str, wait: bool, with_key: bool, mem_path: str | N
 
     The API key never goes into the crontab or a unit file: the job reads
     it from ~/.config/mem/cron.env (created mode 0600; --with-key writes the
-    current one into it). Without a key the dream runs its mechanical mode.
+    current one into it; without it, no key is stored). The job's dream
+    finds its model as `mem model` does, in the job's own environment (the
+    file, HOME's Claude Code and qwen-code settings, the scheduler's PATH):
+    install and `mem cron status` name the backend it will use, and with none
+    the dream runs its mechanical mode.
 
     \b
     Example:
@@ -68,14 +72,16 @@ def install_cmd(at: str, via: str, wait: bool, with_key: bool, mem_path: str | N
         return 1 if result.changed or text is not None else 0
     result = cron.install(words, at=at, via=via, wait=wait)  # a failure here leaves no env file behind
     env_path, written = cron.ensure_env_file(with_key=with_key)
+    backend = cron.nightly_backend(via=result.via)
     if fmt != "text":
-        render.out_record({**result.as_dict(), "env_file_written": written}, fmt)
+        render.out_record({**result.as_dict(), "env_file_written": written, "backend": backend}, fmt)
         return 0
     if result.changed:
         render.info(f"scheduled nightly at {at} via {result.via} ({result.where}): {result.entry}")
     else:
         render.info(f"already scheduled via {result.via} ({result.where})")
     render.info(f"environment: {env_path} (mode 0600){' written' if written else ''}; log: {result.log}")
+    render.info(f"backend: {_backend_line(backend)}")
     return 0
 
 
@@ -99,6 +105,13 @@ def uninstall_cmd(via: str, dry_run: bool) -> int:
         return 1 if removed else 0
     render.info("removed " + ", ".join(removed) if removed else "no nightly job of mem's was scheduled")
     return 0
+
+
+def _backend_line(b: dict) -> str:
+    """The nightly dream's backend, model and credentials' source, or why it runs mechanically."""
+    if not b["backend"]:
+        return f"none: {b['reason']}"
+    return f"{b['backend']}  {b['model']}  {b['credentials']}"
 
 
 @cron_cmd.command("status")
@@ -134,7 +147,8 @@ def status_cmd(fmt: str) -> int:
         keys = ", ".join(env.get("keys") or []) or "no variables"
         render.out(f"environment  {env['path']}  mode {env['mode'][2:]}  {env.get('problem') or keys}")
     else:
-        render.out(f"environment  {env['path']}  missing (the job runs without a key: mechanical mode)")
+        render.out(f"environment  {env['path']}  missing")
+    render.out(f"backend  {_backend_line(report['backend'])}")
     if last:
         end = f"exit {last['exit']} at {last['ended']}" if last["exit"] is not None else "still running"
         render.out(f"last run  {last['started']}  {end}  ({report['log']})")

@@ -155,6 +155,10 @@ def text_lines(s) -> list[str]:
     row("dream", text)
     if d["running"]:
         row("", f"running now (pid {d['holder_pid']})")
+    nb = s.nightly_backend
+    if nb is not None:
+        row("", "nightly: " + (f"{nb['backend']}, {nb['model']} ({nb['credentials']})" if nb["backend"]
+                               else "no model in the job's environment: mechanical (mem cron status)"))
     if s.operations:
         from mem.cli.history import line
 

@@ -137,6 +137,68 @@ def read_env_file(path: str) -> dict[str, str]:
     return out
 
 
+#: The PATH a cron daemon gives its jobs (Debian's cron, cronie), and a systemd user manager's default.
+CRON_PATH = "/usr/bin:/bin"
+SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def job_environment(env: Mapping[str, str] | None = None, via: str | None = None) -> dict[str, str]:
+    """The environment the nightly dream runs in, as far as it can be told from here: HOME, USER and
+    LOGNAME, the scheduler's PATH (cron's, or a systemd user manager's for ``via="systemd"``), and the
+    environment file's variables over them, as ``run`` loads it. Nothing of this shell's own
+    environment beyond those: a key exported here does not reach the job."""
+    env = _env(env)
+    out = {k: env[k] for k in ("HOME", "USER", "LOGNAME") if env.get(k)}
+    out["PATH"] = SYSTEMD_PATH if via == "systemd" else CRON_PATH
+    try:
+        out.update(read_env_file(env_file(env)))
+    except ConfigError:
+        pass  # status reports the file's problem on its own line
+    return out
+
+
+def scheduled_via(env: Mapping[str, str] | None = None) -> str | None:
+    """How the nightly job is scheduled ("cron" or "systemd"), from its crontab line or unit; None when not."""
+    try:
+        if any(is_ours(line) for line in read_crontab(env).splitlines()):
+            return "cron"
+    except MemError:  # no crontab here, or it failed: status says so; this asks only where the job is
+        pass
+    units = unit_files([], "00:00", env=env)
+    return "systemd" if any(u.endswith(".service") and os.path.exists(u) for u in units) else None
+
+
+def nightly_backend(env: Mapping[str, str] | None = None, via: str | None = None) -> dict:
+    """Which backend and model the nightly dream will use, and where its credentials come from
+    (``mem model``'s detection over ``job_environment``, from HOME, never running apiKeyHelper):
+    ``{"backend", "model", "credentials", "reason"}``; backend None when no model is configured
+    there, and the dream then runs its mechanical mode."""
+    from mem.core.jobs import llm
+
+    job_env = job_environment(env, via)
+    try:
+        rows = llm.describe(env=job_env, cwd=job_env.get("HOME"))
+    except ConfigError:
+        return {"backend": None, "model": None, "credentials": None,
+                "reason": "no model in the job's environment, so the dream runs its mechanical mode (a key: "
+                          f"mem cron install --with-key, or a line in {env_file(env)}; or Claude Code's or "
+                          "qwen-code's user settings)"}
+    row = next(r for r in rows if r["job"] == "dream")
+    credentials = row["credentials"]
+    path = env_file(env)
+    for key in read_env_file_names(path):
+        credentials = credentials.replace(f"env {key}", f"{key} in {path}")
+    return {"backend": row["backend"], "model": row["model"], "credentials": credentials, "reason": row["reason"]}
+
+
+def read_env_file_names(path: str) -> list[str]:
+    """The variables the environment file sets (none when it is missing or cannot be read)."""
+    try:
+        return list(read_env_file(path))
+    except ConfigError:
+        return []
+
+
 def env_file_text(env: Mapping[str, str] | None = None, *, with_key: bool = False) -> tuple[str, str | None]:
     """The environment file's path and the text install would write (None: it stays as it is).
 
@@ -451,9 +513,10 @@ def status(env: Mapping[str, str] | None = None) -> dict:
             info["problem"] = str(exc)
     log = cron_log(env)
     last = last_run(log)
+    backend = nightly_backend(env, via=jobs[0]["via"] if jobs else None)
     ok = (bool(jobs) and all(j["runs"] for j in jobs) and info.get("mode", "0o600") == "0o600"
           and "problem" not in info and (last is None or last["exit"] in (0, 1, None)))
-    return {"jobs": jobs, "env_file": info, "log": log, "last_run": last, "ok": ok}
+    return {"jobs": jobs, "env_file": info, "backend": backend, "log": log, "last_run": last, "ok": ok}
 
 
 #: The process names of cron daemons: Debian's cron, cronie's and busybox's crond, fcron.

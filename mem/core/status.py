@@ -59,6 +59,8 @@ class Status:
     last_event: dict | None
     #: tokens of the index and instructions a session started now is given (an estimate; `mem cost` for more)
     context_tokens: int | None = None
+    #: the backend the nightly dream (mem cron) will use: mem.core.cron.nightly_backend
+    nightly_backend: dict | None = None
     problems: list[Problem] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -110,11 +112,22 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
                    for op in ops],
         session_notes=_session_notes(res.project_root, now, recent_days, env),
         last_event=_last_event(root, env),
+        nightly_backend=_nightly_backend(env),
     )
     if exists:
         status.problems = _problems(root, raw_index, headers)
         status.context_tokens = _context_tokens(root)
     return status
+
+
+def _nightly_backend(env) -> dict | None:
+    from mem.core import cron
+    from mem.core.errors import MemError
+
+    try:
+        return cron.nightly_backend(env, via=cron.scheduled_via(env))
+    except MemError:  # a settings file mem refuses (`mem model` says why): status still answers
+        return None
 
 
 def _context_tokens(root: str) -> int | None:
