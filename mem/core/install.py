@@ -535,15 +535,25 @@ class Entry(NamedTuple):
 MINIMAL_PATH = "/usr/bin:/bin"
 
 
-def check_runs(words: list[str], env: Mapping[str, str] | None = None) -> str | None:
-    """None when ``<words> --version`` runs under the minimal PATH; else what went wrong, in one line."""
+def check_runs(words: list[str], env: Mapping[str, str] | None = None, *,
+               project_root: str | None = None) -> str | None:
+    """None when ``<words> --version`` runs under the minimal PATH; else what went wrong, in one line.
+
+    With ``project_root`` (the words come from a settings file inside that repository, which its
+    author wrote), they are run only when they are this mem or absolute paths outside the project
+    (and not ``-m``, which imports from where it runs): a cloned repository must not get its own
+    program run by ``mem hooks status`` or ``mem doctor``. It always runs from ``/``, never from here.
+    """
     import subprocess
 
+    if project_root is not None and not _safe_to_run(words, project_root):
+        return (f"not run to check it: {' '.join(words)} comes from the project's own settings and is not "
+                f"this mem ({' '.join(running_mem())}) nor an absolute path outside the project")
     run_env = dict(os.environ if env is None else env)
     run_env["PATH"] = MINIMAL_PATH
     command = " ".join(shlex.quote(w) for w in words) + " --version"
     try:
-        proc = subprocess.run(["/bin/sh", "-c", command], env=run_env, stdin=subprocess.DEVNULL,
+        proc = subprocess.run(["/bin/sh", "-c", command], env=run_env, stdin=subprocess.DEVNULL, cwd="/",
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{type(exc).__name__}: {exc}"
@@ -551,6 +561,22 @@ def check_runs(words: list[str], env: Mapping[str, str] | None = None) -> str | 
         return None
     said = " ".join((proc.stderr or proc.stdout).split())[:200]
     return f"exit {proc.returncode} with PATH={MINIMAL_PATH}" + (f": {said}" if said else "")
+
+
+def _safe_to_run(words: list[str], project_root: str) -> bool:
+    """Whether words from a project's settings may be run: this mem, or absolute paths outside it."""
+    if list(words) == running_mem():
+        return True
+    if "-m" in words:
+        return False
+    root = os.path.realpath(project_root)
+    for word in words:
+        if not os.path.isabs(word):
+            return False
+        real = os.path.realpath(word)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            return False
+    return True
 
 
 def last_fired(client: str, event: str, command: str, env: Mapping[str, str] | None = None) -> str | None:
@@ -579,9 +605,12 @@ def _our_event(client: str, event: str) -> str:
 def entries(client: str, scope: str, project: str | None = None, env: Mapping[str, str] | None = None,
             checked: dict | None = None) -> list[Entry]:
     """Our handlers in one settings file, each checked: does its mem run, when did it last fire."""
+    from mem.core import paths
+
     path = settings_path(client, scope, project, env)
     data = read_settings(path, client).data
     checked = {} if checked is None else checked
+    root = paths.project_root(project or os.getcwd())
     found = []
     for event, groups in (data.get("hooks") or {}).items():
         for group in groups:
@@ -596,9 +625,9 @@ def entries(client: str, scope: str, project: str | None = None, env: Mapping[st
                     continue
                 if not words:
                     continue
-                key = tuple(words)
+                key = (tuple(words), scope == "user")
                 if key not in checked:
-                    checked[key] = check_runs(words, env)
+                    checked[key] = check_runs(words, env, project_root=None if scope == "user" else root)
                 problem = checked[key]
                 found.append(Entry(client, scope, path, event, matcher, command, problem is None, problem,
                                    last_fired(client, event, command, env)))
