@@ -170,3 +170,61 @@ def test_https_checks_the_certificate_and_the_host_name(tmp_path, monkeypatch):
         exchange("GET", f"https://127.0.0.1:{port}", "/v1/models", {}, deadline=time.monotonic() + 5, budget=5)
     assert exc.value.kind == "connection"
     listener.close()
+
+
+# Answers real servers and proxies give, or broken ones do (found by a second reading of the client).
+
+def test_a_negative_chunk_size_is_an_error_not_an_endless_loop(raw_server):
+    raw_server["answer"] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-6\r\n"
+    raw_server["closes"] = False
+    started = time.monotonic()
+    with pytest.raises(ModelError, match="not hex"):
+        ask(raw_server, timeout=3)
+    assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize("interim", [b"HTTP/1.1 100 Continue\r\n\r\n",
+                                     b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"])
+def test_interim_answers_are_skipped(raw_server, interim):
+    raw_server["answer"] = interim + b'HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\n{"ok": true}'
+    raw_server["closes"] = False
+    answer = ask(raw_server)
+    assert (answer.status, answer.data) == (200, {"ok": True})
+
+
+def test_a_body_shorter_than_its_length_is_an_error(raw_server):
+    raw_server["answer"] = b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"a": 1}'
+    with pytest.raises(ModelError, match="cut short: 8 of 100 bytes"):
+        ask(raw_server)
+
+
+def test_transfer_encoding_without_a_space_and_an_open_connection(raw_server):
+    raw_server["answer"] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding:chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+    raw_server["closes"] = False
+    started = time.monotonic()
+    assert ask(raw_server, timeout=2.5).data == {}
+    assert time.monotonic() - started < 1.5  # not waited out to the deadline
+
+
+def test_bare_line_feeds_are_read(raw_server):
+    raw_server["answer"] = b'HTTP/1.1 200 OK\nContent-Length: 2\n\n{}'
+    assert ask(raw_server).data == {}
+
+
+def test_a_head_or_body_over_its_cap_is_an_error(raw_server, monkeypatch):
+    from mem.core.jobs.backends import http
+
+    raw_server["answer"] = b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"a" * 70_000 + b"\r\n\r\n{}"
+    with pytest.raises(ModelError, match="head over 64 KiB"):
+        ask(raw_server)
+    monkeypatch.setattr(http, "MAX_BODY_BYTES", 1000)
+    raw_server["answer"] = b"HTTP/1.1 200 OK\r\n\r\n" + b"b" * 5000
+    with pytest.raises(ModelError, match="over 1,000 bytes"):
+        ask(raw_server)
+
+
+def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent(raw_server):
+    with pytest.raises(ModelError, match="line break or NUL"):
+        exchange("POST", raw_server["url"], "/messages", {"x-api-key": "k\r\nX-Evil: 1"}, {},
+                 deadline=time.monotonic() + 2, budget=2)
+    assert raw_server["seen"] == []

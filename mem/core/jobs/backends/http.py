@@ -73,16 +73,34 @@ def exchange(method: str, base_url: str, path: str, headers: dict, body: Any = N
     return Answer(status, answer_headers, data)
 
 
+#: The most an answer's head (status line and headers) may take, and its body: a model's answer and a
+#: server's model list are far smaller; more is a server gone wrong, not something to keep reading.
+MAX_HEAD_BYTES = 64 * 1024
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
 def _direct(method: str, url, full: str, headers: dict, payload: bytes | None, deadline: float,
             budget: float) -> tuple[int, dict, bytes]:
     """One HTTP/1.1 exchange on a socket of its own (``Connection: close``).
 
     Not http.client: it imports the email package and ssl (~10 ms of the recall hook's ~40), where
     a local server's answer takes 2 ms. https wraps the socket as http.client would (the default
-    context: system CAs, the host name checked).
+    context: system CAs, the host name checked). The answer is read as http.client reads one:
+    1xx heads skipped, the body framed by Transfer-Encoding: chunked, else Content-Length (a body
+    cut short is an error), else the connection's close; head and body capped.
     """
     https = url.scheme == "https"
     port = url.port or (443 if https else 80)
+    host_header = url.hostname if ":" not in url.hostname else f"[{url.hostname}]"
+    lines = [f"{method} {full or '/'} HTTP/1.1",
+             f"Host: {host_header}" + ("" if url.port is None else f":{port}"),
+             "Connection: close", "Accept-Encoding: identity"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    if payload is not None:
+        lines.append(f"Content-Length: {len(payload)}")
+    for line in lines:  # a name or value from a settings file must not start a header (or a request) of its own
+        if any(c in line for c in "\r\n\0"):
+            raise ValueError(f"a request header holds a line break or NUL: {line.split(':')[0][:40]}")
     # the host as bytes: a str is encoded with the idna codec, an import (~0.7 ms) an ASCII name does not need
     host = url.hostname.encode("ascii") if url.hostname.isascii() else url.hostname.encode("idna")
     sock = socket.create_connection((host, port), timeout=left(deadline, budget))
@@ -91,81 +109,171 @@ def _direct(method: str, url, full: str, headers: dict, payload: bytes | None, d
             import ssl
 
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=url.hostname)
-        host = url.hostname if ":" not in url.hostname else f"[{url.hostname}]"
-        lines = [f"{method} {full or '/'} HTTP/1.1",
-                 f"Host: {host}" + ("" if url.port is None else f":{port}"),
-                 "Connection: close", "Accept-Encoding: identity"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        if payload is not None:
-            lines.append(f"Content-Length: {len(payload)}")
         sock.settimeout(left(deadline, budget))
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (payload or b""))
-        raw = bytearray()
-        while True:
+        reader = _Reader()
+        while not reader.done:
             sock.settimeout(left(deadline, budget))
             chunk = sock.recv(65536)
             if not chunk:
+                reader.closed()
                 break
-            raw += chunk
-            if _complete(raw):
-                break
+            reader.feed(chunk)
     finally:
         sock.close()
-    return _parse(bytes(raw))
+    return reader.status, reader.headers, bytes(reader.body)
 
 
-def _complete(raw: bytearray) -> bool:
-    """Whether ``raw`` holds a whole answer already (a server may keep the connection open)."""
-    end = raw.find(b"\r\n\r\n")
-    if end < 0:
-        return False
-    head = raw[:end].decode("latin-1").lower()
-    for line in head.split("\r\n")[1:]:
-        name, _, value = line.partition(":")
-        if name.strip() == "content-length" and value.strip().isdigit():
-            return len(raw) - end - 4 >= int(value)
-    if "transfer-encoding: chunked" in head:
-        try:
-            _unchunk(bytes(raw[end + 4:]))  # whole when its last chunk and the blank line after it are here
-        except ValueError:
+class _Reader:
+    """An HTTP/1.x answer read as its bytes arrive, each byte looked at a bounded number of times.
+
+    ``feed`` the bytes, ``closed`` at the connection's end; ``done`` once the answer is whole.
+    ValueError for what is not HTTP, a head or body over its cap, a chunk size that is not hex,
+    or a body the close cut short.
+    """
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.status = 0
+        self.headers: dict = {}
+        self.body = bytearray()
+        self.done = False
+        self._framing: str | None = None  # None: reading the head; "length", "chunked", "close"
+        self._length = 0
+        self._chunk_left = -1  # -1: a chunk-size line is next; 0: the CRLF after a chunk's data
+        self._trailers = False
+
+    def feed(self, data: bytes) -> None:
+        self.buf += data
+        while not self.done and self._step():
+            pass
+
+    def closed(self) -> None:
+        if self._framing == "close":
+            self.done = True
+            return
+        if self._framing is None:
+            raise ValueError("not an HTTP answer" if not self.buf else "an answer cut short in its head")
+        if self._framing == "length":
+            raise ValueError(f"an answer cut short: {len(self.body)} of {self._length} bytes")
+        raise ValueError("a chunked answer cut short")
+
+    def _step(self) -> bool:
+        """Parse what the buffer holds; False when more bytes are needed."""
+        if self._framing is None:
+            return self._head()
+        if self._framing == "length":
+            take = min(len(self.buf), self._length - len(self.body))
+            self.body += self.buf[:take]
+            del self.buf[:take]
+            self.done = len(self.body) >= self._length
             return False
+        if self._framing == "close":
+            self.body += self.buf
+            self.buf.clear()
+            self._cap()
+            return False
+        return self._chunk()
+
+    def _head(self) -> bool:
+        end = self.buf.find(b"\n\n")
+        crlf = self.buf.find(b"\r\n\r\n")
+        if crlf >= 0 and (end < 0 or crlf < end):
+            end, sep = crlf, 4
+        elif end >= 0:
+            sep = 2
+        else:
+            if len(self.buf) > MAX_HEAD_BYTES:
+                raise ValueError(f"an answer's head over {MAX_HEAD_BYTES // 1024} KiB")
+            return False
+        if end > MAX_HEAD_BYTES:
+            raise ValueError(f"an answer's head over {MAX_HEAD_BYTES // 1024} KiB")
+        lines = self.buf[:end].decode("latin-1").replace("\r\n", "\n").split("\n")
+        del self.buf[:end + sep]
+        parts = lines[0].split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not (parts[1].isdigit() and len(parts[1]) == 3):
+            raise ValueError(f"not an HTTP answer: {lines[0][:80]!r}")
+        status = int(parts[1])
+        if 100 <= status < 200 and status != 101:
+            return True  # an interim answer (100 Continue, 103 Early Hints): the real one follows
+        found: dict = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            found[name.strip().lower()] = value.strip()
+        self.status, self.headers = status, found
+        codings = [c.strip().lower() for c in found.get("transfer-encoding", "").split(",") if c.strip()]
+        length = found.get("content-length", "").strip()
+        if codings and codings[-1] == "chunked":
+            self._framing = "chunked"
+        elif length:
+            if not length.isdigit():
+                raise ValueError(f"an answer with a Content-Length that is not a number: {length[:40]!r}")
+            self._framing, self._length = "length", int(length)
+            if self._length > MAX_BODY_BYTES:
+                raise ValueError(f"an answer over {MAX_BODY_BYTES:,} bytes")
+            self.done = self._length == 0
+        elif status == 204 or status == 304:
+            self._framing, self.done = "length", True
+        else:
+            self._framing = "close"
         return True
-    return False  # no length: the server closes the connection when it is done
+
+    def _chunk(self) -> bool:
+        if self._trailers:  # after the last chunk: trailer lines, then an empty line
+            at = self.buf.find(b"\n")
+            if at < 0:
+                return False
+            line = bytes(self.buf[:at]).rstrip(b"\r")
+            del self.buf[:at + 1]
+            self.done = not line
+            return not self.done
+        if self._chunk_left == 0:  # the line end after a chunk's data
+            at = self.buf.find(b"\n")
+            if at < 0:
+                return False
+            if bytes(self.buf[:at]).rstrip(b"\r"):
+                raise ValueError("a chunked answer with data past its chunk's size")
+            del self.buf[:at + 1]
+            self._chunk_left = -1
+            return True
+        if self._chunk_left < 0:  # a chunk-size line
+            at = self.buf.find(b"\n")
+            if at < 0:
+                if len(self.buf) > 1024:
+                    raise ValueError("a chunked answer with a chunk-size line over 1 KiB")
+                return False
+            field = bytes(self.buf[:at]).split(b";")[0].strip()
+            del self.buf[:at + 1]
+            if not field or any(c not in b"0123456789abcdefABCDEF" for c in field) or len(field) > 8:
+                raise ValueError(f"a chunked answer with a chunk size that is not hex: {field[:20]!r}")
+            size = int(field, 16)
+            if size == 0:
+                self._trailers = True
+                return True
+            if len(self.body) + size > MAX_BODY_BYTES:
+                raise ValueError(f"an answer over {MAX_BODY_BYTES:,} bytes")
+            self._chunk_left = size
+            return True
+        take = min(len(self.buf), self._chunk_left)
+        self.body += self.buf[:take]
+        del self.buf[:take]
+        self._chunk_left -= take
+        if self._chunk_left == 0:
+            return True
+        return False
+
+    def _cap(self) -> None:
+        if len(self.body) > MAX_BODY_BYTES:
+            raise ValueError(f"an answer over {MAX_BODY_BYTES:,} bytes")
 
 
 def _parse(raw: bytes) -> tuple[int, dict, bytes]:
-    """(status, headers with lower-case names, body) of an HTTP/1.x answer; ValueError when it is not one."""
-    head, sep, body = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    parts = lines[0].split(None, 2)
-    if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-        raise ValueError(f"not an HTTP answer: {lines[0][:80]!r}")
-    found: dict = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        found[name.strip().lower()] = value.strip()
-    length = found.get("content-length", "")
-    if "chunked" in found.get("transfer-encoding", "").lower():
-        body = _unchunk(body)
-    elif length.isdigit():
-        body = body[:int(length)]
-    return int(parts[1]), found, body
-
-
-def _unchunk(body: bytes) -> bytes:
-    """The body of a chunked answer; ValueError when it is cut short or is not chunks."""
-    out, at = bytearray(), 0
-    while True:
-        end = body.index(b"\r\n", at)
-        size = int(body[at:end].split(b";")[0], 16)
-        if size == 0:
-            if not body.endswith(b"\r\n\r\n", end):
-                raise ValueError("a chunked answer without its end")
-            return bytes(out)
-        if len(body) < end + 2 + size + 2:
-            raise ValueError("a chunked answer cut short")
-        out += body[end + 2:end + 2 + size]
-        at = end + 2 + size + 2
+    """(status, headers with lower-case names, body) of a whole HTTP/1.x answer; ValueError when it is not one."""
+    reader = _Reader()
+    reader.feed(raw)
+    if not reader.done:
+        reader.closed()
+    return reader.status, reader.headers, bytes(reader.body)
 
 
 def _through_proxy(method: str, url, full: str, headers: dict, payload: bytes | None, deadline: float,
