@@ -170,3 +170,44 @@ def test_relocate_merge_killed_at_every_step_is_finished_by_relocate_again(tmp_p
     _kill_everywhere(["relocate", str(old), str(new)], live, new_memory, state, template, ok_again=(0, 1))
     assert not memory.exists() and (new_memory / "project_new.md").exists() and (new_memory / "user_role.md").exists()
     assert "(user_role.md)" in (new_memory / "MEMORY.md").read_text()
+
+
+def test_a_live_writers_temp_file_is_locked_until_it_is_renamed(tmp_path, monkeypatch):
+    """remove_dead_temps takes only what nobody holds: the writer holds its lock through the rename
+    (found by a second reading: closing the file let go of the lock before chmod and rename)."""
+    import fcntl
+
+    from mem.core.memdir import files
+
+    target = tmp_path / "a.md"
+    target.write_text("old\n")
+    seen = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        fd = os.open(src, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            seen.append("free")
+        except BlockingIOError:
+            seen.append("held")
+        finally:
+            os.close(fd)
+        seen.append(files.remove_dead_temps(str(target)))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    files.atomic_write(str(target), b"new\n")
+    assert seen == ["held", []] and target.read_text() == "new\n"
+
+
+def test_a_users_own_tmp_file_beside_a_memory_is_not_taken_for_a_dead_temp(tmp_path):
+    from mem.core.memdir import files
+
+    (tmp_path / "notes.md").write_text("x\n")
+    mine = tmp_path / ".notes.md.backup01.tmp"
+    mine.write_text("my draft\n")
+    dead = tmp_path / ".notes.md.0a1b2c3d.tmp"
+    dead.write_text("half\n")
+    assert files.remove_dead_temps(str(tmp_path / "notes.md")) == [dead.name]
+    assert mine.read_text() == "my draft\n"

@@ -35,18 +35,21 @@ def atomic_write(path: str, data: bytes, *, plain: bool = False) -> None:
         mode &= 0o666
     fd, tmp = _create_temp(parent, name)
     try:
-        # Held until the file is renamed or removed: a temp file nobody holds was left by a killed writer.
+        # Held until the file is renamed or removed (the descriptor stays open until then): a temp
+        # file nobody holds was left by a killed writer, and remove_dead_temps may take it away.
         fcntl.flock(fd, fcntl.LOCK_EX)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        os.fchmod(fd, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)
     fsync_dir(parent)
 
 
@@ -62,10 +65,10 @@ def remove_dead_temps(path: str) -> list[str]:
         return []
     removed = []
     for candidate in names:
-        tag = candidate[len(name) + 2:-4]  # _create_temp's names: "." + name + "." + 8 characters + ".tmp"
+        tag = candidate[len(name) + 2:-4]  # _create_temp's names: "." + name + "." + 8 lower-case hex + ".tmp"
         if not (candidate.startswith(f".{name}.") and candidate.endswith(".tmp") and len(tag) == 8
-                and tag.replace("_", "").isalnum() and tag.isascii()):
-            continue
+                and all(c in "0123456789abcdef" for c in tag)):
+            continue  # not one of mem's: a user's own .notes.md.20261127.tmp stays
         full = os.path.join(parent, candidate)
         try:
             fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
