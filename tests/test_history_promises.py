@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from conftest import write_memory
-from test_history import remember
+from test_history import history, remember
 from test_relocate import moved
 from test_team_support import server, write  # noqa: F401 - fixtures
 
@@ -46,7 +46,9 @@ def test_restore_promises_its_undo_only_when_that_would_work(run_mem, memdir):
 
     remember(run_mem, "Deploy", "Tuesdays.")
     r = run_mem("undo")
-    assert r.returncode == 0 and "; `mem undo` takes it back)" in r.stderr, r.stderr
+    undo_id = history(run_mem)[0]["id"][:12]  # a plain undo never takes back an undo: the promise names the id
+    assert r.returncode == 0 and f"; `mem undo {undo_id}` takes it back)" in r.stderr, r.stderr
+    assert run_mem("undo", undo_id).returncode == 0 and (memdir / "deploy.md").exists()  # and it does
 
 
 def test_an_undo_over_an_index_holding_a_secret_records_it_and_promises_nothing(run_mem, memdir):
@@ -60,7 +62,7 @@ def test_an_undo_over_an_index_holding_a_secret_records_it_and_promises_nothing(
     assert r.returncode == 0, r.stderr
     assert sorted(c["path"] for c in json.loads(r.stdout)["operation"]["changes"]) == ["MEMORY.md", "reviews.md"]
     assert "takes it back" not in r.stderr and "`mem undo` cannot take it back" in r.stderr, r.stderr
-    r = run_mem("undo")
+    r = run_mem("undo", json.loads(r.stdout)["operation"]["id"][:12])
     assert r.returncode == 4 and "MEMORY.md: its earlier version is not kept" in r.stderr, r.stderr
     assert not (memdir / "reviews.md").exists()
 
