@@ -139,6 +139,21 @@ def test_a_plain_undo_never_takes_back_an_undo_so_running_it_again_converges(run
     assert tree(memdir) == undone
 
 
+def test_undo_id_run_again_changes_nothing_even_after_the_agent_wrote(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    remember(run_mem, "Reviews", "Small reviews.")
+    tabs = history(run_mem)[1]["id"][:12]
+    assert run_mem("undo", tabs).returncode == 0
+    write_memory(memdir, "agent.md", name="agent", description="the agent's own")
+    with open(memdir / "MEMORY.md", "a") as f:
+        f.write("- [Agent](agent.md) — the agent's own\n")
+    undone, count = tree(memdir), len(history(run_mem))
+    for _ in range(2):
+        r = run_mem("undo", tabs)
+        assert r.returncode == 0 and f"nothing to change for {tabs}" in r.stderr, r.stderr
+        assert tree(memdir) == undone and len(history(run_mem)) == count
+
+
 def test_a_plain_undo_after_a_redo_or_a_restore_goes_no_further_than_one_undo(run_mem, memdir):
     remember(run_mem, "Tabs", "Use tabs.")
     remember(run_mem, "Reviews", "Small reviews.")
