@@ -168,3 +168,19 @@ def test_log_and_index_rebuild_with_no_git_say_history_is_off(run_mem, memdir, n
     assert r.returncode == 0 and "history is off" in r.stderr, r.stderr
     r = run_mem("index", "--rebuild")  # nothing changed: nothing to say
     assert r.returncode == 0 and "history is off" not in r.stderr, r.stderr
+
+
+def test_extract_with_no_git_says_history_is_off(run_mem, memdir, fake_api, no_git):
+    """Its line had no test: an extract that saved a memory with git gone must not promise an undo."""
+    good = "---\nname: user-prefers-tabs\ndescription: the user wants tabs, not spaces\ntype: user\n---\n\nTabs.\n"
+    fake_api.reply_tool_use("write", {"file_path": "user-prefers-tabs.md", "content": good})
+    fake_api.reply_text("Saved.")
+    data = json.dumps({"role": "user", "content": "remember that I prefer tabs"}) + "\n"
+    r = run_mem("extract", "--transcript", "-", "--session", "s1", input=data)
+    assert r.returncode == 0, r.stderr
+    assert (memdir / "user-prefers-tabs.md").exists()
+    assert "history is off" in r.stderr and "takes it back" not in r.stderr.replace("cannot take it back", ""), r.stderr
+    fake_api.reply_text("Nothing.")  # nothing saved: nothing to say
+    data += json.dumps({"role": "user", "content": "and nothing else"}) + "\n"
+    r = run_mem("extract", "--transcript", "-", "--session", "s1", input=data)
+    assert r.returncode == 0 and "history is off" not in r.stderr, r.stderr
