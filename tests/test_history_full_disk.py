@@ -184,3 +184,35 @@ def test_writes_and_undo_on_a_full_disk_fail_cleanly_and_the_history_agrees_afte
         assert (memdir / name).exists() and f"({name})" in index, name
     # and it works again
     assert remember("After").returncode == 0 and run_mem("undo").returncode == 0
+
+
+def test_an_undo_whose_take_back_also_failed_is_finished_by_undo_again(small_fs, tmp_path, monkeypatch, run_mem):
+    """Issue #31 item 5: the disk full for the undo's last file and for its take-back too, the half-done undo
+    was left newest; once there was room, a plain `mem undo` said it was already an undo, the last file never back."""
+    memdir = small_fs / "memory"
+    memdir.mkdir()
+    monkeypatch.setenv("MEM_DIR", str(memdir))
+    monkeypatch.setenv("MEM_STATE_DIR", str(tmp_path / "state"))
+    for name, text in (("Gamma", "Keep me."), ("Tabs alpha", "Use tabs in Go code."),
+                       ("Tabs beta", "Use tabs in Makefiles.")):
+        r = run_mem("remember", "--type", "project", "--name", name, "--description", f"about {name}", text)
+        assert r.returncode == 0, r.stderr
+    r = run_mem("forget", "--yes", "--offline", "tabs")
+    assert r.returncode == 0, r.stderr
+    forget = _mems(memdir)[0]
+    assert [c.path for c in forget.changes] == ["MEMORY.md", "tabs-alpha.md", "tabs-beta.md"]
+    fillers = _fill(small_fs)
+    _free(fillers, 1)  # room for MEMORY.md's new version (its old one is freed) and tabs-alpha.md: not tabs-beta.md
+    r = run_mem("undo")
+    assert r.returncode == 74, r.stderr
+    half = _mems(memdir)[0]  # the take-back found no room either: the half-done undo is newest
+    assert half.undoes == forget.id and [c.path for c in half.changes] == ["MEMORY.md", "tabs-alpha.md"], half
+    for path in fillers:
+        path.unlink()
+    r = run_mem("undo")
+    assert r.returncode == 0, r.stderr
+    assert (memdir / "tabs-alpha.md").exists() and (memdir / "tabs-beta.md").exists(), r.stderr
+    index = (memdir / "MEMORY.md").read_text()
+    assert "(tabs-alpha.md)" in index and "(tabs-beta.md)" in index and "(gamma.md)" in index
+    _undo_converged(memdir, run_mem)
+    assert_history_agrees(str(memdir))

@@ -253,7 +253,9 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
         if dry_run:
             return RevertResult(op, steps, conflicts, diff, None)
         started = time.monotonic()
-        _all_or_nothing(memory, "undo", [op.id[:12]], {"undoes": op.id}, steps)
+        # the files it is to change: a record that names fewer was cut short (its take-back failed too)
+        plan = sorted({s.path for s in steps if s.now != s.target})
+        _all_or_nothing(memory, "undo", [op.id[:12]], {"undoes": op.id, "plan": plan}, steps)
     _event(memory, "undo", started, {"undoes": op.id, "forced": bool(conflicts)})
     return RevertResult(op, steps, conflicts, diff, memory.last_operation)
 
@@ -275,13 +277,14 @@ def _retried(history, op: Operation) -> Operation | None:
     """What a plain ``mem undo`` takes back, ``op`` being the newest of mem's operations; None for nothing.
 
     A plain undo never takes back an undo, so running it again converges. An undo killed half way
-    (recovered, interrupted), or one that failed and was taken back (a full disk): the retry
+    (recovered, interrupted), one that failed and was taken back (a full disk), or one that failed
+    and whose take-back failed too (its record names fewer files than it planned): the retry
     finishes the same undo. Any other undo (finished, a redo made with its id, the take-back of a
     failed job) is newest already: nothing (``mem undo ID`` names what to take back).
     """
     if op.command != "undo" or not op.undoes:
         return op
-    if op.interrupted:
+    if op.interrupted or set(op.meta.get("plan", ())) - {c.path for c in op.changes}:
         return history.find(op.undoes)
     if op.meta.get("reason") == _FAILED:
         partial = history.find(op.undoes)
