@@ -2,9 +2,9 @@
 
 At each fill level, remember, undo and forget either work or fail with one clean line and a
 non-zero exit; no file is left half-written; an undo that failed, run again (plain `mem undo`)
-once there is room, finishes the same undo and then does nothing more; once space returns the history agrees with the disk
-and every memory that no command removed is still there with its pointer. Needs root to mount;
-skipped with the reason otherwise.
+once there is room, finishes the same undo and then does nothing more; once space returns the
+history agrees with the disk and every memory that no command removed is still there with its
+pointer. Needs root to mount; skipped with the reason otherwise.
 """
 
 from __future__ import annotations
