@@ -102,6 +102,12 @@ def test_json_fields_are_documented():
     for field in ("content", "truncated", "line_count", "size_utf16", "code", "message", "line", "relpath",
                   "changed", "written", "added", "removed"):
         assert f"\\fB{gendocs.esc(field)}\\fR (" in index, field
+    from mem.core.memdir.revert import RevertResult
+
+    for command in ("undo", "restore"):  # every key the JSON has, so a new one cannot go undocumented
+        page = _page(("mem", command)).read_text(encoding="utf-8")
+        for field in RevertResult(None, [], [], "", None).as_dict():
+            assert f"\\fB{gendocs.esc(field)}\\fR (" in page, (command, field)
 
 
 def _renderer() -> list[str] | None:

@@ -153,6 +153,20 @@ def test_model_failure_restores_and_rolls_back_the_lock(run_mem, memdir, fake_ap
     assert int(lock.stat().st_mtime) == 1_000_000_000
 
 
+def test_a_plain_undo_after_a_failed_dream_does_not_redo_its_half(run_mem, memdir, fake_api):
+    """Issue #31 item 5: the dream's take-back is an undo; a plain `mem undo` took it back, deleting c.md again."""
+    seeded(memdir)
+    fake_api.reply_tool_uses(("delete", {"file_path": "c.md"}))
+    for _ in range(3):  # the first call and two retries
+        fake_api.reply_status(529)
+    r = run_mem("dream", "--force", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 70 and (memdir / "c.md").exists(), r.stderr
+    before = tree_bytes(memdir)
+    r = run_mem("undo")
+    assert r.returncode == 0 and "already an undo" in r.stderr and "(dream, which failed)" in r.stderr, r.stderr
+    assert tree_bytes(memdir) == before
+
+
 def test_dry_run_with_the_agent_leaves_the_dir_untouched(run_mem, memdir, fake_api):
     seeded(memdir)
     before = tree_bytes(memdir)

@@ -101,15 +101,78 @@ def test_outside_operations_are_never_undone(run_mem, memdir):
     assert r.returncode == 1 and "nothing to undo" in r.stderr
 
 
-def test_undo_of_undo_redoes(run_mem, memdir):
+def test_undo_of_undo_by_its_id_redoes(run_mem, memdir):
     remember(run_mem, "Tabs", "Use tabs.")
     saved = tree(memdir)
     assert run_mem("undo").returncode == 0
     assert "tabs.md" not in tree(memdir)
-    assert run_mem("undo").returncode == 0
+    undo_id = history(run_mem)[0]["id"]
+    assert run_mem("undo", undo_id[:12]).returncode == 0
     assert tree(memdir) == saved
     undo_ops = [op for op in history(run_mem) if op["command"] == "undo"]
     assert len(undo_ops) == 2 and undo_ops[1]["undoes"] != undo_ops[0]["undoes"]
+
+
+def test_a_plain_undo_never_takes_back_an_undo_so_running_it_again_converges(run_mem, memdir):
+    """Issue #31 item 5: `mem undo` run again (a retry after a kill) took back the undo itself."""
+    remember(run_mem, "Tabs", "Use tabs.")
+    remember_op = history(run_mem)[0]
+    assert run_mem("undo").returncode == 0
+    undone = tree(memdir)
+    undo_op = history(run_mem)[0]
+    for _ in range(2):
+        r = run_mem("undo")
+        assert r.returncode == 0, r.stderr
+        assert tree(memdir) == undone and len(history(run_mem)) == 2
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and "already an undo" in lines[0], r.stderr
+        for named in (undo_op["id"][:12], undo_op["time"], remember_op["id"][:12], "remember",
+                      f"`mem undo {undo_op['id'][:12]}` redoes"):
+            assert named in lines[0], (named, lines[0])
+    r = run_mem("undo", "--dry-run")  # says the same, and nothing would change (exit 0, not 1)
+    assert r.returncode == 0 and r.stdout == "" and "already an undo" in r.stderr, r.stderr
+    r = run_mem("undo", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["written"] is False and out["undoes"] is None and out["files"] == []
+    assert out["newest_undo"] == {"id": undo_op["id"], "time": undo_op["time"], "undoes": remember_op["id"]}
+    assert tree(memdir) == undone
+
+
+def test_undo_id_run_again_changes_nothing_even_after_the_agent_wrote(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    remember(run_mem, "Reviews", "Small reviews.")
+    tabs = history(run_mem)[1]["id"][:12]
+    assert run_mem("undo", tabs).returncode == 0
+    write_memory(memdir, "agent.md", name="agent", description="the agent's own")
+    with open(memdir / "MEMORY.md", "a") as f:
+        f.write("- [Agent](agent.md) — the agent's own\n")
+    undone, count = tree(memdir), len(history(run_mem))
+    for _ in range(2):
+        r = run_mem("undo", tabs)
+        assert r.returncode == 0 and f"nothing to change for {tabs}" in r.stderr, r.stderr
+        assert tree(memdir) == undone and len(history(run_mem)) == count
+
+
+def test_a_plain_undo_after_a_redo_or_a_restore_goes_no_further_than_one_undo(run_mem, memdir):
+    remember(run_mem, "Tabs", "Use tabs.")
+    remember(run_mem, "Reviews", "Small reviews.")
+    saved = tree(memdir)
+    assert run_mem("undo").returncode == 0
+    assert run_mem("undo", history(run_mem)[0]["id"][:12]).returncode == 0  # a redo, made with its id
+    assert tree(memdir) == saved
+    r = run_mem("undo")  # the redo is an undo: not taken back, and nothing older either
+    assert r.returncode == 0 and "already an undo" in r.stderr, r.stderr
+    assert tree(memdir) == saved
+    remember_tabs = next(op for op in history(run_mem) if op["args"] and "Tabs" in op["args"])
+    r = run_mem("restore", "MEMORY.md", "--at", remember_tabs["id"][:12])
+    assert r.returncode == 0, r.stderr
+    restored = tree(memdir)
+    assert run_mem("undo").returncode == 0  # a restore is taken back like any operation ...
+    assert tree(memdir) == saved
+    r = run_mem("undo")  # ... and then that undo is newest
+    assert r.returncode == 0 and "already an undo" in r.stderr, r.stderr
+    assert tree(memdir) == saved and restored != saved
 
 
 def test_rebuilding_the_index_twice_records_at_most_one_operation(run_mem, memdir):

@@ -1,9 +1,10 @@
 """A real full disk (issue #31): a small tmpfs holds the memory and/or state directory, filled up.
 
 At each fill level, remember, undo and forget either work or fail with one clean line and a
-non-zero exit; no file is left half-written; once space returns the history agrees with the disk
-and every memory that no command removed is still there with its pointer. Needs root to mount;
-skipped with the reason otherwise.
+non-zero exit; no file is left half-written; an undo that failed, run again (plain `mem undo`)
+once there is room, finishes the same undo and then does nothing more; once space returns the
+history agrees with the disk and every memory that no command removed is still there with its
+pointer. Needs root to mount; skipped with the reason otherwise.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 import pytest
 from helpers.historycheck import assert_history_agrees
 
+from mem.core.memdir.history import OUTSIDE
 from mem.core.memdir.layout import TEMP_FILE
+from mem.core.memdir.store import MemoryDir
 
 PAGE = 4096
 POINTER = re.compile(r"^- \[[^\]]+\]\([^)]+\.md\) — .+$")
@@ -82,6 +85,38 @@ def _failed_cleanly(r) -> None:
     assert errors == lines[-1:] and "Traceback" not in r.stderr, r.stderr
 
 
+def _mems(memdir: Path) -> list:
+    """The operations mem made, newest first."""
+    return [op for op in MemoryDir(str(memdir)).history.operations() if op.command != OUTSIDE]
+
+
+def _undo_converged(memdir: Path, run_mem) -> set[str]:
+    """Disk and history are as one uninterrupted plain `mem undo` leaves them, never its inverse; another does nothing.
+
+    The newest operation is an undo of an operation that is no undo itself, and all between them are
+    attempts at that same undo (cut short, or failed and taken back); its topic files are as before it.
+    """
+    ops = _mems(memdir)
+    newest = ops[0]
+    assert newest.command == "undo", newest
+    target = next(op for op in ops if op.id == newest.undoes)
+    assert target.command != "undo", target  # a plain undo took back an undo: the inverse
+    for op in ops[1:ops.index(target)]:
+        attempt = op.undoes == target.id or (
+            op.meta.get("reason") and next(o for o in ops if o.id == op.undoes).undoes == target.id)
+        assert attempt, [(o.id[:8], o.command, (o.undoes or "")[:8], o.interrupted) for o in ops[:8]]
+    for c in target.changes:
+        if c.path != "MEMORY.md":
+            assert (memdir / c.path).exists() == (c.before is not None), c.path
+    before = {p: p.read_bytes() for p in memdir.rglob("*") if p.is_file()}
+    r = run_mem("undo")  # an undo found interrupted (its record was cut short) is finished: nothing left to change
+    assert r.returncode == 0, r.stderr
+    assert "already an undo" in r.stderr or f"nothing to change for {target.id[:12]}" in r.stderr, r.stderr
+    assert _mems(memdir)[0].id == newest.id
+    assert {p: p.read_bytes() for p in memdir.rglob("*") if p.is_file()} == before
+    return {c.path for c in target.changes if c.before is None}  # the files the undo removed
+
+
 @pytest.mark.parametrize("full", ["both", "state", "memory"])
 def test_writes_and_undo_on_a_full_disk_fail_cleanly_and_the_history_agrees_after(small_fs, tmp_path, monkeypatch,
                                                                                    run_mem, full):
@@ -98,17 +133,36 @@ def test_writes_and_undo_on_a_full_disk_fail_cleanly_and_the_history_agrees_afte
         assert remember(name).returncode == 0
     kept = {"alpha.md", "beta.md", "gamma.md"}
     fillers = _fill(small_fs)
-    failures = 0
+    failures = retried = 0
+    pending = False  # an undo failed: a plain `mem undo` again, before anything else, must finish that one
+
+    def check(r) -> bool:
+        nonlocal failures
+        if r.returncode:
+            failures += 1
+            _failed_cleanly(r)
+            assert r.returncode == 74, r.stderr  # the storage said no: not a bug of mem's
+        return r.returncode == 0
+
     for level, pages in enumerate((0, 1, 1, 2, 4, 8, 16, 32, 64)):
         _free(fillers, pages)
-        steps = [remember(f"Level {level}"), run_mem("undo"), remember(f"Again {level}")]
+        if pending:  # nothing else runs before the retry, as a user or a script would retry
+            if check(run_mem("undo")):
+                kept -= _undo_converged(memdir, run_mem)  # an older memory, when its remember failed
+                pending, retried = False, retried + 1
+            _check_whole(memdir)
+            continue
+        check(remember(f"Level {level}"))
+        if not check(run_mem("undo")):
+            pending = True
+            _check_whole(memdir)
+            continue
+        kept -= _undo_converged(memdir, run_mem)
+        steps = [remember(f"Again {level}")]
         if level == 3:
             steps.append(run_mem("forget", "--yes", "--offline", "beta.md"))
         for r in steps:
-            if r.returncode:
-                failures += 1
-                _failed_cleanly(r)
-                assert r.returncode == 74, r.stderr  # the storage said no: not a bug of mem's
+            check(r)
         if steps[-1].returncode == 0 and level == 3:
             kept.discard("beta.md")
         _check_whole(memdir)
@@ -118,6 +172,11 @@ def test_writes_and_undo_on_a_full_disk_fail_cleanly_and_the_history_agrees_afte
 
     r = run_mem("history", "-n", "1")  # space is back: the next command records what it must
     assert r.returncode == 0, r.stderr
+    if pending:
+        assert run_mem("undo").returncode == 0
+        kept -= _undo_converged(memdir, run_mem)
+        retried += 1
+    assert retried or full == "state", "no undo failed: the retry was never tried"
     assert not [p for p in memdir.rglob("*") if TEMP_FILE.match(p.name)]
     assert_history_agrees(str(memdir))
     index = (memdir / "MEMORY.md").read_text()
@@ -125,3 +184,35 @@ def test_writes_and_undo_on_a_full_disk_fail_cleanly_and_the_history_agrees_afte
         assert (memdir / name).exists() and f"({name})" in index, name
     # and it works again
     assert remember("After").returncode == 0 and run_mem("undo").returncode == 0
+
+
+def test_an_undo_whose_take_back_also_failed_is_finished_by_undo_again(small_fs, tmp_path, monkeypatch, run_mem):
+    """Issue #31 item 5: the disk full for the undo's last file and for its take-back too, the half-done undo
+    was left newest; once there was room, a plain `mem undo` said it was already an undo, the last file never back."""
+    memdir = small_fs / "memory"
+    memdir.mkdir()
+    monkeypatch.setenv("MEM_DIR", str(memdir))
+    monkeypatch.setenv("MEM_STATE_DIR", str(tmp_path / "state"))
+    for name, text in (("Gamma", "Keep me."), ("Tabs alpha", "Use tabs in Go code."),
+                       ("Tabs beta", "Use tabs in Makefiles.")):
+        r = run_mem("remember", "--type", "project", "--name", name, "--description", f"about {name}", text)
+        assert r.returncode == 0, r.stderr
+    r = run_mem("forget", "--yes", "--offline", "tabs")
+    assert r.returncode == 0, r.stderr
+    forget = _mems(memdir)[0]
+    assert [c.path for c in forget.changes] == ["MEMORY.md", "tabs-alpha.md", "tabs-beta.md"]
+    fillers = _fill(small_fs)
+    _free(fillers, 1)  # room for MEMORY.md's new version (its old one is freed) and tabs-alpha.md: not tabs-beta.md
+    r = run_mem("undo")
+    assert r.returncode == 74, r.stderr
+    half = _mems(memdir)[0]  # the take-back found no room either: the half-done undo is newest
+    assert half.undoes == forget.id and [c.path for c in half.changes] == ["MEMORY.md", "tabs-alpha.md"], half
+    for path in fillers:
+        path.unlink()
+    r = run_mem("undo")
+    assert r.returncode == 0, r.stderr
+    assert (memdir / "tabs-alpha.md").exists() and (memdir / "tabs-beta.md").exists(), r.stderr
+    index = (memdir / "MEMORY.md").read_text()
+    assert "(tabs-alpha.md)" in index and "(tabs-beta.md)" in index and "(gamma.md)" in index
+    _undo_converged(memdir, run_mem)
+    assert_history_agrees(str(memdir))

@@ -3,14 +3,12 @@
 
 After each kill the command is run again; it must end where an unkilled run ends: nothing lost,
 the history agreeing with the disk (every file as its newest recorded change left it, nothing
-unrecorded), no temp file or journal left behind. A plain ``mem undo`` is run again only when the
-history does not already show the undo as done (as `mem history` would tell its user): after
-that, ``mem undo`` again is a new undo, of the undo.
+unrecorded), no temp file or journal left behind. That holds for a plain ``mem undo`` after every
+kill too, even one that landed after the undo was recorded: a plain undo never takes back an undo.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -66,7 +64,7 @@ def _clean_and_agreeing(memdir: Path, state: Path) -> None:
 
 
 def _kill_everywhere(argv: list[str], live: list[Path], memdir: Path, state: Path, template: Path, *,
-                     retry: list[str] | None = None, done=None, cwd: str | None = None,
+                     retry: list[str] | None = None, cwd: str | None = None,
                      ok_again: tuple[int, ...] = (0,)) -> int:
     """Kill ``argv`` at every step; after each, run ``retry`` (default: ``argv``) and compare with an unkilled run."""
     code, total = steps(argv, dict(os.environ), cwd)
@@ -78,9 +76,8 @@ def _kill_everywhere(argv: list[str], live: list[Path], memdir: Path, state: Pat
     for n in range(1, total + 1):
         _reset(template, live)
         assert killed_at(n, argv, dict(os.environ), cwd) == KILLED, n
-        if done is None or not done():
-            r = _mem(*(retry or argv), cwd=cwd)
-            assert r.returncode in ok_again, (n, r.stderr)
+        r = _mem(*(retry or argv), cwd=cwd)
+        assert r.returncode in ok_again, (n, r.stderr)
         assert [_tree(p) for p in compared] == want, f"killed at step {n} of {total}: not the unkilled end state"
         _clean_and_agreeing(memdir, state)
     return total
@@ -102,24 +99,29 @@ def world(memdir, tmp_path):
     return memdir, state, template, live
 
 
-def _undo_done(target: str):
-    """Whether `mem history` (what its user would look at after a kill) shows the undo of ``target`` as done."""
-
-    def done() -> bool:
-        r = _mem("history", "--json")
-        assert r.returncode == 0, r.stderr
-        ops = [op for op in json.loads(r.stdout) if op["command"] != OUTSIDE]
-        return bool(ops) and ops[0]["undoes"] == target and not ops[0]["interrupted"]
-
-    return done
-
-
 def test_undo_killed_at_every_step_is_finished_by_undo_again(world):
     memdir, state, template, live = world
     target = next(op for op in MemoryDir(str(memdir)).history.operations() if op.command != OUTSIDE).id
-    total = _kill_everywhere(["undo"], live, memdir, state, template, done=_undo_done(target))
+    total = _kill_everywhere(["undo"], live, memdir, state, template)
     assert not (memdir / "deploy.md").exists() and "(agent.md)" in (memdir / "MEMORY.md").read_text()
     assert total > 20
+    undo = next(op for op in MemoryDir(str(memdir)).history.operations() if op.command != OUTSIDE)
+    assert undo.undoes == target  # the last run (killed at the last step, then retried) undid the same one
+
+
+def test_a_plain_undo_retried_after_a_kill_once_the_undo_is_recorded_does_not_take_it_back(world):
+    """Issue #31 item 5: killed after the undo was recorded, `mem undo` again took back the undo (a redo)."""
+    memdir, state, template, live = world
+    target = next(op for op in MemoryDir(str(memdir)).history.operations() if op.command != OUTSIDE).id
+    total = steps(["undo"], dict(os.environ))[1]
+    _reset(template, live)
+    assert killed_at(total, ["undo"], dict(os.environ)) == KILLED  # the last step: after the undo is recorded
+    undone = _tree(memdir)
+    newest = next(op for op in MemoryDir(str(memdir)).history.operations() if op.command != OUTSIDE)
+    assert newest.undoes == target and not newest.interrupted and not (memdir / "deploy.md").exists()
+    r = _mem("undo")
+    assert r.returncode == 0 and "already an undo" in r.stderr, r.stderr
+    assert _tree(memdir) == undone
 
 
 def test_undo_id_killed_at_every_step_is_finished_by_undo_id_again(world):

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from conftest import write_memory
-from test_history import remember
+from test_history import history, remember
 from test_relocate import moved
 from test_team_support import server, write  # noqa: F401 - fixtures
 
@@ -46,7 +46,9 @@ def test_restore_promises_its_undo_only_when_that_would_work(run_mem, memdir):
 
     remember(run_mem, "Deploy", "Tuesdays.")
     r = run_mem("undo")
-    assert r.returncode == 0 and "; `mem undo` takes it back)" in r.stderr, r.stderr
+    undo_id = history(run_mem)[0]["id"][:12]  # a plain undo never takes back an undo: the promise names the id
+    assert r.returncode == 0 and f"; `mem undo {undo_id}` takes it back)" in r.stderr, r.stderr
+    assert run_mem("undo", undo_id).returncode == 0 and (memdir / "deploy.md").exists()  # and it does
 
 
 def test_an_undo_over_an_index_holding_a_secret_records_it_and_promises_nothing(run_mem, memdir):
@@ -60,7 +62,7 @@ def test_an_undo_over_an_index_holding_a_secret_records_it_and_promises_nothing(
     assert r.returncode == 0, r.stderr
     assert sorted(c["path"] for c in json.loads(r.stdout)["operation"]["changes"]) == ["MEMORY.md", "reviews.md"]
     assert "takes it back" not in r.stderr and "`mem undo` cannot take it back" in r.stderr, r.stderr
-    r = run_mem("undo")
+    r = run_mem("undo", json.loads(r.stdout)["operation"]["id"][:12])
     assert r.returncode == 4 and "MEMORY.md: its earlier version is not kept" in r.stderr, r.stderr
     assert not (memdir / "reviews.md").exists()
 
@@ -165,4 +167,20 @@ def test_log_and_index_rebuild_with_no_git_say_history_is_off(run_mem, memdir, n
     r = run_mem("index", "--rebuild")
     assert r.returncode == 0 and "history is off" in r.stderr, r.stderr
     r = run_mem("index", "--rebuild")  # nothing changed: nothing to say
+    assert r.returncode == 0 and "history is off" not in r.stderr, r.stderr
+
+
+def test_extract_with_no_git_says_history_is_off(run_mem, memdir, fake_api, no_git):
+    """Its line had no test: an extract that saved a memory with git gone must not promise an undo."""
+    good = "---\nname: user-prefers-tabs\ndescription: the user wants tabs, not spaces\ntype: user\n---\n\nTabs.\n"
+    fake_api.reply_tool_use("write", {"file_path": "user-prefers-tabs.md", "content": good})
+    fake_api.reply_text("Saved.")
+    data = json.dumps({"role": "user", "content": "remember that I prefer tabs"}) + "\n"
+    r = run_mem("extract", "--transcript", "-", "--session", "s1", input=data)
+    assert r.returncode == 0, r.stderr
+    assert (memdir / "user-prefers-tabs.md").exists()
+    assert "history is off" in r.stderr and "takes it back" not in r.stderr.replace("cannot take it back", ""), r.stderr
+    fake_api.reply_text("Nothing.")  # nothing saved: nothing to say
+    data += json.dumps({"role": "user", "content": "and nothing else"}) + "\n"
+    r = run_mem("extract", "--transcript", "-", "--session", "s1", input=data)
     assert r.returncode == 0 and "history is off" not in r.stderr, r.stderr

@@ -25,7 +25,10 @@ def undo_cmd(operation: str | None, force: bool, dry_run: bool, where: dict, fmt
     operation's own lines, has changed since, undo refuses and names it (exit
     4) unless --force. Changes made outside mem (an editor, the agent's own
     Write tool) are never undone; `mem restore` takes one file back by hand.
-    The undo is an operation of its own, so `mem undo` again redoes it.
+    The undo is an operation of its own: `mem undo UNDO-ID` redoes. A plain
+    `mem undo` never takes back an undo: when the newest operation is one,
+    it says so and changes nothing (exit 0), so running it again after a
+    kill or a full disk finishes the same undo, never its inverse.
 
     \b
     Example:
@@ -44,6 +47,9 @@ def report(result, verb: str, dry_run: bool, fmt: str, memory) -> None:
         render.out_record(result.as_dict(), fmt)
     elif dry_run:
         render.out(result.diff, nl=False)
+    if result.newest_undo is not None:  # nothing done, nothing would be: exit 0, as a retry wants
+        render.info(already_undone(memory, result.newest_undo))
+        return
     for conflict in result.conflicts:
         render.warn(f"overwrote {conflict}")
     if dry_run:
@@ -56,4 +62,16 @@ def report(result, verb: str, dry_run: bool, fmt: str, memory) -> None:
         render.info(f"{verb}: nothing to change" + (f" for {what}" if what else ""))
     else:
         files = ", ".join(c.path for c in op.changes)
-        render.info(f"{verb} {what + ': ' if what else ''}{files} (operation {op.id[:12]}; {undo_note(memory, op)})")
+        # a plain undo never takes back an undo: name the id that does
+        note = undo_note(memory, op, f"`mem undo {op.id[:12]}` takes it back") if verb == "undo" \
+            else undo_note(memory, op)
+        render.info(f"{verb} {what + ': ' if what else ''}{files} (operation {op.id[:12]}; {note})")
+
+
+def already_undone(memory, newest) -> str:
+    """The line for a plain undo that found an undo newest: what it undid, and how to go on."""
+    undone = memory.history.find(newest.undoes)
+    failed = ", which failed" if newest.meta.get("reason") else ""
+    return (f"undo: nothing done: the newest operation, {newest.id[:12]} ({newest.time}), is already an undo "
+            f"of {undone.id[:12]} ({undone.command}{failed}); `mem undo ID` takes back an older operation, "
+            f"`mem undo {newest.id[:12]}` redoes {undone.id[:12]}")

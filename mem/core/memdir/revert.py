@@ -1,7 +1,9 @@
 """Taking changes back: undo one recorded operation, or restore one file as it was.
 
 Example: undo(MemoryDir("/m")) takes back the newest operation mem made there; undo(memory, "a1b2c3")
-that one only. Both are operations of their own, so an undo can be undone.
+that one only. Both are operations of their own, so an undo can be undone, by its id: a plain
+undo never takes back an undo, so running it again (after a kill, a full disk) finishes the same
+undo and then does nothing.
 
 An undo puts back the "before" of each file the operation changed, and only those files. A file
 mem keeps line by line (an index, a daily log) is merged instead: the lines the operation added
@@ -45,6 +47,7 @@ class RevertResult(NamedTuple):
     conflicts: list[str]  # files changed since, each "path: why"
     diff: str
     operation: Operation | None  # the operation this recorded (None for a dry run or no change)
+    newest_undo: Operation | None = None  # a plain undo found this finished undo newest, so took nothing back
 
     def as_dict(self) -> dict:
         return {
@@ -53,6 +56,8 @@ class RevertResult(NamedTuple):
             "conflicts": self.conflicts,
             "operation": self.operation.as_dict() if self.operation else None,
             "written": self.operation is not None,
+            "newest_undo": None if self.newest_undo is None else {
+                "id": self.newest_undo.id, "time": self.newest_undo.time, "undoes": self.newest_undo.undoes},
         }
 
 
@@ -234,9 +239,9 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
     with memory.index_lock():
         history.sync()  # what changed outside mem is recorded before anything is put back
         ops = history.operations()
-        op = history.find(ref) if ref else newest_undoable(ops)
-        if ref is None:
-            op = _retried(history, op)
+        op = history.find(ref) if ref else _retried(history, newest_undoable(ops))
+        if op is None:  # the newest is a finished undo: a plain undo never takes one back (a retry converges)
+            return RevertResult(None, [], [], "", None, newest_undoable(ops))
         if op.command == OUTSIDE:
             raise RefusedError(f"operation {op.id[:12]} was made outside mem; mem undoes only its own changes "
                                f"(`mem restore FILE --at {op.id[:12]}~` takes a file back by hand)")
@@ -248,7 +253,9 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
         if dry_run:
             return RevertResult(op, steps, conflicts, diff, None)
         started = time.monotonic()
-        _all_or_nothing(memory, "undo", [op.id[:12]], {"undoes": op.id}, steps)
+        # the files it is to change: a record that names fewer was cut short (its take-back failed too)
+        plan = sorted({s.path for s in steps if s.now != s.target})
+        _all_or_nothing(memory, "undo", [op.id[:12]], {"undoes": op.id, "plan": plan}, steps)
     _event(memory, "undo", started, {"undoes": op.id, "forced": bool(conflicts)})
     return RevertResult(op, steps, conflicts, diff, memory.last_operation)
 
@@ -266,19 +273,24 @@ def why_not_undoable(memory, op: Operation | None) -> str | None:
     return "; ".join(conflicts) or None
 
 
-def _retried(history, op: Operation) -> Operation:
-    """What a plain ``mem undo`` takes back when the newest operation is an undo that did not finish.
+def _retried(history, op: Operation) -> Operation | None:
+    """What a plain ``mem undo`` takes back, ``op`` being the newest of mem's operations; None for nothing.
 
-    An undo killed half way (recovered, interrupted), or one that failed and was taken back (a full
-    disk): the retry finishes the same undo, it never goes the other way.
+    A plain undo never takes back an undo, so running it again converges. An undo killed half way
+    (recovered, interrupted), one that failed and was taken back (a full disk), or one that failed
+    and whose take-back failed too (its record names fewer files than it planned): the retry
+    finishes the same undo. Any other undo (finished, a redo made with its id, the take-back of a
+    failed job) is newest already: nothing (``mem undo ID`` names what to take back).
     """
-    if op.command == "undo" and op.interrupted and op.undoes:
+    if op.command != "undo" or not op.undoes:
+        return op
+    if op.interrupted or set(op.meta.get("plan", ())) - {c.path for c in op.changes}:
         return history.find(op.undoes)
-    if op.undoes and op.meta.get("reason") == _FAILED:
+    if op.meta.get("reason") == _FAILED:
         partial = history.find(op.undoes)
         if partial.command == "undo" and partial.undoes:
             return history.find(partial.undoes)
-    return op
+    return None
 
 
 _FAILED = "the job failed"
