@@ -405,6 +405,93 @@ def test_doctor_catches_a_cron_line_no_daemon_fires(tools, fresh_project, mem_ex
     assert "no cron daemon" in checks["nightly dream (cron)"]["detail"]
 
 
+def cron_check(project) -> tuple[int, dict]:
+    code, checks = doctor(project)
+    return code, checks["nightly dream (cron)"]
+
+
+def test_doctor_notes_a_cron_daemon_with_no_job(tools, fresh_project, cron_daemon):  # noqa: F811
+    code, check = cron_check(fresh_project)
+    assert check == {"name": "nightly dream (cron)", "state": "note", "detail": "not scheduled (optional)",
+                     "fix": "mem cron install"}
+
+
+def test_doctor_passes_a_scheduled_job_with_its_daemon_and_a_good_run(tools, fresh_project, cron_daemon, mem_exe):  # noqa: F811
+    from mem.core import cron
+
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    code, check = cron_check(fresh_project)
+    assert check["state"] == "ok" and check["detail"] == "scheduled via cron; never run yet", check
+    assert cron.run([mem_exe]) == 0  # what the line runs: mem cron run, a real dream
+    code, check = cron_check(fresh_project)
+    assert check["state"] == "ok" and check["detail"].startswith("scheduled via cron; last run 20"), check
+    assert check["fix"] is None
+
+
+def test_doctor_catches_a_cron_env_file_others_can_read(tools, fresh_project, cron_daemon, mem_exe, isolated_env):  # noqa: F811
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    env_file = cron_env_file(isolated_env)
+    env_file.chmod(0o644)  # by hand, as an editor that rewrites the file may leave it
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check == {"name": "nightly dream (cron)", "state": "fail",
+                                   "detail": f"{env_file} is mode 644", "fix": f"chmod 600 {env_file}"}
+    env_file.chmod(0o600)
+    assert cron_check(fresh_project)[1]["state"] == "ok"
+
+
+def test_doctor_catches_a_cron_env_file_that_is_a_link(tools, fresh_project, cron_daemon, mem_exe, isolated_env, tmp_path):  # noqa: F811
+    # mem cron run reads through it, but mem cron install refuses it: doctor says so before the next install does
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    env_file = cron_env_file(isolated_env)
+    shared = tmp_path / "secrets" / "cron.env"
+    shared.parent.mkdir()
+    shutil.move(env_file, shared)
+    env_file.symlink_to(shared)
+    assert (shared.stat().st_mode & 0o777) == 0o600
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check["state"] == "fail", check
+    assert check["detail"] == (f"{env_file} is a symbolic link (to {shared}); mem cron install refuses it: "
+                               "replace the link with the file")
+    subprocess.run(["sh", "-c", check["fix"]], check=True)  # the fix, as printed, mends it
+    assert not env_file.is_symlink() and (env_file.stat().st_mode & 0o777) == 0o600
+    assert cron_check(fresh_project)[1]["state"] == "ok"
+    shared.unlink()
+    env_file.unlink()
+    env_file.symlink_to(shared)  # a link to nothing
+    code, check = cron_check(fresh_project)
+    assert code == 1 and "is a symbolic link" in check["detail"]
+    r = invoke("cron", "status")
+    assert r.exit_code == 1 and f"environment  {env_file}  {env_file} is a symbolic link" in r.stdout, r.stdout
+
+
+def test_doctor_catches_a_timer_systemd_no_longer_runs(tools, fresh_project, mem_exe, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("FAKE_SYSTEMD", "1")
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    code, check = cron_check(fresh_project)
+    assert check["state"] == "ok" and check["detail"].startswith("scheduled via systemd"), check
+    monkeypatch.delenv("FAKE_SYSTEMD")  # the user manager gone (a container, a session without lingering)
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check["state"] == "fail"
+    assert check["detail"] == "systemd: systemctl --user does not answer here, so the timer never fires", check
+
+
+def test_doctor_catches_a_failed_last_run(tools, fresh_project, cron_daemon, mem_exe, tmp_path):  # noqa: F811
+    from mem.core import cron
+    from mem.core.memdir.state import cron_log
+
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    broken = tmp_path / "broken" / "mem"  # a mem whose dream fails: what cron run logs
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\necho 'mem: error: the dream failed' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    assert cron.run([str(broken)]) == 3
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check == {"name": "nightly dream (cron)", "state": "fail",
+                                   "detail": f"the last run exited 3 ({cron_log()})", "fix": f"tail {cron_log()}"}
+    assert cron.run([mem_exe]) == 0  # the next night's run succeeds
+    assert cron_check(fresh_project)[1]["state"] == "ok"
+
+
 def test_doctor_says_whether_a_key_is_set_never_its_value(fresh_project):
     key = "sk-ant-api03-" + "Q" * 40
     r = invoke("doctor", cwd=fresh_project, env={"ANTHROPIC_API_KEY": key})

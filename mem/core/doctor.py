@@ -15,6 +15,7 @@ complete --install puts them); bash-completion and zsh themselves, run, for whet
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -162,6 +163,10 @@ def check_cron(env: Mapping[str, str] | None = None) -> Check:
     if broken:
         return Check(name, FAIL, f"{broken[0]['via']}: {broken[0]['problem']}", "mem cron install (or start cron)")
     info = report["env_file"]
+    if "link" in info:
+        path = shlex.quote(info["path"])
+        return Check(name, FAIL, info["problem"],
+                     f'cp --remove-destination "$(readlink -f {path})" {path} && chmod 600 {path}')
     if info.get("problem") or info.get("mode", "0o600") != "0o600":
         return Check(name, FAIL, info.get("problem") or f"{info['path']} is mode {info['mode'][2:]}",
                      f"chmod 600 {info['path']}")
