@@ -180,6 +180,14 @@ def test_a_wrapped_mem_hook_is_seen_by_status_and_left_by_uninstall_with_a_warni
     assert path.read_text() == before
 
 
+def test_hooks_uninstall_on_a_fresh_machine_makes_no_settings_file(fresh_project, isolated_env):
+    r = invoke("hooks", "uninstall", "--dry-run", cwd=fresh_project)
+    assert r.exit_code == 0 and r.stdout == "", r.stdout
+    r = invoke("hooks", "uninstall", cwd=fresh_project)
+    assert r.exit_code == 0 and r.stderr == f"mem: {os.environ['CLAUDE_CONFIG_DIR']}/settings.json: nothing to change\n"
+    assert not (isolated_env / ".claude").exists()  # it said "removed ... hooks" and wrote {} there
+
+
 def test_install_refuses_a_settings_fifo_without_hanging(fresh_project, mem_exe):
     path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
     path.parent.mkdir()
