@@ -607,50 +607,156 @@ def test_doctor_catches_a_history_store_damaged_by_hand(fresh_project, isolated_
 
 # --- every command from an empty HOME, in a project no client has opened -----------------------------
 
-#: (arguments, the exit statuses it may end with there). Nothing may crash (70) or leave a traceback.
+#: (arguments, the exit statuses it may end with there, what it says on stdout or stderr). Nothing may
+#: crash (70) or leave a traceback. "{mem}" is the installed mem (what hooks and cron are to run).
+NO_MODEL = "no model credentials: set ANTHROPIC_API_KEY"  # the documented no-model error: exit 3, what to set
+NO_TEAM_SERVER = "no team server: set MEM_TEAM_URL (or TEAM_MEMORY_SYNC_URL), or pass --url"
+NO_MEMDIR = "no memory directory at "
 FRESH_RUNS = [
-    (("path",), {0}),
-    (("path", "--json"), {0}),
-    (("scan",), {0}),
-    (("scan", "--json"), {0}),
-    (("index",), {1}),
-    (("index", "--check"), {0, 1}),
-    (("recall", "--offline", "how do we deploy"), {0, 1}),
-    (("eval", "--from-transcripts", "--offline"), {1}),
-    (("prompt",), {0}),
-    (("context",), {0, 1}),
-    (("extract",), {0, 1, 2, 3}),
-    (("remember", "--type", "project", "--name", "first", "--description", "the first one", "It works."), {0}),
-    (("forget", "nothing-here.md"), {1, 2}),
-    (("dream", "--offline", "--dry-run"), {0, 1}),
-    (("log", "a first log line"), {0}),
-    (("history",), {1}),
-    (("undo", "--dry-run"), {0, 1}),
-    (("session", "status"), {2}),
-    (("grep", "anything"), {1}),
-    (("lint",), {0}),
-    (("status",), {0}),
-    (("status", "--json"), {0}),
-    (("verify",), {3}),
-    (("team", "status"), {0, 1, 3}),
-    (("export", "-o", "-"), {1}),
-    (("hooks", "status"), {1}),
-    (("cron", "status"), {1}),
-    (("complete", "bash"), {0}),
-    (("complete", "--install", "--dry-run"), {1}),
-    (("complete", "--install"), {0}),
-    (("doctor",), {0, 1}),
+    (("path",), {0}, "/.claude/projects/"),
+    (("path", "--json"), {0}, '"memory_dir"'),
+    (("scan",), {0}, NO_MEMDIR),
+    (("scan", "--json"), {0}, "[]"),
+    (("index",), {1}, "no index at "),
+    (("index", "--check"), {0}, "MEMORY.md: no problems"),
+    (("recall", "--offline", "how do we deploy"), {1}, "no memories in "),
+    (("recall", "how do we deploy"), {1}, "no memories in "),  # no key: the lexical ranker alone
+    (("recall", "--hook"), {0}, "no hook payload on stdin"),  # a hook never fails the prompt
+    (("eval", "--from-transcripts", "--offline"), {1}, "no transcripts: looked in "),
+    (("prompt",), {0}, "# Memory"),
+    (("context",), {1}, "no instruction files or memory index for "),
+    (("extract",), {3}, NO_MODEL),
+    (("remember", "--type", "project", "--name", "first", "--description", "the first one", "It works."), {0},
+     "Saved first.md"),
+    # placing it (type, name, description) needs a model: without one a usage error naming the key
+    (("remember", "It works."), {2}, "required without a model (or set ANTHROPIC_API_KEY"),
+    (("remember", "--model", "claude-sonnet-4-5", "It works."), {3}, NO_MODEL),
+    (("forget", "nothing-here.md"), {2}, "not at a terminal: use --yes"),
+    (("forget", "--yes", "nothing-here.md"), {1}, "no memory file nothing-here.md in "),
+    (("dream",), {0}, "not dreaming: 0 sessions since the last consolidation"),
+    (("dream", "--offline", "--dry-run"), {0}, "not dreaming: 0 sessions"),
+    (("log", "a first log line"), {0}, "/memory/logs/"),
+    (("history",), {1}, "no change recorded in "),
+    (("undo", "--dry-run"), {1}, "nothing to undo"),
+    (("restore", "MEMORY.md", "--at", "1h"), {1}, "no recorded version of MEMORY.md"),
+    (("session", "status"), {2}, "which session? give --session ID"),
+    (("session", "status", "--session", "s1"), {1}, "no transcript for session s1"),
+    (("session", "path", "--session", "s1"), {0}, "/s1/session-memory/summary.md"),
+    (("session", "show", "--session", "s1"), {1}, "no session notes at "),
+    (("session", "init", "--session", "s1"), {0}, "created the session notes"),
+    (("session", "compact", "--session", "s1"), {1}, "no session notes at "),
+    (("session", "update", "--session", "s1"), {2}, "needs --transcript PATH (or --hook)"),
+    (("grep", "anything"), {1}, NO_MEMDIR),
+    (("lint",), {0}, "0 files checked, none flagged"),
+    (("status",), {0}, "does not exist yet"),
+    (("status", "--json"), {0}, '"memory_dir"'),
+    (("cost",), {0}, "session start"),
+    (("verify",), {3}, "is not a git repository with a commit"),
+    (("team", "status"), {3}, NO_TEAM_SERVER),
+    (("team", "pull"), {3}, NO_TEAM_SERVER),
+    (("team", "push"), {3}, NO_TEAM_SERVER),
+    (("team", "sync"), {3}, NO_TEAM_SERVER),
+    (("team", "watch"), {3}, NO_TEAM_SERVER),
+    (("team", "token", "list"), {1}, "no team database at "),
+    (("team", "token", "revoke", "abc"), {1}, "no team database at "),
+    (("team", "token", "add", "--repo", "github.com/acme/app"), {0}, "only its hash is stored"),
+    (("export", "-o", "-"), {1}, NO_MEMDIR),
+    (("import", "--client", "codex"), {0}, "no memories of codex's own found"),
+    (("import", "--client", "gemini"), {0}, "no memories of gemini's own found"),
+    (("relocate", "/old/place", "."), {1}, "no memory or transcripts recorded for /old/place"),
+    (("promote", "nothing"), {1}, "no memory nothing in "),
+    (("demote", "nothing"), {1}, "no memory nothing in "),
+    (("hooks", "status"), {1}, "SessionStart  not installed (mem hooks install --client claude)"),
+    (("hooks", "install", "--mem", "{mem}"), {0}, "installed SessionStart, UserPromptSubmit"),
+    (("hooks", "uninstall"), {0}, "nothing to change"),
+    (("cron", "status"), {1}, "not scheduled (mem cron install)"),
+    (("cron", "install", "--mem", "{mem}", "--dry-run"), {1}, "would schedule nightly at 04:30 via cron"),
+    (("cron", "install", "--mem", "{mem}"), {0}, "scheduled"),
+    (("cron", "uninstall"), {0}, "no nightly job of mem's was scheduled"),
+    (("cron", "run"), {0}, ""),  # run as a process: it starts the mem that runs it (its log: test_cron.py)
+    (("complete", "bash"), {0}, "_mem_completion()"),
+    (("complete", "--install", "--dry-run"), {1}, "would "),
+    (("complete", "--install"), {0}, "bash-completion/completions/mem"),
+    (("model",), {3}, NO_MODEL),
+    (("model", "test"), {3}, NO_MODEL),
+    (("doctor",), {0, 1}, "ok    memory directory: "),
+    (("help",), {0}, "Usage: mem [OPTIONS] COMMAND"),
+    (("help", "recall"), {0}, "Usage: mem recall"),
 ]
+#: Commands started from an empty HOME by a test of their own, not by FRESH_RUNS.
+FRESH_ELSEWHERE = {("team", "serve"): "test_team_serve_from_an_empty_home"}
+#: What only a process shows: the command starts the mem running it (in this process, that is pytest).
+AS_A_PROCESS = {("cron", "run")}
 
 
-@pytest.mark.parametrize("args,codes", FRESH_RUNS, ids=[" ".join(a) for a, _ in FRESH_RUNS])
-def test_every_command_from_an_empty_home(args, codes, fresh_project, isolated_env):
-    r = invoke(*args, cwd=fresh_project, input="")
-    assert r.exit_code in codes, (r.exit_code, r.stdout[-500:], r.stderr[-1000:])
-    assert "Traceback" not in r.stderr and "(run with --debug" not in r.stderr, r.stderr
-    if r.exit_code != 0:  # a failure, or nothing found, says so: a line on stderr, or a report
-        assert r.stderr.startswith("mem: ") or r.stdout.strip(), (r.exit_code, r.stderr)
+@pytest.mark.parametrize("args,codes,says", FRESH_RUNS, ids=[" ".join(a) for a, _, _ in FRESH_RUNS])
+def test_every_command_from_an_empty_home(args, codes, says, fresh_project, isolated_env, mem_exe, tools):  # noqa: F811
+    args = tuple(mem_exe if a == "{mem}" else a for a in args)
+    if args in AS_A_PROCESS:
+        p = subprocess.run([mem_exe, *args], capture_output=True, text=True, cwd=fresh_project, timeout=120,
+                           stdin=subprocess.DEVNULL)
+        code, out, err = p.returncode, p.stdout, p.stderr
+    else:
+        r = invoke(*args, cwd=fresh_project, input="")
+        code, out, err = r.exit_code, r.stdout, r.stderr
+    assert code in codes, (code, out[-500:], err[-1000:])
+    assert "Traceback" not in err and "(run with --debug" not in err, err
+    assert says in out + err, (says, out[-500:], err[-1000:])
+    if code != 0:  # a failure, or nothing found, says so: a line on stderr, or a report
+        assert err.startswith("mem: ") or out.strip(), (code, err)
     assert not (isolated_env / ".qwen").exists()  # nothing made for a client the user does not have
+
+
+def _runnable_commands(group=cli, path=()):
+    """Every command's words: each leaf, and each group that runs on its own (mem model)."""
+    ctx = click.Context(group, info_name="mem")
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if not isinstance(cmd, click.Group) or cmd.invoke_without_command:
+            yield (*path, name)
+        if isinstance(cmd, click.Group):
+            yield from _runnable_commands(cmd, (*path, name))
+
+
+def _command_of(args) -> tuple:
+    """The command words at the head of ``args`` (options and operands after them left out)."""
+    group, words = cli, []
+    for word in args:
+        cmd = group.get_command(click.Context(group, info_name="mem"), word) if isinstance(group, click.Group) else None
+        if cmd is None:
+            break
+        words.append(word)
+        group = cmd
+    return tuple(words)
+
+
+def test_every_command_has_a_first_run_case():
+    commands = set(_runnable_commands())
+    assert len(commands) >= 50
+    covered = {_command_of(args) for args, _, _ in FRESH_RUNS} | set(FRESH_ELSEWHERE)
+    missing = sorted(" ".join(c) for c in commands - covered)
+    assert not missing, f"give these a case in FRESH_RUNS (run from an empty HOME): {missing}"
+    assert covered <= commands, sorted(covered - commands)
+    assert all(name in globals() for name in FRESH_ELSEWHERE.values())
+
+
+def test_team_serve_from_an_empty_home(fresh_project, isolated_env, mem_exe):
+    """The server makes its database in an empty HOME, listens, and exits 0 on SIGTERM."""
+    import signal
+
+    proc = subprocess.Popen([mem_exe, "team", "serve", "--port", "0"], cwd=fresh_project, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        line = proc.stderr.readline()
+        assert '"listening"' in line or "listening" in line, line
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert (isolated_env / ".local" / "share" / "mem" / "team.sqlite3").exists()
 
 
 def test_cron_uninstall_dry_run_removes_nothing(tools, isolated_env, mem_exe):  # noqa: F811
