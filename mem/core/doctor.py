@@ -202,7 +202,10 @@ def check_man(env: Mapping[str, str] | None = None) -> Check:
     if proc.returncode == 0 and proc.stdout.strip():
         return Check(name, OK, os.path.dirname(proc.stdout.strip().splitlines()[0]), None)
     pages = installed_man_pages()
-    fix = (f"mkdir -p ~/.local/share/man/man1 && ln -sf {pages}/*.1 ~/.local/share/man/man1/" if pages else
+    from mem.core import completions
+
+    local_bin = "" if completions.man_found_from_path(env) else ", and put ~/.local/bin on PATH"
+    fix = (f"mem complete --install --man (it links {pages}/*.1 into ~/.local/share/man/man1){local_bin}" if pages else
            "this mem came without its man pages: make install PREFIX=~/.local from a clone puts them in place "
            "(mem help COMMAND prints the same help meanwhile)")
     return Check(name, FAIL, "man does not find mem-recall(1) (man mem opens the kernel's mem(4))", fix)
