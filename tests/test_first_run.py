@@ -413,6 +413,32 @@ def test_doctor_catches_a_cron_line_no_daemon_fires(tools, fresh_project, mem_ex
     assert "no cron daemon" in checks["nightly dream (cron)"]["detail"]
 
 
+def test_doctor_catches_hooks_the_settings_switch_off(fresh_project, tmp_path):
+    fake = tmp_path / "bin" / "mem"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho mem 0\n")
+    fake.chmod(0o755)
+    assert invoke("hooks", "install", "--mem", str(fake), cwd=fresh_project).exit_code == 0
+    assert doctor(fresh_project)[1]["hooks (claude)"]["state"] == "ok"
+    local = fresh_project / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text('{"disableAllHooks": true}\n')  # by hand, in the project's own settings
+    code, checks = doctor(fresh_project)
+    assert code == 1 and checks["hooks (claude)"]["state"] == "fail", checks["hooks (claude)"]
+    assert "runs no hooks here: disableAllHooks in " in checks["hooks (claude)"]["detail"]
+
+
+def test_doctor_catches_git_missing_from_path(fresh_project, tmp_path):
+    bare = tmp_path / "bare-bin"  # a PATH with sh and man but no git
+    bare.mkdir()
+    for tool in ("sh", "man"):
+        if shutil.which(tool):
+            os.symlink(shutil.which(tool), bare / tool)
+    code, checks = doctor(fresh_project, env={"PATH": str(bare)})
+    assert code == 1 and checks["history"]["state"] == "fail" and checks["history"]["fix"] == "install git"
+    assert checks["history"]["detail"].startswith("git is not on PATH: history is off")
+
+
 def cron_check(project) -> tuple[int, dict]:
     code, checks = doctor(project)
     return code, checks["nightly dream (cron)"]
