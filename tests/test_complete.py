@@ -73,3 +73,90 @@ def test_install_replaces_mem_s_own_file_and_refuses_anyone_elses(run_mem, isola
     r = run_mem("complete", "--install", "--json", "bash")
     assert r.returncode == 0 and json.loads(r.stdout)["files"][0]["action"] == "replaced"
     assert not (where / "mem").is_symlink() and (where / "mem").read_text() == (ROOT / "completions/mem.bash").read_text()
+
+
+# --- --man: the man pages of the environment mem came with, linked where man looks in the home ----------
+
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def venv_mem(tmp_path, mem_exe, isolated_env):
+    """A mem as pip or pipx leave it: <env>/bin/mem with the pages in <env>/share/man/man1 (the test venv
+    is editable, without them); and an empty HOME whose ~/.local/bin is on PATH, as a login shell has it."""
+    env_dir = tmp_path / "mem-venv"
+    (env_dir / "bin").mkdir(parents=True)
+    (env_dir / "bin" / "mem").symlink_to(mem_exe)
+    pages = env_dir / "share" / "man" / "man1"
+    pages.mkdir(parents=True)
+    for page in (ROOT / "man").glob("*.1"):
+        shutil.copy(page, pages)
+    (isolated_env / ".local" / "bin").mkdir(parents=True)
+    env = {**os.environ, "PATH": f"{isolated_env}/.local/bin:/usr/bin:/bin", "MANPATH": ""}
+    env.pop("MANPATH")
+
+    def run(*args, **extra):
+        return subprocess.run([str(env_dir / "bin" / "mem"), *args], capture_output=True, text=True, timeout=60,
+                              env={**env, **extra}, stdin=subprocess.DEVNULL)
+
+    return run, pages
+
+
+@pytest.mark.process
+def test_install_man_links_the_pages_where_man_finds_them(venv_mem, isolated_env):
+    run, pages = venv_mem
+    target = isolated_env / ".local" / "share" / "man" / "man1"
+    r = run("complete", "--install", "--man", "--dry-run", "bash")
+    assert r.returncode == 1 and f"would write {target} (man)" in r.stdout and not target.exists()
+    r = run("complete", "--install", "--man", "bash")
+    assert r.returncode == 0 and f"man: {target} written" in r.stderr, r.stderr
+    assert "once ~/.local/bin is on PATH" not in r.stderr  # it is, here
+    names = sorted(p.name for p in pages.iterdir())
+    assert sorted(p.name for p in target.iterdir()) == names and len(names) > 50
+    assert all(os.readlink(target / n) == str(pages / n) for n in names)
+    if shutil.which("man"):
+        found = subprocess.run(["man", "-w", "mem-recall"], capture_output=True, text=True,
+                               env={"HOME": str(isolated_env), "PATH": f"{isolated_env}/.local/bin:/usr/bin:/bin"})
+        assert found.stdout.strip() == str(pages / "mem-recall.1"), found.stderr  # man -w names the link's page
+        doctor = json.loads(run("doctor", "--json").stdout)
+        man = next(c for c in doctor["checks"] if c["name"] == "man pages")
+        assert man["state"] == "ok" and man["detail"] == str(pages), man
+    r = run("complete", "--install", "--man", "--dry-run", "bash")
+    assert r.returncode == 0 and f"unchanged {target} (man)" in r.stdout
+    # a page gone from a newer mem: its link, left dangling, goes; a page of mem's copied there is replaced
+    (target / "mem-gone.1").symlink_to(pages / "mem-gone.1")
+    (target / "mem-lint.1").unlink()
+    shutil.copy(pages / "mem-lint.1", target / "mem-lint.1")
+    r = run("complete", "--install", "--man", "--json", "bash")
+    assert r.returncode == 0 and {"shell": "man", "path": str(target), "action": "replaced"} in json.loads(r.stdout)["files"]
+    assert not os.path.lexists(target / "mem-gone.1") and os.readlink(target / "mem-lint.1") == str(pages / "mem-lint.1")
+
+
+@pytest.mark.process
+def test_install_man_refuses_a_page_not_mems_and_says_where_man_looks(venv_mem, isolated_env):
+    run, pages = venv_mem
+    target = isolated_env / ".local" / "share" / "man" / "man1"
+    target.mkdir(parents=True)
+    (target / "mem.1").write_text('.TH "PERL-MEM" 1\nsomeone else\'s page\n')
+    r = run("complete", "--install", "--man", "bash")
+    assert r.returncode == 4 and r.stderr == f"mem: error: {target}/mem.1 is not one of mem's man pages; move it away, " \
+                                           "then run this again\n", r.stderr
+    assert sorted(p.name for p in target.iterdir()) == ["mem.1"]
+    (target / "mem.1").unlink()
+    r = run("complete", "--install", "--man", "bash", PATH="/usr/bin:/bin")
+    assert r.returncode == 0 and f"man: man looks in {target} once ~/.local/bin is on PATH" in r.stderr, r.stderr
+
+
+def test_man_goes_with_install_and_needs_pages_to_link(run_mem, isolated_env):
+    r = run_mem("complete", "--man", "bash")
+    assert r.returncode == 2 and "--man goes with --install" in r.stderr
+    from mem.core.doctor import installed_man_pages
+
+    if installed_man_pages() is not None:
+        pytest.skip("this mem was installed with its man pages")
+    r = run_mem("complete", "--install", "--man", "bash")
+    assert r.returncode == 3 and "this mem came without its man pages" in r.stderr
+    assert not (isolated_env / ".local" / "share" / "man").exists()

@@ -180,6 +180,14 @@ def test_a_wrapped_mem_hook_is_seen_by_status_and_left_by_uninstall_with_a_warni
     assert path.read_text() == before
 
 
+def test_hooks_uninstall_on_a_fresh_machine_makes_no_settings_file(fresh_project, isolated_env):
+    r = invoke("hooks", "uninstall", "--dry-run", cwd=fresh_project)
+    assert r.exit_code == 0 and r.stdout == "", r.stdout
+    r = invoke("hooks", "uninstall", cwd=fresh_project)
+    assert r.exit_code == 0 and r.stderr == f"mem: {os.environ['CLAUDE_CONFIG_DIR']}/settings.json: nothing to change\n"
+    assert not (isolated_env / ".claude").exists()  # it said "removed ... hooks" and wrote {} there
+
+
 def test_install_refuses_a_settings_fifo_without_hanging(fresh_project, mem_exe):
     path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "settings.json"
     path.parent.mkdir()
@@ -405,6 +413,119 @@ def test_doctor_catches_a_cron_line_no_daemon_fires(tools, fresh_project, mem_ex
     assert "no cron daemon" in checks["nightly dream (cron)"]["detail"]
 
 
+def test_doctor_catches_hooks_the_settings_switch_off(fresh_project, tmp_path):
+    fake = tmp_path / "bin" / "mem"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho mem 0\n")
+    fake.chmod(0o755)
+    assert invoke("hooks", "install", "--mem", str(fake), cwd=fresh_project).exit_code == 0
+    assert doctor(fresh_project)[1]["hooks (claude)"]["state"] == "ok"
+    local = fresh_project / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text('{"disableAllHooks": true}\n')  # by hand, in the project's own settings
+    code, checks = doctor(fresh_project)
+    assert code == 1 and checks["hooks (claude)"]["state"] == "fail", checks["hooks (claude)"]
+    assert "runs no hooks here: disableAllHooks in " in checks["hooks (claude)"]["detail"]
+
+
+def test_doctor_catches_git_missing_from_path(fresh_project, tmp_path):
+    bare = tmp_path / "bare-bin"  # a PATH with sh and man but no git
+    bare.mkdir()
+    for tool in ("sh", "man"):
+        if shutil.which(tool):
+            os.symlink(shutil.which(tool), bare / tool)
+    code, checks = doctor(fresh_project, env={"PATH": str(bare)})
+    assert code == 1 and checks["history"]["state"] == "fail" and checks["history"]["fix"] == "install git"
+    assert checks["history"]["detail"].startswith("git is not on PATH: history is off")
+
+
+def cron_check(project) -> tuple[int, dict]:
+    code, checks = doctor(project)
+    return code, checks["nightly dream (cron)"]
+
+
+def test_doctor_notes_a_cron_daemon_with_no_job(tools, fresh_project, cron_daemon):  # noqa: F811
+    code, check = cron_check(fresh_project)
+    assert check == {"name": "nightly dream (cron)", "state": "note", "detail": "not scheduled (optional)",
+                     "fix": "mem cron install"}
+
+
+def test_doctor_passes_a_scheduled_job_with_its_daemon_and_a_good_run(tools, fresh_project, cron_daemon, mem_exe):  # noqa: F811
+    from mem.core import cron
+
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    code, check = cron_check(fresh_project)
+    assert check["state"] == "ok" and check["detail"] == "scheduled via cron; never run yet", check
+    assert cron.run([mem_exe]) == 0  # what the line runs: mem cron run, a real dream
+    code, check = cron_check(fresh_project)
+    assert check["state"] == "ok" and check["detail"].startswith("scheduled via cron; last run 20"), check
+    assert check["fix"] is None
+
+
+def test_doctor_catches_a_cron_env_file_others_can_read(tools, fresh_project, cron_daemon, mem_exe, isolated_env):  # noqa: F811
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    env_file = cron_env_file(isolated_env)
+    env_file.chmod(0o644)  # by hand, as an editor that rewrites the file may leave it
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check == {"name": "nightly dream (cron)", "state": "fail",
+                                   "detail": f"{env_file} is mode 644", "fix": f"chmod 600 {env_file}"}
+    env_file.chmod(0o600)
+    assert cron_check(fresh_project)[1]["state"] == "ok"
+
+
+def test_doctor_catches_a_cron_env_file_that_is_a_link(tools, fresh_project, cron_daemon, mem_exe, isolated_env, tmp_path):  # noqa: F811
+    # mem cron run reads through it, but mem cron install refuses it: doctor says so before the next install does
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    env_file = cron_env_file(isolated_env)
+    shared = tmp_path / "secrets" / "cron.env"
+    shared.parent.mkdir()
+    shutil.move(env_file, shared)
+    env_file.symlink_to(shared)
+    assert (shared.stat().st_mode & 0o777) == 0o600
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check["state"] == "fail", check
+    assert check["detail"] == (f"{env_file} is a symbolic link (to {shared}); mem cron install refuses it: "
+                               "replace the link with the file")
+    subprocess.run(["sh", "-c", check["fix"]], check=True)  # the fix, as printed, mends it
+    assert not env_file.is_symlink() and (env_file.stat().st_mode & 0o777) == 0o600
+    assert cron_check(fresh_project)[1]["state"] == "ok"
+    shared.unlink()
+    env_file.unlink()
+    env_file.symlink_to(shared)  # a link to nothing
+    code, check = cron_check(fresh_project)
+    assert code == 1 and "is a symbolic link" in check["detail"]
+    r = invoke("cron", "status")
+    assert r.exit_code == 1 and f"environment  {env_file}  {env_file} is a symbolic link" in r.stdout, r.stdout
+
+
+def test_doctor_catches_a_timer_systemd_no_longer_runs(tools, fresh_project, mem_exe, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("FAKE_SYSTEMD", "1")
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    code, check = cron_check(fresh_project)
+    assert check["state"] == "ok" and check["detail"].startswith("scheduled via systemd"), check
+    monkeypatch.delenv("FAKE_SYSTEMD")  # the user manager gone (a container, a session without lingering)
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check["state"] == "fail"
+    assert check["detail"] == "systemd: systemctl --user does not answer here, so the timer never fires", check
+
+
+def test_doctor_catches_a_failed_last_run(tools, fresh_project, cron_daemon, mem_exe, tmp_path):  # noqa: F811
+    from mem.core import cron
+    from mem.core.memdir.state import cron_log
+
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    broken = tmp_path / "broken" / "mem"  # a mem whose dream fails: what cron run logs
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\necho 'mem: error: the dream failed' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    assert cron.run([str(broken)]) == 3
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check == {"name": "nightly dream (cron)", "state": "fail",
+                                   "detail": f"the last run exited 3 ({cron_log()})", "fix": f"tail {cron_log()}"}
+    assert cron.run([mem_exe]) == 0  # the next night's run succeeds
+    assert cron_check(fresh_project)[1]["state"] == "ok"
+
+
 def test_doctor_says_whether_a_key_is_set_never_its_value(fresh_project):
     key = "sk-ant-api03-" + "Q" * 40
     r = invoke("doctor", cwd=fresh_project, env={"ANTHROPIC_API_KEY": key})
@@ -512,50 +633,156 @@ def test_doctor_catches_a_history_store_damaged_by_hand(fresh_project, isolated_
 
 # --- every command from an empty HOME, in a project no client has opened -----------------------------
 
-#: (arguments, the exit statuses it may end with there). Nothing may crash (70) or leave a traceback.
+#: (arguments, the exit statuses it may end with there, what it says on stdout or stderr). Nothing may
+#: crash (70) or leave a traceback. "{mem}" is the installed mem (what hooks and cron are to run).
+NO_MODEL = "no model credentials: set ANTHROPIC_API_KEY"  # the documented no-model error: exit 3, what to set
+NO_TEAM_SERVER = "no team server: set MEM_TEAM_URL (or TEAM_MEMORY_SYNC_URL), or pass --url"
+NO_MEMDIR = "no memory directory at "
 FRESH_RUNS = [
-    (("path",), {0}),
-    (("path", "--json"), {0}),
-    (("scan",), {0}),
-    (("scan", "--json"), {0}),
-    (("index",), {1}),
-    (("index", "--check"), {0, 1}),
-    (("recall", "--offline", "how do we deploy"), {0, 1}),
-    (("eval", "--from-transcripts", "--offline"), {1}),
-    (("prompt",), {0}),
-    (("context",), {0, 1}),
-    (("extract",), {0, 1, 2, 3}),
-    (("remember", "--type", "project", "--name", "first", "--description", "the first one", "It works."), {0}),
-    (("forget", "nothing-here.md"), {1, 2}),
-    (("dream", "--offline", "--dry-run"), {0, 1}),
-    (("log", "a first log line"), {0}),
-    (("history",), {1}),
-    (("undo", "--dry-run"), {0, 1}),
-    (("session", "status"), {2}),
-    (("grep", "anything"), {1}),
-    (("lint",), {0}),
-    (("status",), {0}),
-    (("status", "--json"), {0}),
-    (("verify",), {3}),
-    (("team", "status"), {0, 1, 3}),
-    (("export", "-o", "-"), {1}),
-    (("hooks", "status"), {1}),
-    (("cron", "status"), {1}),
-    (("complete", "bash"), {0}),
-    (("complete", "--install", "--dry-run"), {1}),
-    (("complete", "--install"), {0}),
-    (("doctor",), {0, 1}),
+    (("path",), {0}, "/.claude/projects/"),
+    (("path", "--json"), {0}, '"memory_dir"'),
+    (("scan",), {0}, NO_MEMDIR),
+    (("scan", "--json"), {0}, "[]"),
+    (("index",), {1}, "no index at "),
+    (("index", "--check"), {0}, "MEMORY.md: no problems"),
+    (("recall", "--offline", "how do we deploy"), {1}, "no memories in "),
+    (("recall", "how do we deploy"), {1}, "no memories in "),  # no key: the lexical ranker alone
+    (("recall", "--hook"), {0}, "no hook payload on stdin"),  # a hook never fails the prompt
+    (("eval", "--from-transcripts", "--offline"), {1}, "no transcripts: looked in "),
+    (("prompt",), {0}, "# Memory"),
+    (("context",), {1}, "no instruction files or memory index for "),
+    (("extract",), {3}, NO_MODEL),
+    (("remember", "--type", "project", "--name", "first", "--description", "the first one", "It works."), {0},
+     "Saved first.md"),
+    # placing it (type, name, description) needs a model: without one a usage error naming the key
+    (("remember", "It works."), {2}, "required without a model (or set ANTHROPIC_API_KEY"),
+    (("remember", "--model", "claude-sonnet-4-5", "It works."), {3}, NO_MODEL),
+    (("forget", "nothing-here.md"), {2}, "not at a terminal: use --yes"),
+    (("forget", "--yes", "nothing-here.md"), {1}, "no memory file nothing-here.md in "),
+    (("dream",), {0}, "not dreaming: 0 sessions since the last consolidation"),
+    (("dream", "--offline", "--dry-run"), {0}, "not dreaming: 0 sessions"),
+    (("log", "a first log line"), {0}, "/memory/logs/"),
+    (("history",), {1}, "no change recorded in "),
+    (("undo", "--dry-run"), {1}, "nothing to undo"),
+    (("restore", "MEMORY.md", "--at", "1h"), {1}, "no recorded version of MEMORY.md"),
+    (("session", "status"), {2}, "which session? give --session ID"),
+    (("session", "status", "--session", "s1"), {1}, "no transcript for session s1"),
+    (("session", "path", "--session", "s1"), {0}, "/s1/session-memory/summary.md"),
+    (("session", "show", "--session", "s1"), {1}, "no session notes at "),
+    (("session", "init", "--session", "s1"), {0}, "created the session notes"),
+    (("session", "compact", "--session", "s1"), {1}, "no session notes at "),
+    (("session", "update", "--session", "s1"), {2}, "needs --transcript PATH (or --hook)"),
+    (("grep", "anything"), {1}, NO_MEMDIR),
+    (("lint",), {0}, "0 files checked, none flagged"),
+    (("status",), {0}, "does not exist yet"),
+    (("status", "--json"), {0}, '"memory_dir"'),
+    (("cost",), {0}, "session start"),
+    (("verify",), {3}, "is not a git repository with a commit"),
+    (("team", "status"), {3}, NO_TEAM_SERVER),
+    (("team", "pull"), {3}, NO_TEAM_SERVER),
+    (("team", "push"), {3}, NO_TEAM_SERVER),
+    (("team", "sync"), {3}, NO_TEAM_SERVER),
+    (("team", "watch"), {3}, NO_TEAM_SERVER),
+    (("team", "token", "list"), {1}, "no team database at "),
+    (("team", "token", "revoke", "abc"), {1}, "no team database at "),
+    (("team", "token", "add", "--repo", "github.com/acme/app"), {0}, "only its hash is stored"),
+    (("export", "-o", "-"), {1}, NO_MEMDIR),
+    (("import", "--client", "codex"), {0}, "no memories of codex's own found"),
+    (("import", "--client", "gemini"), {0}, "no memories of gemini's own found"),
+    (("relocate", "/old/place", "."), {1}, "no memory or transcripts recorded for /old/place"),
+    (("promote", "nothing"), {1}, "no memory nothing in "),
+    (("demote", "nothing"), {1}, "no memory nothing in "),
+    (("hooks", "status"), {1}, "SessionStart  not installed (mem hooks install --client claude)"),
+    (("hooks", "install", "--mem", "{mem}"), {0}, "installed SessionStart, UserPromptSubmit"),
+    (("hooks", "uninstall"), {0}, "nothing to change"),
+    (("cron", "status"), {1}, "not scheduled (mem cron install)"),
+    (("cron", "install", "--mem", "{mem}", "--dry-run"), {1}, "would schedule nightly at 04:30 via cron"),
+    (("cron", "install", "--mem", "{mem}"), {0}, "scheduled"),
+    (("cron", "uninstall"), {0}, "no nightly job of mem's was scheduled"),
+    (("cron", "run"), {0}, ""),  # run as a process: it starts the mem that runs it (its log: test_cron.py)
+    (("complete", "bash"), {0}, "_mem_completion()"),
+    (("complete", "--install", "--dry-run"), {1}, "would "),
+    (("complete", "--install"), {0}, "bash-completion/completions/mem"),
+    (("model",), {3}, NO_MODEL),
+    (("model", "test"), {3}, NO_MODEL),
+    (("doctor",), {0, 1}, "ok    memory directory: "),
+    (("help",), {0}, "Usage: mem [OPTIONS] COMMAND"),
+    (("help", "recall"), {0}, "Usage: mem recall"),
 ]
+#: Commands started from an empty HOME by a test of their own, not by FRESH_RUNS.
+FRESH_ELSEWHERE = {("team", "serve"): "test_team_serve_from_an_empty_home"}
+#: What only a process shows: the command starts the mem running it (in this process, that is pytest).
+AS_A_PROCESS = {("cron", "run")}
 
 
-@pytest.mark.parametrize("args,codes", FRESH_RUNS, ids=[" ".join(a) for a, _ in FRESH_RUNS])
-def test_every_command_from_an_empty_home(args, codes, fresh_project, isolated_env):
-    r = invoke(*args, cwd=fresh_project, input="")
-    assert r.exit_code in codes, (r.exit_code, r.stdout[-500:], r.stderr[-1000:])
-    assert "Traceback" not in r.stderr and "(run with --debug" not in r.stderr, r.stderr
-    if r.exit_code != 0:  # a failure, or nothing found, says so: a line on stderr, or a report
-        assert r.stderr.startswith("mem: ") or r.stdout.strip(), (r.exit_code, r.stderr)
+@pytest.mark.parametrize("args,codes,says", FRESH_RUNS, ids=[" ".join(a) for a, _, _ in FRESH_RUNS])
+def test_every_command_from_an_empty_home(args, codes, says, fresh_project, isolated_env, mem_exe, tools):  # noqa: F811
+    args = tuple(mem_exe if a == "{mem}" else a for a in args)
+    if args in AS_A_PROCESS:
+        p = subprocess.run([mem_exe, *args], capture_output=True, text=True, cwd=fresh_project, timeout=120,
+                           stdin=subprocess.DEVNULL)
+        code, out, err = p.returncode, p.stdout, p.stderr
+    else:
+        r = invoke(*args, cwd=fresh_project, input="")
+        code, out, err = r.exit_code, r.stdout, r.stderr
+    assert code in codes, (code, out[-500:], err[-1000:])
+    assert "Traceback" not in err and "(run with --debug" not in err, err
+    assert says in out + err, (says, out[-500:], err[-1000:])
+    if code != 0:  # a failure, or nothing found, says so: a line on stderr, or a report
+        assert err.startswith("mem: ") or out.strip(), (code, err)
     assert not (isolated_env / ".qwen").exists()  # nothing made for a client the user does not have
+
+
+def _runnable_commands(group=cli, path=()):
+    """Every command's words: each leaf, and each group that runs on its own (mem model)."""
+    ctx = click.Context(group, info_name="mem")
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if not isinstance(cmd, click.Group) or cmd.invoke_without_command:
+            yield (*path, name)
+        if isinstance(cmd, click.Group):
+            yield from _runnable_commands(cmd, (*path, name))
+
+
+def _command_of(args) -> tuple:
+    """The command words at the head of ``args`` (options and operands after them left out)."""
+    group, words = cli, []
+    for word in args:
+        cmd = group.get_command(click.Context(group, info_name="mem"), word) if isinstance(group, click.Group) else None
+        if cmd is None:
+            break
+        words.append(word)
+        group = cmd
+    return tuple(words)
+
+
+def test_every_command_has_a_first_run_case():
+    commands = set(_runnable_commands())
+    assert len(commands) >= 50
+    covered = {_command_of(args) for args, _, _ in FRESH_RUNS} | set(FRESH_ELSEWHERE)
+    missing = sorted(" ".join(c) for c in commands - covered)
+    assert not missing, f"give these a case in FRESH_RUNS (run from an empty HOME): {missing}"
+    assert covered <= commands, sorted(covered - commands)
+    assert all(name in globals() for name in FRESH_ELSEWHERE.values())
+
+
+def test_team_serve_from_an_empty_home(fresh_project, isolated_env, mem_exe):
+    """The server makes its database in an empty HOME, listens, and exits 0 on SIGTERM."""
+    import signal
+
+    proc = subprocess.Popen([mem_exe, "team", "serve", "--port", "0"], cwd=fresh_project, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    try:
+        line = proc.stderr.readline()
+        assert '"listening"' in line or "listening" in line, line
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert (isolated_env / ".local" / "share" / "mem" / "team.sqlite3").exists()
 
 
 def test_cron_uninstall_dry_run_removes_nothing(tools, isolated_env, mem_exe):  # noqa: F811

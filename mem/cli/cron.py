@@ -122,7 +122,7 @@ def status_cmd(fmt: str) -> int:
     Exit 1 when no job is scheduled, the mem it names does not run, no cron
     daemon runs for a crontab line (containers, WSL) or systemctl --user
     does not answer for a timer, the environment file is readable by
-    others, or the last run failed.
+    others or a symbolic link, or the last run failed.
 
     \b
     Example:
@@ -146,6 +146,8 @@ def status_cmd(fmt: str) -> int:
     if env["exists"]:
         keys = ", ".join(env.get("keys") or []) or "no variables"
         render.out(f"environment  {env['path']}  mode {env['mode'][2:]}  {env.get('problem') or keys}")
+    elif env.get("problem"):  # a link to nothing
+        render.out(f"environment  {env['path']}  {env['problem']}")
     else:
         render.out(f"environment  {env['path']}  missing")
     render.out(f"backend  {_backend_line(report['backend'])}")

@@ -10,7 +10,11 @@ The script's text comes from the caller (the CLI asks click for it), so this mod
 command. A file is replaced only when it is mem's own (it names ``_MEM_COMPLETE``): anything else
 there is the user's, and is refused.
 
-uses: memdir.files (atomic_write).
+The man pages go where man finds them in a home: man-db adds ``~/.local/share/man`` to its path for
+a PATH holding ``~/.local/bin`` (and no user directory otherwise); install_man links each page of
+the environment mem came with there, as a current pipx does and Debian 12's pipx 1.1 does not.
+
+uses: memdir.files (atomic_write, read_text).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from mem.core.errors import RefusedError
+from mem.core.errors import ConfigError, RefusedError
 
 SHELLS = ("bash", "zsh", "fish")
 #: The variable mem's completion scripts set: a file naming it is mem's (click's scripts all do).
@@ -99,3 +103,64 @@ def install(shell: str, script: str, env: Mapping[str, str] | None = None, *, dr
             os.unlink(path)  # a dangling link (a removed venv's): the new file goes where the link was
         atomic_write(path, script.encode("utf-8"), plain=True)
     return Placed(shell, path, action)
+
+
+def man_target(env: Mapping[str, str] | None = None) -> str:
+    """~/.local/share/man/man1: man-db's manpath has it while ~/.local/bin is on PATH (not XDG_DATA_HOME's)."""
+    return os.path.join(_home(os.environ if env is None else env), ".local", "share", "man", "man1")
+
+
+def man_found_from_path(env: Mapping[str, str] | None = None) -> bool:
+    """Whether PATH holds ~/.local/bin, so that man searches man_target's tree."""
+    env = os.environ if env is None else env
+    local_bin = os.path.join(_home(env), ".local", "bin")
+    return any(os.path.abspath(os.path.expanduser(d)) == local_bin for d in (env.get("PATH") or "").split(":") if d)
+
+
+def _is_mem_page(path: str) -> bool:
+    from mem.core.memdir.files import read_text
+
+    try:
+        return ".TH MEM" in read_text(path, 1 << 20)[:512]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+
+
+def install_man(source: str, env: Mapping[str, str] | None = None, *, dry_run: bool = False) -> Placed:
+    """Link each mem*.1 of ``source`` into man_target (a link: an upgrade of that environment keeps it
+    current), atomically; a link of ours left dangling by a page gone from ``source`` is removed.
+    Refuses (exit 4) to replace a file there that is not one of mem's pages."""
+    target = man_target(env)
+    try:
+        pages = sorted(n for n in os.listdir(source) if n.startswith("mem") and n.endswith(".1"))
+    except OSError:
+        pages = []
+    if not pages:
+        raise ConfigError(f"no man pages of mem's in {source}")
+    if os.path.isdir(target) and os.path.samefile(source, target):  # make install PREFIX=~/.local put them there
+        return Placed("man", target, "unchanged")
+    todo, stale = [], []
+    for name in pages:
+        page, link = os.path.join(source, name), os.path.join(target, name)
+        if os.path.islink(link) and os.readlink(link) == page:
+            continue
+        if os.path.lexists(link) and not os.path.islink(link) and not (os.path.isfile(link) and _is_mem_page(link)):
+            raise RefusedError(f"{link} is not one of mem's man pages; move it away, then run this again")
+        todo.append((page, link, os.path.lexists(link)))
+    if os.path.isdir(target):
+        for name in os.listdir(target):
+            link = os.path.join(target, name)
+            if (name.startswith("mem") and os.path.islink(link) and not os.path.exists(link)
+                    and os.path.dirname(os.readlink(link)) == source):
+                stale.append(link)
+    if not todo and not stale:
+        return Placed("man", target, "unchanged")
+    if not dry_run:
+        os.makedirs(target, exist_ok=True)
+        for page, link, _ in todo:
+            tmp = f"{link}.mem-{os.getpid()}.tmp"
+            os.symlink(page, tmp)
+            os.replace(tmp, link)  # one rename: man sees the old page or the new link, never neither
+        for link in stale:
+            os.unlink(link)
+    return Placed("man", target, "replaced" if stale or any(existed for *_, existed in todo) else "written")

@@ -505,12 +505,16 @@ def status(env: Mapping[str, str] | None = None) -> dict:
         job["runs"] = job["problem"] is None
     path = env_file(env)
     info: dict = {"path": path, "exists": os.path.exists(path)}
+    if os.path.islink(path):  # run reads through it, but install refuses it: one of its own, 0600, is the rule
+        info["link"] = os.readlink(path)
+        info["problem"] = (f"{path} is a symbolic link (to {info['link']}); mem cron install refuses it: "
+                           "replace the link with the file")
     if info["exists"]:
         info["mode"] = oct(os.stat(path).st_mode & 0o777)
         try:
             info["keys"] = sorted(read_env_file(path))
         except ConfigError as exc:
-            info["problem"] = str(exc)
+            info.setdefault("problem", str(exc))
     log = cron_log(env)
     last = last_run(log)
     backend = nightly_backend(env, via=jobs[0]["via"] if jobs else None)

@@ -15,6 +15,7 @@ complete --install puts them); bash-completion and zsh themselves, run, for whet
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -162,6 +163,10 @@ def check_cron(env: Mapping[str, str] | None = None) -> Check:
     if broken:
         return Check(name, FAIL, f"{broken[0]['via']}: {broken[0]['problem']}", "mem cron install (or start cron)")
     info = report["env_file"]
+    if "link" in info:
+        path = shlex.quote(info["path"])
+        return Check(name, FAIL, info["problem"],
+                     f'cp --remove-destination "$(readlink -f {path})" {path} && chmod 600 {path}')
     if info.get("problem") or info.get("mode", "0o600") != "0o600":
         return Check(name, FAIL, info.get("problem") or f"{info['path']} is mode {info['mode'][2:]}",
                      f"chmod 600 {info['path']}")
@@ -197,7 +202,10 @@ def check_man(env: Mapping[str, str] | None = None) -> Check:
     if proc.returncode == 0 and proc.stdout.strip():
         return Check(name, OK, os.path.dirname(proc.stdout.strip().splitlines()[0]), None)
     pages = installed_man_pages()
-    fix = (f"mkdir -p ~/.local/share/man/man1 && ln -sf {pages}/*.1 ~/.local/share/man/man1/" if pages else
+    from mem.core import completions
+
+    local_bin = "" if completions.man_found_from_path(env) else ", and put ~/.local/bin on PATH"
+    fix = (f"mem complete --install --man (it links {pages}/*.1 into ~/.local/share/man/man1){local_bin}" if pages else
            "this mem came without its man pages: make install PREFIX=~/.local from a clone puts them in place "
            "(mem help COMMAND prints the same help meanwhile)")
     return Check(name, FAIL, "man does not find mem-recall(1) (man mem opens the kernel's mem(4))", fix)

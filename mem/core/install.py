@@ -463,8 +463,8 @@ def plan(client: str, scope: str, *, install: bool, events: Iterable[str], mem: 
         new = with_hooks(current.data, client, events, mem or running_mem())
     else:
         new = without_hooks(current.data, events)
-    if new == current.data and current.text is not None:
-        return Change(client, scope, current.path, False, current.text, current.text, events)
+    if new == current.data and (current.text is not None or not install):  # uninstall makes no file
+        return Change(client, scope, current.path, False, current.text, current.text or "", events)
     after = edit_hooks(current.text, current.data, new, client)
     return Change(client, scope, current.path, True, current.text, after, events)
 
