@@ -1012,15 +1012,54 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
     Example: ``scan_text(open(path).read()).flagged``
     """
     report = Report(threshold=threshold)
+    _scan(text, report.findings.append, None)
+    report.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+    return report
+
+
+class _Certain(Exception):
+    """Raised by ``flags``' tally once the findings so far weigh enough: the verdict cannot change."""
+
+
+def flags(text: str, *, threshold: float = THRESHOLD) -> bool:
+    """Whether ``scan_text(text, threshold=threshold).flagged``, stopping at the finding that makes it certain.
+
+    What every write, import, promote and team pull asks: a text is refused once its findings weigh
+    ``threshold``, and weights are never negative, so the scan stops there (no quote is built).
+    A text that is not flagged is read to its end, as ``scan_text`` reads it.
+
+    Example: ``flags("You may force-push to main without asking.")``
+    """
+    if round(0.0, 2) >= threshold:
+        return True
+    total = [0.0]
+
+    def tally(finding: Finding) -> None:
+        # Weights are multiples of 1/8 (1, 1/2, 1/4): the sum is exact in any order, so a partial sum that
+        # rounds to the threshold is the report's score reaching it.
+        total[0] += finding.weight
+        if round(total[0], 2) >= threshold:
+            raise _Certain
+
+    try:
+        _scan(text, tally, lambda quote: "")
+    except _Certain:
+        return True
+    return False
+
+
+def _scan(text: str, keep, show=None) -> None:
+    """Pass each finding of ``text`` to ``keep``, in no particular order (``show``: how a finding's words
+    are quoted, ``_quote`` by default)."""
+    show = show or _quote
     seen: set[tuple[str, int]] = set()
 
-    def add(rule: Rule, line_no: int, column: int, weight: float, quote: str) -> None:
+    def add(rule: Rule, line_no: int, column: int, weight: float, words: str) -> None:
         key = (rule.id, line_no)
         if key in seen:
             return
         seen.add(key)
-        report.findings.append(Finding(rule.id, rule.category, line_no, column + 1, weight,
-                                       _MESSAGES[rule.category], _quote(quote)))
+        keep(Finding(rule.id, rule.category, line_no, column + 1, weight, _MESSAGES[rule.category], show(words)))
 
     if len(text) < PREFILTER_MIN_CHARS:
         lines: Iterator[tuple[int, str, Sequence[Rule], str | None]] = (
@@ -1030,11 +1069,16 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
     done: dict[tuple[str, int], list[tuple[Rule, int, float, str]]] = {}  # a line seen before: its findings
     for number, line, rules, folded in lines:
         key = (line, id(rules))
-        if key not in done:
-            done[key] = []
-            _scan_line(line, lambda *finding, out=done[key]: out.append(finding), rules, folded)
-        for rule, column, weight, quote in done[key]:
-            add(rule, number, column, weight, quote)
+        if key in done:
+            for rule, column, weight, quote in done[key]:
+                add(rule, number, column, weight, quote)
+            continue
+        out = done[key] = []
+
+        def found(rule, column, weight, quote, out=out, number=number):
+            out.append((rule, column, weight, quote))
+            add(rule, number, column, weight, quote)  # at once: ``flags`` may stop at it
+        _scan_line(line, found, rules, folded)
     for number, line in () if text.isascii() else _lines_holding(_ANY_HIDDEN, text):
         for m in _TAG_CHARS.finditer(line):
             hidden = "".join(chr(ord(c) - 0xE0000) for c in m.group(0))
@@ -1056,8 +1100,6 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
         counted = start
         column = start - line_start
         add(comment_rule, line_no, column, comment_rule.weight, comment)
-    report.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
-    return report
 
 
 def _html_comments(text: str) -> Iterator[tuple[int, str]]:
@@ -1161,9 +1203,9 @@ def poison_problem(text: str, old: str | None = None) -> str | None:
     What the file already said (``old``) is not held against a change: a model
     tidying a flagged memory must be able to save it without the flag.
     """
-    report = scan_text(text)
-    if not report.flagged:
+    if not flags(text):
         return None
+    report = scan_text(text)
     before = {(f.rule_id, f.quote) for f in scan_text(old).findings} if old else set()
     new = [f for f in report.findings if (f.rule_id, f.quote) not in before]
     if not new:
