@@ -789,10 +789,29 @@ def _rule_starts() -> dict[str, tuple[frozenset[str], bool]]:
     return {rule.id: starts for rule in RULES if (starts := _starts(rule.pattern)) is not None}
 
 
-def _matches(rule: Rule, line: str, folded: str | None) -> Iterator[re.Match]:
+def _matches(rule: Rule, line: str, folded: str | None,
+             windows: list[tuple[int, int]] | None = None) -> Iterator[re.Match]:
     """``rule.pattern.finditer(line)``; on a long line, the pattern is tried only where a match may begin
     (where a string it begins with is, in ``folded``): the same matches, as finditer tries each place
-    from left to right and goes on after each match."""
+    from left to right and goes on after each match.
+
+    With ``windows`` (sentences, for a rule whose matches never hold ``_STOP``): only inside them, as
+    every match lies inside one; the window's end (before a space) reads as the text's end to the
+    pattern (``\\b``, ``$``, a lookahead for a space or the end take both alike), so a match found there
+    is taken again from the whole line, which also drops one that only the cut end allowed.
+    """
+    if windows is not None:
+        search, match = rule.pattern.search, rule.pattern.match
+        for start, end in windows:
+            pos = start
+            while (m := search(line, pos, end)) is not None:
+                whole = match(line, m.start())
+                if whole is None:
+                    pos = m.start() + 1
+                    continue
+                yield whole
+                pos = whole.end()
+        return
     starts = _rule_starts().get(rule.id) if folded is not None and len(line) > _LONG_LINE else None
     # Where places are dense (a word every few characters), re's own loop is quicker than one call each.
     if starts is None or sum(folded.count(s) for s in starts[0]) > len(line) // 32:
@@ -960,6 +979,145 @@ def _fold(text: str) -> str | None:
     return folded if len(folded) == len(text) else None
 
 
+#: Where a long line is cut into windows: between a full stop and the space after it (the end of a sentence).
+_STOP = ". "
+
+
+def _holds_stop(pattern: re.Pattern) -> bool:
+    """Whether a match of ``pattern`` may hold ``_STOP`` (a full stop followed by a space); True when unsure.
+
+    Read from the parse tree: for each node, whether it may match nothing, whether its match may begin
+    with a space or end with a full stop, and whether it may hold the pair; a sequence holds it where
+    one node may end with the stop and the next begin with the space. Lookarounds match no text.
+    """
+    p, c = _parser()
+    dot, space = ord("."), ord(" ")
+
+    def one(op, av) -> tuple[bool, bool] | None:
+        """(may be a full stop, may be a space) for a node matching one character, None for other nodes."""
+        if op is c.LITERAL:
+            return av == dot, av == space
+        if op is c.NOT_LITERAL:
+            return av != dot, av != space
+        if op is c.ANY:
+            return True, True
+        if op is c.CATEGORY:
+            return {c.CATEGORY_SPACE: (False, True), c.CATEGORY_NOT_SPACE: (True, False), c.CATEGORY_DIGIT: (False, False),
+                    c.CATEGORY_WORD: (False, False)}.get(av, (True, True))
+        if op is c.IN:
+            negate = any(iop is c.NEGATE for iop, _ in av)
+            hits = [False, False]
+            for iop, iav in av:
+                for k, ch in enumerate((dot, space)):
+                    if iop is c.LITERAL:
+                        hits[k] |= iav == ch
+                    elif iop is c.RANGE:
+                        hits[k] |= iav[0] <= ch <= iav[1]
+                    elif iop is c.CATEGORY:
+                        hits[k] |= one(c.CATEGORY, iav)[k]
+                    elif iop is not c.NEGATE:
+                        hits[k] = True
+            return (not hits[0], not hits[1]) if negate else (hits[0], hits[1])
+        return None
+
+    def not_space(items) -> bool:
+        """Whether a negative lookahead of ``items`` fails before a space (``(?!\\s|$)``): one of its
+        alternatives is one character that may be a space."""
+        items = list(items)
+        alts = items[0][1][1] if len(items) == 1 and items[0][0] is c.BRANCH else [items]
+        return any(len(alt) == 1 and (one(*alt[0]) or (False, False))[1] for alt in map(list, alts))
+
+    # A node: (may be empty, may begin with a space, may end with a full stop, may hold the pair).
+    def seq(items) -> tuple[bool, bool, bool, bool]:
+        empty, first, last, holds = True, False, False, False
+        for op, av in items:
+            if op is c.ASSERT_NOT and av[0] == 1 and not_space(av[1]):
+                last = False  # what comes next is no space: a stop before it does not end a sentence
+                continue
+            e, f, l, h = node(op, av)
+            holds = holds or h or (last and f)
+            first = first or (empty and f)
+            last = l or (e and last)
+            empty = empty and e
+        return empty, first, last, holds
+
+    def node(op, av) -> tuple[bool, bool, bool, bool]:
+        chars = one(op, av)
+        if chars is not None:
+            return False, chars[1], chars[0], False
+        if op is c.ASSERT_NOT and av[0] == 1 and not_space(av[1]):
+            return True, False, False, False
+        if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+            return True, False, False, False
+        if op is c.SUBPATTERN:
+            return seq(av[-1])
+        if op is c.BRANCH:
+            parts = [seq(alt) for alt in av[1]]
+            return tuple(any(part[k] for part in parts) for k in range(4))
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
+            lo, hi, sub = av
+            e, f, l, h = seq(sub)
+            return lo == 0 or e, f, l, h or (hi > 1 and l and f)
+        if getattr(c, "ATOMIC_GROUP", None) is not None and op is c.ATOMIC_GROUP:
+            return seq(av)
+        return True, True, True, True  # GROUPREF and the like: unsure
+
+    return seq(p.parse(pattern.pattern, pattern.flags))[3]
+
+
+@functools.cache
+def _within_sentences() -> frozenset[str]:
+    """Ids of the rules no match of which holds ``_STOP``: on a long line each is tried only in the
+    sentences that hold what its matches need."""
+    return frozenset(rule.id for rule in RULES if not _holds_stop(rule.pattern))
+
+
+class _Plan(list):
+    """The rules worth trying on a long line (a list, in RULES order), with ``windows``: for a rule
+    whose matches stay within a sentence, the (start, end) of the sentences to try it in."""
+
+    windows: dict[str, list[tuple[int, int]]] = {}
+
+
+def _long_line_plan(folded: str, pre: _Prefilter) -> _Plan:
+    """What to try on a long line (lower-cased): cut into sentences at each ``_STOP`` (between the stop and
+    the space), the sentences the trie spots are looked at alone, as short lines are; a rule whose matches
+    may run across a sentence end is tried on the whole line when the whole line holds what it needs."""
+    if _STOP not in folded:
+        return _Plan(_rules_for(folded, pre))
+    within = _within_sentences()
+    windows: dict[int, list[tuple[int, int]]] = {}
+    chosen: dict[str, list[Rule]] = {}
+    spot, size, pos = pre.spot.search, len(folded), 0
+    while (m := spot(folded, pos)) is not None:
+        at = m.start()
+        start = folded.rfind(_STOP, pos, at + 1) + 1 or pos
+        end = folded.find(_STOP, at)
+        end = size if end == -1 else end + 1
+        sentence = folded[start:end]
+        rules = chosen.get(sentence)
+        if rules is None:
+            rules = _rules_for(sentence, pre)
+            if len(sentence) < 512 and len(chosen) < 4096:
+                chosen[sentence] = rules
+        for rule in rules:
+            if rule.id in within:
+                windows.setdefault(id(rule), []).append((start, end))
+        pos = end
+    known: dict[str, bool] = {}
+
+    def holds(s: str) -> bool:
+        if s not in known:
+            known[s] = s in folded
+        return known[s]
+
+    wide = {n for n, sets in pre.alternatives if pre.rules[n].id not in within
+            and all(any(map(holds, need)) for need in sets)}
+    plan = _Plan(rule for n, rule in enumerate(pre.rules) if n in wide or id(rule) in windows)
+    plan.windows = {rule.id: windows[id(rule)] for rule in plan if id(rule) in windows}
+    return plan
+
+
 def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str | None]]:
     """(number, line, the rules worth trying on it in RULES order, the line lower-cased) for each line
     some rule may match."""
@@ -980,7 +1138,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str 
         line = folded[start:end]
         rules = chosen.get(line)
         if rules is None:
-            rules = _rules_for(line, pre)
+            rules = _rules_for(line, pre) if len(line) <= _LONG_LINE else _long_line_plan(line, pre)
             if len(line) < 512 and len(chosen) < 4096:
                 chosen[line] = rules
         if rules:
@@ -1134,7 +1292,7 @@ def _scan_line(line: str, found, rules: Sequence[Rule] = RULES, folded: str | No
     for rule in rules:
         if rule.id == "inject-html-comment":
             continue
-        for m in _matches(rule, line, folded):
+        for m in _matches(rule, line, folded, getattr(rules, "windows", {}).get(rule.id)):
             if clauses is None:
                 clauses = _clauses(line)
                 starts = [start for start, _end in clauses]
