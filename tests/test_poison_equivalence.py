@@ -159,3 +159,36 @@ def test_long_lines_of_trigger_words_and_markup():
         line = "".join(rng.choice(pieces) for _ in range(rng.randint(1500, 3000)))
         assert len(line) > poison._LONG_LINE
         same(line.replace("\n", " "))
+
+
+# --- long lines cut at sentence ends ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source, holds", [
+    (r"a\. b", True), (r"a\.\s+b", True), (r"a[^;]{0,9}b", True), (r"a\S*\s+b", True), (r"a.b", False),
+    (r"a(?:[^.;\n]|\.(?!\s|$)){0,30}b", False), (r"a\.(?!\s)\s?b", False), (r"a\w+\s+b", False),
+    (r"a(?:\.|x)(?: |y)b", True), (r"(?:a\.)+ b", True), (r"a\.?(?:\s|x)*b", True), (r"a[^\n]*b", True),
+])
+def test_whether_a_match_may_hold_a_sentence_end_is_read_from_the_pattern(source, holds):
+    """A rule is tried sentence by sentence on a long line only when no match of it holds ". "."""
+    import re
+
+    assert poison._holds_stop(re.compile(source)) is holds
+    if holds is False:  # no string of these pieces that the pattern matches holds one
+        for s in ("a. b", "a.  b", "ax. b", "a. . b", "a.\u00a0b"):
+            m = re.compile(source).search(s)
+            assert m is None or ". " not in m.group()
+
+
+SENTENCE_ENDS = [". ", ".  ", ". \u2014 ", ".\t", ". but ", "; ", ".", "! ", "? ", ".) ", '." ', ".` ", " . ", "..."]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(PIECE, min_size=1, max_size=12).map(" ".join), min_size=1, max_size=40),
+       st.lists(st.sampled_from(SENTENCE_ENDS), min_size=1, max_size=8), st.integers(1, 30))
+def test_random_long_lines_of_sentences(sentences, ends, repeat):
+    """A line over 4 KB with sentence ends in it is read sentence by sentence by most rules: matches, clauses and
+    quotes near the cuts, and a rule's first match that weighs, as the whole line gives them."""
+    line = "".join(s.replace("\n", " ") + ends[i % len(ends)] for i, s in enumerate(sentences))
+    line = (line * (poison._LONG_LINE // max(len(line), 1) + 1) * repeat)[: 40 * poison._LONG_LINE]
+    same(line)

@@ -789,29 +789,28 @@ def _rule_starts() -> dict[str, tuple[frozenset[str], bool]]:
     return {rule.id: starts for rule in RULES if (starts := _starts(rule.pattern)) is not None}
 
 
-def _matches(rule: Rule, line: str, folded: str | None,
-             windows: list[tuple[int, int]] | None = None) -> Iterator[re.Match]:
+def _within(rule: Rule, line: str, start: int, end: int) -> Iterator[re.Match]:
+    """The matches of ``rule.pattern.finditer(line)`` in ``line[start:end]``, a stretch between sentence ends,
+    for a rule whose matches never hold ``_STOP`` (every one of them lies inside one such stretch).
+
+    The stretch's end (before a space) reads as the text's end to the pattern (``\\b``, ``$``, a lookahead
+    for a space or the end take both alike), so a match found there is taken again from the whole line,
+    which also drops one that only the cut end allowed.
+    """
+    search, match, pos = rule.pattern.search, rule.pattern.match, start
+    while (m := search(line, pos, end)) is not None:
+        whole = match(line, m.start())
+        if whole is None:
+            pos = m.start() + 1
+            continue
+        yield whole
+        pos = whole.end()
+
+
+def _matches(rule: Rule, line: str, folded: str | None) -> Iterator[re.Match]:
     """``rule.pattern.finditer(line)``; on a long line, the pattern is tried only where a match may begin
     (where a string it begins with is, in ``folded``): the same matches, as finditer tries each place
-    from left to right and goes on after each match.
-
-    With ``windows`` (sentences, for a rule whose matches never hold ``_STOP``): only inside them, as
-    every match lies inside one; the window's end (before a space) reads as the text's end to the
-    pattern (``\\b``, ``$``, a lookahead for a space or the end take both alike), so a match found there
-    is taken again from the whole line, which also drops one that only the cut end allowed.
-    """
-    if windows is not None:
-        search, match = rule.pattern.search, rule.pattern.match
-        for start, end in windows:
-            pos = start
-            while (m := search(line, pos, end)) is not None:
-                whole = match(line, m.start())
-                if whole is None:
-                    pos = m.start() + 1
-                    continue
-                yield whole
-                pos = whole.end()
-        return
+    from left to right and goes on after each match."""
     starts = _rule_starts().get(rule.id) if folded is not None and len(line) > _LONG_LINE else None
     # Where places are dense (a word every few characters), re's own loop is quicker than one call each.
     if starts is None or sum(folded.count(s) for s in starts[0]) > len(line) // 32:
@@ -1072,50 +1071,51 @@ def _within_sentences() -> frozenset[str]:
     return frozenset(rule.id for rule in RULES if not _holds_stop(rule.pattern))
 
 
-class _Plan(list):
-    """The rules worth trying on a long line (a list, in RULES order), with ``windows``: for a rule
-    whose matches stay within a sentence, the (start, end) of the sentences to try it in."""
+class _LongLine:
+    """What to try on a long line (``folded``: lower-cased) with sentence ends in it, worked out as it is read.
 
-    windows: dict[str, list[tuple[int, int]]] = {}
+    It is cut into sentences at each ``_STOP`` (between the stop and the space); the sentences the trie
+    spots are looked at alone, as short lines are, for the rules whose matches stay in a sentence
+    (``sentences``); a rule whose matches may run across a sentence end is tried on the whole line when
+    the whole line holds what it needs (``across``).
+    """
 
+    def __init__(self, folded: str, pre: _Prefilter):
+        self.folded, self.pre = folded, pre
 
-def _long_line_plan(folded: str, pre: _Prefilter) -> _Plan:
-    """What to try on a long line (lower-cased): cut into sentences at each ``_STOP`` (between the stop and
-    the space), the sentences the trie spots are looked at alone, as short lines are; a rule whose matches
-    may run across a sentence end is tried on the whole line when the whole line holds what it needs."""
-    if _STOP not in folded:
-        return _Plan(_rules_for(folded, pre))
-    within = _within_sentences()
-    windows: dict[int, list[tuple[int, int]]] = {}
-    chosen: dict[str, list[Rule]] = {}
-    spot, size, pos = pre.spot.search, len(folded), 0
-    while (m := spot(folded, pos)) is not None:
-        at = m.start()
-        start = folded.rfind(_STOP, pos, at + 1) + 1 or pos
-        end = folded.find(_STOP, at)
-        end = size if end == -1 else end + 1
-        sentence = folded[start:end]
-        rules = chosen.get(sentence)
-        if rules is None:
-            rules = _rules_for(sentence, pre)
-            if len(sentence) < 512 and len(chosen) < 4096:
-                chosen[sentence] = rules
-        for rule in rules:
-            if rule.id in within:
-                windows.setdefault(id(rule), []).append((start, end))
-        pos = end
-    known: dict[str, bool] = {}
+    def sentences(self) -> Iterator[tuple[int, int, list[Rule]]]:
+        """(start, end, the rules that stay in a sentence worth trying there) for each sentence, in order."""
+        folded, pre, within = self.folded, self.pre, _within_sentences()
+        chosen: dict[str, list[Rule]] = {}
+        spot, size, pos = pre.spot.search, len(folded), 0
+        while (m := spot(folded, pos)) is not None:
+            at = m.start()
+            start = folded.rfind(_STOP, pos, at + 1) + 1 or pos
+            end = folded.find(_STOP, at)
+            end = size if end == -1 else end + 1
+            sentence = folded[start:end]
+            rules = chosen.get(sentence)
+            if rules is None:
+                rules = [rule for rule in _rules_for(sentence, pre) if rule.id in within]
+                if len(sentence) < 512 and len(chosen) < 4096:
+                    chosen[sentence] = rules
+            if rules:
+                yield start, end, rules
+            pos = end
 
-    def holds(s: str) -> bool:
-        if s not in known:
-            known[s] = s in folded
-        return known[s]
+    def across(self) -> list[Rule]:
+        """The rules whose matches may hold ``_STOP`` and one of whose alternatives the line holds, in RULES order."""
+        folded, pre, within = self.folded, self.pre, _within_sentences()
+        known: dict[str, bool] = {}
 
-    wide = {n for n, sets in pre.alternatives if pre.rules[n].id not in within
-            and all(any(map(holds, need)) for need in sets)}
-    plan = _Plan(rule for n, rule in enumerate(pre.rules) if n in wide or id(rule) in windows)
-    plan.windows = {rule.id: windows[id(rule)] for rule in plan if id(rule) in windows}
-    return plan
+        def holds(s: str) -> bool:
+            if s not in known:
+                known[s] = s in folded
+            return known[s]
+
+        held = {n for n, sets in pre.alternatives if pre.rules[n].id not in within
+                and all(any(map(holds, need)) for need in sets)}
+        return [pre.rules[n] for n in sorted(held)]
 
 
 def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str | None]]:
@@ -1138,7 +1138,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str 
         line = folded[start:end]
         rules = chosen.get(line)
         if rules is None:
-            rules = _rules_for(line, pre) if len(line) <= _LONG_LINE else _long_line_plan(line, pre)
+            rules = _rules_for(line, pre) if len(line) <= _LONG_LINE or _STOP not in line else _LongLine(line, pre)
             if len(line) < 512 and len(chosen) < 4096:
                 chosen[line] = rules
         if rules:
@@ -1283,16 +1283,17 @@ def _html_comments(text: str) -> Iterator[tuple[int, str]]:
             skip_to = len(text) if newline == -1 else newline
 
 
-def _scan_line(line: str, found, rules: Sequence[Rule] = RULES, folded: str | None = None) -> None:
+def _scan_line(line: str, found, rules: Sequence[Rule] | _LongLine = RULES, folded: str | None = None) -> None:
     """Call ``found(rule, column, weight, quote)`` for the first match of each rule that weighs on ``line``
     (``folded``: the line lower-cased by ``_fold``, which lets a long line be read only where matches may begin)."""
     if not line.strip():
         return
-    clauses = quoted = None
-    for rule in rules:
-        if rule.id == "inject-html-comment":
-            continue
-        for m in _matches(rule, line, folded, getattr(rules, "windows", {}).get(rule.id)):
+    clauses = quoted = starts = quote_starts = None
+
+    def first(rule: Rule, matches: Iterator[re.Match]) -> bool:
+        """Whether one of ``matches`` weighs (the first that does is found)."""
+        nonlocal clauses, quoted, starts, quote_starts
+        for m in matches:
             if clauses is None:
                 clauses = _clauses(line)
                 starts = [start for start, _end in clauses]
@@ -1307,7 +1308,23 @@ def _scan_line(line: str, found, rules: Sequence[Rule] = RULES, folded: str | No
             weight = _weigh(rule, m, line, line[start:end], line[start:at], quote)
             if weight > 0:
                 found(rule, at, weight, _excerpt(line, start, end, m))
-                break  # one finding per rule and line
+                return True  # one finding per rule and line
+        return False
+
+    if isinstance(rules, _LongLine):
+        # Sentence by sentence, from the start: a rule's first match that weighs is its first in the line
+        # (and ``flags`` may stop at the first sentences); then the rules that may run across sentences.
+        done: set[str] = set()
+        for start, end, in_sentence in rules.sentences():
+            for rule in in_sentence:
+                if rule.id not in done and first(rule, _within(rule, line, start, end)):
+                    done.add(rule.id)
+        for rule in rules.across():
+            first(rule, _matches(rule, line, folded))
+        return
+    for rule in rules:
+        if rule.id != "inject-html-comment":
+            first(rule, _matches(rule, line, folded))
 
 
 def _reads_as_instruction(clause: str) -> bool:
