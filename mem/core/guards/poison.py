@@ -544,17 +544,42 @@ _MESSAGES = {
 _CLAUSE_BREAK = re.compile(r"(?<=[.!?])\s+(?=\S)|;\s*|\s+[\u2014\u2013]\s+|,?\s+but\s+|,?\s+however\s+", re.IGNORECASE)
 
 
-def _clauses(line: str) -> list[tuple[int, int]]:
-    """(start, end) of each clause of a line."""
-    out = []
-    pos = 0
-    for m in _CLAUSE_BREAK.finditer(line):
-        if m.start() > pos:
-            out.append((pos, m.start()))
-        pos = m.end()
-    if pos < len(line):
-        out.append((pos, len(line)))
-    return out or [(0, len(line))]
+class _Clauses:
+    """The clauses of a line, cut only as far as they are asked for: on a long line the verdict may be
+    certain in its first sentences, and cutting a megabyte of trigger words into clauses cost 60 ms."""
+
+    def __init__(self, line: str):
+        self.line, self.breaks, self.pos, self.read = line, _CLAUSE_BREAK.finditer(line), 0, False
+        self.spans: list[tuple[int, int]] = []
+        self.starts: list[int] = []
+
+    def _more(self) -> None:
+        """Cut one more clause (the last one once the breaks are read)."""
+        for m in self.breaks:
+            if m.start() > self.pos:
+                self.spans.append((self.pos, m.start()))
+                self.starts.append(self.pos)
+                self.pos = m.end()
+                return
+            self.pos = m.end()
+        self.read = True
+        if self.pos < len(self.line) or not self.spans:
+            start = self.pos if self.pos < len(self.line) else 0
+            self.spans.append((start, len(self.line)))
+            self.starts.append(start)
+
+    def of(self, at: int) -> tuple[int, int]:
+        """(start, end) of the clause holding ``at``; the last clause of the line when none holds it (``at`` in a
+        break), as the rule-by-rule scan takes it."""
+        while not self.read and (not self.starts or self.starts[-1] <= at):
+            self._more()  # a clause starting after ``at``: none cut later holds it
+        # Clauses do not overlap: the one starting last at or before ``at`` is the only one that may hold it.
+        i = bisect_right(self.starts, at) - 1
+        if i >= 0 and at < self.spans[i][1]:
+            return self.spans[i]
+        while not self.read:
+            self._more()
+        return self.spans[-1]
 
 
 def _excerpt(line: str, start: int, end: int, m: re.Match) -> str:
@@ -589,6 +614,8 @@ def _quote(text: str) -> str:
 # alternatives its spotted strings stand for are checked set by set (str's ``in``; a line longer than
 # 4 KB is read once by a trie of every string instead), and a rule is tried on the line only when one
 # of its alternatives has all its sets there. No line is split out of the text unless it is spotted.
+# A long line with sentence ends in it is read as a text of sentences is, for the rules whose matches
+# never run across a sentence end (``_LongLine``); ``flags`` stops at the finding that decides.
 # tests/test_poison_equivalence.py holds the findings to the rule-by-rule scan's
 # (tests/helpers/poison_reference.py); bench/poison.py (make bench-poison) measures the speed.
 
@@ -1288,21 +1315,19 @@ def _scan_line(line: str, found, rules: Sequence[Rule] | _LongLine = RULES, fold
     (``folded``: the line lower-cased by ``_fold``, which lets a long line be read only where matches may begin)."""
     if not line.strip():
         return
-    clauses = quoted = starts = quote_starts = None
+    clauses = quoted = quote_starts = None
 
     def first(rule: Rule, matches: Iterator[re.Match]) -> bool:
         """Whether one of ``matches`` weighs (the first that does is found)."""
-        nonlocal clauses, quoted, starts, quote_starts
+        nonlocal clauses, quoted, quote_starts
         for m in matches:
             if clauses is None:
-                clauses = _clauses(line)
-                starts = [start for start, _end in clauses]
+                clauses = _Clauses(line)
                 quoted = [q.span() for q in _QUOTED.finditer(line)]
                 quote_starts = [a for a, _b in quoted]
-            # Clauses and quotes do not overlap: the one starting last at or before the match is the only one.
             at = m.start()
-            i = bisect_right(starts, at) - 1
-            start, end = clauses[i] if i >= 0 and at < clauses[i][1] else clauses[-1]
+            start, end = clauses.of(at)
+            # Quotes do not overlap: the one starting last at or before the match is the only one that may hold it.
             q = bisect_right(quote_starts, at) - 1
             quote = quoted[q] if q >= 0 and m.end() <= quoted[q][1] else None
             weight = _weigh(rule, m, line, line[start:end], line[start:at], quote)
