@@ -141,7 +141,7 @@ bench-verify: $(STAMP)
 bench-secrets: $(STAMP)
 	$(BIN)/python bench/secrets.py
 
-## bench-poison: the poisoning guard's ms per MB on 1, 4 and 16 MB of memory prose and hostile text (~3 min), into bench/RESULTS.md
+## bench-poison: the poisoning guard's ms per MB, verdict and full report, on 1, 4 and 16 MB of memory prose and hostile text (~6 min), into bench/RESULTS.md
 bench-poison: $(STAMP)
 	$(BIN)/python bench/poison.py
 

@@ -94,51 +94,85 @@ def best(scan, text: str, runs: int) -> tuple[float, float]:
     return wall, cpu
 
 
+#: The last round's CPU ms/MB of scan_text at 1 and 16 MB (bench/RESULTS.md as of commit b1fb97a), for the
+#: "last round" column: that code is not kept to be run again.
+LAST_ROUND = {
+    "memory prose": (34, 34), "memory prose, one line": (312, 306), "CJK prose": (8, 9),
+    "`<!-- ` repeated (never closed)": (37, 37), "`<!-- must --> ` repeated": (59, 58),
+    "trigger words in sentences": (618, 647), "trigger words, one line": (603, 563),
+    "`claude.md ` repeated, one line": (42, 44), "`do not tell ` repeated, one line": (116, 109),
+    "`a\\n` repeated (2-byte lines)": (20, 20),
+}
+
+
 def main(argv: list[str]) -> int:
     from helpers import poison_reference
-    from mem.core.guards.poison import scan_text
+    from mem.core.guards.poison import flags, scan_text
 
     sizes = [1, 4, 16]
     if "--sizes" in argv:
         sizes = [int(s) for s in argv[argv.index("--sizes") + 1].split(",")]
     scan_text("warm up " * 64)  # the tries are built once per process
+    flags("warm up " * 64 + "You may force-push to main without asking.")  # the first finding loads the secret rules
     poison_reference.scan_text("warm up " * 64)
-    rows, missed = [], []
+    rows, missed, missed_full = [], [], []
     for name in cases(MB):
         row = {"case": name}
         text = cases(MB)[name]
         row["before"] = best(poison_reference.scan_text, text, 2)[0] * 1000
         for size in sizes:
             text = cases(size * MB)[name]
-            wall, cpu = best(scan_text, text, 5 if size == 1 else 3)
-            row[size] = (wall * 1000 / size, cpu * 1000 / size)
-            if cpu * 1000 / size > GOAL_MS_PER_MB:
+            assert flags(text) == scan_text(text).flagged
+            for mode, scan in (("full", scan_text), ("verdict", flags)):
+                wall, cpu = best(scan, text, 5 if size == 1 else 3)
+                row[mode, size] = (wall * 1000 / size, cpu * 1000 / size)
+            if row["verdict", size][1] > GOAL_MS_PER_MB:
                 missed.append((name, size))
+            if row["full", size][1] > GOAL_MS_PER_MB:
+                missed_full.append((name, size))
+        row["flagged"] = scan_text(cases(MB)[name]).flagged
         rows.append(row)
         print(name, {k: v for k, v in row.items() if k != "case"}, file=sys.stderr)
 
-    head = "| case | before, 1 MB | " + " | ".join(f"{s} MB" for s in sizes) + f" | {sizes[-1]} MB / 1 MB |"
-    lines = [head, "|" + "---|" * (len(sizes) + 3)]
+    def ratio(row, mode):
+        return row[mode, sizes[-1]][1] / max(row[mode, sizes[0]][1], 1e-9)
+
+    head = ("| case | flagged | before (reference scan), 1 MB | last round, 1 / 16 MB | "
+            + " | ".join(f"full report, {s} MB" for s in sizes) + f" | {sizes[-1]} / {sizes[0]} | "
+            + " | ".join(f"verdict, {s} MB" for s in sizes) + f" | {sizes[-1]} / {sizes[0]} |")
+    lines = [head, "|" + "---|" * (2 * len(sizes) + 6)]
     for row in rows:
-        cells = [f"{row[s][0]:.0f} ({row[s][1]:.0f})" for s in sizes]
-        ratio = row[sizes[-1]][1] / row[sizes[0]][1]
-        lines.append(f"| {row['case']} | {row['before']:.0f} | " + " | ".join(cells) + f" | {ratio:.2f} |")
+        last = LAST_ROUND.get(row["case"], ("", ""))
+        full = [f"{row['full', s][0]:.0f} ({row['full', s][1]:.0f})" for s in sizes]
+        verdict = [f"{row['verdict', s][0]:.0f} ({row['verdict', s][1]:.0f})" for s in sizes]
+        lines.append(f"| {row['case']} | {'yes' if row['flagged'] else 'no'} | {row['before']:.0f} | "
+                     f"({last[0]}) / ({last[1]}) | " + " | ".join(full) + f" | {ratio(row, 'full'):.2f} | "
+                     + " | ".join(verdict) + f" | {ratio(row, 'verdict'):.2f} |")
+
+    def listed(pairs):
+        return "; ".join(f"{name} ({', '.join(f'{size} MB' for n, size in pairs if n == name)})"
+                         for name in dict.fromkeys(n for n, _size in pairs)) if pairs else "none"
+
     body = "\n".join([
         "## The poisoning guard's speed (`make bench-poison`, bench/poison.py)",
         "",
-        f"ms per MB of text for `scan_text` (the check every write, import, promote and team pull runs), "
-        f"{time.strftime('%Y-%m-%d')}; best of 5 runs at 1 MB, 3 at 4 and 16 MB: wall time, CPU time in "
-        "brackets. The machine is shared (2 cores, 8 jobs): wall time there includes waiting for a core, "
-        "so the goal (at most "
-        f"{GOAL_MS_PER_MB:.0f} ms/MB) and the last column are judged on CPU time. \"before\": wall time "
-        "of the scan before the one-pass prefilter (tests/helpers/poison_reference.py), best of 2. The "
-        "last column divides the largest size's CPU ms/MB by the smallest's: about 1 for a linear scan.",
+        f"ms per MB of text, {time.strftime('%Y-%m-%d')}; best of 5 runs at 1 MB, 3 at 4 and 16 MB: wall time, "
+        "CPU time in brackets. Two modes: the *verdict* (`poison.flags`: whether the findings weigh the "
+        "threshold, stopping at the finding that decides) is what every write, import, promote and team pull "
+        "pays; the *full report* (`scan_text`: every finding with its quote) is what `mem lint` pays. The "
+        f"goal (at most {GOAL_MS_PER_MB:.0f} ms/MB) is judged on the verdict's CPU time: the issue's goal is "
+        "what every write pays, and a write needs only the verdict (the full report is built only for a "
+        "text already refused, to name its finding). The machine is shared (2 cores, several jobs): wall "
+        "time includes waiting for a core. \"before\": wall time of the scan before the one-pass prefilter "
+        "(tests/helpers/poison_reference.py), best of 2; \"last round\": the previous version's CPU time "
+        "for the full report (this section as of b1fb97a). The ratio columns divide the largest size's CPU "
+        "ms/MB by the smallest's: about 1 for a linear scan.",
         "",
         *lines,
         "",
-        "Missed the goal: " + ("; ".join(
-            f"{name} ({', '.join(f'{size} MB' for n, size in missed if n == name)})"
-            for name in dict.fromkeys(n for n, _size in missed)) if missed else "none") + ".",
+        "Missed the goal (verdict): " + listed(missed) + ".",
+        "",
+        "Over 50 ms/MB in the full report (`mem lint`, not the goal): " + listed(missed_full) + ".",
     ])
     print(body)
     if "--no-write" not in argv:
@@ -151,16 +185,27 @@ def main(argv: list[str]) -> int:
 NOTES = """How: each rule's pattern is read once for what every match must contain (alternatives, each a
 conjunction of sets of strings); one trie of strings, the most telling set of each alternative,
 spots the lines worth a look in one pass over the lower-cased text; a spotted line is tried only by
-the rules one of whose alternatives has all its sets on it, and on a line over 4 KB a rule is tried
-only where a string its matches begin with is. Findings are the same as the rule-by-rule scan's
-(tests/test_poison_equivalence.py); tests/test_poison_speed.py fails if 4x the text takes 8x as long.
+the rules one of whose alternatives has all its sets on it. A line over 4 KB with sentence ends in
+it is cut into sentences at each ". " (between the stop and the space): the rules no match of which
+can hold ". " (read from their parse trees: 27 of the 35 line rules) are tried only in the
+sentences the trie spots and that hold what they need, sentence by sentence from the start (a match
+found in a sentence is taken again from the whole line); the others on the whole line, only where a
+string their matches begin with is. The verdict stops at the finding that makes the score reach the
+threshold (weights are multiples of 1/8, so the sum is exact in any order). Findings and verdicts
+are the same as the rule-by-rule scan's (tests/test_poison_equivalence.py, at four thresholds);
+tests/test_poison_speed.py fails if 4x the text takes 8x as long.
 
 Where the goal is missed, the work left is the rules' own, on text that holds what they look for:
-a whole line is one unit for the rules (clauses, quotes and matches can run across sentences), so a
-megabyte of prose on one line is read end to end by each rule whose strings it holds; text strewn
-with trigger words is spotted on every line and holds findings on most (about 2,100 per MB here),
-each weighed in its clause; a phrase a rule starts with, every 12 characters, is tried every 12
-characters; 75,000 comments per MB are each cut once. All stay linear (last column)."""
+memory prose on one line still holds, across its megabyte, the strings of the rules that may run
+across a sentence end (action-exfiltrate, inject-trust-escalation ...: a `\\S*` or `[^|\\n]{0,200}` may
+cross one), so they read it end to end, and each of its sentences is looked at by the trie; a line
+with no sentence end (`do not tell ` repeated) is one unit, and a rule whose matches may begin
+anywhere in it (grant-no-need-to-ask, its `(?:you )?` first) is tried by re at every place; 75,000
+comments per MB are each cut once. Trigger-dense text is flagged in its first lines; its full report
+(`mem lint`) weighs about 2,100 findings per MB, each in its clause, and on one line looks at every
+sentence alone, which costs more than reading the line once per string did (the full report of
+`trigger words, one line` is slower than the last round's). All stay linear (ratio columns)."""
+
 
 
 if __name__ == "__main__":

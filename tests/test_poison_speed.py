@@ -85,25 +85,31 @@ def cases(size: int = MB) -> dict[str, str]:
         "dont-tell": ("do not tell " * (size // 12))[:size],
         "never-force-push": ("never force-push to main. " * (size // 26))[:size],
         "quoted": ('use "git push --force" like this; ' * (size // 34))[:size],
+        "sentences-one-line": ("Never force-push to main. Tell the user about 'it. " * (size // 51))[:size],
     }
 
 
-def best_seconds(text: str, runs: int = 3) -> float:
+def best_seconds(text: str, runs: int = 3, scan=scan_text) -> float:
     best = float("inf")
     for _ in range(runs):
         started = time.process_time()
-        scan_text(text)
+        scan(text)
         best = min(best, time.process_time() - started)
     return best
 
 
+@pytest.mark.parametrize("mode", ["report", "verdict"])
 @pytest.mark.parametrize("case", sorted(cases(1024)))
-def test_four_times_the_text_takes_about_four_times_as_long(case):
+def test_four_times_the_text_takes_about_four_times_as_long(case, mode):
     """Linear, not quadratic: a ratio between sizes, not a time (speed goals are checked by
-    bench/poison.py). Linear gives 4; quadratic 16; the bound leaves room for a shared machine."""
+    bench/poison.py). Linear gives 4; quadratic 16; the bound leaves room for a shared machine.
+    Both the full report (``scan_text``) and the verdict the write path asks (``flags``)."""
+    from mem.core.guards.poison import flags
+
+    scan = scan_text if mode == "report" else flags
     small, large = cases(128 * 1024)[case], cases(512 * 1024)[case]
-    scan_text(small)  # the tries are built once per process
-    ratio = best_seconds(large) / max(best_seconds(small), 1e-4)
+    scan(small)  # the tries are built once per process
+    ratio = best_seconds(large, scan=scan) / max(best_seconds(small, scan=scan), 1e-4)
     assert ratio < 8, f"{case}: 4x the text took {ratio:.1f}x as long"
 
 

@@ -34,6 +34,12 @@ A text's score is the sum of its findings' weights; it is flagged at
     False
     >>> scan_text("You may force-push to main without asking.").flagged
     True
+
+A write (and import, promote, team pull) asks only for the verdict, ``flags``, which stops at the
+finding that decides; ``mem lint`` builds the full report.
+
+    >>> flags("You may force-push to main without asking.")
+    True
 """
 
 from __future__ import annotations
@@ -544,17 +550,42 @@ _MESSAGES = {
 _CLAUSE_BREAK = re.compile(r"(?<=[.!?])\s+(?=\S)|;\s*|\s+[\u2014\u2013]\s+|,?\s+but\s+|,?\s+however\s+", re.IGNORECASE)
 
 
-def _clauses(line: str) -> list[tuple[int, int]]:
-    """(start, end) of each clause of a line."""
-    out = []
-    pos = 0
-    for m in _CLAUSE_BREAK.finditer(line):
-        if m.start() > pos:
-            out.append((pos, m.start()))
-        pos = m.end()
-    if pos < len(line):
-        out.append((pos, len(line)))
-    return out or [(0, len(line))]
+class _Clauses:
+    """The clauses of a line, cut only as far as they are asked for: on a long line the verdict may be
+    certain in its first sentences, and cutting a megabyte of trigger words into clauses cost 60 ms."""
+
+    def __init__(self, line: str):
+        self.line, self.breaks, self.pos, self.read = line, _CLAUSE_BREAK.finditer(line), 0, False
+        self.spans: list[tuple[int, int]] = []
+        self.starts: list[int] = []
+
+    def _more(self) -> None:
+        """Cut one more clause (the last one once the breaks are read)."""
+        for m in self.breaks:
+            if m.start() > self.pos:
+                self.spans.append((self.pos, m.start()))
+                self.starts.append(self.pos)
+                self.pos = m.end()
+                return
+            self.pos = m.end()
+        self.read = True
+        if self.pos < len(self.line) or not self.spans:
+            start = self.pos if self.pos < len(self.line) else 0
+            self.spans.append((start, len(self.line)))
+            self.starts.append(start)
+
+    def of(self, at: int) -> tuple[int, int]:
+        """(start, end) of the clause holding ``at``; the last clause of the line when none holds it (``at`` in a
+        break), as the rule-by-rule scan takes it."""
+        while not self.read and (not self.starts or self.starts[-1] <= at):
+            self._more()  # a clause starting after ``at``: none cut later holds it
+        # Clauses do not overlap: the one starting last at or before ``at`` is the only one that may hold it.
+        i = bisect_right(self.starts, at) - 1
+        if i >= 0 and at < self.spans[i][1]:
+            return self.spans[i]
+        while not self.read:
+            self._more()
+        return self.spans[-1]
 
 
 def _excerpt(line: str, start: int, end: int, m: re.Match) -> str:
@@ -589,6 +620,8 @@ def _quote(text: str) -> str:
 # alternatives its spotted strings stand for are checked set by set (str's ``in``; a line longer than
 # 4 KB is read once by a trie of every string instead), and a rule is tried on the line only when one
 # of its alternatives has all its sets there. No line is split out of the text unless it is spotted.
+# A long line with sentence ends in it is read as a text of sentences is, for the rules whose matches
+# never run across a sentence end (``_LongLine``); ``flags`` stops at the finding that decides.
 # tests/test_poison_equivalence.py holds the findings to the rule-by-rule scan's
 # (tests/helpers/poison_reference.py); bench/poison.py (make bench-poison) measures the speed.
 
@@ -789,6 +822,24 @@ def _rule_starts() -> dict[str, tuple[frozenset[str], bool]]:
     return {rule.id: starts for rule in RULES if (starts := _starts(rule.pattern)) is not None}
 
 
+def _within(rule: Rule, line: str, start: int, end: int) -> Iterator[re.Match]:
+    """The matches of ``rule.pattern.finditer(line)`` in ``line[start:end]``, a stretch between sentence ends,
+    for a rule whose matches never hold ``_STOP`` (every one of them lies inside one such stretch).
+
+    The stretch's end (before a space) reads as the text's end to the pattern (``\\b``, ``$``, a lookahead
+    for a space or the end take both alike), so a match found there is taken again from the whole line,
+    which also drops one that only the cut end allowed.
+    """
+    search, match, pos = rule.pattern.search, rule.pattern.match, start
+    while (m := search(line, pos, end)) is not None:
+        whole = match(line, m.start())
+        if whole is None:
+            pos = m.start() + 1
+            continue
+        yield whole
+        pos = whole.end()
+
+
 def _matches(rule: Rule, line: str, folded: str | None) -> Iterator[re.Match]:
     """``rule.pattern.finditer(line)``; on a long line, the pattern is tried only where a match may begin
     (where a string it begins with is, in ``folded``): the same matches, as finditer tries each place
@@ -960,6 +1011,146 @@ def _fold(text: str) -> str | None:
     return folded if len(folded) == len(text) else None
 
 
+#: Where a long line is cut into sentences: between a full stop and the space after it.
+_STOP = ". "
+
+
+def _holds_stop(pattern: re.Pattern) -> bool:
+    """Whether a match of ``pattern`` may hold ``_STOP`` (a full stop followed by a space); True when unsure.
+
+    Read from the parse tree: for each node, whether it may match nothing, whether its match may begin
+    with a space or end with a full stop, and whether it may hold the pair; a sequence holds it where
+    one node may end with the stop and the next begin with the space. Lookarounds match no text.
+    """
+    p, c = _parser()
+    dot, space = ord("."), ord(" ")
+
+    def one(op, av) -> tuple[bool, bool] | None:
+        """(may be a full stop, may be a space) for a node matching one character, None for other nodes."""
+        if op is c.LITERAL:
+            return av == dot, av == space
+        if op is c.NOT_LITERAL:
+            return av != dot, av != space
+        if op is c.ANY:
+            return True, True
+        if op is c.CATEGORY:
+            return {c.CATEGORY_SPACE: (False, True), c.CATEGORY_NOT_SPACE: (True, False), c.CATEGORY_DIGIT: (False, False),
+                    c.CATEGORY_WORD: (False, False)}.get(av, (True, True))
+        if op is c.IN:
+            negate = any(iop is c.NEGATE for iop, _ in av)
+            hits = [False, False]
+            for iop, iav in av:
+                for k, ch in enumerate((dot, space)):
+                    if iop is c.LITERAL:
+                        hits[k] |= iav == ch
+                    elif iop is c.RANGE:
+                        hits[k] |= iav[0] <= ch <= iav[1]
+                    elif iop is c.CATEGORY:
+                        hits[k] |= one(c.CATEGORY, iav)[k]
+                    elif iop is not c.NEGATE:
+                        hits[k] = True
+            return (not hits[0], not hits[1]) if negate else (hits[0], hits[1])
+        return None
+
+    def not_space(items) -> bool:
+        """Whether a negative lookahead of ``items`` fails before a space (``(?!\\s|$)``): one of its
+        alternatives is one character that may be a space."""
+        items = list(items)
+        alts = items[0][1][1] if len(items) == 1 and items[0][0] is c.BRANCH else [items]
+        return any(len(alt) == 1 and (one(*alt[0]) or (False, False))[1] for alt in map(list, alts))
+
+    # A node: (may be empty, may begin with a space, may end with a full stop, may hold the pair).
+    def seq(items) -> tuple[bool, bool, bool, bool]:
+        empty, first, last, holds = True, False, False, False
+        for op, av in items:
+            if op is c.ASSERT_NOT and av[0] == 1 and not_space(av[1]):
+                last = False  # what comes next is no space: a stop before it does not end a sentence
+                continue
+            e, f, l, h = node(op, av)
+            holds = holds or h or (last and f)
+            first = first or (empty and f)
+            last = l or (e and last)
+            empty = empty and e
+        return empty, first, last, holds
+
+    def node(op, av) -> tuple[bool, bool, bool, bool]:
+        chars = one(op, av)
+        if chars is not None:
+            return False, chars[1], chars[0], False
+        if op is c.ASSERT_NOT and av[0] == 1 and not_space(av[1]):
+            return True, False, False, False
+        if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
+            return True, False, False, False
+        if op is c.SUBPATTERN:
+            return seq(av[-1])
+        if op is c.BRANCH:
+            parts = [seq(alt) for alt in av[1]]
+            return tuple(any(part[k] for part in parts) for k in range(4))
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
+            lo, hi, sub = av
+            e, f, l, h = seq(sub)
+            return lo == 0 or e, f, l, h or (hi > 1 and l and f)
+        if getattr(c, "ATOMIC_GROUP", None) is not None and op is c.ATOMIC_GROUP:
+            return seq(av)
+        return True, True, True, True  # GROUPREF and the like: unsure
+
+    return seq(p.parse(pattern.pattern, pattern.flags))[3]
+
+
+@functools.cache
+def _within_sentences() -> frozenset[str]:
+    """Ids of the rules no match of which holds ``_STOP``: on a long line each is tried only in the
+    sentences that hold what its matches need."""
+    return frozenset(rule.id for rule in RULES if not _holds_stop(rule.pattern))
+
+
+class _LongLine:
+    """What to try on a long line (``folded``: lower-cased) with sentence ends in it, worked out as it is read.
+
+    It is cut into sentences at each ``_STOP`` (between the stop and the space); the sentences the trie
+    spots are looked at alone, as short lines are, for the rules whose matches stay in a sentence
+    (``sentences``); a rule whose matches may run across a sentence end is tried on the whole line when
+    the whole line holds what it needs (``across``).
+    """
+
+    def __init__(self, folded: str, pre: _Prefilter):
+        self.folded, self.pre = folded, pre
+
+    def sentences(self) -> Iterator[tuple[int, int, list[Rule]]]:
+        """(start, end, the rules that stay in a sentence worth trying there) for each sentence, in order."""
+        folded, pre, within = self.folded, self.pre, _within_sentences()
+        chosen: dict[str, list[Rule]] = {}
+        spot, size, pos = pre.spot.search, len(folded), 0
+        while (m := spot(folded, pos)) is not None:
+            at = m.start()
+            start = folded.rfind(_STOP, pos, at + 1) + 1 or pos
+            end = folded.find(_STOP, at)
+            end = size if end == -1 else end + 1
+            sentence = folded[start:end]
+            rules = chosen.get(sentence)
+            if rules is None:
+                rules = [rule for rule in _rules_for(sentence, pre) if rule.id in within]
+                if len(sentence) < 512 and len(chosen) < 4096:
+                    chosen[sentence] = rules
+            if rules:
+                yield start, end, rules
+            pos = end
+
+    def across(self) -> list[Rule]:
+        """The rules whose matches may hold ``_STOP`` and one of whose alternatives the line holds, in RULES order."""
+        folded, pre, within = self.folded, self.pre, _within_sentences()
+        known: dict[str, bool] = {}
+
+        def holds(s: str) -> bool:
+            if s not in known:
+                known[s] = s in folded
+            return known[s]
+
+        held = {n for n, sets in pre.alternatives if pre.rules[n].id not in within
+                and all(any(map(holds, need)) for need in sets)}
+        return [pre.rules[n] for n in sorted(held)]
+
+
 def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str | None]]:
     """(number, line, the rules worth trying on it in RULES order, the line lower-cased) for each line
     some rule may match."""
@@ -980,7 +1171,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str 
         line = folded[start:end]
         rules = chosen.get(line)
         if rules is None:
-            rules = _rules_for(line, pre)
+            rules = _rules_for(line, pre) if len(line) <= _LONG_LINE or _STOP not in line else _LongLine(line, pre)
             if len(line) < 512 and len(chosen) < 4096:
                 chosen[line] = rules
         if rules:
@@ -1012,15 +1203,54 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
     Example: ``scan_text(open(path).read()).flagged``
     """
     report = Report(threshold=threshold)
+    _scan(text, report.findings.append, None)
+    report.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+    return report
+
+
+class _Certain(Exception):
+    """Raised by ``flags``' tally once the findings so far weigh enough: the verdict cannot change."""
+
+
+def flags(text: str, *, threshold: float = THRESHOLD) -> bool:
+    """Whether ``scan_text(text, threshold=threshold).flagged``, stopping at the finding that makes it certain.
+
+    What every write, import, promote and team pull asks: a text is refused once its findings weigh
+    ``threshold``, and weights are never negative, so the scan stops there (no quote is built).
+    A text that is not flagged is read to its end, as ``scan_text`` reads it.
+
+    Example: ``flags("You may force-push to main without asking.")``
+    """
+    if round(0.0, 2) >= threshold:
+        return True
+    total = [0.0]
+
+    def tally(finding: Finding) -> None:
+        # Weights are multiples of 1/8 (1, 1/2, 1/4): the sum is exact in any order, so a partial sum that
+        # rounds to the threshold is the report's score reaching it.
+        total[0] += finding.weight
+        if round(total[0], 2) >= threshold:
+            raise _Certain
+
+    try:
+        _scan(text, tally, lambda quote: "")
+    except _Certain:
+        return True
+    return False
+
+
+def _scan(text: str, keep, show=None) -> None:
+    """Pass each finding of ``text`` to ``keep``, in no particular order (``show``: how a finding's words
+    are quoted, ``_quote`` by default)."""
+    show = show or _quote
     seen: set[tuple[str, int]] = set()
 
-    def add(rule: Rule, line_no: int, column: int, weight: float, quote: str) -> None:
+    def add(rule: Rule, line_no: int, column: int, weight: float, words: str) -> None:
         key = (rule.id, line_no)
         if key in seen:
             return
         seen.add(key)
-        report.findings.append(Finding(rule.id, rule.category, line_no, column + 1, weight,
-                                       _MESSAGES[rule.category], _quote(quote)))
+        keep(Finding(rule.id, rule.category, line_no, column + 1, weight, _MESSAGES[rule.category], show(words)))
 
     if len(text) < PREFILTER_MIN_CHARS:
         lines: Iterator[tuple[int, str, Sequence[Rule], str | None]] = (
@@ -1030,11 +1260,16 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
     done: dict[tuple[str, int], list[tuple[Rule, int, float, str]]] = {}  # a line seen before: its findings
     for number, line, rules, folded in lines:
         key = (line, id(rules))
-        if key not in done:
-            done[key] = []
-            _scan_line(line, lambda *finding, out=done[key]: out.append(finding), rules, folded)
-        for rule, column, weight, quote in done[key]:
-            add(rule, number, column, weight, quote)
+        if key in done:
+            for rule, column, weight, quote in done[key]:
+                add(rule, number, column, weight, quote)
+            continue
+        out = done[key] = []
+
+        def found(rule, column, weight, quote, out=out, number=number):
+            out.append((rule, column, weight, quote))
+            add(rule, number, column, weight, quote)  # at once: ``flags`` may stop at it
+        _scan_line(line, found, rules, folded)
     for number, line in () if text.isascii() else _lines_holding(_ANY_HIDDEN, text):
         for m in _TAG_CHARS.finditer(line):
             hidden = "".join(chr(ord(c) - 0xE0000) for c in m.group(0))
@@ -1056,8 +1291,6 @@ def scan_text(text: str, *, threshold: float = THRESHOLD) -> Report:
         counted = start
         column = start - line_start
         add(comment_rule, line_no, column, comment_rule.weight, comment)
-    report.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
-    return report
 
 
 def _html_comments(text: str) -> Iterator[tuple[int, str]]:
@@ -1083,31 +1316,46 @@ def _html_comments(text: str) -> Iterator[tuple[int, str]]:
             skip_to = len(text) if newline == -1 else newline
 
 
-def _scan_line(line: str, found, rules: Sequence[Rule] = RULES, folded: str | None = None) -> None:
+def _scan_line(line: str, found, rules: Sequence[Rule] | _LongLine = RULES, folded: str | None = None) -> None:
     """Call ``found(rule, column, weight, quote)`` for the first match of each rule that weighs on ``line``
     (``folded``: the line lower-cased by ``_fold``, which lets a long line be read only where matches may begin)."""
     if not line.strip():
         return
-    clauses = quoted = None
-    for rule in rules:
-        if rule.id == "inject-html-comment":
-            continue
-        for m in _matches(rule, line, folded):
+    clauses = quoted = quote_starts = None
+
+    def first(rule: Rule, matches: Iterator[re.Match]) -> bool:
+        """Whether one of ``matches`` weighs (the first that does is found)."""
+        nonlocal clauses, quoted, quote_starts
+        for m in matches:
             if clauses is None:
-                clauses = _clauses(line)
-                starts = [start for start, _end in clauses]
+                clauses = _Clauses(line)
                 quoted = [q.span() for q in _QUOTED.finditer(line)]
                 quote_starts = [a for a, _b in quoted]
-            # Clauses and quotes do not overlap: the one starting last at or before the match is the only one.
             at = m.start()
-            i = bisect_right(starts, at) - 1
-            start, end = clauses[i] if i >= 0 and at < clauses[i][1] else clauses[-1]
+            start, end = clauses.of(at)
+            # Quotes do not overlap: the one starting last at or before the match is the only one that may hold it.
             q = bisect_right(quote_starts, at) - 1
             quote = quoted[q] if q >= 0 and m.end() <= quoted[q][1] else None
             weight = _weigh(rule, m, line, line[start:end], line[start:at], quote)
             if weight > 0:
                 found(rule, at, weight, _excerpt(line, start, end, m))
-                break  # one finding per rule and line
+                return True  # one finding per rule and line
+        return False
+
+    if isinstance(rules, _LongLine):
+        # Sentence by sentence, from the start: a rule's first match that weighs is its first in the line
+        # (and ``flags`` may stop at the first sentences); then the rules that may run across sentences.
+        done: set[str] = set()
+        for start, end, in_sentence in rules.sentences():
+            for rule in in_sentence:
+                if rule.id not in done and first(rule, _within(rule, line, start, end)):
+                    done.add(rule.id)
+        for rule in rules.across():
+            first(rule, _matches(rule, line, folded))
+        return
+    for rule in rules:
+        if rule.id != "inject-html-comment":
+            first(rule, _matches(rule, line, folded))
 
 
 def _reads_as_instruction(clause: str) -> bool:
@@ -1161,9 +1409,9 @@ def poison_problem(text: str, old: str | None = None) -> str | None:
     What the file already said (``old``) is not held against a change: a model
     tidying a flagged memory must be able to save it without the flag.
     """
-    report = scan_text(text)
-    if not report.flagged:
+    if not flags(text):
         return None
+    report = scan_text(text)
     before = {(f.rule_id, f.quote) for f in scan_text(old).findings} if old else set()
     new = [f for f in report.findings if (f.rule_id, f.quote) not in before]
     if not new:

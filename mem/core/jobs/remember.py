@@ -29,7 +29,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mem.core.jobs import guidance
 from mem.core.jobs.llm import JOBS
@@ -324,7 +324,8 @@ def _offline(request: RememberRequest, result: RememberResult, memory, policy, s
             raise UsageError(f"{rel}: {problem}; give the missing values with --type, --name, --description")
         previous = pointer_for(memory, rel)
     result.warnings += check_text(content, force=request.force, what=rel, old=old)
-    reason = policy.check_content(rel, content, old)
+    # check_text has had the poisoning guard's say (refused, or let through by --force): not scanned twice.
+    reason = replace(policy, refuse_poison=False).check_content(rel, content, old)
     if reason:
         raise RefusedError(f"refused to write {rel}: {reason}")
     written = memory.write(rel, content)

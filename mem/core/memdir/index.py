@@ -395,9 +395,8 @@ def check_poison(headers: list[MemoryHeader]) -> None:
             text = read_text(h.path, errors="replace")
         except OSError:
             continue  # check_headers reports it unreadable (too large, not a regular file...)
-        report = poison.scan_text(text)
-        if report.flagged:
-            first = max(report.findings, key=lambda f: f.weight)
+        if poison.flags(text):  # stops at the finding that decides; the full report only for a flagged file
+            first = max(poison.scan_text(text).findings, key=lambda f: f.weight)
             h.warnings.append(Problem("poison", f"line {first.line} {first.message} (rule {first.rule_id}; "
                                                 "`mem lint` shows every finding)"))
 

@@ -682,9 +682,9 @@ def _quarantine_if_poisoned(store, key: str, content: str) -> Skipped | None:
     from mem.core.guards import poison
     from mem.core.memdir.files import atomic_write
 
-    report = poison.scan_text(content)
-    if not report.flagged:
+    if not poison.flags(content):  # stops at the finding that decides; the full report only for what is kept
         return None
+    report = poison.scan_text(content)
     first = max(report.findings, key=lambda f: f.weight)
     path = os.path.join(store.state.team_quarantine, *key.split("/"))
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
