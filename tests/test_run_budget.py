@@ -258,6 +258,56 @@ def test_extract_honours_its_environment_budget(run_mem, memdir, fake_api, tmp_p
     assert fake_api.requests == [] and doc["cursor"]["after"] is None
 
 
+def test_extract_under_a_small_cap_makes_progress_every_run(run_mem, memdir, fake_api, tmp_path):
+    """A model that never stops reading, a cap that cuts the first window short: each run still moves
+    the cursor (the windows are sized to the cap, and a run's first window is not read again), and
+    over three runs every planted fact reaches a request."""
+    from fakeapi import message, tool_use_block
+    from sessions import write_session
+
+    from mem.core.transcripts import read_transcript
+
+    seeded(memdir)
+    path = tmp_path / "s.jsonl"
+    facts = write_session(str(path), target_bytes=200_000, fact_every=2)
+    uuids = [m.uuid for m in read_transcript(str(path)).messages]
+    fake_api.respond_with(lambda body: message([tool_use_block("read", {"file_path": "notes.md"})],
+                                               stop_reason="tool_use"))
+    cursors, done = [None], 0
+    for _ in range(3):
+        r = run_mem("extract", "--transcript", str(path), "--json", "--budget", "40k")
+        assert r.returncode in (0, 6), r.stderr
+        doc = json.loads(r.stdout)
+        assert sum(q["input_tokens"] for q in fake_api.requests[done:]) <= 40_000
+        done = len(fake_api.requests)
+        assert doc["cursor"]["before"] == cursors[-1]
+        cursors.append(doc["cursor"]["after"])
+        if doc["cursor"]["after"] == uuids[-1]:
+            break
+        assert doc["cut_short"] is True and "the cursor moved past it" in r.stderr
+        assert uuids.index(cursors[-1]) > (uuids.index(cursors[-2]) if cursors[-2] else -1)
+    assert cursors[-1] == uuids[-1], cursors
+    sent = [json.dumps(q["body"]["messages"]) for q in fake_api.requests]
+    assert [f for f in facts if not any(f in s for s in sent)] == []
+    assert_valid(run_mem, memdir)
+
+
+def test_extract_under_a_cap_too_small_for_a_window_says_so(run_mem, memdir, fake_api, tmp_path):
+    from fakeapi import message
+    from sessions import write_session
+
+    seeded(memdir)
+    path = tmp_path / "s.jsonl"
+    write_session(str(path), target_bytes=20_000)
+    fake_api.respond_with(lambda body: message([{"type": "text", "text": "Nothing worth saving."}]))
+    r = run_mem("extract", "--transcript", str(path), "--json", "--budget", "8k")
+    assert r.returncode == 6 and fake_api.requests == []
+    doc = json.loads(r.stdout)
+    assert doc["budget_needs"] > 8_000 and doc["cursor"]["after"] is None
+    assert (f"not started: the input cap (8k, --budget) is below what the smallest window needs "
+            f"(~{doc['budget_needs']:,} input tokens") in r.stderr
+
+
 # --- mem cost ------------------------------------------------------------------------------------
 
 
