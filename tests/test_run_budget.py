@@ -365,4 +365,28 @@ def test_session_update_honours_its_environment_budget(run_mem, tmp_path, fake_a
     assert r.returncode == 6, r.stderr
     doc = json.loads(r.stdout)
     assert doc["stopped_at_budget"] is True and doc["budget"]["source"] == "MEM_BUDGET_SESSION"
+
+
+def test_the_session_notes_stop_hook_honours_its_budget_option(run_mem, tmp_path, fake_api):
+    from fakeapi import message
+
+    from mem.core import session
+
+    sid = "63ec8da7-3d1c-4d82-927e-992a0039be2f"
+    path = Path(session.notes_path(sid, str(tmp_path)))
+    session.init(str(path), session.DEFAULT_TEMPLATE)
+    before = path.read_text()
+    transcript = tmp_path / "s.jsonl"  # the recorded session and one long prompt: an update is due
+    long_prompt = {"type": "user", "message": {"role": "user", "content": "Remember the ETL runbook. " * 3_000},
+                   "uuid": "5d1c8e2a-0000-4000-8000-000000000001", "timestamp": "2026-11-22T02:00:00.000Z",
+                   "sessionId": sid, "cwd": str(tmp_path)}
+    transcript.write_text((Path(__file__).parent / "fixtures" / "session" / "06-compact.jsonl").read_text()
+                          + json.dumps(long_prompt) + "\n")
+    fake_api.respond_with(lambda body: message([{"type": "text", "text": "Nothing to change."}]))
+    payload = json.dumps({"session_id": sid, "hook_event_name": "Stop", "cwd": str(tmp_path),
+                          "transcript_path": str(transcript)})
+    r = run_mem("session", "update", "--hook", "--budget", "500", input=payload)
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    assert "stopped at its budget" in r.stderr
+    assert fake_api.requests == [] and path.read_text() == before
     assert fake_api.requests == [] and path.read_text() == before
