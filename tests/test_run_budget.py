@@ -81,6 +81,17 @@ def test_bad_budgets_are_refused(text):
     assert "\n" not in str(exc.value)
 
 
+def test_every_size_with_two_decimals_is_a_whole_number_of_tokens():
+    from mem.core.jobs.budget import parse_budget
+
+    for unit, size in (("k", 1_000), ("M", 1_000_000)):
+        for hundredths in range(1, 1_000):
+            text = f"{hundredths // 100}.{hundredths % 100:02d}{unit}"
+            assert parse_budget(text).input == hundredths * size // 100, text
+    with pytest.raises(ValueError, match="whole number"):
+        parse_budget("0.0005k")
+
+
 def test_the_option_wins_over_the_environment_which_wins_over_the_default():
     from mem.core.jobs.budget import Caps, caps_for
 
