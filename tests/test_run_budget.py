@@ -364,6 +364,35 @@ def test_remember_stops_at_its_budget_with_the_memory_it_saved_indexed(run_mem, 
     assert events("remember")[-1]["outcome"] == "budget"
 
 
+def test_a_failed_attempt_the_server_counted_is_charged_and_the_retry_checked(run_mem, memdir, fake_api):
+    """A 500 whose answer reports usage: those tokens are spent, and the retry is not sent when they
+    leave it no room under the cap."""
+    from fakeapi import error_body
+
+    seeded(memdir)
+    fake_api.reply({**error_body("api_error", "the backend fell over"),
+                    "usage": {"input_tokens": 38_000, "output_tokens": 0}}, status=500)
+    fake_api.reply_text("Nothing to save.")
+    r = run_mem("remember", "--budget", "40k", "I review PRs on Tuesdays")
+    assert len(fake_api.requests) == 1 and fake_api.requests[0]["input_tokens"] > 2_000  # no room for a retry
+    assert r.returncode == 1 and "stopped at its budget (input 40k tokens, --budget; spent 38,000 in" in r.stderr
+
+
+def test_a_failed_attempt_is_charged_before_a_retry_that_fits(run_mem, memdir, fake_api):
+    from fakeapi import error_body
+
+    seeded(memdir)
+    fake_api.reply({**error_body("api_error", "the backend fell over"),
+                    "usage": {"input_tokens": 5_000, "output_tokens": 0}}, status=500)
+    fake_api.reply_tool_use("write", {"file_path": "review-day.md", "content": REVIEW})
+    fake_api.reply_text("Saved.")
+    r = run_mem("remember", "--json", "--budget", "300k", "I review PRs on Tuesdays")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(fake_api.requests) == 3 and doc["saved"] == ["review-day.md"]
+    assert doc["budget"]["spent_input_tokens"] == 5_000 + sum(q["input_tokens"] for q in fake_api.requests[1:])
+
+
 def test_session_update_honours_its_environment_budget(run_mem, tmp_path, fake_api):
     from mem.core import session
 
