@@ -95,6 +95,19 @@ def test_gemini_settings_keep_their_comments_and_the_users_hook(homes, mem_exe):
     assert ours(json.loads(re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S))) == {"BeforeAgent": []}
 
 
+def test_only_and_without_take_gemini_clis_own_event_names(homes, mem_exe):
+    r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe, "--only", "BeforeAgent")
+    assert r.exit_code == 0, r.output
+    assert ours(json.loads(homes["gemini"].read_text())) == {"BeforeAgent": [f"{mem_exe} recall --hook"]}
+    r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe, "--without", "AfterAgent")
+    assert r.exit_code == 0, r.output
+    assert set(ours(json.loads(homes["gemini"].read_text()))) == {"SessionStart", "BeforeAgent"}
+    r = invoke("hooks", "uninstall", "--client", "gemini", "--only", "BeforeAgent")
+    assert r.exit_code == 0 and "removed BeforeAgent hooks" in r.stderr
+    r = invoke("hooks", "install", "--client", "claude", "--mem", mem_exe, "--only", "BeforeAgent")
+    assert r.exit_code == 2 and "mem installs no BeforeAgent hook for claude" in r.stderr
+
+
 def test_a_codex_hooks_file_of_the_users_is_kept(homes, mem_exe):
     mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
                       "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard"}]}]}}

@@ -11,11 +11,14 @@ from mem import render
 from mem.cli.common import format_options
 from mem.core.hooks import EVENTS
 
+#: The clients whose hooks mem installs.
+CLIENTS = ("claude", "qwen", "codex", "gemini")
+
 
 def target_options(f: Callable) -> Callable:
     """--client, --scope, --project."""
 
-    @click.option("--client", type=click.Choice(("claude", "qwen", "codex", "gemini")), default="claude",
+    @click.option("--client", type=click.Choice(CLIENTS), default="claude",
                   show_default=True,
                   help="Claude Code (~/.claude/settings.json), qwen-code (~/.qwen/settings.json), Codex CLI "
                        "(~/.codex/hooks.json) or Gemini CLI (~/.gemini/settings.json).")
@@ -31,12 +34,22 @@ def target_options(f: Callable) -> Callable:
     return wrapper
 
 
-def event_options(f: Callable) -> Callable:
-    """--only / --without EVENT, repeatable."""
+def _event_names() -> tuple[str, ...]:
+    """Claude Code's event names, then each client's own names for them (Gemini CLI's BeforeAgent)."""
+    from mem.clients import named
 
-    @click.option("--only", multiple=True, type=click.Choice(EVENTS), metavar="EVENT",
-                  help="Only this hook event (repeatable): SessionStart, UserPromptSubmit, PreToolUse, Stop, PreCompact.")
-    @click.option("--without", multiple=True, type=click.Choice(EVENTS), metavar="EVENT",
+    theirs = [name for client in CLIENTS for name in getattr(named(client), "HOOK_EVENTS", {})]
+    return tuple(dict.fromkeys((*EVENTS, *theirs)))
+
+
+def event_options(f: Callable) -> Callable:
+    """--only / --without EVENT, repeatable: Claude Code's name of the event or the client's own."""
+    names = _event_names()
+
+    @click.option("--only", multiple=True, type=click.Choice(names), metavar="EVENT",
+                  help="Only this hook event (repeatable): SessionStart, UserPromptSubmit, PreToolUse, Stop, "
+                       "PreCompact, or the client's own name for it (Gemini CLI: BeforeAgent, AfterAgent).")
+    @click.option("--without", multiple=True, type=click.Choice(names), metavar="EVENT",
                   help="Every hook event but this one (repeatable).")
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
