@@ -138,6 +138,9 @@ def test_project_scope_is_the_projects_dot_directory(homes, mem_exe, tmp_path):
                    "--mem", mem_exe)
         assert r.exit_code == 0, r.output
         assert ours(json.loads((repo / rel).read_text()))
+        # no --scope local for these clients: the advice is the user's own file
+        assert "is usually checked in" in r.stderr and "--scope local" not in r.stderr
+        assert "--scope user keeps them out of the project" in r.stderr
 
 
 @pytest.fixture

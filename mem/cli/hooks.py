@@ -113,8 +113,12 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     change = install.plan(client, scope, install=True, events=events, mem=install.mem_words(mem_path),
                           project=project)
     if scope == "project":
-        render.warn(f"{change.path} is usually checked in: its hooks name this machine's mem; "
-                    "--scope local keeps them to you")
+        from mem.clients import named
+
+        # only Claude Code has a scope for this project alone; elsewhere the user's file keeps them out
+        instead = "local keeps them to you" if "local" in named(client).SETTINGS_SCOPES else \
+            "user keeps them out of the project"
+        render.warn(f"{change.path} is usually checked in: its hooks name this machine's mem; --scope {instead}")
     status = _finish(change, dry_run, fmt, "installed")
     _warn_elsewhere(client, events)
     if change.changed and not dry_run:
