@@ -14,12 +14,14 @@ SHELLS = ("bash", "zsh", "fish")
 
 
 def script(shell: str) -> str:
-    """The completion script for ``shell``: what click emits for _MEM_COMPLETE=<shell>_source (completions/)."""
+    """The completion script for ``shell`` (completions/): what click emits for _MEM_COMPLETE=<shell>_source,
+    with the header line that marks it as mem's (``completions.HEADER``)."""
     from click.shell_completion import get_completion_class
 
     from mem.cli import cli
+    from mem.core.completions import with_header
 
-    return get_completion_class(shell)(cli, {}, "mem", "_MEM_COMPLETE").source()
+    return with_header(get_completion_class(shell)(cli, {}, "mem", "_MEM_COMPLETE").source())
 
 
 @click.command("complete", short_help="Print or install the shell completion of mem.")
@@ -39,8 +41,10 @@ def complete_cmd(shells: tuple[str, ...], install: bool, dry_run: bool, fmt: str
     and ~/.local/share/zsh/site-functions/_mem, atomically. zsh reads that
     one once its directory is on fpath: add
     `fpath=(~/.local/share/zsh/site-functions $fpath)` before compinit in
-    ~/.zshrc (--install says so when zsh lacks it). A file there that is not
-    mem's is left alone (exit 4). mem doctor checks that each shell finds it.
+    ~/.zshrc (--install says so when zsh lacks it). A file there that mem did
+    not write is kept as FILE~ when it loads mem's completion (names
+    _MEM_COMPLETE), else left alone (exit 4). mem doctor checks that each
+    shell finds it.
 
     \b
     Example:
@@ -65,10 +69,12 @@ def complete_cmd(shells: tuple[str, ...], install: bool, dry_run: bool, fmt: str
         render.out_record({"files": [p.as_dict() for p in placed], "dry_run": dry_run}, fmt)
     elif dry_run:
         for p in placed:
-            render.out(f"{'would write' if p.action != 'unchanged' else 'unchanged'} {p.path} ({p.shell})")
+            render.out(f"{'would write' if p.action != 'unchanged' else 'unchanged'} {p.path} ({p.shell})"
+                       + (f", keeping the file there as {p.backup}" if p.backup else ""))
     else:
         for p in placed:
-            render.info(f"{p.shell}: {p.path} {p.action}")
+            render.info(f"{p.shell}: {p.path} {p.action}"
+                        + (f" (mem did not write the file there: it is kept as {p.backup})" if p.backup else ""))
         if "zsh" in shells and not dry_run:
             from mem.core.doctor import zsh_report
 
