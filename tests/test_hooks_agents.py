@@ -47,8 +47,9 @@ def homes(isolated_env, monkeypatch):
 
 
 def ours(data: dict) -> dict[str, list[str]]:
-    return {event: [h["command"] for g in groups for h in g["hooks"] if install.launcher(h["command"])]
-            for event, groups in data.get("hooks", {}).items()}
+    return {event: [h["command"] for g in groups if isinstance(g, dict) for h in g["hooks"]
+                    if install.launcher(h["command"])]
+            for event, groups in data.get("hooks", {}).items() if isinstance(groups, list)}
 
 
 @pytest.mark.parametrize("client", ["codex", "gemini"])
@@ -106,6 +107,28 @@ def test_only_and_without_take_gemini_clis_own_event_names(homes, mem_exe):
     assert r.exit_code == 0 and "removed BeforeAgent hooks" in r.stderr
     r = invoke("hooks", "install", "--client", "claude", "--mem", mem_exe, "--only", "BeforeAgent")
     assert r.exit_code == 2 and "mem installs no BeforeAgent hook for claude" in r.stderr
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="mem/core/install.py (read_settings, entries, wrapped_entries) still refuses a "
+                          "non-list member of hooks; the change is in the fixes branch's report: drop this mark with it")
+def test_an_older_gemini_clis_hooks_settings_are_left_alone(homes, mem_exe):
+    """Gemini CLI before hooksConfig kept its switches in "hooks" ("enabled": true, "disabled":
+    [names]; google-gemini/gemini-cli#14225, #17831): settings mem leaves as they are, not events."""
+    homes["gemini"].parent.mkdir(parents=True)
+    homes["gemini"].write_text('{"hooks": {"enabled": true, "disabled": ["~/bin/old-hook"]}}\n')
+    r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe)
+    assert r.exit_code == 0, r.output
+    data = json.loads(homes["gemini"].read_text())
+    assert data["hooks"]["enabled"] is True and data["hooks"]["disabled"] == ["~/bin/old-hook"]
+    assert ours(data)["BeforeAgent"] == [f"{mem_exe} recall --hook"]
+    assert invoke("hooks", "status", "--client", "gemini").exit_code == 0
+    assert invoke("hooks", "uninstall", "--client", "gemini").exit_code == 0
+    assert json.loads(homes["gemini"].read_text()) == {"hooks": {"enabled": True, "disabled": ["~/bin/old-hook"]}}
+    # an event mem writes that is not a list is still refused
+    homes["gemini"].write_text('{"hooks": {"BeforeAgent": {"command": "x"}}}\n')
+    r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe)
+    assert r.exit_code == 4 and "hooks.BeforeAgent is not a list" in r.stderr
 
 
 def test_a_codex_hooks_file_of_the_users_is_kept(homes, mem_exe):
