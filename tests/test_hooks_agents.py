@@ -97,6 +97,11 @@ def test_gemini_settings_keep_their_comments_and_the_users_hook(homes, mem_exe):
 
 
 def test_only_and_without_take_gemini_clis_own_event_names(homes, mem_exe):
+    from mem.cli.hooks import CLIENT_EVENT_NAMES, CLIENTS
+    from mem.clients import named
+
+    theirs = {name for client in CLIENTS for name in getattr(named(client), "HOOK_EVENTS", {})}
+    assert set(CLIENT_EVENT_NAMES) == theirs
     r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe, "--only", "BeforeAgent")
     assert r.exit_code == 0, r.output
     assert ours(json.loads(homes["gemini"].read_text())) == {"BeforeAgent": [f"{mem_exe} recall --hook"]}

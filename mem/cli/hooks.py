@@ -34,17 +34,14 @@ def target_options(f: Callable) -> Callable:
     return wrapper
 
 
-def _event_names() -> tuple[str, ...]:
-    """Claude Code's event names, then each client's own names for them (Gemini CLI's BeforeAgent)."""
-    from mem.clients import named
-
-    theirs = [name for client in CLIENTS for name in getattr(named(client), "HOOK_EVENTS", {})]
-    return tuple(dict.fromkeys((*EVENTS, *theirs)))
+#: The clients' own names of those events (mem.clients.gemini.HOOK_EVENTS; tests/test_hooks_agents.py
+#: holds them equal), written out: importing every client module here would slow each TAB completion.
+CLIENT_EVENT_NAMES = ("BeforeAgent", "AfterAgent", "PreCompress")
 
 
 def event_options(f: Callable) -> Callable:
     """--only / --without EVENT, repeatable: Claude Code's name of the event or the client's own."""
-    names = _event_names()
+    names = (*EVENTS, *CLIENT_EVENT_NAMES)
 
     @click.option("--only", multiple=True, type=click.Choice(names), metavar="EVENT",
                   help="Only this hook event (repeatable): SessionStart, UserPromptSubmit, PreToolUse, Stop, "
