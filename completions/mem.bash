@@ -1,3 +1,4 @@
+# mem's shell completion, written by `mem complete`: mem complete --install replaces this file
 _mem_completion() {
     local IFS=$'\n'
     local response

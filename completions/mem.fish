@@ -1,3 +1,4 @@
+# mem's shell completion, written by `mem complete`: mem complete --install replaces this file
 function _mem_completion;
     set -l response (env _MEM_COMPLETE=fish_complete COMP_WORDS=(commandline -cp) COMP_CWORD=(commandline -t) mem);
 

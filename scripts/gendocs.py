@@ -490,8 +490,9 @@ def completions() -> dict[Path, str]:
     out = {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("_MEM_COMPLETE")}
     for shell, filename in COMPLETIONS.items():
+        # `mem complete SHELL`: click's script with the header line that marks the file as mem's
         proc = subprocess.run(
-            [sys.executable, "-m", PROG], env={**env, "_MEM_COMPLETE": f"{shell}_source"},
+            [sys.executable, "-m", PROG, "complete", shell], env=env,
             cwd=ROOT, capture_output=True, text=True, timeout=60,
         )
         if proc.returncode != 0 or not proc.stdout.strip():

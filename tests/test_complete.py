@@ -52,6 +52,29 @@ def _umask() -> int:
     return mask
 
 
+def test_a_users_file_that_loads_mems_completion_is_kept(run_mem, isolated_env):
+    where = isolated_env / ".local/share/bash-completion/completions"
+    where.mkdir(parents=True)
+    mine = 'eval "$(_MEM_COMPLETE=bash_source mem)"\ncomplete -F _mem_completion -o default m\nalias m=mem\n'
+    (where / "mem").write_text(mine)
+    r = run_mem("complete", "--install", "--json", "bash")
+    assert r.returncode == 0, r.stderr
+    placed = json.loads(r.stdout)["files"][0]
+    assert placed["action"] == "replaced" and placed["backup"] == str(where / "mem~")
+    assert (where / "mem~").read_text() == mine
+    assert (where / "mem").read_text() == (ROOT / "completions/mem.bash").read_text()
+    # mem's own file, replaced without a backup; a second backup is not written over the first
+    r = run_mem("complete", "--install", "--json", "bash")
+    assert json.loads(r.stdout)["files"][0] == {"shell": "bash", "path": str(where / "mem"),
+                                                "action": "unchanged", "backup": None}
+    (where / "mem").write_text(mine)
+    r = run_mem("complete", "--install", "bash")
+    assert r.returncode == 4 and "mem~ exists" in r.stderr and (where / "mem").read_text() == mine
+    # the header is the zsh script's second line: #compdef must stay first
+    zsh = (ROOT / "completions/_mem").read_text().splitlines()
+    assert zsh[0] == "#compdef mem" and zsh[1].startswith("# mem's shell completion, written by `mem complete`")
+
+
 def test_install_replaces_mem_s_own_file_and_refuses_anyone_elses(run_mem, isolated_env):
     where = isolated_env / ".local/share/bash-completion/completions"
     where.mkdir(parents=True)

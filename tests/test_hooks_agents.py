@@ -47,8 +47,9 @@ def homes(isolated_env, monkeypatch):
 
 
 def ours(data: dict) -> dict[str, list[str]]:
-    return {event: [h["command"] for g in groups for h in g["hooks"] if install.launcher(h["command"])]
-            for event, groups in data.get("hooks", {}).items()}
+    return {event: [h["command"] for g in groups if isinstance(g, dict) for h in g["hooks"]
+                    if install.launcher(h["command"])]
+            for event, groups in data.get("hooks", {}).items() if isinstance(groups, list)}
 
 
 @pytest.mark.parametrize("client", ["codex", "gemini"])
@@ -95,6 +96,46 @@ def test_gemini_settings_keep_their_comments_and_the_users_hook(homes, mem_exe):
     assert ours(json.loads(re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S))) == {"BeforeAgent": []}
 
 
+def test_only_and_without_take_gemini_clis_own_event_names(homes, mem_exe):
+    from mem.cli.hooks import CLIENT_EVENT_NAMES, CLIENTS
+    from mem.clients import named
+
+    theirs = {name for client in CLIENTS for name in getattr(named(client), "HOOK_EVENTS", {})}
+    assert set(CLIENT_EVENT_NAMES) == theirs
+    r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe, "--only", "BeforeAgent")
+    assert r.exit_code == 0, r.output
+    assert ours(json.loads(homes["gemini"].read_text())) == {"BeforeAgent": [f"{mem_exe} recall --hook"]}
+    r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe, "--without", "AfterAgent")
+    assert r.exit_code == 0, r.output
+    assert set(ours(json.loads(homes["gemini"].read_text()))) == {"SessionStart", "BeforeAgent"}
+    r = invoke("hooks", "uninstall", "--client", "gemini", "--only", "BeforeAgent")
+    assert r.exit_code == 0 and "removed BeforeAgent hooks" in r.stderr
+    r = invoke("hooks", "install", "--client", "claude", "--mem", mem_exe, "--only", "BeforeAgent")
+    assert r.exit_code == 2 and "mem installs no BeforeAgent hook for claude" in r.stderr
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="mem/core/install.py (read_settings, entries, wrapped_entries) still refuses a "
+                          "non-list member of hooks; the change is in the fixes branch's report: drop this mark with it")
+def test_an_older_gemini_clis_hooks_settings_are_left_alone(homes, mem_exe):
+    """Gemini CLI before hooksConfig kept its switches in "hooks" ("enabled": true, "disabled":
+    [names]; google-gemini/gemini-cli#14225, #17831): settings mem leaves as they are, not events."""
+    homes["gemini"].parent.mkdir(parents=True)
+    homes["gemini"].write_text('{"hooks": {"enabled": true, "disabled": ["~/bin/old-hook"]}}\n')
+    r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe)
+    assert r.exit_code == 0, r.output
+    data = json.loads(homes["gemini"].read_text())
+    assert data["hooks"]["enabled"] is True and data["hooks"]["disabled"] == ["~/bin/old-hook"]
+    assert ours(data)["BeforeAgent"] == [f"{mem_exe} recall --hook"]
+    assert invoke("hooks", "status", "--client", "gemini").exit_code == 0
+    assert invoke("hooks", "uninstall", "--client", "gemini").exit_code == 0
+    assert json.loads(homes["gemini"].read_text()) == {"hooks": {"enabled": True, "disabled": ["~/bin/old-hook"]}}
+    # an event mem writes that is not a list is still refused
+    homes["gemini"].write_text('{"hooks": {"BeforeAgent": {"command": "x"}}}\n')
+    r = invoke("hooks", "install", "--client", "gemini", "--mem", mem_exe)
+    assert r.exit_code == 4 and "hooks.BeforeAgent is not a list" in r.stderr
+
+
 def test_a_codex_hooks_file_of_the_users_is_kept(homes, mem_exe):
     mine = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
                       "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard"}]}]}}
@@ -125,6 +166,9 @@ def test_project_scope_is_the_projects_dot_directory(homes, mem_exe, tmp_path):
                    "--mem", mem_exe)
         assert r.exit_code == 0, r.output
         assert ours(json.loads((repo / rel).read_text()))
+        # no --scope local for these clients: the advice is the user's own file
+        assert "is usually checked in" in r.stderr and "--scope local" not in r.stderr
+        assert "--scope user keeps them out of the project" in r.stderr
 
 
 @pytest.fixture

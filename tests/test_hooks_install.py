@@ -167,6 +167,9 @@ def test_scopes_name_the_clients_files(isolated_env, tmp_path, mem_exe):
     assert our_commands(json.loads((repo / ".claude" / "settings.local.json").read_text()))
     r = invoke("hooks", "install", "--scope", "project", "--project", str(repo), "--mem", mem_exe)
     assert r.exit_code == 0 and "--scope local keeps them to you" in r.stderr
+    r = invoke("hooks", "install", "--client", "qwen", "--scope", "project", "--project", str(repo), "--mem", mem_exe)
+    assert r.exit_code == 0 and "--scope local" not in r.stderr  # qwen-code has no local scope
+    assert "--scope user keeps them out of the project" in r.stderr
     assert invoke("hooks", "install", "--client", "qwen", "--mem", mem_exe).exit_code == 0
     qwen = json.loads((isolated_env / ".qwen" / "settings.json").read_text())
     assert our_commands(qwen) == [("SessionStart", None, f"{shlex.quote(mem_exe)} prompt --hook"),

@@ -70,6 +70,34 @@ def test_a_second_malformed_tool_call_fails_the_run_and_writes_nothing(fake_open
     assert run.created == [] and sorted(p.name for p in Path(memdir).iterdir()) == []
 
 
+def test_both_requests_of_a_corrective_turn_are_counted_and_charged(fake_openai, memdir):
+    from mem.core.jobs.budget import Caps, Spend
+
+    fake_openai.reply_malformed_tool_call("write")
+    fake_openai.reply_tool_call("write", {"file_path": "deploy.md", "content": FILE})
+    fake_openai.reply_text("Saved.")
+    spend = Spend(Caps(None, None))
+    model = llm.model_for("extract")
+    run = run_agent(model, system="Save what matters.", messages="The session.", toolbox=ToolBox(MemoryDir(memdir)),
+                    max_turns=3, deadline_s=30.0, retries=0, spend=spend)
+    sent = sum(r["prompt_tokens"] for r in fake_openai.requests if r["method"] == "POST")
+    assert run.error is None and len([r for r in fake_openai.requests if r["method"] == "POST"]) == 3
+    assert run.usage.input_tokens == spend.input == sent
+
+
+def test_a_failed_corrective_turn_is_charged_too(fake_openai, memdir):
+    from mem.core.jobs.budget import Caps, Spend
+
+    fake_openai.reply_malformed_tool_call("write", '{"file_path": "deploy.md", "content": "---\\nname')
+    fake_openai.reply_malformed_tool_call("write", "not json at all")
+    spend = Spend(Caps(None, None))
+    model = llm.model_for("extract")
+    run = run_agent(model, system="Save what matters.", messages="The session.", toolbox=ToolBox(MemoryDir(memdir)),
+                    max_turns=3, deadline_s=30.0, retries=0, spend=spend)
+    assert run.error_kind == "bad_response"
+    assert spend.input == sum(r["prompt_tokens"] for r in fake_openai.requests if r["method"] == "POST") > 0
+
+
 def test_missing_usage_is_estimated_and_says_so(fake_openai, memdir):
     fake_openai.usage = False
     fake_openai.reply_text("Nothing to save.")

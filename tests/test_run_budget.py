@@ -81,6 +81,17 @@ def test_bad_budgets_are_refused(text):
     assert "\n" not in str(exc.value)
 
 
+def test_every_size_with_two_decimals_is_a_whole_number_of_tokens():
+    from mem.core.jobs.budget import parse_budget
+
+    for unit, size in (("k", 1_000), ("M", 1_000_000)):
+        for hundredths in range(1, 1_000):
+            text = f"{hundredths // 100}.{hundredths % 100:02d}{unit}"
+            assert parse_budget(text).input == hundredths * size // 100, text
+    with pytest.raises(ValueError, match="whole number"):
+        parse_budget("0.0005k")
+
+
 def test_the_option_wins_over_the_environment_which_wins_over_the_default():
     from mem.core.jobs.budget import Caps, caps_for
 
@@ -258,6 +269,56 @@ def test_extract_honours_its_environment_budget(run_mem, memdir, fake_api, tmp_p
     assert fake_api.requests == [] and doc["cursor"]["after"] is None
 
 
+def test_extract_under_a_small_cap_makes_progress_every_run(run_mem, memdir, fake_api, tmp_path):
+    """A model that never stops reading, a cap that cuts the first window short: each run still moves
+    the cursor (the windows are sized to the cap, and a run's first window is not read again), and
+    over three runs every planted fact reaches a request."""
+    from fakeapi import message, tool_use_block
+    from sessions import write_session
+
+    from mem.core.transcripts import read_transcript
+
+    seeded(memdir)
+    path = tmp_path / "s.jsonl"
+    facts = write_session(str(path), target_bytes=200_000, fact_every=2)
+    uuids = [m.uuid for m in read_transcript(str(path)).messages]
+    fake_api.respond_with(lambda body: message([tool_use_block("read", {"file_path": "notes.md"})],
+                                               stop_reason="tool_use"))
+    cursors, done = [None], 0
+    for _ in range(3):
+        r = run_mem("extract", "--transcript", str(path), "--json", "--budget", "40k")
+        assert r.returncode in (0, 6), r.stderr
+        doc = json.loads(r.stdout)
+        assert sum(q["input_tokens"] for q in fake_api.requests[done:]) <= 40_000
+        done = len(fake_api.requests)
+        assert doc["cursor"]["before"] == cursors[-1]
+        cursors.append(doc["cursor"]["after"])
+        if doc["cursor"]["after"] == uuids[-1]:
+            break
+        assert doc["cut_short"] is True and "the cursor moved past it" in r.stderr
+        assert uuids.index(cursors[-1]) > (uuids.index(cursors[-2]) if cursors[-2] else -1)
+    assert cursors[-1] == uuids[-1], cursors
+    sent = [json.dumps(q["body"]["messages"]) for q in fake_api.requests]
+    assert [f for f in facts if not any(f in s for s in sent)] == []
+    assert_valid(run_mem, memdir)
+
+
+def test_extract_under_a_cap_too_small_for_a_window_says_so(run_mem, memdir, fake_api, tmp_path):
+    from fakeapi import message
+    from sessions import write_session
+
+    seeded(memdir)
+    path = tmp_path / "s.jsonl"
+    write_session(str(path), target_bytes=20_000)
+    fake_api.respond_with(lambda body: message([{"type": "text", "text": "Nothing worth saving."}]))
+    r = run_mem("extract", "--transcript", str(path), "--json", "--budget", "8k")
+    assert r.returncode == 6 and fake_api.requests == []
+    doc = json.loads(r.stdout)
+    assert doc["budget_needs"] > 8_000 and doc["cursor"]["after"] is None
+    assert (f"not started: the input cap (8k, --budget) is below what the smallest window needs "
+            f"(~{doc['budget_needs']:,} input tokens") in r.stderr
+
+
 # --- mem cost ------------------------------------------------------------------------------------
 
 
@@ -303,6 +364,35 @@ def test_remember_stops_at_its_budget_with_the_memory_it_saved_indexed(run_mem, 
     assert events("remember")[-1]["outcome"] == "budget"
 
 
+def test_a_failed_attempt_the_server_counted_is_charged_and_the_retry_checked(run_mem, memdir, fake_api):
+    """A 500 whose answer reports usage: those tokens are spent, and the retry is not sent when they
+    leave it no room under the cap."""
+    from fakeapi import error_body
+
+    seeded(memdir)
+    fake_api.reply({**error_body("api_error", "the backend fell over"),
+                    "usage": {"input_tokens": 38_000, "output_tokens": 0}}, status=500)
+    fake_api.reply_text("Nothing to save.")
+    r = run_mem("remember", "--budget", "40k", "I review PRs on Tuesdays")
+    assert len(fake_api.requests) == 1 and fake_api.requests[0]["input_tokens"] > 2_000  # no room for a retry
+    assert r.returncode == 1 and "stopped at its budget (input 40k tokens, --budget; spent 38,000 in" in r.stderr
+
+
+def test_a_failed_attempt_is_charged_before_a_retry_that_fits(run_mem, memdir, fake_api):
+    from fakeapi import error_body
+
+    seeded(memdir)
+    fake_api.reply({**error_body("api_error", "the backend fell over"),
+                    "usage": {"input_tokens": 5_000, "output_tokens": 0}}, status=500)
+    fake_api.reply_tool_use("write", {"file_path": "review-day.md", "content": REVIEW})
+    fake_api.reply_text("Saved.")
+    r = run_mem("remember", "--json", "--budget", "300k", "I review PRs on Tuesdays")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(fake_api.requests) == 3 and doc["saved"] == ["review-day.md"]
+    assert doc["budget"]["spent_input_tokens"] == 5_000 + sum(q["input_tokens"] for q in fake_api.requests[1:])
+
+
 def test_session_update_honours_its_environment_budget(run_mem, tmp_path, fake_api):
     from mem.core import session
 
@@ -315,4 +405,28 @@ def test_session_update_honours_its_environment_budget(run_mem, tmp_path, fake_a
     assert r.returncode == 6, r.stderr
     doc = json.loads(r.stdout)
     assert doc["stopped_at_budget"] is True and doc["budget"]["source"] == "MEM_BUDGET_SESSION"
+
+
+def test_the_session_notes_stop_hook_honours_its_budget_option(run_mem, tmp_path, fake_api):
+    from fakeapi import message
+
+    from mem.core import session
+
+    sid = "63ec8da7-3d1c-4d82-927e-992a0039be2f"
+    path = Path(session.notes_path(sid, str(tmp_path)))
+    session.init(str(path), session.DEFAULT_TEMPLATE)
+    before = path.read_text()
+    transcript = tmp_path / "s.jsonl"  # the recorded session and one long prompt: an update is due
+    long_prompt = {"type": "user", "message": {"role": "user", "content": "Remember the ETL runbook. " * 3_000},
+                   "uuid": "5d1c8e2a-0000-4000-8000-000000000001", "timestamp": "2026-11-22T02:00:00.000Z",
+                   "sessionId": sid, "cwd": str(tmp_path)}
+    transcript.write_text((Path(__file__).parent / "fixtures" / "session" / "06-compact.jsonl").read_text()
+                          + json.dumps(long_prompt) + "\n")
+    fake_api.respond_with(lambda body: message([{"type": "text", "text": "Nothing to change."}]))
+    payload = json.dumps({"session_id": sid, "hook_event_name": "Stop", "cwd": str(tmp_path),
+                          "transcript_path": str(transcript)})
+    r = run_mem("session", "update", "--hook", "--budget", "500", input=payload)
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    assert "stopped at its budget" in r.stderr
+    assert fake_api.requests == [] and path.read_text() == before
     assert fake_api.requests == [] and path.read_text() == before

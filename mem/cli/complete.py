@@ -14,12 +14,14 @@ SHELLS = ("bash", "zsh", "fish")
 
 
 def script(shell: str) -> str:
-    """The completion script for ``shell``: what click emits for _MEM_COMPLETE=<shell>_source (completions/)."""
+    """The completion script for ``shell`` (completions/): what click emits for _MEM_COMPLETE=<shell>_source,
+    with the header line that marks it as mem's (``completions.HEADER``)."""
     from click.shell_completion import get_completion_class
 
     from mem.cli import cli
+    from mem.core.completions import with_header
 
-    return get_completion_class(shell)(cli, {}, "mem", "_MEM_COMPLETE").source()
+    return with_header(get_completion_class(shell)(cli, {}, "mem", "_MEM_COMPLETE").source())
 
 
 @click.command("complete", short_help="Print or install the shell completion of mem.")
@@ -42,10 +44,12 @@ def complete_cmd(shells: tuple[str, ...], install: bool, man: bool, dry_run: boo
     and ~/.local/share/zsh/site-functions/_mem, atomically. zsh reads that
     one once its directory is on fpath: add
     `fpath=(~/.local/share/zsh/site-functions $fpath)` before compinit in
-    ~/.zshrc (--install says so when zsh lacks it). With --man the same
-    routes' man pages (man mem opened the kernel's mem(4)) are linked into
+    ~/.zshrc (--install says so when zsh lacks it). A file there that mem did
+    not write is kept as FILE~ when it loads mem's completion (names
+    _MEM_COMPLETE), else left alone (exit 4). With --man the same routes'
+    man pages (man mem opened the kernel's mem(4)) are linked into
     ~/.local/share/man/man1 from the environment this mem came with (exit 3
-    when it came without them). A file there that is not mem's is left alone
+    when it came without them); a file there that is not mem's is left alone
     (exit 4). mem doctor checks that man and each shell find them.
 
     \b
@@ -81,10 +85,12 @@ def complete_cmd(shells: tuple[str, ...], install: bool, man: bool, dry_run: boo
         render.out_record({"files": [p.as_dict() for p in placed], "dry_run": dry_run}, fmt)
     elif dry_run:
         for p in placed:
-            render.out(f"{'would write' if p.action != 'unchanged' else 'unchanged'} {p.path} ({p.shell})")
+            render.out(f"{'would write' if p.action != 'unchanged' else 'unchanged'} {p.path} ({p.shell})"
+                       + (f", keeping the file there as {p.backup}" if p.backup else ""))
     else:
         for p in placed:
-            render.info(f"{p.shell}: {p.path} {p.action}")
+            render.info(f"{p.shell}: {p.path} {p.action}"
+                        + (f" (mem did not write the file there: it is kept as {p.backup})" if p.backup else ""))
         if man and not completions.man_found_from_path():
             render.info(f"man: man looks in {completions.man_target()} once ~/.local/bin is on PATH "
                         "(a new login shell puts it there once it exists)")

@@ -11,11 +11,14 @@ from mem import render
 from mem.cli.common import format_options
 from mem.core.hooks import EVENTS
 
+#: The clients whose hooks mem installs.
+CLIENTS = ("claude", "qwen", "codex", "gemini")
+
 
 def target_options(f: Callable) -> Callable:
     """--client, --scope, --project."""
 
-    @click.option("--client", type=click.Choice(("claude", "qwen", "codex", "gemini")), default="claude",
+    @click.option("--client", type=click.Choice(CLIENTS), default="claude",
                   show_default=True,
                   help="Claude Code (~/.claude/settings.json), qwen-code (~/.qwen/settings.json), Codex CLI "
                        "(~/.codex/hooks.json) or Gemini CLI (~/.gemini/settings.json).")
@@ -31,12 +34,19 @@ def target_options(f: Callable) -> Callable:
     return wrapper
 
 
-def event_options(f: Callable) -> Callable:
-    """--only / --without EVENT, repeatable."""
+#: The clients' own names of those events (mem.clients.gemini.HOOK_EVENTS; tests/test_hooks_agents.py
+#: holds them equal), written out: importing every client module here would slow each TAB completion.
+CLIENT_EVENT_NAMES = ("BeforeAgent", "AfterAgent", "PreCompress")
 
-    @click.option("--only", multiple=True, type=click.Choice(EVENTS), metavar="EVENT",
-                  help="Only this hook event (repeatable): SessionStart, UserPromptSubmit, PreToolUse, Stop, PreCompact.")
-    @click.option("--without", multiple=True, type=click.Choice(EVENTS), metavar="EVENT",
+
+def event_options(f: Callable) -> Callable:
+    """--only / --without EVENT, repeatable: Claude Code's name of the event or the client's own."""
+    names = (*EVENTS, *CLIENT_EVENT_NAMES)
+
+    @click.option("--only", multiple=True, type=click.Choice(names), metavar="EVENT",
+                  help="Only this hook event (repeatable): SessionStart, UserPromptSubmit, PreToolUse, Stop, "
+                       "PreCompact, or the client's own name for it (Gemini CLI: BeforeAgent, AfterAgent).")
+    @click.option("--without", multiple=True, type=click.Choice(names), metavar="EVENT",
                   help="Every hook event but this one (repeatable).")
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
@@ -100,8 +110,12 @@ def install_cmd(client: str, scope: str | None, project: str | None, only, witho
     change = install.plan(client, scope, install=True, events=events, mem=install.mem_words(mem_path),
                           project=project)
     if scope == "project":
-        render.warn(f"{change.path} is usually checked in: its hooks name this machine's mem; "
-                    "--scope local keeps them to you")
+        from mem.clients import named
+
+        # only Claude Code has a scope for this project alone; elsewhere the user's file keeps them out
+        instead = "local keeps them to you" if "local" in named(client).SETTINGS_SCOPES else \
+            "user keeps them out of the project"
+        render.warn(f"{change.path} is usually checked in: its hooks name this machine's mem; --scope {instead}")
     status = _finish(change, dry_run, fmt, "installed")
     _warn_elsewhere(client, events)
     if change.changed and not dry_run:

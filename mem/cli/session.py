@@ -181,7 +181,8 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
         from mem.cli.common import read_hook_payload
         from mem.core.hooks.stop import on_stop_notes
 
-        result = on_stop_notes(read_hook_payload(require=("session_id", "transcript_path")), file_, model=model)
+        result = on_stop_notes(read_hook_payload(require=("session_id", "transcript_path")), file_, model=model,
+                               budget=budget)
         for message in result.messages:
             render.info(message)
         return

@@ -6,9 +6,11 @@ bash-completion (2.x) loads ``$XDG_DATA_HOME/bash-completion/completions/mem`` (
 ``$BASH_COMPLETION_USER_DIR/completions/mem``) the first time mem is completed, with nothing in
 ~/.bashrc; fish reads ``~/.config/fish/completions/mem.fish``; zsh reads ``_mem`` only from a
 directory on its ``fpath``, and no user directory is on the default one (USER_FPATH_LINE adds it).
-The script's text comes from the caller (the CLI asks click for it), so this module knows no
-command. A file is replaced only when it is mem's own (it names ``_MEM_COMPLETE``): anything else
-there is the user's, and is refused.
+The script's text comes from the caller (the CLI asks click for it, then ``with_header``), so
+this module knows no command. A file is replaced only when it is mem's own (it holds ``HEADER``,
+a line mem writes into its script). One that names ``_MEM_COMPLETE`` without it (an older mem's,
+or the user's own that loads mem's, with lines of theirs) is kept as ``<file>~`` first, a name
+no shell loads; anything else there is the user's, and is refused.
 
 The man pages go where man finds them in a home: man-db adds ``~/.local/share/man`` to its path for
 a PATH holding ``~/.local/bin`` (and no user directory otherwise); install_man links each page of
@@ -26,17 +28,29 @@ from typing import NamedTuple
 from mem.core.errors import ConfigError, RefusedError
 
 SHELLS = ("bash", "zsh", "fish")
-#: The variable mem's completion scripts set: a file naming it is mem's (click's scripts all do).
+#: The variable mem's completion scripts set (click's scripts all do; so may a user's own file).
 MARK = "_MEM_COMPLETE"
+#: The line mem puts in every completion script it writes: a file holding it is mem's.
+HEADER = "# mem's shell completion, written by `mem complete`: mem complete --install replaces this file"
 
 
 class Placed(NamedTuple):
     shell: str
     path: str
     action: str  # written, replaced or unchanged
+    backup: str | None = None  # where the file replaced was kept (it was not mem's own)
 
     def as_dict(self) -> dict:
         return self._asdict()
+
+
+def with_header(script: str) -> str:
+    """``script`` with HEADER as its first line, or its second after zsh's ``#compdef``, which must
+    come first."""
+    first, sep, rest = script.partition("\n")
+    if first.startswith("#compdef"):
+        return f"{first}\n{HEADER}\n{rest}"
+    return f"{HEADER}\n{script}"
 
 
 def _home(env: Mapping[str, str]) -> str:
@@ -79,11 +93,13 @@ def target(shell: str, env: Mapping[str, str] | None = None) -> str:
 
 
 def install(shell: str, script: str, env: Mapping[str, str] | None = None, *, dry_run: bool = False) -> Placed:
-    """Write ``script`` where ``shell`` finds it, atomically; refuses (exit 4) to replace a file not mem's."""
+    """Write ``script`` where ``shell`` finds it, atomically; a file holding ``MARK`` but not ``HEADER``
+    is kept as ``<file>~`` first; refuses (exit 4) to replace any other file not mem's."""
     from mem.core.memdir.files import atomic_write, read_text
 
     path = target(shell, env)
     action = "written"
+    backup = None
     if os.path.lexists(path):
         if os.path.isdir(path) or (os.path.exists(path) and not os.path.isfile(path)):
             raise RefusedError(f"{path} is not a regular file; move it away, then run this again")
@@ -96,13 +112,21 @@ def install(shell: str, script: str, env: Mapping[str, str] | None = None, *, dr
         if MARK not in now and os.path.exists(path):
             raise RefusedError(f"{path} is not mem's completion (it does not name {MARK}); "
                                "move it away, then run this again")
+        if HEADER not in now.splitlines() and os.path.exists(path):
+            # names mem's variable but mem did not write it: perhaps the user's, with lines of theirs
+            backup = path + "~"
+            if os.path.lexists(backup):
+                raise RefusedError(f"{path} was not written by mem complete and {backup} exists; "
+                                   "move one of them away, then run this again")
         action = "replaced"
     if not dry_run:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        if backup is not None:
+            atomic_write(backup, now.encode("utf-8"))
         if os.path.islink(path):
             os.unlink(path)  # a dangling link (a removed venv's): the new file goes where the link was
         atomic_write(path, script.encode("utf-8"), plain=True)
-    return Placed(shell, path, action)
+    return Placed(shell, path, action, backup)
 
 
 def man_target(env: Mapping[str, str] | None = None) -> str:

@@ -85,15 +85,18 @@ def on_stop(payload: HookPayload, where: dict, options: StopOptions = StopOption
     return HookResult(messages=tuple(messages))
 
 
-def on_stop_notes(payload: HookPayload, notes_file: str | None = None, *, model: str | None = None) -> HookResult:
+def on_stop_notes(payload: HookPayload, notes_file: str | None = None, *, model: str | None = None,
+                  budget: str | None = None) -> HookResult:
     """Stop, for the session notes: bring the payload's session's notes up to date when an update is due.
 
-    ``notes_file``: the notes at this path instead of Claude Code's place for the session.
+    ``notes_file``: the notes at this path instead of Claude Code's place for the session;
+    ``budget``: ``--budget`` as given (MEM_BUDGET_SESSION and the default otherwise).
     """
     from mem.core import session
     from mem.core.jobs import session_update
 
     transcript = session.read_transcript(payload.transcript_path or "")
     path = os.path.abspath(notes_file) if notes_file else session.notes_path(payload.session_id, payload.cwd)
-    result = session_update.update(payload.session_id, path, transcript, model=model, if_due=True)
+    result = session_update.update(payload.session_id, path, transcript, model=model, if_due=True,
+                                   budget=budget)
     return HookResult(messages=(result.describe(),))

@@ -283,8 +283,12 @@ def run_agent(
     def left() -> float | None:
         return None if deadline_s is None else deadline_s - (time.monotonic() - started)
 
-    def call(turn: int, kwargs: dict) -> tuple[Any, ModelError | None, bool]:
-        """(response, failure, cut by the deadline) for one turn, retries included."""
+    def call(turn: int, kwargs: dict, estimated: int) -> tuple[Any, ModelError | None, str | None]:
+        """(response, failure, why it stopped short) for one turn, retries included.
+
+        Why: ``deadline`` (cut by it) or ``run_budget`` (a failed attempt's usage, which the
+        server reported and the run's cap is charged, left no room for the retry).
+        """
         attempt = 0
         while True:
             remaining = left()
@@ -293,16 +297,25 @@ def run_agent(
                 kwargs["timeout"] = max(1.0, min(remaining, configured_timeout or remaining))
                 cut = configured_timeout is None or kwargs["timeout"] < configured_timeout
             try:
-                return model.create(**kwargs), None, False
+                return model.create(**kwargs), None, None
             except ModelError as exc:
                 failure = exc
+            if failure.usage:  # the server counted this attempt: it is spent
+                usage.add(failure.usage)
+                if spend is not None:
+                    spend.charge(failure.usage)
             if failure.kind == "timeout" and cut:
-                return None, failure, True
+                return None, failure, "deadline"
             # a server that says when to come back (429 Retry-After) is believed, within the deadline
             pause = max(0.5 * 2 ** attempt, min(failure.retry_after or 0.0, 60.0))
             remaining = left()
             if attempt >= retries or not _retryable(failure) or (remaining is not None and remaining < pause + 1):
-                return None, failure, False
+                return None, failure, None
+            if spend is not None and spend.allow(estimated, kwargs["max_tokens"]) is None:
+                if log is not None:
+                    log(f"agent turn {turn}: {failure}; no retry: the run's budget is spent ({spend.stopped} "
+                        f"tokens: {spend.input:,} in, {spend.output:,} out; the retry is ~{estimated:,} in)")
+                return None, failure, "run_budget"
             attempt += 1
             if log is not None:
                 log(f"agent turn {turn}: {failure}; retry {attempt}/{retries} in {pause:g}s")
@@ -356,10 +369,12 @@ def run_agent(
         if log is not None:
             log(f"agent turn {turns + 1}/{max_turns}: {len(history)} messages"
                 + (" (finish now: the token budget is spent)" if finishing else ""))
-        response, failure, cut = call(turns + 1, kwargs)
+        response, failure, short = call(turns + 1, kwargs, estimated)
         if failure is not None:
-            if cut:
+            if short == "deadline":
                 stop_reason = "deadline"  # the budget ran out while the model was answering
+            elif short == "run_budget":
+                stop_reason = "run_budget"
             else:
                 stop_reason, error, error_kind = "error", str(failure), failure.kind
             break

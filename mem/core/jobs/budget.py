@@ -289,11 +289,13 @@ def _size(text: str) -> int | None:
     text = text.strip()
     if text.lower() == "none":
         return None
+    from decimal import Decimal
+
     m = _SIZE.fullmatch(text)
     if m is None:
         raise ValueError(f"bad token count {text!r}; expected {BUDGET_SYNTAX}")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if value != int(value) or value < 1:
+    value = Decimal(m.group(1)) * _UNITS[m.group(2).lower()]  # exact: 2.05M is 2,050,000, not 2,049,999.99…
+    if value != value.to_integral_value() or value < 1:
         raise ValueError(f"bad token count {text!r}: a whole number of tokens, at least 1")
     return int(value)
 

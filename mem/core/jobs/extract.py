@@ -11,7 +11,9 @@ in order, each its own run, and the cursor moves after each window past the
 messages it showed whole, no further. The run's spending cap (``runner.Job.spend``:
 ``--budget``, ``MEM_BUDGET_EXTRACT``, 1M input tokens by default) is checked between windows
 and before every request: a run that reaches it stops, with what it saved kept and indexed and
-the cursor after the last window it finished, and the next run goes on from there. When the agent
+the cursor after the last window it finished, and the next run goes on from there. Under a cap,
+windows are sized so one's first request is at most 1/CAP_SHARE of it, and a run's first window the
+cap cuts short is not read again (it had the whole cap), so every run moves on. When the agent
 itself wrote into the memory dir after the cursor, the model is not called:
 the cursor moves on and the result says ``skipped: agent_wrote_memory``.
 
@@ -58,6 +60,12 @@ WINDOW_TOKENS = 100_000
 #: A window starts only when what is left of the run's input cap covers its first request this many
 #: times over (one turn to read, one to write): a window the cap cuts short is read again next run.
 WINDOW_START_COST = 2
+#: Under an input cap a window's first request takes at most this share of the cap (1/CAP_SHARE),
+#: leaving the rest for the turns that follow it (reading memories, writing them) ...
+CAP_SHARE = 4
+#: ... and a window holds at least this many tokens of conversation; a cap that cannot start one
+#: (WINDOW_START_COST times its first request) stops the run before it sends anything.
+MIN_WINDOW = 1_000
 #: Room kept for the list of existing memories, which grows as earlier windows save.
 MANIFEST_GROWTH = 2_000
 #: MEMORY.md is shown whole up to this size, else as an agent is given it.
@@ -121,6 +129,8 @@ class ExtractResult:
     turns: int = 0
     windows: int = 0  # runs the new messages took (a long conversation is sent in windows)
     windows_done: int = 0  # windows finished this run (fewer when it stopped at its budget)
+    cut_short: bool = False  # the cap stopped the model in the run's first window; the cursor moved past it
+    budget_needs: int | None = None  # not started: the input tokens the smallest window needs
     budget: dict | None = None  # the run's cap and spend (budget.Spend.as_dict)
     stop_reason: str | None = None
     tool_calls: list = field(default_factory=list)  # agent.ToolCall
@@ -169,6 +179,8 @@ class ExtractResult:
             "turns": self.turns,
             "windows": self.windows,
             "windows_done": self.windows_done,
+            "cut_short": self.cut_short,
+            "budget_needs": self.budget_needs,
             "stop_reason": self.stop_reason,
             "stopped_at_budget": self.stopped_at_budget,
             "budget": self.budget,
@@ -706,7 +718,29 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
                            "messages": bare.messages(),
                            "tools": ToolBox(memory, policy=policy).definitions()})
     room = budget.room - FINISH_RESERVE - MANIFEST_GROWTH - base
-    windows = plan_windows(rendered, max(1_000, min(WINDOW_TOKENS, int(room * CONVERSATION_SHARE))))
+    allowance = max(MIN_WINDOW, min(WINDOW_TOKENS, int(room * CONVERSATION_SHARE)))
+    cap = job.spend.caps.input
+    if cap is not None:
+        # The window's turns must fit the cap too: its first request at most CAP_SHARE of it.
+        left = cap - job.spend.input - job.spend.reserve
+        needs = WINDOW_START_COST * budget.estimate(base + MANIFEST_GROWTH + MIN_WINDOW)
+        if needs > left:
+            from mem.core.jobs.budget import format_size
+
+            job.spend.stopped = "input"
+            result.stop_reason = RUN_BUDGET
+            result.budget = job.spend.as_dict()
+            result.budget_needs = needs
+            if log is not None:
+                log(f"not started: the input cap ({format_size(cap)}, {job.spend.source}) is below what the "
+                    f"smallest window needs (~{needs:,} tokens)")
+            job.record(AgentResult(text="", turns=0, stop_reason=RUN_BUDGET),
+                       detail={"session": session, "transcript": request.label, "window": 0, "windows": 0,
+                               "stop_reason": RUN_BUDGET, "needs": needs})
+            result.duration_s = time.monotonic() - started
+            return result
+        allowance = max(MIN_WINDOW, min(allowance, left // CAP_SHARE - budget.estimate(base + MANIFEST_GROWTH)))
+    windows = plan_windows(rendered, allowance)
     result.windows = len(windows)
     for n, window in enumerate(windows, start=1):
         if log is not None and len(windows) > 1:
@@ -751,8 +785,16 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
             raise job.failure(run, f"extraction failed{f' in window {n} of {len(windows)}' if len(windows) > 1 else ''}",
                               detail=detail, after=f"; the cursor stays {where}")
         # The cursor moves past what this run showed the model, and no further; a window the cap
-        # cut short is not finished (what it saved stays, indexed): the next run reads it again.
-        if run.stop_reason != RUN_BUDGET:
+        # cut short is not finished (what it saved stays, indexed): the next run reads it again,
+        # as its first window, with the whole cap. The first window of a run already had that:
+        # read again it would stop at the same place every run, so the cursor moves past it.
+        cut_short = run.stop_reason == RUN_BUDGET and n == 1 and run.turns > 0
+        if cut_short:
+            result.cut_short = True
+            if log is not None:
+                log(f"window 1/{len(windows)}: cut short by the run's budget after {run.turns} turns; "
+                    "the cursor moves past it (it had the whole budget: a next run would stop at the same place)")
+        if run.stop_reason != RUN_BUDGET or cut_short:
             result.windows_done += 1
             if n == len(windows):
                 advance()
@@ -866,6 +908,13 @@ def describe(result: ExtractResult, *, max_turns: int = MAX_TURNS, timeout: floa
         return [f"skipped: the agent wrote memory itself in these messages{files}; the cursor moved on"]
     if result.skipped == "auto_memory_disabled":
         return ["skipped: auto memory is turned off for this project"]
+    if result.budget_needs is not None:
+        from mem.core.jobs.budget import format_size
+
+        b = result.budget or {}
+        return [f"not started: the input cap ({format_size(b.get('input_tokens'))}, {b.get('source')}) is below "
+                f"what the smallest window needs (~{result.budget_needs:,} input tokens: its first request "
+                f"{WINDOW_START_COST} times over); raise it with --budget or MEM_BUDGET_EXTRACT"]
     lines = []
     saved = result.saved
     if saved:
@@ -885,6 +934,9 @@ def describe(result: ExtractResult, *, max_turns: int = MAX_TURNS, timeout: floa
         lines.append(f"the time budget ({timeout:g}s) ran out before the model finished")
     elif result.stop_reason == "budget":
         lines.append("the model's context window filled up before it finished; it was asked to wrap up")
+    if result.cut_short:
+        lines.append("the budget stopped the model in the first window; the cursor moved past it anyway, since "
+                     "reading it again would stop at the same place (a larger --budget gives a window more turns)")
     if result.stopped_at_budget:
         b = result.budget or {}
         lines.append(f"stopped at its budget ({_caps(b)}; spent {b.get('spent_input_tokens', 0):,} in, "

@@ -39,8 +39,11 @@ class ModelError(MemError):
     """A model call failed: overloaded, timed out, refused, or answered nonsense."""
 
     def __init__(self, message: str, kind: str = "error", *, status: int | None = None,
-                 retry_after: float | None = None):
+                 retry_after: float | None = None, usage: dict | None = None):
         super().__init__(message)
+        #: the tokens the failed call used, when the server reported them ({"input_tokens": ..., ...}):
+        #: charged to the run's spending cap like a reply's
+        self.usage = usage
         self.kind = kind  # overloaded | timeout | connection | status | auth | over_window | bad_response | not_for_recall
         self.status = status  # the HTTP status the server answered, when it answered one
         self.retry_after = retry_after  # seconds the server asked us to wait, when it said

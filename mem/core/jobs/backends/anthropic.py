@@ -112,8 +112,10 @@ class AnthropicBackend:
             raise ModelError(f"cannot reach the model server: {exc}", "connection") from exc
         except anthropic.APIStatusError as exc:
             kind = status_kind(exc.status_code)
+            body = getattr(exc, "body", None)
+            usage = body.get("usage") if isinstance(body, dict) else None
             raise ModelError(f"model server answered {exc.status_code}: {_short(exc)}", kind,
-                             status=exc.status_code) from exc
+                             status=exc.status_code, usage=usage if isinstance(usage, dict) else None) from exc
 
 
 def _short(exc: Exception) -> str:

@@ -131,11 +131,13 @@ class OpenAIBackend:
             message = (data.get("choices") or [{}])[0].get("message") or {}
             body["messages"] = [*body["messages"], _assistant_echo(message),
                                 {"role": "user", "content": FIX_ARGUMENTS.format(name=name, error=error)}]
-            data = self._post(body, deadline, timeout)
+            first = reply.usage
+            data = self._post(body, deadline, timeout, used=first)
             reply, bad = from_chat(data)
+            reply.usage = _sum_usage(first, reply.usage)  # both requests are the run's spending
             if bad is not None:
                 raise ModelError(f"the model sent tool call arguments that are not JSON twice ({bad[0]}: {bad[1]})",
-                                 "bad_response")
+                                 "bad_response", usage=reply.usage)
         if reply.usage is None:
             from mem.core.jobs.budget import request_tokens, text_tokens
 
@@ -144,13 +146,15 @@ class OpenAIBackend:
             reply.usage_estimated = True
         return reply
 
-    def _post(self, body: dict, deadline: float, budget: float) -> dict:
+    def _post(self, body: dict, deadline: float, budget: float, used: dict | None = None) -> dict:
+        """The chat completion ``body`` asks for; a ModelError carries the usage the server reported
+        for a failed call, plus ``used`` (an earlier call of the same turn)."""
         answer = exchange("POST", self.base_url, "/chat/completions", self._headers(), body,
                           deadline=deadline, budget=budget)
         status = answer.status
         if status == 400 and "response_format" in body and "response_format" in error_text(answer.data).lower():
             body.pop("response_format")  # a server without structured output: the prompt asks for JSON too
-            return self._post(body, deadline, budget)
+            return self._post(body, deadline, budget, used)
         if status != 200:
             text = error_text(answer.data)
             if status in (429, 529):
@@ -162,10 +166,11 @@ class OpenAIBackend:
             else:
                 kind = "status"
             raise ModelError(f"model server answered {status}: {text}", kind, status=status,
-                             retry_after=answer.retry_after)
+                             retry_after=answer.retry_after, usage=_sum_usage(used, _chat_usage(answer.data)))
         data = answer.data
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise ModelError("the model server's answer is not a chat completion", "bad_response")
+            raise ModelError("the model server's answer is not a chat completion", "bad_response",
+                             usage=_sum_usage(used, _chat_usage(data)))
         return data
 
 
@@ -258,13 +263,22 @@ def from_chat(data: dict) -> tuple[Reply, tuple[str, str] | None]:
             bad = bad or (name, str(exc).split(":")[0][:100])
             value = None
         content.append(Block("tool_use", id=str(call.get("id") or f"call_{i}"), name=name, input=value))
-    usage = data.get("usage")
-    if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
-        usage = {"input_tokens": usage["prompt_tokens"], "output_tokens": usage.get("completion_tokens") or 0}
-    else:
-        usage = None
     stop = choice.get("finish_reason")
-    return Reply(content, usage, _STOP.get(stop, stop), str(data.get("model") or "")), bad
+    return Reply(content, _chat_usage(data), _STOP.get(stop, stop), str(data.get("model") or "")), bad
+
+
+def _chat_usage(data: Any) -> dict | None:
+    """A chat completion's (or an error answer's) usage as Messages-API fields, None when it has none."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
+        return {"input_tokens": usage["prompt_tokens"], "output_tokens": usage.get("completion_tokens") or 0}
+    return None
+
+
+def _sum_usage(a: dict | None, b: dict | None) -> dict | None:
+    if a is None or b is None:
+        return a or b
+    return {k: (a.get(k) or 0) + (b.get(k) or 0) for k in ("input_tokens", "output_tokens")}
 
 
 def _assistant_echo(message: dict) -> dict:
