@@ -154,7 +154,7 @@ def test_install_man_links_the_pages_where_man_finds_them(venv_mem, isolated_env
     (target / "mem-lint.1").unlink()
     shutil.copy(pages / "mem-lint.1", target / "mem-lint.1")
     r = run("complete", "--install", "--man", "--json", "bash")
-    assert r.returncode == 0 and {"shell": "man", "path": str(target), "action": "replaced"} in json.loads(r.stdout)["files"]
+    assert r.returncode == 0 and {"shell": "man", "path": str(target), "action": "replaced", "backup": None} in json.loads(r.stdout)["files"]
     assert not os.path.lexists(target / "mem-gone.1") and os.readlink(target / "mem-lint.1") == str(pages / "mem-lint.1")
 
 

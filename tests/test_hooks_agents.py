@@ -114,9 +114,6 @@ def test_only_and_without_take_gemini_clis_own_event_names(homes, mem_exe):
     assert r.exit_code == 2 and "mem installs no BeforeAgent hook for claude" in r.stderr
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="mem/core/install.py (read_settings, entries, wrapped_entries) still refuses a "
-                          "non-list member of hooks; the change is in the fixes branch's report: drop this mark with it")
 def test_an_older_gemini_clis_hooks_settings_are_left_alone(homes, mem_exe):
     """Gemini CLI before hooksConfig kept its switches in "hooks" ("enabled": true, "disabled":
     [names]; google-gemini/gemini-cli#14225, #17831): settings mem leaves as they are, not events."""

@@ -243,8 +243,11 @@ def read_settings(path: str, client: str = "claude") -> SettingsFile:
     hooks = data.get("hooks")
     if hooks is not None and not isinstance(hooks, dict):
         raise RefusedError(f"{path}: \"hooks\" is not an object; mem leaves it as it is")
+    ours = events_for(client)
     for event, groups in (hooks or {}).items():
-        if not isinstance(groups, list):
+        # another member is a setting of the client's, not an event mem writes: older Gemini CLI
+        # versions keep "enabled": true and "disabled": [names] there; mem leaves it as it is
+        if not isinstance(groups, list) and event in ours:
             raise RefusedError(f"{path}: hooks.{event} is not a list; mem leaves it as it is")
     return SettingsFile(target, text, data)
 
@@ -613,7 +616,7 @@ def entries(client: str, scope: str, project: str | None = None, env: Mapping[st
     root = paths.project_root(project or os.getcwd())
     found = []
     for event, groups in (data.get("hooks") or {}).items():
-        for group in groups:
+        for group in groups if isinstance(groups, list) else ():
             handlers = group.get("hooks") if isinstance(group, dict) else None
             for h in handlers if isinstance(handlers, list) else ():
                 command = h.get("command") if isinstance(h, dict) else None
@@ -640,7 +643,8 @@ def wrapped_entries(client: str, scope: str, events: Iterable[str], project: str
     events = set(events)
     data = read_settings(settings_path(client, scope, project, env), client).data
     return [h["command"] for event, groups in (data.get("hooks") or {}).items() if event in events
-            for group in groups if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+            for group in (groups if isinstance(groups, list) else ())
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list)
             for h in group["hooks"] if isinstance(h, dict) and wrapped(h.get("command"))]
 
 
