@@ -204,3 +204,19 @@ def to_blocks(parts: Any) -> list[Block]:
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+#: The team tier, inside the repository (qwen-code 0.24's TEAM_AUTO_MEMORY_DIRNAME under .qwen/).
+TEAM_MEMORY_RELPATH = ".qwen/team-memory"
+
+
+def team_memory_dir(project: str) -> str:
+    """qwen-code 0.24's team tier of a project: ``.qwen/team-memory`` at its checkout's root (the
+    git root, a linked worktree's own; the project itself outside git), committed with the code.
+
+    Example: team_memory_dir("/src/app/lib") == "/src/app/.qwen/team-memory"
+    """
+    from mem.core import paths
+
+    root = paths.find_git_root(project) or os.path.abspath(project)
+    return os.path.join(root, *TEAM_MEMORY_RELPATH.split("/"))
