@@ -10,6 +10,7 @@ Real files, a real git repository with a linked worktree, an empty HOME.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -126,3 +127,30 @@ def test_writes_to_the_tier_go_through_the_write_path(repo, run_mem):
     assert (team / "tracker.md").exists() and "tracker.md" in (team / "MEMORY.md").read_text()
     history = run_mem("history", "--dir", str(team), "--json")
     assert "tracker.md" in history.stdout
+
+
+def test_remember_team_writes_into_the_tier_of_a_qwen_project(repo, run_mem):
+    _settings(repo, True)
+    r = run_mem("remember", "--layout", "qwen", "--team", "--offline", "--type", "reference", "--name", "tracker",
+                "--description", "Bugs are tracked in TRK", "File bugs in the TRK project.", cwd=str(repo / "src"))
+    assert r.returncode == 0, r.stderr
+    assert (repo / TEAM / "tracker.md").read_text().endswith("File bugs in the TRK project.\n")
+    assert "tracker.md" in (repo / TEAM / "MEMORY.md").read_text()
+    r = run_mem("remember", "--layout", "qwen", "--team", "--offline", "--type", "reference", "--name", "bot",
+                "--description", "the bot", "token ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", cwd=str(repo))
+    assert r.returncode == 4 and not (repo / TEAM / "bot.md").exists()
+    r = run_mem("remember", "--layout", "qwen", "--private", "--offline", "--type", "user", "--name", "me",
+                "--description", "my role", "I maintain the parser.", cwd=str(repo))
+    assert r.returncode == 0, r.stderr
+    private = json.loads(run_mem("path", "--layout", "qwen", "--json", cwd=str(repo)).stdout)["memory_dir"]
+    assert os.path.exists(os.path.join(private, "me.md")) and not (repo / TEAM / "me.md").exists()
+
+
+def test_remember_team_refuses_a_linked_tier(repo, run_mem, tmp_path):
+    (tmp_path / "outside").mkdir()
+    (repo / ".qwen").mkdir()
+    (repo / TEAM).symlink_to(tmp_path / "outside")
+    r = run_mem("remember", "--layout", "qwen", "--team", "--offline", "--type", "reference", "--name", "x",
+                "--description", "x", "x", cwd=str(repo))
+    assert r.returncode == 4 and "symbolic link" in r.stderr
+    assert os.listdir(tmp_path / "outside") == []
