@@ -313,3 +313,25 @@ def test_user_transport_refuses_a_command_transport(tmp_path):
     # nor any other mem command: a protocol's own allow=always beat protocol.allow=never
     r = gitcmd.run(["fetch", "origin"], repo=str(repo), timeout=30)
     assert r.returncode != 0 and ran(markers) == []
+
+
+def test_a_branch_without_upstream_commits_and_says_why_nothing_was_pushed(team, run_mem):
+    remote, mine, _ = team
+    tip = _tip(remote)
+    git("checkout", "-q", "-b", "local-only", cwd=mine)
+    _memory(mine, "dashboards", "Latency dashboard is grafana/d/latency")
+    r = run_mem("team", "sync", "--git", "--json", cwd=str(mine))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["committed"] and out["pushed"] is False and out["skipped_push"] == "the branch has no upstream"
+    assert _tip(remote) == tip
+
+
+def test_an_ignored_team_directory_is_said_to_be_unshared(team, run_mem):
+    remote, mine, _ = team
+    (mine / ".gitignore").write_text(".qwen/\n")
+    _memory(mine, "dashboards", "Latency dashboard is grafana/d/latency")
+    before = git("rev-parse", "HEAD", cwd=mine)
+    r = run_mem("team", "sync", "--git", cwd=str(mine))
+    assert r.returncode == 1 and "is git-ignored, so nothing in it is shared" in r.stderr
+    assert git("rev-parse", "HEAD", cwd=mine) == before

@@ -119,6 +119,10 @@ def sync(project: str, *, message: str = COMMIT_MESSAGE) -> GitSyncResult:
         raise RefusedError(f"{team} is a link or leads outside the repository; not syncing it")
     rel = TEAM_MEMORY_RELPATH
     spec = f":(literal){rel}"
+    if any(_git(root, "check-ignore", "-q", "--no-index", "--", f"{rel}/{name}").returncode == 0
+           for name in ("MEMORY.md", "feedback.md")):
+        raise GitSyncError(f"{rel} is git-ignored, so nothing in it is shared: with .qwen/* (not .qwen/) in "
+                           f".gitignore, add !{rel}/ and !{rel}/**")
     result.branch = _out(root, "symbolic-ref", "--quiet", "--short", "HEAD")
     if not result.branch:
         raise GitSyncError("HEAD is detached: check out a branch, then mem team sync --git")
