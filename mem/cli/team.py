@@ -69,6 +69,8 @@ def team_cmd() -> None:
     protocol: pull takes the server's copy, push sends what changed, sync does
     both, watch pushes as you write. Files with secrets never leave the
     machine. `mem team serve` is that server, for a team to host itself.
+    `mem team sync --git` shares qwen-code's .qwen/team-memory/ through the
+    repository's own git remote instead.
 
     \b
     Example:
