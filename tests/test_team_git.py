@@ -263,6 +263,9 @@ def test_user_transport_asks_the_users_credential_helper_never_the_repositorys(t
         config.write(f"[credential]\n\thelper = !{_marker_script(bin_dir, markers, 'repo-credential')}\n")
         config.write(f"[credential \"{asks_for_credentials}\"]\n"
                      f"\thelper = !{_marker_script(bin_dir, markers, 'repo-url-credential')}\n")
+        # a key -c cannot spell (it holds '='): reset all the same
+        config.write(f"[credential \"{asks_for_credentials}?a=b\"]\n"
+                     f"\thelper = !{_marker_script(bin_dir, markers, 'repo-query-credential')}\n")
     _user_config(f"[credential]\n\thelper = !{_marker_script(bin_dir, markers, 'user-credential')}\n")
     r = gitcmd.run(["fetch", asks_for_credentials], repo=str(repo), user_transport=True, timeout=30)
     assert r.returncode != 0  # the server never lets anyone in

@@ -117,15 +117,22 @@ def _config_list(base: list[str], env: dict, where: list[str], repo: str | None)
 
 
 def _transport_config(git: str, env: dict, repo: str | None) -> list[str]:
-    """``-c`` settings that let git reach a remote with the user's own helpers and nobody else's."""
+    """``-c`` settings that let git reach a remote with the user's own helpers and nobody else's.
+
+    Every URL-scoped helper key is reset through ``GIT_CONFIG_COUNT`` in ``env`` (read before the
+    ``-c`` settings, and a key holding ``=`` cannot be spelled with ``-c``); then ``-c
+    credential.helper=`` empties the list for every URL and the user's helpers come back after it.
+    """
     base = [git, "--no-pager"]
     user = [e for e in _config_list(base, env, ["--system"], repo) + _config_list(base, env, ["--global"], repo)
             if e[0] in ("system", "global")]
     every = _config_list(base, env, [], repo)
+    resets = sorted({k for _, k, _ in every if _CREDENTIAL_HELPER.fullmatch(k)})
+    env["GIT_CONFIG_COUNT"] = str(len(resets))
+    for i, key in enumerate(resets):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, ""
     settings = [f"protocol.{p}.allow=always" for p in _TRANSPORTS]
-    # an empty helper empties the list for the URLs its key matches: reset every one, then the user's again
-    settings += ["credential.helper="] + sorted({f"{k}=" for _, k, _ in every if _CREDENTIAL_HELPER.fullmatch(k)})
-    settings += [f"{k}={v}" for _, k, v in user if _CREDENTIAL_HELPER.fullmatch(k)]
+    settings += ["credential.helper="] + [f"{k}={v}" for _, k, v in user if _CREDENTIAL_HELPER.fullmatch(k)]
     ssh = next((v for _, k, v in reversed(user) if k.lower() == "core.sshcommand"), None)
     if ssh is None and env.get("GIT_SSH"):
         ssh = shlex.quote(env["GIT_SSH"])
