@@ -207,8 +207,11 @@ def test_an_armed_repository_fast_forwards_commits_and_pushes_running_nothing(te
     bin_dir.mkdir()
     included = tmp_path / "included.gitconfig"
     included.write_text(_program_settings(bin_dir, markers, "include-"))
+    (mine / ".git" / "info").mkdir(exist_ok=True)
+    (mine / ".git" / "info" / "attributes").write_text("*.md filter=a=b\n")
     with open(mine / ".git" / "config", "a") as config:
         config.write(_program_settings(bin_dir, markers, ""))
+        config.write(f"[filter \"a=b\"]\n\tclean = {_marker_script(bin_dir, markers, 'filter-eq-clean')}\n")
         config.write(f"[include]\n\tpath = {included}\n")
         config.write(f"[remote \"origin\"]\n\tuploadpack = {_marker_script(bin_dir, markers, 'uploadpack')}\n"
                      f"\treceivepack = {_marker_script(bin_dir, markers, 'receivepack')}\n")

@@ -119,8 +119,8 @@ def _config_list(base: list[str], env: dict, where: list[str], repo: str | None)
 def _transport_config(git: str, env: dict, repo: str | None) -> list[str]:
     """``-c`` settings that let git reach a remote with the user's own helpers and nobody else's.
 
-    Every URL-scoped helper key is reset through ``GIT_CONFIG_COUNT`` in ``env`` (read before the
-    ``-c`` settings, and a key holding ``=`` cannot be spelled with ``-c``); then ``-c
+    Every URL-scoped helper key and every filter driver is reset through ``GIT_CONFIG_COUNT`` in
+    ``env`` (``_set_in_env``); then ``-c
     credential.helper=`` empties the list for every URL and the user's helpers come back after it.
     """
     base = [git, "--no-pager"]
@@ -128,25 +128,31 @@ def _transport_config(git: str, env: dict, repo: str | None) -> list[str]:
             if e[0] in ("system", "global")]
     every = _config_list(base, env, [], repo)
     resets = sorted({k for _, k, _ in every if _CREDENTIAL_HELPER.fullmatch(k)})
-    env["GIT_CONFIG_COUNT"] = str(len(resets))
-    for i, key in enumerate(resets):
-        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, ""
+    _set_in_env(env, [(k, "") for k in resets] + _no_filters(every))
     settings = [f"protocol.{p}.allow=always" for p in _TRANSPORTS]
     settings += ["credential.helper="] + [f"{k}={v}" for _, k, v in user if _CREDENTIAL_HELPER.fullmatch(k)]
     ssh = next((v for _, k, v in reversed(user) if k.lower() == "core.sshcommand"), None)
     if ssh is None and env.get("GIT_SSH"):
         ssh = shlex.quote(env["GIT_SSH"])
     settings.append(f"core.sshCommand={ssh or 'ssh'} {_SSH_BATCH}")
-    return [arg for s in dict.fromkeys(settings) for arg in ("-c", s)] + _no_filters(every)
+    return [arg for s in dict.fromkeys(settings) for arg in ("-c", s)]
 
 
-def _no_filters(every: list[tuple[str, str, str]]) -> list[str]:
-    """``-c`` settings emptying every configured filter driver (an empty command applies none)."""
-    settings = []
+def _no_filters(every: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """(key, value) settings emptying every configured filter driver (an empty command applies none)."""
+    keys = []
     for _, k, _ in every:
         if m := _FILTER_PROGRAM.fullmatch(k):
-            settings += [f"filter.{m[1]}.{m[2]}=", f"filter.{m[1]}.required=false"]
-    return [arg for s in dict.fromkeys(settings) for arg in ("-c", s)]
+            keys += [(f"filter.{m[1]}.{m[2]}", ""), (f"filter.{m[1]}.required", "false")]
+    return list(dict.fromkeys(keys))
+
+
+def _set_in_env(env: dict, settings: list[tuple[str, str]]) -> None:
+    """Settings given through GIT_CONFIG_COUNT: read after every file (before ``-c``), and a key
+    holding ``=`` (a URL's query, a driver's name) is spelled as it is, which ``-c`` cannot do."""
+    env["GIT_CONFIG_COUNT"] = str(len(settings))
+    for i, (key, value) in enumerate(settings):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
 
 
 def run(args: Sequence[str], *, repo: str | None = None, input: bytes | None = None,
@@ -183,7 +189,7 @@ def run(args: Sequence[str], *, repo: str | None = None, input: bytes | None = N
         if args and args[0] in _PACK_PROGRAM:
             args = [args[0], _PACK_PROGRAM[args[0]], *args[1:]]
     elif applies_filters:
-        config += _no_filters(_config_list([git, "--no-pager"], full_env, [], repo))
+        _set_in_env(full_env, _no_filters(_config_list([git, "--no-pager"], full_env, [], repo)))
     if user_transport or applies_filters:  # a commit, fetch or merge may start gc or maintenance
         config += ["-c", "gc.auto=0", "-c", "maintenance.auto=false"]
     argv = [git, "--no-pager", *(["-C", repo] if repo is not None else []), *config, *args]
