@@ -269,7 +269,10 @@ def test_user_transport_asks_the_users_credential_helper_never_the_repositorys(t
         # a key -c cannot spell (it holds '='): reset all the same
         config.write(f"[credential \"{asks_for_credentials}?a=b\"]\n"
                      f"\thelper = !{_marker_script(bin_dir, markers, 'repo-query-credential')}\n")
-    _user_config(f"[credential]\n\thelper = !{_marker_script(bin_dir, markers, 'user-credential')}\n")
+    _user_config(f"[credential]\n\thelper = !{_marker_script(bin_dir, markers, 'user-credential')}\n"
+                 # a key of theirs -c could not spell (it holds "=") no longer breaks the command
+                 f"[credential \"{asks_for_credentials}?x=y\"]\n"
+                 f"\thelper = !{_marker_script(bin_dir, markers, 'user-query-credential')}\n")
     r = gitcmd.run(["fetch", asks_for_credentials], repo=str(repo), user_transport=True, timeout=30)
     assert r.returncode != 0  # the server never lets anyone in
     assert ran(markers) == ["user-credential"]

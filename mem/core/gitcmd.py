@@ -24,9 +24,11 @@ of the USER (their global and system configuration, GIT_SSH_COMMAND / GIT_SSH / 
 environment), never those of the repository: every ``credential[.<url>].helper`` is reset and the
 user's re-added, ``core.sshCommand`` is the user's (or plain ssh), a fetch or push names git's
 own upload-pack / receive-pack (a remote's ``uploadpack`` / ``receivepack`` would run locally for
-a path remote), and every configured filter driver is emptied. ``run(..., applies_filters=True)``
-does that last alone, for the commands that apply filters (``add``, ``status``, ``commit``, a
-fast-forward ``merge``): every driver any configuration names is emptied, so none runs. Everything else stays off as above (tests/test_team_git.py).
+a path remote), and every configured filter driver is emptied. These go through
+``GIT_CONFIG_COUNT``, which spells a key holding ``=`` as it is (``-c`` read ``filter.a=b.clean=``
+as the key ``filter.a``). ``run(..., applies_filters=True)`` does the last alone, for the commands
+that apply filters (``add``, ``status``, ``commit``, a fast-forward ``merge``). Everything else
+stays off as above (tests/test_team_git.py).
 
 uses: os, re, shlex, shutil, subprocess (stdlib only).
 """
@@ -87,6 +89,9 @@ def binary() -> str | None:
     return shutil.which("git")
 
 
+#: The SAFE_CONFIG settings ``user_transport`` replaces with its own.
+_TRANSPORT_REPLACES = frozenset({"credential.helper=", "core.sshCommand=false",
+                                 *(f"protocol.{p}.allow=never" for p in ("file", "ssh", "https", "http"))})
 #: The transports ``user_transport`` allows (git:// is unauthenticated and runs core.gitProxy; ext:: runs a command).
 _TRANSPORTS = ("file", "ssh", "https", "http")
 #: The user's variables kept with ``user_transport``: their ssh command and askpass programs.
@@ -116,26 +121,22 @@ def _config_list(base: list[str], env: dict, where: list[str], repo: str | None)
     return entries
 
 
-def _transport_config(git: str, env: dict, repo: str | None) -> list[str]:
-    """``-c`` settings that let git reach a remote with the user's own helpers and nobody else's.
-
-    Every URL-scoped helper key and every filter driver is reset through ``GIT_CONFIG_COUNT`` in
-    ``env`` (``_set_in_env``); then ``-c
-    credential.helper=`` empties the list for every URL and the user's helpers come back after it.
-    """
+def _transport_config(git: str, env: dict, repo: str | None) -> None:
+    """Settings, in ``env`` (``_set_in_env``), that let git reach a remote with the user's own
+    helpers and nobody else's: every helper key any configuration names is emptied, then the
+    user's helpers (global and system files) are set again after them, in their order."""
     base = [git, "--no-pager"]
     user = [e for e in _config_list(base, env, ["--system"], repo) + _config_list(base, env, ["--global"], repo)
             if e[0] in ("system", "global")]
     every = _config_list(base, env, [], repo)
-    resets = sorted({k for _, k, _ in every if _CREDENTIAL_HELPER.fullmatch(k)})
-    _set_in_env(env, [(k, "") for k in resets] + _no_filters(every))
-    settings = [f"protocol.{p}.allow=always" for p in _TRANSPORTS]
-    settings += ["credential.helper="] + [f"{k}={v}" for _, k, v in user if _CREDENTIAL_HELPER.fullmatch(k)]
+    settings = [(f"protocol.{p}.allow", "always") for p in _TRANSPORTS]
+    settings += [(k, "") for k in sorted({"credential.helper", *(k for _, k, _ in every if _CREDENTIAL_HELPER.fullmatch(k))})]
+    settings += [(k, v) for _, k, v in user if _CREDENTIAL_HELPER.fullmatch(k)]
     ssh = next((v for _, k, v in reversed(user) if k.lower() == "core.sshcommand"), None)
     if ssh is None and env.get("GIT_SSH"):
         ssh = shlex.quote(env["GIT_SSH"])
-    settings.append(f"core.sshCommand={ssh or 'ssh'} {_SSH_BATCH}")
-    return [arg for s in dict.fromkeys(settings) for arg in ("-c", s)]
+    settings.append(("core.sshCommand", f"{ssh or 'ssh'} {_SSH_BATCH}"))
+    _set_in_env(env, settings + _no_filters(every))
 
 
 def _no_filters(every: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
@@ -184,8 +185,9 @@ def run(args: Sequence[str], *, repo: str | None = None, input: bytes | None = N
             full_env[key] = value
     config = list(SAFE_CONFIG)
     if user_transport:
-        # read after SAFE_CONFIG, each of these wins over it (and over every configuration file)
-        config += _transport_config(git, full_env, repo)
+        # GIT_CONFIG_COUNT is read before -c: SAFE_CONFIG's settings that it replaces are left out
+        config = [a for pair in zip(config[::2], config[1::2]) if pair[1] not in _TRANSPORT_REPLACES for a in pair]
+        _transport_config(git, full_env, repo)
         if args and args[0] in _PACK_PROGRAM:
             args = [args[0], _PACK_PROGRAM[args[0]], *args[1:]]
     elif applies_filters:

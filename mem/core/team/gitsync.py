@@ -17,7 +17,7 @@ that directory, commit, push only that commit), with mem's rules on top:
 
 Every failure is a GitSyncError with one line to show; nothing here blocks on a prompt.
 
-uses: core.gitcmd, core.errors, core.guards.secrets (via team.routing), core.memdir.files, clients.qwen (lazily)
+uses: core.gitcmd, core.errors, core.memdir.layout, core.guards.secrets (via team.routing), core.memdir.files, clients.qwen (lazily)
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 from mem.core import gitcmd
 from mem.core.errors import ExitCode, MemError, RefusedError
+from mem.core.memdir.layout import INDEX_NAME
 
 #: Seconds one git command may take (a fetch or push over a slow link included).
 GIT_TIMEOUT = 60.0
@@ -120,7 +121,7 @@ def sync(project: str, *, message: str = COMMIT_MESSAGE) -> GitSyncResult:
     rel = TEAM_MEMORY_RELPATH
     spec = f":(literal){rel}"
     if any(_git(root, "check-ignore", "-q", "--no-index", "--", f"{rel}/{name}").returncode == 0
-           for name in ("MEMORY.md", "feedback.md")):
+           for name in (INDEX_NAME, "feedback.md")):  # as qwen-code checks it
         raise GitSyncError(f"{rel} is git-ignored, so nothing in it is shared: with .qwen/* (not .qwen/) in "
                            f".gitignore, add !{rel}/ and !{rel}/**")
     result.branch = _out(root, "symbolic-ref", "--quiet", "--short", "HEAD")
