@@ -263,6 +263,8 @@ def _sync_git(ctx: click.Context, fmt: str) -> None:
             render.out(f"pulled {printable(rel)}")
         for rel in result.files:
             render.out(f"committed {printable(rel)}")
+    for f in result.flagged:
+        render.warn(f"{printable(f['path'])}: {printable(f['reason'])} (mem lint flags it; the client reads it as memory)")
     if result.committed and result.pushed:
         render.info(f"pushed {result.committed[:12]} to the upstream of {printable(result.branch or '')}")
     elif result.committed:

@@ -10,14 +10,15 @@ that directory, commit, push only that commit), with mem's rules on top:
 * The pull never touches the user's checkout beyond the team directory: ``git fetch``, then a
   fast-forward only when every incoming commit changes nothing outside ``.qwen/team-memory/``
   (qwen-code fast-forwards the whole branch). Otherwise it stops, commits nothing, and says so.
-* A team memory with a secret is not committed (the whole sync stops, exit 4).
+* A team memory with a secret is not committed (the whole sync stops, exit 4). One the poisoning
+  guard flags (a permission grant, a rule bypass), pulled or committed, is named (``flagged``).
 * The push sends ``<our commit>:<upstream branch>`` only when it is a fast-forward of just that
   commit; a push the remote refuses takes our commit back out (the changes stay in the working
   tree, unstaged), as qwen-code does, so the next sync starts clean.
 
 Every failure is a GitSyncError with one line to show; nothing here blocks on a prompt.
 
-uses: core.gitcmd, core.errors, core.memdir.layout, core.guards.secrets (via team.routing), core.memdir.files, clients.qwen (lazily)
+uses: core.gitcmd, core.errors, core.memdir.layout, core.guards.secrets (via team.routing), core.guards.poison, core.memdir.files, clients.qwen (lazily)
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class GitSyncResult:
     files: list[str] = field(default_factory=list)  # what it committed, relative to the repository
     pushed: bool = False
     skipped_push: str | None = None  # why nothing was pushed though something was committed
+    #: pulled or committed team memories the poisoning guard flags: {path, reason} (said, not blocked)
+    flagged: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -106,6 +109,22 @@ def _check_secrets(root: str, files: list[str]) -> None:
             raise RefusedError(f"{rel}: {found[1]} Nothing was committed.")
 
 
+def _flag_poison(root: str, result: GitSyncResult, files: list[str]) -> None:
+    from mem.core.guards.poison import poison_problem
+    from mem.core.memdir.files import read_text
+
+    for rel in files:
+        path = os.path.join(root, rel)
+        if not rel.endswith(".md") or not os.path.isfile(path) or os.path.islink(path):
+            continue
+        try:
+            problem = poison_problem(read_text(path))
+        except (OSError, UnicodeDecodeError):
+            continue
+        if problem:
+            result.flagged.append({"path": rel, "reason": problem})
+
+
 def sync(project: str, *, message: str = COMMIT_MESSAGE) -> GitSyncResult:
     """Fetch, fast-forward within the team directory, commit it, push that commit (module docstring)."""
     from mem.clients.qwen import TEAM_MEMORY_RELPATH, team_memory_dir
@@ -132,6 +151,7 @@ def sync(project: str, *, message: str = COMMIT_MESSAGE) -> GitSyncResult:
     if remote and merge:
         _pull(root, result, remote, merge, rel)
     _commit(root, result, rel, spec, message)
+    _flag_poison(root, result, [*result.pulled, *(f for f in result.files if f not in result.pulled)])
     if not (remote and merge):
         result.skipped_push = "the branch has no upstream"
     elif result.committed:
