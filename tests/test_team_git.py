@@ -357,3 +357,17 @@ def test_a_pulled_memory_that_reads_as_a_permission_grant_is_named(team, run_mem
     flagged = json.loads(r.stdout)["flagged"]
     assert [f["path"] for f in flagged] == [f"{TEAM}/review.md"] and "authoris" in flagged[0]["reason"]
     assert f"{TEAM}/review.md: line" in r.stderr
+
+
+def test_a_linked_team_directory_is_refused(team, run_mem, tmp_path):
+    _, mine, _ = team
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.md").write_text("---\nname: n\ndescription: d\ntype: user\n---\n\nprivate\n")
+    git("rm", "-q", "-r", TEAM, cwd=mine)
+    (mine / ".qwen").mkdir(exist_ok=True)
+    (mine / TEAM).symlink_to(outside)
+    before = git("rev-parse", "HEAD", cwd=mine)
+    r = run_mem("team", "sync", "--git", cwd=str(mine))
+    assert r.returncode == 4 and "is a link or leads outside the repository" in r.stderr
+    assert git("rev-parse", "HEAD", cwd=mine) == before
