@@ -148,3 +148,47 @@ def test_a_relocation_that_merges_leaves_pinned_files_where_they_are_and_says_so
     assert (new_memory / "b.md").exists() and not (new_memory / PINNED).exists()
     assert (old_memory / PINNED).read_text().endswith(BODY)
     assert f"skip   {old_memory / PINNED} -> {new_memory / PINNED} (pinned/ holds" in r.stdout + r.stderr
+
+
+def test_an_agent_dream_against_the_model_server_leaves_a_pinned_file_byte_for_byte(memory, run_mem, fake_api):
+    """The whole agent dream, its model a local Messages-API server scripted to rewrite, edit, delete and
+    merge away the pinned file, directly and through a link: each call is refused with the reason, the
+    model is told, the dream still does the rest, and the pinned file keeps every byte and its mtime."""
+    os.symlink("pinned/Architecture.md".replace("A", "a"), memory / "alias.md")
+    (memory / "arch.md").write_text((memory / PINNED).read_text().replace("how the service is built", "the service layout"))
+    before = (memory / PINNED).read_bytes()
+    mtime = os.stat(memory / PINNED).st_mtime_ns
+    rewritten = "---\nname: architecture\ndescription: rewritten\ntype: project\n---\n\nFour processes.\n"
+    fake_api.reply_tool_uses(("read", {"file_path": "MEMORY.md"}), ("read", {"file_path": PINNED}),
+                             ("read", {"file_path": "arch.md"}))
+    fake_api.reply_tool_uses(
+        ("write", {"file_path": PINNED, "content": rewritten}),
+        ("edit", {"file_path": PINNED, "old_string": "three", "new_string": "four"}),
+        ("write", {"file_path": "PINNED/extra.md", "content": rewritten}),
+        ("write", {"file_path": "alias.md", "content": rewritten}),
+        ("write", {"file_path": "arch.md", "content": rewritten.replace("rewritten", "the service layout, merged")}),
+        ("delete", {"file_path": PINNED, "merged_into": "arch.md"}),
+        ("delete", {"file_path": "alias.md"}),
+    )
+    fake_api.reply_text("Merged the architecture notes into arch.md.")
+    r = run_mem("dream", "--force", "--json", env={"ANTHROPIC_BASE_URL": fake_api.url})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (memory / PINNED).read_bytes() == before and os.stat(memory / PINNED).st_mtime_ns == mtime
+    assert os.path.islink(memory / "alias.md")
+    assert doc["updated"] == ["MEMORY.md", "arch.md"] and doc["deleted"] == []  # the allowed merge went through
+    # every refused call came back to the model as an error naming the reason...
+    results = [block for block in fake_api.requests[2]["body"]["messages"][-1]["content"]
+               if block.get("type") == "tool_result"]
+    assert len(results) == 7
+    refused = [b for b in results if b.get("is_error")]
+    assert len(refused) == 6
+    for b in refused:
+        assert "pinned/ holds hand-curated memories" in b["content"], b["content"]
+    # ...and to the user: in --json and one line each on stderr
+    assert [(x["tool"], x["path"]) for x in doc["refused"]] == [
+        ("write", PINNED), ("edit", PINNED), ("write", "PINNED/extra.md"), ("write", "alias.md"),
+        ("delete", PINNED), ("delete", "alias.md")]
+    assert all("pinned/ holds hand-curated memories" in x["reason"] for x in doc["refused"])
+    assert r.stderr.count("was refused: ") == 6 and f"the model's delete of {PINNED} was refused" in r.stderr
+    assert not (memory / "PINNED").exists()

@@ -49,9 +49,13 @@ def context_cmd(ctx: click.Context, form: str, external_includes: bool, no_memor
         render.info("an agent's MEMORY.md is part of that agent's own prompt, not of this context: left out")
     elif not no_memory and not on:
         render.info(f"auto memory is off ({why}): MEMORY.md left out")
+    from mem.clients import team_tier
+
+    tier = team_tier(res)
     loaded = cx.load_context(
         res.project_root, memory_dir=res.memory_dir, auto_memory=use_memory,
         external_includes=True if external_includes else None,
+        team_dir=tier.memory_dir if tier.separate and tier.on else None,
     )
     for s in loaded.skipped:
         if s.reason in cx.NOTEWORTHY:

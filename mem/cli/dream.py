@@ -194,6 +194,8 @@ def _report(result, fmt: str, quiet: bool, chatty: bool, many: bool) -> None:
         if chatty and not quiet:
             render.info(f"{prefix}not dreaming: {result.gate.reason}")
         return
+    for r in result.refused:  # said even with -q and --json: the model tried something mem does not allow
+        render.warn(f"{prefix}the model's {r['tool']} of {r['path'] or '?'} was refused: {r['reason']}")
     if fmt != "text":
         return
     if result.dry_run:

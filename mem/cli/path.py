@@ -15,10 +15,12 @@ from mem.core.errors import ExitCode
 @click.option("--orphans", is_flag=True,
               help="List the memory folders (Claude Code and qwen-code) whose project no longer exists where it was.")
 @click.option("--user", "user_level", is_flag=True, help="Print the user-level memory directory (every project's; qwen-code 0.24's ~/.qwen/memories for its projects).")
+@click.option("--team", "team_level", is_flag=True,
+              help="Print the team memory directory (team/; qwen-code 0.24's .qwen/team-memory in the repository for its projects).")
 @memory_dir_options
 @format_options
 @click.pass_context
-def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, where: dict, fmt: str) -> None:
+def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, team_level: bool, where: dict, fmt: str) -> None:
     """Print the memory directory and the rule that chose it.
 
     With --orphans, list the project folders whose project is gone (moved or
@@ -31,9 +33,23 @@ def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, where: dict, f
       cd "$(mem path)" && ls
       mem path --json | jq -r .rule
       mem path --orphans
+      mem remember --dir "$(mem path --team)" "Bugs are tracked in TRK"
     """
     if orphans:
         _orphans(ctx, fmt)
+        return
+    if user_level and team_level:
+        raise click.UsageError("--user and --team name different directories: give one")
+    if team_level:
+        from mem.clients import team_tier
+
+        tier = team_tier(resolve_dir(where))
+        if fmt == "text":
+            render.out(tier.memory_dir)
+            if not tier.on:
+                render.warn(f"team memory is off here: {tier.reason}")
+        else:
+            render.out_record({**tier.as_dict(), "exists": os.path.isdir(tier.memory_dir)}, fmt)
         return
     if user_level:
         from mem.clients import user_memory_dir

@@ -22,7 +22,8 @@ TYPES = ("user", "feedback", "project", "reference")  # frontmatter.MEMORY_TYPES
 @click.option("--update", is_flag=True, help="The file may exist: replace its body and the keys given, keep the rest.")
 @click.option("--force", is_flag=True, help="Save text that reads as a permission grant or a rule bypass (a warning instead of exit 4).")
 @click.option("--team/--private", "team", default=None,
-              help="With a team/ directory: save into team/ (shared) or outside it (default: by type).")
+              help="With a team/ directory: save into team/ (shared) or outside it (default: by type); "
+                   "for qwen-code, into .qwen/team-memory in the repository or the project's own directory.")
 @click.option("--offline", is_flag=True, help="Never call a model: --type, --name and --description are required.")
 @backend_option
 @click.option("--model", metavar="NAME", help="The model to use (default: MEM_MODEL_REMEMBER, MEM_MODEL, else the newest Sonnet).")
@@ -59,8 +60,11 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
     from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
 
     body = read_stream_text(sys.stdin) if text == ("-",) else " ".join(text)
-    request = RememberRequest(memory_of(where), body, type=memory_type, name=name, description=description, file=file_,
-                              update=update, force=force, scope=None if team is None else ("team" if team else "private"),
+    memory, scope = memory_of(where), None if team is None else ("team" if team else "private")
+    if team is not None and not where.get("dir"):
+        memory, scope = _separate_team_tier(where, team, memory, scope)
+    request = RememberRequest(memory, body, type=memory_type, name=name, description=description, file=file_,
+                              update=update, force=force, scope=scope,
                               offline=offline, model=model, max_turns=max_turns, timeout=timeout, budget=budget)
     debug = current_env().debug
     result = remember(request, log=render.debug if debug else None, debug=debug)
@@ -84,3 +88,27 @@ def remember_cmd(text: tuple[str, ...], memory_type: str | None, name: str | Non
 
         render.info("the model stopped at its budget; what it saved is kept")
         click.get_current_context().exit(int(ExitCode.BUDGET))
+
+
+def _separate_team_tier(where: dict, team: bool, memory, scope: str | None):
+    """(memory directory, scope) for --team / --private where the client keeps team memory in a
+    directory of its own (qwen-code 0.24's .qwen/team-memory): --team writes there, through the
+    same write path; --private writes to the project's directory. Else both unchanged."""
+    from mem.cli.common import resolve_dir
+    from mem.clients import team_tier
+
+    tier = team_tier(resolve_dir(where))
+    if not tier.separate:
+        return memory, scope
+    if not team:
+        return memory, None
+    import os
+
+    from mem.core.errors import RefusedError
+    from mem.core.memdir.store import MemoryDir
+
+    if os.path.islink(tier.memory_dir):
+        raise RefusedError(f"{tier.memory_dir} is a symbolic link: team memory is written only inside the repository")
+    if not tier.on:
+        render.warn(f"team memory is off here ({tier.reason}): the client does not read {tier.memory_dir} yet")
+    return MemoryDir(tier.memory_dir), None

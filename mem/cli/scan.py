@@ -64,6 +64,9 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, client:
             render.info(f"the newest {manifest.MAX_MEMORY_FILES} of {len(headers)} topic files listed "
                         "(what recall sees); --all lists every one")
             headers = headers[:manifest.MAX_MEMORY_FILES]
+    team = _team_tier(where, all_, skipped)
+    headers += team
+    team_paths = {h.path for h in team}
     if check:
         from mem.core.memdir.index import check_headers, check_poison
 
@@ -78,7 +81,8 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, client:
                 render.out(printable(f"{h.relpath}: {w.code}: {w.message}"))
     else:
         for h in headers:  # a pinned file is marked after the manifest line, which stays Claude Code's format
-            render.out(printable(h.manifest_line() + (" [pinned]" if h.pinned else "")))
+            mark = " [pinned]" if h.pinned else " [team]" if h.path in team_paths else ""
+            render.out(printable(h.manifest_line() + mark))
     if check:
         bad = sum(1 for h in headers if h.warnings)
         problems = sum(len(h.warnings) for h in headers)
@@ -86,6 +90,23 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, client:
             render.info(f"{problems} problem{'s' * (problems != 1)} in {bad} of {len(headers)} files")
             ctx.exit(ExitCode.CHECK_FAILED)
         render.info(f"{len(headers)} files, no problems")
+
+
+def _team_tier(where: dict, all_: bool, skipped: list | None) -> list:
+    """The topic files of qwen-code's team tier when qwen-code reads it for this project (after the
+    private ones; relpaths from the project root, ``.qwen/team-memory/...``, as no private one starts)."""
+    if where.get("dir"):
+        return []
+    from mem.cli.common import resolve_dir
+    from mem.clients import team_tier
+    from mem.core.memdir import manifest
+
+    tier = team_tier(resolve_dir(where, reading=True))
+    if not (tier.separate and tier.on) or os.path.islink(tier.memory_dir) or not os.path.isdir(tier.memory_dir):
+        return []
+    headers = manifest.scan(tier.memory_dir, limit=None if all_ else manifest.MAX_MEMORY_FILES, skipped=skipped)
+    prefix = os.path.relpath(tier.memory_dir, os.path.dirname(os.path.dirname(tier.memory_dir))).replace(os.sep, "/")
+    return [h._replace(relpath=f"{prefix}/{h.relpath}") for h in headers]
 
 
 def _client_memories(client: str, where: dict, fmt: str) -> int:

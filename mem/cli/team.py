@@ -69,6 +69,8 @@ def team_cmd() -> None:
     protocol: pull takes the server's copy, push sends what changed, sync does
     both, watch pushes as you write. Files with secrets never leave the
     machine. `mem team serve` is that server, for a team to host itself.
+    `mem team sync --git` shares qwen-code's .qwen/team-memory/ through the
+    repository's own git remote instead.
 
     \b
     Example:
@@ -206,19 +208,30 @@ def push_cmd(ctx: click.Context, make_config, fmt: str) -> None:
 
 
 @team_cmd.command("sync")
+@click.option("--git", "via_git", is_flag=True,
+              help="Sync qwen-code's .qwen/team-memory/ through the repository's git remote instead of a server.")
 @client_options
 @click.pass_context
-def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
+def sync_cmd(ctx: click.Context, via_git: bool, make_config, fmt: str) -> None:
     """Pull, then push: team/ and the server end up holding the same files.
 
     The pull keeps your unpushed edits of files the server did not change
     since the last sync, and the push sends them; where both sides changed a
     file, the server's copy wins (undoable, as with pull).
 
+    With --git, qwen-code's team tier (.qwen/team-memory/ in the repository)
+    goes through git as qwen-code's own sync does it: fetch, fast-forward
+    (only when the incoming commits touch nothing but that directory), commit
+    that directory alone, push that one commit to the upstream branch.
+
     \b
     Example:
       mem team sync && mem index --rebuild --team
+      mem team sync --git
     """
+    if via_git:
+        _sync_git(ctx, fmt)
+        return
     from mem.core.team import client
 
     cfg = make_config()
@@ -234,6 +247,30 @@ def sync_cmd(ctx: click.Context, make_config, fmt: str) -> None:
         _report_push(pushed)
     _say_push(pushed)
     _refused_exit(ctx, pulled.refused + pushed.refused)
+
+
+def _sync_git(ctx: click.Context, fmt: str) -> None:
+    from mem.core.team.gitsync import sync
+
+    for name in ("url", "repo", "dir_", "agent"):
+        if ctx.params.get(name):
+            raise click.UsageError(f"--{name.rstrip('_')} does not go with --git (the repository's remote is the team's)")
+    result = sync(ctx.params.get("project") or os.getcwd())
+    if fmt != "text":
+        render.out_record(result.as_dict(), fmt)
+    else:
+        for rel in result.pulled:
+            render.out(f"pulled {printable(rel)}")
+        for rel in result.files:
+            render.out(f"committed {printable(rel)}")
+    for f in result.flagged:
+        render.warn(f"{printable(f['path'])}: {printable(f['reason'])} (mem lint flags it; the client reads it as memory)")
+    if result.committed and result.pushed:
+        render.info(f"pushed {result.committed[:12]} to the upstream of {printable(result.branch or '')}")
+    elif result.committed:
+        render.info(f"committed {result.committed[:12]}; not pushed: {result.skipped_push}")
+    elif not result.pulled:
+        render.info(f"team memory is in sync ({printable(result.team_dir)})")
 
 
 def _sync(cfg, http, fmt: str):

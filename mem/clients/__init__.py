@@ -11,15 +11,15 @@ settings files), ``home``, ``escapes_hook_context``, ``memory_on`` (its switch)
 and ``default_memory_dir`` / ``project_folder``. Core and CLI ask these, or this
 package's functions: ``memory_on`` (the one rule: does memory apply to a
 resolved directory), ``of_payload`` (who sent a hook payload), ``hook_event``,
-``of_layout``, ``payload_layout``, ``earlier_memory_dir``. No module outside
+``of_layout``, ``payload_layout``, ``earlier_memory_dir``, ``team_tier``. No module outside
 this package compares a client's name (tests/test_structure.py).
 
 A client's own memories (``own_memories`` of codex and gemini) are read as OwnMemory
 records, each to become one mem topic file (``as_files``): ``mem scan --client`` lists
 them and ``mem import --client`` lands them through the write path.
 
-uses: core.paths lazily (user_memory_dir), core.memdir.frontmatter (render_new) and core.memdir.files
-(read_text) lazily; the client modules: core.messages, and core.paths, core.memdir lazily
+uses: core.paths lazily (user_memory_dir), core.memdir.frontmatter (render_new), core.memdir.files
+(read_text), core.memdir.layout and core.team.routing (team_tier: is team/ a directory) lazily; the client modules: core.messages, and core.paths, core.memdir lazily
 """
 
 from __future__ import annotations
@@ -223,3 +223,33 @@ def escapes_hook_context(name: str, version: tuple[int, ...] | None) -> bool:
     module = named(name)
     rule = getattr(module, "escapes_hook_context", None) or named("claude").escapes_hook_context
     return rule(version)
+
+
+class TeamTier(NamedTuple):
+    """A project's team memory: where it is, whether the client reads it, and why."""
+
+    memory_dir: str
+    on: bool
+    reason: str
+    separate: bool  # a directory of its own (qwen-code's .qwen/team-memory), not team/ inside the memory directory
+
+    def as_dict(self) -> dict:
+        return {"memory_dir": self.memory_dir, "team_memory_on": self.on, "team_memory_on_reason": self.reason,
+                "separate": self.separate}
+
+
+def team_tier(resolution, env=None) -> TeamTier:
+    """The team memory of a resolved memory directory: qwen-code 0.24's tier in the repository
+    (``.qwen/team-memory``, read when its switch is on) for qwen-code's directory; else the
+    ``team/`` subdirectory (Claude Code's, read when it is a directory)."""
+    module = of_layout(resolution.layout) if resolution.layout in LAYOUTS else None
+    own = getattr(module, "team_memory_dir", None)
+    if own is not None:
+        on, why = module.team_memory_on(resolution.project_root, env)
+        return TeamTier(own(resolution.project_root), on, why, True)
+    from mem.core.memdir.layout import team_dir
+    from mem.core.team.routing import team_enabled
+
+    d = team_dir(resolution.memory_dir)
+    on = team_enabled(resolution.memory_dir)
+    return TeamTier(d, on, "team/ is a directory" if on else "no team/ directory", False)

@@ -204,3 +204,35 @@ def to_blocks(parts: Any) -> list[Block]:
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+#: The team tier, inside the repository (qwen-code 0.24's TEAM_AUTO_MEMORY_DIRNAME under .qwen/).
+TEAM_MEMORY_RELPATH = ".qwen/team-memory"
+
+
+def team_memory_dir(project: str) -> str:
+    """qwen-code 0.24's team tier of a project: ``.qwen/team-memory`` at its checkout's root (the
+    git root, a linked worktree's own; the project itself outside git), committed with the code.
+
+    Example: team_memory_dir("/src/app/lib") == "/src/app/.qwen/team-memory"
+    """
+    from mem.core import paths
+
+    root = paths.find_git_root(project) or os.path.abspath(project)
+    return os.path.join(root, *TEAM_MEMORY_RELPATH.split("/"))
+
+
+def team_memory_on(project: str, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """Whether qwen-code 0.24 reads and writes the team tier of a project, and why: opt-in,
+    ``QWEN_CODE_MEMORY_TEAM`` ('1' / '0') over ``memory.enableTeamMemory`` (the project's
+    settings over the user's; default off), as getTeamMemoryEnabled in 0.24.4."""
+    override = _env(env).get("QWEN_CODE_MEMORY_TEAM")
+    if override in ("0", "1"):
+        return override == "1", f"QWEN_CODE_MEMORY_TEAM={override}"
+    for scope in ("project", "user"):
+        path = settings_file(scope, project, env)
+        memory = _read_settings(path).get("memory")
+        value = memory.get("enableTeamMemory") if isinstance(memory, dict) else None
+        if isinstance(value, bool):
+            return value, f"memory.enableTeamMemory={'true' if value else 'false'} ({path})"
+    return False, "off by default (memory.enableTeamMemory)"

@@ -288,12 +288,14 @@ def load_context(
     external_includes: bool | None = None,
     env: Mapping[str, str] | None = None,
     home: str | None = None,
+    team_dir: str | None = None,
 ) -> Context:
     """Every file an agent started in ``cwd`` loads, in load order.
 
     ``cwd`` is the directory the agent runs in (a Resolution's ``project_root``:
     realpath, NFC); ``memory_dir`` adds its MEMORY.md (and team/MEMORY.md) when
-    ``auto_memory`` is on. ``external_includes``: None follows includes outside
+    ``auto_memory`` is on; ``team_dir``, a team memory directory of its own (qwen-code's
+    ``.qwen/team-memory``), adds its MEMORY.md after it, as the client's system prompt has it. ``external_includes``: None follows includes outside
     ``cwd`` as Claude Code would (user files always, others once approved);
     True follows them all; False follows them from user files only.
     Never raises for a missing or unreadable file: those are in ``skipped``.
@@ -336,11 +338,14 @@ def load_context(
         entry = loader.index(os.path.join(memory_dir, INDEX_NAME), "automem")
         if entry is not None:
             ctx.files.append(entry)
-        from mem.core.memdir.layout import team_dir
+        from mem.core.memdir.layout import team_dir as layout_team_dir
         from mem.core.team.routing import team_enabled
 
-        if team_enabled(memory_dir):  # a linked team/ is not team memory
-            entry = loader.index(os.path.join(team_dir(memory_dir), INDEX_NAME), "teammem")
+        team_index = (os.path.join(team_dir, INDEX_NAME) if team_dir is not None
+                      # a linked team/ is not team memory
+                      else os.path.join(layout_team_dir(memory_dir), INDEX_NAME) if team_enabled(memory_dir) else None)
+        if team_index is not None and not os.path.islink(os.path.dirname(team_index)):
+            entry = loader.index(team_index, "teammem")
             if entry is not None:
                 ctx.files.append(entry)
     ctx.skipped = loader.skipped

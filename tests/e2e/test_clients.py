@@ -188,3 +188,36 @@ def test_qwen_code_in_a_linked_worktree_uses_the_folder_mem_path_names(session, 
     scan = driver.mem_cmd("scan", "--json", "--project", str(wt), "--layout", "qwen", env=env)
     listed = sorted(r["relpath"] for r in json.loads(scan.stdout))
     assert listed == (["worktree-only.md"] if own else ["go-indent.md", "staging-deploys.md", "worktree-only.md"])
+
+
+def test_qwen_code_reads_the_team_tier_where_mem_path_team_names_it(session, server):
+    """qwen-code 0.24 with memory.enableTeamMemory puts the team tier's MEMORY.md into the system prompt:
+    the directory mem path --team names, whose memories mem scan lists."""
+    if session.client != "qwen" or tuple(int(p) for p in session.version.split(".")) < (0, 24):
+        pytest.skip("the team tier is qwen-code 0.24's")
+    (session.repo / ".qwen").mkdir(exist_ok=True)
+    (session.repo / ".qwen" / "settings.json").write_text('{\n  // team tier on\n  "memory": {"enableTeamMemory": true}\n}\n')
+    env = {**session.env(), "PATH": f"{session.exe.parent}:{session.env()['PATH']}"}
+    where = driver.mem_cmd("path", "--team", "--project", str(session.repo), "--layout", "qwen", "--json", env=env)
+    assert where.returncode == 0, where.stderr
+    out = json.loads(where.stdout)
+    assert out["team_memory_on"] is True
+    team = Path(out["memory_dir"])
+    team.mkdir(parents=True)
+    write_memory(team, "team-tracker", "bugs are tracked in the TRK-E2E project", "File bugs in TRK-E2E.", type="reference")
+    (team / "MEMORY.md").write_text("- [Team tracker](team-tracker.md) — bugs are tracked in the TRK-E2E project\n")
+    server.main[:] = [Reply(text="ok")]
+    run = session.run("say ok")
+    assert run.returncode == 0, run.stderr
+    systems = [system_text(b) for b in driver.main_requests(run)]
+    assert systems and all("TRK-E2E project" in s for s in systems)
+    scan = driver.mem_cmd("scan", "--json", "--project", str(session.repo), "--layout", "qwen", env=env)
+    assert ".qwen/team-memory/team-tracker.md" in [r["relpath"] for r in json.loads(scan.stdout)]
+    # switched off, the client leaves it out, and so does mem
+    (session.repo / ".qwen" / "settings.json").write_text('{"memory": {"enableTeamMemory": false}}\n')
+    server.main[:] = [Reply(text="ok")]
+    run = session.run("say ok")
+    systems = [system_text(b) for b in driver.main_requests(run)]
+    assert systems and all("TRK-E2E" not in s for s in systems)
+    scan = driver.mem_cmd("scan", "--json", "--project", str(session.repo), "--layout", "qwen", env=env)
+    assert all("team-memory" not in r["relpath"] for r in json.loads(scan.stdout))

@@ -72,6 +72,8 @@ class DreamResult:
     duration_s: float = 0.0
     model: str | None = None
     budget: dict | None = None  # the agent run's cap and spend (budget.Spend.as_dict)
+    #: the agent's changes the tools refused for safety (a pinned file, a path outside, a secret): {tool, path, reason}
+    refused: list[dict] = field(default_factory=list)
 
     @property
     def stopped_at_budget(self) -> bool:
@@ -97,6 +99,7 @@ class DreamResult:
             "model": self.model,
             "stopped_at_budget": self.stopped_at_budget,
             "budget": self.budget,
+            "refused": self.refused,
             "duration_s": round(self.duration_s, 3),
         }
 

@@ -127,6 +127,10 @@ def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_t
     ) + ("\n" + stale_section(list(stale)) if stale else "")
 
 
+#: The tools that change a file: a refusal of one is reported to the user (``refused``), not only to the model.
+CHANGE_TOOLS = ("write", "edit", "delete")
+
+
 def consolidate(result, root: str, transcripts_dir: str | None, model: str | None, gate, progress, stale: list = (),
                 budget: str | None = None):
     """Run the consolidation agent on ``root`` and fill ``result`` (a DreamResult).
@@ -157,6 +161,9 @@ def consolidate(result, root: str, transcripts_dir: str | None, model: str | Non
         if outcome.stop_reason == "run_budget":
             progress(f"consolidate: {job.budget_note()}; keeping what it did")
         result.summary = (outcome.text or "").strip() or result.summary
+        result.refused += [{"tool": c.name, "path": c.path, "reason": c.summary.removeprefix("Error: ")}
+                           for c in outcome.tool_calls
+                           if not c.ok and c.name in CHANGE_TOOLS and c.summary.removeprefix("Error: ").startswith("refused")]
         _keep_older_dates(toolbox)
         if outcome.error:
             from mem.core.wording import plural
