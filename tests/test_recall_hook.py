@@ -13,6 +13,7 @@ import pytest
 
 from conftest import FIXTURES, write_memory
 from mem.core import paths, recall
+from mem.core.jscompat import len16
 
 HOOKS = FIXTURES / "hooks"
 CC_MEMORY = "/home/dev/cc-run/home/.claude/projects/-home-dev-cc-run-repo/memory/"
@@ -140,7 +141,7 @@ def test_five_large_memories_stay_under_claudes_hook_limit(project, tmp_path, ru
         "claude-code/UserPromptSubmit.json", repo, tmp_path, transcript="claude-code/transcript-05.jsonl",
         prompt="walk me through the rollout checklist"))
     ctx = context_of(p)
-    assert recall.len16(ctx) < 10_000
+    assert len16(ctx) < 10_000
     assert ctx.count("<system-reminder>") == 5
     for i in range(5):
         path = mem / f"rollout{i}.md"

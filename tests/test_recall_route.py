@@ -13,11 +13,12 @@ import pytest
 from conftest import FIXTURES, write_memory
 from mem.core.memdir.store import MemoryDir
 from mem.core import recall
+from mem.core.recall.model import SELECTION_SCHEMA
 from mem.core.jobs import llm, messages_lite
 
 BENCH = FIXTURES / "recall-bench"
 REQUEST = {"system": "Pick files.", "messages": [{"role": "user", "content": "which files?"}],
-           "output_config": {"format": {"type": "json_schema", "schema": recall.SELECTION_SCHEMA}}}
+           "output_config": {"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}}}
 
 
 def config(**changes) -> llm.ModelConfig:

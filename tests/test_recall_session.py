@@ -10,6 +10,7 @@ import threading
 from conftest import write_memory
 from mem.core.memdir.store import MemoryDir
 from mem.core import recall
+from mem.core.jscompat import len16
 from mem.core.memdir.state import state_dir
 
 
@@ -39,7 +40,7 @@ def test_state_lives_in_the_state_dir_not_the_memory_dir(memdir):
     data = json.loads(open(recall.session_file(str(memdir), "s1"), encoding="utf-8").read())
     assert data["session_id"] == "s1"
     assert data["surfaced"][0]["relpath"] == "a.md"
-    assert data["surfaced_chars"] == recall.len16((memdir / "a.md").read_text())
+    assert data["surfaced_chars"] == len16((memdir / "a.md").read_text())
 
 
 def test_sixty_kib_then_nothing(memdir):

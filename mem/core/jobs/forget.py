@@ -3,7 +3,7 @@
     search = find(memory, "tabs over spaces", strategy="offline")   # memory: a MemoryDir
     result = apply(memory, search, search.candidates)   # one recorded operation: delete, re-index, event
 
-Candidates come from the offline ranker (``mem.core.ranker``, the one recall
+Candidates come from the offline ranker (``mem.core.recall.ranker``, the one recall
 uses) or from one structured model call that sees the manifest and the
 entries of multi-memory files; a model's answer is checked against what it was
 shown, so it can only name memories that exist. A QUERY that names a topic
@@ -246,7 +246,7 @@ def _read_text(path: str) -> str:
 
 def search_text(query: str) -> str:
     """The query without the words that only ask for forgetting (unless nothing else is left)."""
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     kept = [w for w in query.split() if re.sub(r"\W+", "", w.lower()) not in _REQUEST_WORDS]
     text = " ".join(kept)
@@ -274,7 +274,7 @@ def matching_entries(found: list[Entry], query, *, coverage: float = 0.0) -> lis
     whole does (``coverage``): when only the name and description cover them
     all, the query is about the file, not about the entry that shares a word.
     """
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     index = ranker.Index([ranker.make_doc(str(e.index), "", "", e.text) for e in found])
     keys = {h.key for h in _best(index.scores(query), query) if h.coverage >= coverage - 0.5 - 1e-9}
@@ -283,7 +283,7 @@ def matching_entries(found: list[Entry], query, *, coverage: float = 0.0) -> lis
 
 def find_offline(memory: MemoryDir, query: str, *, limit: int = DEFAULT_LIMIT) -> Search:
     """Candidates by the offline ranker: files first, then entries within multi-memory files."""
-    from mem.core import ranker
+    from mem.core.recall import ranker
     from mem.core.recall import offline_index
 
     headers = _topic_headers(memory)
@@ -469,7 +469,7 @@ def _fitting(headers: list, query: str, system: str, client) -> list:
     offline ranker's order decides which files the model is shown, and the rest
     are not offered (the list says how many).
     """
-    from mem.core import ranker
+    from mem.core.recall import ranker
     from mem.core.jobs.budget import Budget, request_tokens, text_tokens
     from mem.core.memdir.manifest import format_manifest
     from mem.core.recall import offline_index
