@@ -267,8 +267,8 @@ def _module_state(m: str) -> list[str]:
 
 
 #: Module-level mutable state under a lowercase name (the CLI's run state moved into mem/env.py's Env):
-#: render.wrote, layout's warned-once set, the ranker's two caches.
-MODULE_STATE = 4
+#: render.wrote, the ranker's two caches (layout's warned-once set went: the command prints each Notice once).
+MODULE_STATE = 3
 
 
 def test_no_new_module_level_containers_of_state():
@@ -283,8 +283,9 @@ def _stderr_uses(m: str) -> list[str]:
 
 #: Places in core that write to sys.stderr themselves; core returns warnings (or takes a log) and the
 #: CLI writes them. Left: the debug lines of the model calls (jobs/llm, jobs/messages_lite,
-#: jobs/claude_agent, recall's openai path), the history store's damage notice, walk_files' warning.
-CORE_STDERR = 6  # 8 before: hooks.payload's terminal hint and prompt's refused index went to the caller
+#: jobs/claude_agent, recall's openai path).
+CORE_STDERR = 4  # 8 before: hooks.payload's terminal hint, prompt's refused index, the history store's
+# damage notice and walk_files' warning went to the caller
 
 
 def test_core_does_not_write_to_stderr():
