@@ -281,13 +281,7 @@ def _stderr_uses(m: str) -> list[str]:
             if isinstance(n, ast.Attribute) and n.attr == "stderr" and isinstance(n.value, ast.Name) and n.value.id == "sys"]
 
 
-#: Places in core that write to sys.stderr themselves; core returns warnings (or takes a log) and the
-#: CLI writes them. Left: the debug lines of the model calls (jobs/llm, jobs/messages_lite,
-#: jobs/claude_agent, recall's openai path).
-CORE_STDERR = 4  # 8 before: hooks.payload's terminal hint, prompt's refused index, the history store's
-# damage notice and walk_files' warning went to the caller
-
-
 def test_core_does_not_write_to_stderr():
+    """Core returns warnings (a ``Notice``) or takes a log (a model call's debug line); the CLI writes them."""
     found = [s for m in modules() if m.startswith("mem.core") for s in _stderr_uses(m)]
-    assert len(found) <= CORE_STDERR, found
+    assert found == []

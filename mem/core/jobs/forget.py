@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mem.core.errors import MemError, NotFoundError, PinnedError, RefusedError
@@ -493,7 +494,8 @@ def _fitting(headers: list, query: str, system: str, client) -> list:
 
 
 def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, limit: int = DEFAULT_LIMIT,
-                    timeout: float = MODEL_TIMEOUT, confirmed: bool = True, debug: bool = False) -> Search:
+                    timeout: float = MODEL_TIMEOUT, confirmed: bool = True,
+                    log: Callable[[str], None] | None = None) -> Search:
     """Candidates chosen by one structured model call, checked against what it was shown.
 
     ``confirmed``: a person chooses among them; else the model is told that its confident
@@ -514,7 +516,7 @@ def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, 
             continue
         if found:
             multi[h.relpath] = found
-    client = llm.Model(config, debug=debug)
+    client = llm.Model(config, log=log)
     system = SELECTOR_SYSTEM.format(limit=limit, confirmation=CONFIRMED if confirmed else UNCONFIRMED)
     shown = _fitting(headers, query, system, client)
     multi = {rel: found for rel, found in multi.items() if rel in {h.relpath for h in shown}}
@@ -574,8 +576,10 @@ def _validated(item, by_rel: dict, multi: dict[str, list[Entry]], rejected: list
 
 
 def find(memory: MemoryDir, query: str, *, strategy: str, model: str | None = None, limit: int = DEFAULT_LIMIT,
-         timeout: float = MODEL_TIMEOUT, confirmed: bool = True, debug: bool = False) -> Search:
-    """The candidates for ``query``: a named file, else by ``strategy`` (offline | model)."""
+         timeout: float = MODEL_TIMEOUT, confirmed: bool = True, log: Callable[[str], None] | None = None
+         ) -> Search:
+    """The candidates for ``query``: a named file, else by ``strategy`` (offline | model); ``log`` takes
+    the model call's debug line."""
     if not query.strip():
         from mem.core.errors import UsageError
 
@@ -585,7 +589,7 @@ def find(memory: MemoryDir, query: str, *, strategy: str, model: str | None = No
         return named
     if strategy == "model":
         return find_with_model(memory, query, model=model, limit=limit, timeout=timeout, confirmed=confirmed,
-                               debug=debug)
+                               log=log)
     return find_offline(memory, query, limit=limit)
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from mem.core.errors import ConfigError
 from mem.core.memdir.store import MemoryDir
@@ -187,7 +187,7 @@ def recall(
     force: bool = False,
     max_chars: int | None = None,
     now_ms: int | None = None,
-    debug: bool = False,
+    log: Callable[[str], None] | None = None,
     enabled: bool = True,
 ) -> RecallResult:
     """Select and surface the memories relevant to ``query``.
@@ -196,6 +196,7 @@ def recall(
     With a key, the model is asked only when the offline ranker is unsure (``ranker_is_sure``),
     or always with ``always_ask``; if it has not answered by ``deadline`` (a
     ``time.monotonic()`` instant) or within ``timeout``, the ranker's selection is surfaced.
+    ``log`` takes the debug line of a model call (the caller gives it with --debug or MEM_DEBUG=1).
     """
     started = time.monotonic()
     memory_dir = memory.spelled  # shown as the client spells it
@@ -213,7 +214,7 @@ def recall(
             return _done(result, started)
         _select(result, query, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
                 always_ask=always_ask, state=state, exclude=exclude, max_chars=max_chars, now_ms=now_ms,
-                debug=debug)
+                log=log)
         _select_user_level(result, query, limit=limit, state=state, exclude=exclude, max_chars=max_chars,
                            now_ms=now_ms)
         if state is not None and result.selected:
@@ -303,7 +304,7 @@ def _done(result: RecallResult, started: float) -> RecallResult:
 
 
 def _select(result: RecallResult, query: str, *, limit, offline, model, timeout, deadline, always_ask, state,
-            exclude, max_chars, now_ms, debug) -> None:
+            exclude, max_chars, now_ms, log) -> None:
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
 
@@ -344,7 +345,7 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
 
             try:
                 picked = select_with_model(query, headers, result.recent_tools, limit=limit, model=model,
-                                           timeout=timeout, deadline=deadline, debug=debug)
+                                           timeout=timeout, deadline=deadline, log=log)
             except llm.ModelError as exc:
                 result.fallback_reason = exc.kind
                 result.fallback_detail = str(exc)

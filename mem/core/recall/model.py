@@ -12,7 +12,7 @@ uses: jobs (llm, messages_lite, backends.openai), memdir.manifest (the manifest 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mem.core.recall import DEFAULT_TIMEOUT  # the package's own constant: imported by the time this is
 from mem.core.recall.surfacing import MAX_SURFACED
@@ -77,17 +77,15 @@ def select_with_model(
     model: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     deadline: float | None = None,
-    debug: bool = False,
+    log: Callable[[str], None] | None = None,
 ) -> ModelSelection:
     """Ask the model, by ``deadline`` (a ``time.monotonic()`` instant) if given; ModelError (with
-    .kind) when its answer cannot be used.
+    .kind) when its answer cannot be used. ``log`` takes the call's debug line.
 
     The request goes through the standard library's HTTP client, not the SDK,
     whose import alone takes seconds (see mem.core.jobs.messages_lite).
     """
     import json
-
-    import sys
 
     from mem.core.jobs import llm
     from mem.core.memdir.manifest import format_manifest
@@ -109,14 +107,13 @@ def select_with_model(
         started = time.monotonic()
         reply = OpenAIBackend(config).create(deadline=deadline, **request)
         usage.add(reply.usage)
-        if debug:
-            sys.stderr.write(f"mem: debug: model {config.model} (openai) {time.monotonic() - started:.2f}s "
-                             f"in={reply.usage.get('input_tokens')} out={reply.usage.get('output_tokens')} "
-                             f"stop={reply.stop_reason}\n")
+        if log is not None:
+            log(f"model {config.model} (openai) {time.monotonic() - started:.2f}s "
+                f"in={reply.usage.get('input_tokens')} out={reply.usage.get('output_tokens')} stop={reply.stop_reason}")
     else:
         from mem.core.jobs import messages_lite
 
-        reply = messages_lite.create(config, deadline=deadline, usage=usage, debug=debug, **request)
+        reply = messages_lite.create(config, deadline=deadline, usage=usage, log=log, **request)
     text = reply.text.strip()
     try:
         data = json.loads(text)
