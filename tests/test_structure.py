@@ -177,7 +177,7 @@ def _string_params(m: str) -> list[str]:
 
 
 #: `root: str` / `memory_dir: str` parameters in core: commands and jobs should take a MemoryDir.
-STRING_ROOTS = 117
+STRING_ROOTS = 95  # 100 before recall's sessions and stale notes took a MemoryDir (the number here said 117)
 
 
 def test_core_signatures_take_a_memory_dir_not_a_string():
@@ -242,7 +242,7 @@ def test_no_new_module_level_mutable_state():
 
 
 #: Modules outside team/ that import it (to learn whether the team tier is on, or its wording).
-TEAM_IMPORTERS = 7
+TEAM_IMPORTERS = 6
 
 
 def test_nothing_new_imports_team_to_learn_the_layout():

@@ -206,13 +206,13 @@ def recall(
     if reason:
         result.skipped = reason
         return _done(result, started)
-    with session(memory_dir, session_id) as state:
+    with session(memory, session_id) as state:
         already = state.surfaced_chars if state else 0
         result.session_bytes = already
         if already >= MAX_SESSION_BYTES:
             result.skipped = "budget_exhausted"
             return _done(result, started)
-        _select(result, query, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
+        _select(result, memory, query, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
                 always_ask=always_ask, state=state, exclude=exclude, max_chars=max_chars, now_ms=now_ms,
                 log=log)
         _select_user_level(result, query, limit=limit, state=state, exclude=exclude, max_chars=max_chars,
@@ -221,19 +221,17 @@ def recall(
             now = int(time.time() * 1000) if now_ms is None else now_ms
             for item in result.selected:
                 state.add(item, now)
-            _save_state_if_possible(state, memory_dir)
+            _save_state_if_possible(state, memory)
         result.session_bytes = already + result.surfaced_bytes
     return _done(result, started)
 
 
-def stale_notes(root: str, headers: Sequence) -> dict[str, str]:
+def stale_notes(memory: MemoryDir, headers: Sequence) -> dict[str, str]:
     """relpath -> the note mem verify left for each of these memories, if made for its content now.
 
     No git and nothing imported unless mem verify has left notes: one small file is read.
     """
-    from mem.core.memdir.state import StateDir
-
-    path = StateDir(root).verify_notes
+    path = memory.state.verify_notes
     if not os.path.exists(path):
         return {}
     from mem.core.verifynotes import StaleNotes
@@ -303,8 +301,8 @@ def _done(result: RecallResult, started: float) -> RecallResult:
     return result
 
 
-def _select(result: RecallResult, query: str, *, limit, offline, model, timeout, deadline, always_ask, state,
-            exclude, max_chars, now_ms, log) -> None:
+def _select(result: RecallResult, memory: MemoryDir, query: str, *, limit, offline, model, timeout, deadline,
+            always_ask, state, exclude, max_chars, now_ms, log) -> None:
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
 
@@ -363,7 +361,7 @@ def _select(result: RecallResult, query: str, *, limit, offline, model, timeout,
                 chosen = [(n, None) for n in picked.names]
 
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    notes = stale_notes(root, [by_rel[rel] for rel, _ in chosen[:limit]])
+    notes = stale_notes(memory, [by_rel[rel] for rel, _ in chosen[:limit]])
     if notes and all(score is not None for _, score in chosen):
         # Of two memories the ranker scores alike, the one with a stale claim goes second.
         chosen = sorted(chosen, key=lambda c: (-c[1], c[0] in notes))

@@ -26,9 +26,7 @@ SESSION_MAX_AGE_S = 30 * 86400
 _SAFE_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
 
 
-def session_file(memory_dir: str, session_id: str) -> str:
-    from mem.core.memdir.state import StateDir
-
+def session_file(memory: MemoryDir, session_id: str) -> str:
     if re.fullmatch(_SAFE_ID, session_id):
         name = session_id
     else:
@@ -37,7 +35,7 @@ def session_file(memory_dir: str, session_id: str) -> str:
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", session_id).strip("-.")[:60]
         digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         name = f"{slug}-{digest}" if slug else digest
-    return StateDir(memory_dir).recall_session(name)
+    return memory.state.recall_session(name)
 
 
 class SessionState:
@@ -78,7 +76,7 @@ def _load_state(path: str, session_id: str) -> SessionState:
     return SessionState(session_id, path, rows)
 
 
-def _save_state(state: SessionState, memory_dir: str) -> None:
+def _save_state(state: SessionState, memory: MemoryDir) -> None:
     import json
 
     from mem.core.memdir.store import atomic_write
@@ -86,7 +84,7 @@ def _save_state(state: SessionState, memory_dir: str) -> None:
     data = {
         "version": 1,
         "session_id": state.session_id,
-        "memory_dir": memory_dir,
+        "memory_dir": memory.spelled,
         "surfaced_chars": state.surfaced_chars,
         "surfaced": state.surfaced,
     }
@@ -94,19 +92,19 @@ def _save_state(state: SessionState, memory_dir: str) -> None:
     atomic_write(state.path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
 
 
-def _save_state_if_possible(state: SessionState, memory_dir: str) -> None:
+def _save_state_if_possible(state: SessionState, memory: MemoryDir) -> None:
     """Save the session's state unless the state dir refuses writes: the memories are surfaced all the same."""
     from mem.core.errors import is_storage_error
 
     try:
-        _save_state(state, memory_dir)
+        _save_state(state, memory)
     except OSError as exc:
         if not is_storage_error(exc):
             raise
 
 
 @contextlib.contextmanager
-def session(memory_dir: str, session_id: str | None) -> Iterator[SessionState | None]:
+def session(memory: MemoryDir, session_id: str | None) -> Iterator[SessionState | None]:
     """The session's state, locked for the whole recall (concurrent hooks queue up)."""
     if not session_id:
         yield None
@@ -114,7 +112,7 @@ def session(memory_dir: str, session_id: str | None) -> Iterator[SessionState | 
     from mem.core.errors import is_storage_error
     from mem.core.memdir.store import file_lock
 
-    path = session_file(memory_dir, session_id)
+    path = session_file(memory, session_id)
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(file_lock(path + ".lock"))
@@ -145,12 +143,11 @@ def _prune_sessions(directory: str) -> None:
 
 def reset_session(memory: MemoryDir, session_id: str) -> tuple[str, bool]:
     """Forget what a session surfaced (after a compaction); (state file, whether it existed)."""
-    memory_dir = memory.spelled
     from mem.core.memdir.store import file_lock
 
     if not session_id:
         raise MemError("empty session id")
-    path = session_file(memory_dir, session_id)
+    path = session_file(memory, session_id)
     with file_lock(path + ".lock"):
         try:
             os.unlink(path)
