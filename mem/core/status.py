@@ -305,9 +305,8 @@ def _recent_transcripts(transcripts_dir: str | None, since: float) -> list[tuple
 def _dream(memory: MemoryDir, transcripts_dir: str | None, now: float, min_hours: float, min_sessions: int) -> dict:
     from mem.core.jobs import consolidation
 
-    root = memory.spelled
-    gate = consolidation.check_gate(root, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions, now=now)
-    pid, _ = consolidation.holder(root)
+    gate = consolidation.check_gate(memory, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions, now=now)
+    pid, _ = consolidation.holder(memory)
     return {
         "last": iso(gate.last_consolidated_ms / 1000) if gate.last_consolidated_ms else None,
         "hours_since": None if gate.hours_since is None else round(gate.hours_since, 2),

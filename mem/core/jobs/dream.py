@@ -136,7 +136,7 @@ def run(
     """
     started = time.monotonic()
     memory_dir = memory.root
-    gate = consolidation.check_gate(memory_dir, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
+    gate = consolidation.check_gate(memory, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
                                     exclude_session=session, force=force)
     result = DreamResult(memory_dir, mode, gate, dry_run=dry_run)
     if not gate.open:
@@ -160,7 +160,7 @@ def run(
 
         raise ConfigError("dream needs git on PATH: its changes are validated and, on failure, taken back through "
                           "the history, which is off without git (mem dream --dry-run shows what it would do)")
-    prior = _acquire(memory_dir, wait)
+    prior = _acquire(memory, wait)
     from mem.core.memdir.revert import take_back
 
     memory.sweep_temp_files()
@@ -176,7 +176,7 @@ def run(
     except BaseException:
         if memory.last_operation is not None:
             take_back(memory, memory.last_operation)  # only what this dream wrote: saves made meanwhile stay
-        consolidation.rollback(memory_dir, prior)
+        consolidation.rollback(memory, prior)
         raise
     result.ran = True
     result.duration_s = time.monotonic() - started
@@ -232,14 +232,14 @@ def _read_bytes(path: str) -> bytes | None:
         return None
 
 
-def _acquire(memory_dir: str, wait: bool) -> int:
+def _acquire(memory: MemoryDir, wait: bool) -> int:
     while True:
-        prior = consolidation.try_acquire(memory_dir)
+        prior = consolidation.try_acquire(memory)
         if prior is not None:
             return prior
         if not wait:
-            pid, _ = consolidation.holder(memory_dir)
-            raise LockedError(f"a dream is already running on {memory_dir} (pid {pid}); use --wait to wait for it")
+            pid, _ = consolidation.holder(memory)
+            raise LockedError(f"a dream is already running on {memory.root} (pid {pid}); use --wait to wait for it")
         time.sleep(1.0)
 
 
