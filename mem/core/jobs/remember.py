@@ -161,9 +161,7 @@ def strategy_for(request: RememberRequest) -> str:
 
 
 def _team(memory: MemoryDir) -> bool:
-    from mem.core.team.routing import team_enabled
-
-    return team_enabled(memory.root)
+    return memory.team_enabled
 
 
 def _scope_of(memory: MemoryDir, request: RememberRequest) -> str | None:
