@@ -477,7 +477,7 @@ def build_prompt(memory: MemoryDir, conversation: str, *, count: int, dates: tup
     import datetime
 
     today = today or datetime.date.today().isoformat()
-    existing = guidance.existing_memories(memory.root, index_budget=INDEX_BUDGET)
+    existing = guidance.existing_memories(memory, index_budget=INDEX_BUDGET)
     parts = [
         f"Today is {today}.",
         f"Memory directory: {memory.root.rstrip(os.sep)}/ (give paths relative to it)",

@@ -384,7 +384,7 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
     import datetime
 
     today = today or datetime.date.today().isoformat()
-    existing = guidance.existing_memories(request.memory.root)
+    existing = guidance.existing_memories(request.memory)
     stable = [
         f"Today is {today}.",
         f"Memory directory: {request.memory.root.rstrip(os.sep)}/ (give paths relative to it)",
