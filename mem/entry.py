@@ -75,6 +75,25 @@ def _typed(seen: dict) -> dict:
     return out
 
 
+def _telling_notices(run, *args):
+    """``run(*args)``, then what the core told its user (a ``Notice``) on stderr, once each, as the CLI does."""
+    import warnings
+
+    from mem.core.errors import Notice
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", Notice)
+        result = run(*args)
+    told = []
+    for w in caught:
+        if not issubclass(w.category, Notice):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+        elif str(w.message) not in told:
+            told.append(str(w.message))
+            sys.stderr.write(f"mem: warning: {w.message}\n")
+    return result
+
+
 def recall_hook(options: dict) -> int:
     """``mem recall --hook``: the memories for the prompt on stdout; never fails the prompt (exit 0)."""
     from mem.env import debug_enabled
@@ -97,7 +116,7 @@ def recall_hook(options: dict) -> int:
                  "agent": options.get("agent"), "scope": options.get("scope"),
                  "settings_file": options.get("settings_file")}
         payload = read_payload(events=RECALL_EVENTS, notice=lambda hint: sys.stderr.write(f"mem: {hint}\n"))
-        result = flow.on_prompt(payload, where, recall_options)
+        result = _telling_notices(flow.on_prompt, payload, where, recall_options)
         for message in result.messages:
             sys.stderr.write(f"mem: {message}\n")
         if result.output:

@@ -38,44 +38,44 @@ def sessions(dir_, n, mtime=None):
 def test_gates(tmp_path, memdir):
     tdir = tmp_path / "transcripts"
     ids = sessions(tdir, 4)
-    g = consolidation.check_gate(str(memdir), str(tdir))
+    g = consolidation.check_gate(MemoryDir(memdir), str(tdir))
     assert not g.open and "4 sessions" in g.reason and g.hours_since is None
     sessions(tdir, 1)
-    assert consolidation.check_gate(str(memdir), str(tdir)).open
-    assert not consolidation.check_gate(str(memdir), str(tdir), exclude_session=ids[0]).open
+    assert consolidation.check_gate(MemoryDir(memdir), str(tdir)).open
+    assert not consolidation.check_gate(MemoryDir(memdir), str(tdir), exclude_session=ids[0]).open
     lock = memdir / ".consolidate-lock"
     lock.write_text("")
     os.utime(lock, (time.time() - 3600, time.time() - 3600))  # an hour ago
-    g = consolidation.check_gate(str(memdir), str(tdir))
+    g = consolidation.check_gate(MemoryDir(memdir), str(tdir))
     assert not g.open and "1.0 h ago" in g.reason
-    assert consolidation.check_gate(str(memdir), str(tdir), force=True).open
+    assert consolidation.check_gate(MemoryDir(memdir), str(tdir), force=True).open
     # sessions older than the last consolidation do not count
     os.utime(lock, (time.time() - 48 * 3600,) * 2)
     for p in tdir.glob("*.jsonl"):
         os.utime(p, (time.time() - 72 * 3600,) * 2)
-    g = consolidation.check_gate(str(memdir), str(tdir))
+    g = consolidation.check_gate(MemoryDir(memdir), str(tdir))
     assert not g.open and g.sessions == []
 
 
 def test_lock_acquire_rollback_and_stale(memdir):
-    prior = consolidation.try_acquire(str(memdir))
+    prior = consolidation.try_acquire(MemoryDir(memdir))
     assert prior == 0
     assert (memdir / ".consolidate-lock").read_text() == str(os.getpid())
-    assert consolidation.is_held(str(memdir))
-    assert consolidation.try_acquire(str(memdir)) is None  # we hold it and we run
-    consolidation.rollback(str(memdir), 0)
+    assert consolidation.is_held(MemoryDir(memdir))
+    assert consolidation.try_acquire(MemoryDir(memdir)) is None  # we hold it and we run
+    consolidation.rollback(MemoryDir(memdir), 0)
     assert not (memdir / ".consolidate-lock").exists()
     # A dead PID does not hold it; an old mtime does not either (PID reuse).
     lock = memdir / ".consolidate-lock"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout.strip()
     lock.write_text(dead)
-    assert not consolidation.is_held(str(memdir))
+    assert not consolidation.is_held(MemoryDir(memdir))
     lock.write_text(str(os.getpid()))
     os.utime(lock, (time.time() - 2 * 3600,) * 2)
-    assert not consolidation.is_held(str(memdir))
-    prior = consolidation.try_acquire(str(memdir))
+    assert not consolidation.is_held(MemoryDir(memdir))
+    prior = consolidation.try_acquire(MemoryDir(memdir))
     assert prior and abs(prior / 1000 - (time.time() - 2 * 3600)) < 5
-    consolidation.rollback(str(memdir), prior)
+    consolidation.rollback(MemoryDir(memdir), prior)
     assert lock.read_text() == "" and abs(lock.stat().st_mtime - prior / 1000) < 0.01
 
 

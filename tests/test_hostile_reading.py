@@ -95,6 +95,16 @@ def test_a_special_file_named_md_is_skipped_with_a_warning_by_every_reader(mem_e
     assert r.stdout == "staging.md:Rerun with MIGRATION_TIMEOUT=900.\n"
 
 
+def test_a_fifo_is_warned_about_once_per_run_in_each_run(run_mem, seeded):
+    # the core says it as a Notice and the command prints it: a second run in the same process says it again
+    os.mkfifo(seeded / "a-trap.md")
+    for _ in range(2):
+        r = run_mem("scan")
+        assert r.returncode == 0, r.stderr
+        assert r.stderr.count("a-trap.md: skipped: a FIFO") == 1, r.stderr
+        assert r.stderr.startswith("mem: warning: ")
+
+
 def test_the_recall_hook_surfaces_the_others_past_a_fifo(mem_exe, seeded, tmp_path):
     os.mkfifo(seeded / "a-trap.md")
     r = run(mem_exe, "recall", "--hook", "--offline", input=hook_payload(tmp_path, prompt=PROMPT))

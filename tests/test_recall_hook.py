@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, write_memory
+from mem.core.memdir.store import MemoryDir
 from mem.core import paths, recall
+from mem.core.jscompat import len16
 
 HOOKS = FIXTURES / "hooks"
 CC_MEMORY = "/home/dev/cc-run/home/.claude/projects/-home-dev-cc-run-repo/memory/"
@@ -82,7 +84,7 @@ def test_the_session_id_keeps_the_budget(project, tmp_path, run_mem):
     again = run_mem("recall", "--hook", "--offline", input=text)
     assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
     sid = json.loads(text)["session_id"]
-    assert os.path.exists(recall.session_file(str(mem), sid))
+    assert os.path.exists(recall.session_file(MemoryDir(mem), sid))
 
 
 def test_after_compaction_memories_may_come_again(project, tmp_path, run_mem):
@@ -93,11 +95,11 @@ def test_after_compaction_memories_may_come_again(project, tmp_path, run_mem):
     start = payload("claude-code/SessionStart-compact.json", repo, tmp_path, session_id=sid)
     p = run_mem("recall", "--hook", input=start)
     assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
-    assert not os.path.exists(recall.session_file(str(mem), sid))
+    assert not os.path.exists(recall.session_file(MemoryDir(mem), sid))
     assert context_of(run_mem("recall", "--hook", "--offline", input=text))
     # other SessionStart sources leave the session alone
     run_mem("recall", "--hook", input=payload("claude-code/SessionStart-startup.json", repo, tmp_path, session_id=sid))
-    assert os.path.exists(recall.session_file(str(mem), sid))
+    assert os.path.exists(recall.session_file(MemoryDir(mem), sid))
 
 
 @pytest.mark.process  # the hook's deadline counts from the process's start
@@ -140,7 +142,7 @@ def test_five_large_memories_stay_under_claudes_hook_limit(project, tmp_path, ru
         "claude-code/UserPromptSubmit.json", repo, tmp_path, transcript="claude-code/transcript-05.jsonl",
         prompt="walk me through the rollout checklist"))
     ctx = context_of(p)
-    assert recall.len16(ctx) < 10_000
+    assert len16(ctx) < 10_000
     assert ctx.count("<system-reminder>") == 5
     for i in range(5):
         path = mem / f"rollout{i}.md"

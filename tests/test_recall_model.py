@@ -11,6 +11,7 @@ from conftest import write_memory
 from mem.core.memdir.store import MemoryDir
 from mem.core.jobs import llm
 from mem.core import recall
+from mem.core.recall.model import SELECTION_SCHEMA
 from mem.core.memdir import manifest
 
 
@@ -45,7 +46,7 @@ def test_a_good_selection(memories, fake_api):
     body = fake_api.requests[0]["body"]
     assert body["model"] == "claude-test-model"
     assert body["max_tokens"] == 256
-    assert body["output_config"] == {"format": {"type": "json_schema", "schema": recall.SELECTION_SCHEMA}}
+    assert body["output_config"] == {"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}}
     assert body["output_config"]["format"]["schema"]["required"] == ["selected_memories"]
     (msg,) = body["messages"]
     mani = manifest.format_manifest(manifest.scan(str(memories)))

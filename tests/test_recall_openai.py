@@ -10,6 +10,7 @@ import pytest
 
 from conftest import write_memory
 from mem.core import recall
+from mem.core.recall.model import SELECTION_SCHEMA
 from mem.core.memdir.store import MemoryDir
 
 QUERY = "the staging deploy failed on a migration timeout"
@@ -30,7 +31,7 @@ def test_the_selector_asks_the_chat_completions_server(memories, fake_openai):
     assert r.tokens["calls"] == 1 and r.tokens["input_tokens"] == fake_openai.requests[0]["prompt_tokens"]
     body = fake_openai.requests[0]["body"]
     assert body["messages"][0]["role"] == "system" and "Query: " + QUERY in body["messages"][1]["content"]
-    assert body["response_format"]["json_schema"]["schema"] == recall.SELECTION_SCHEMA
+    assert body["response_format"]["json_schema"]["schema"] == SELECTION_SCHEMA
     assert body["max_tokens"] == 256 and body["temperature"] == 0.0
 
 

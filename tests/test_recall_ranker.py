@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mem.core.memdir import manifest
-from mem.core import ranker, recall
+from mem.core import recall
+from mem.core.recall import ranker
 
 BENCH = Path(__file__).parent / "fixtures" / "recall-bench"
 

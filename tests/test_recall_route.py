@@ -13,11 +13,12 @@ import pytest
 from conftest import FIXTURES, write_memory
 from mem.core.memdir.store import MemoryDir
 from mem.core import recall
+from mem.core.recall.model import SELECTION_SCHEMA
 from mem.core.jobs import llm, messages_lite
 
 BENCH = FIXTURES / "recall-bench"
 REQUEST = {"system": "Pick files.", "messages": [{"role": "user", "content": "which files?"}],
-           "output_config": {"format": {"type": "json_schema", "schema": recall.SELECTION_SCHEMA}}}
+           "output_config": {"format": {"type": "json_schema", "schema": SELECTION_SCHEMA}}}
 
 
 def config(**changes) -> llm.ModelConfig:
@@ -221,6 +222,25 @@ def test_the_hook_says_which_way_it_went_and_keeps_its_deadline(bench_memories, 
     # the ranker's pick, not the model's (as plain text: no transcript tells the client's version)
     assert context.count("Memory (saved") == len(offline.selected) and "<system-reminder>" not in context
     assert all(s.relpath in context for s in offline.selected)
+
+
+def test_debug_says_how_the_model_call_went_on_the_command_and_in_the_hook(bench_memories, fake_api, run_mem, tmp_path):
+    # core hands the line to the caller's log (issue #26: core never writes to stderr); the command prints it
+    query = _labelled(bench_memories, sure=False)
+    fake_api.reply_text('{"selected_memories": ["user_role.md"]}')
+    p = run_mem("recall", "--always-ask", query, env={"MEM_DEBUG": "1"})
+    assert p.returncode == 0, p.stderr
+    assert "mem: debug: model " in p.stderr and "(stdlib client) in=" in p.stderr, p.stderr
+    fake_api.reply_text('{"selected_memories": ["user_role.md"]}')
+    hook = json.dumps({"session_id": "s2", "transcript_path": "", "cwd": str(tmp_path),
+                       "hook_event_name": "UserPromptSubmit", "prompt": query})
+    # the hook's deadline counts from the process's start: in this process, the test session's
+    p = run_mem("recall", "--hook", "--always-ask", "--deadline", "86400", input=hook, env={"MEM_DEBUG": "1"})
+    assert p.returncode == 0 and "user_role.md" in p.stdout, p.stderr
+    assert "mem: debug: model " in p.stderr and "hook: route=model " in p.stderr, p.stderr
+    fake_api.reply_text('{"selected_memories": ["user_role.md"]}')
+    p = run_mem("recall", "--always-ask", query)
+    assert "debug" not in p.stderr
 
 
 def test_the_deadline_must_be_positive(run_mem, memdir):

@@ -10,6 +10,7 @@ import threading
 from conftest import write_memory
 from mem.core.memdir.store import MemoryDir
 from mem.core import recall
+from mem.core.jscompat import len16
 from mem.core.memdir.state import state_dir
 
 
@@ -36,10 +37,10 @@ def test_state_lives_in_the_state_dir_not_the_memory_dir(memdir):
     recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
     assert sorted(os.listdir(memdir)) == before
     assert _state_files(memdir) == ["s1.json"]
-    data = json.loads(open(recall.session_file(str(memdir), "s1"), encoding="utf-8").read())
+    data = json.loads(open(recall.session_file(MemoryDir(memdir), "s1"), encoding="utf-8").read())
     assert data["session_id"] == "s1"
     assert data["surfaced"][0]["relpath"] == "a.md"
-    assert data["surfaced_chars"] == recall.len16((memdir / "a.md").read_text())
+    assert data["surfaced_chars"] == len16((memdir / "a.md").read_text())
 
 
 def test_sixty_kib_then_nothing(memdir):
@@ -87,17 +88,17 @@ def test_reset_forgets_a_session(memdir):
 def test_odd_session_ids_stay_inside_the_state_dir(memdir):
     base = os.path.join(state_dir(str(memdir)), "recall-sessions")
     for sid in ("../../etc/passwd", "a/b", ".hidden", "x" * 300, "名前", "-"):
-        path = recall.session_file(str(memdir), sid)
+        path = recall.session_file(MemoryDir(memdir), sid)
         assert os.path.dirname(path) == base, sid
         assert not os.path.basename(path).startswith(".")
-    assert recall.session_file(str(memdir), "a/b") != recall.session_file(str(memdir), "a-b")
+    assert recall.session_file(MemoryDir(memdir), "a/b") != recall.session_file(MemoryDir(memdir), "a-b")
     uuid = "7b81b00d-454e-470b-8bbf-c40d037b7677"
-    assert recall.session_file(str(memdir), uuid).endswith(f"{uuid}.json")
+    assert recall.session_file(MemoryDir(memdir), uuid).endswith(f"{uuid}.json")
 
 
 def test_a_damaged_state_file_starts_the_session_over(memdir):
     write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
-    path = recall.session_file(str(memdir), "s1")
+    path = recall.session_file(MemoryDir(memdir), "s1")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as fh:
         fh.write("{not json")
@@ -109,7 +110,7 @@ def test_a_damaged_state_file_starts_the_session_over(memdir):
 def test_old_session_files_are_pruned_when_a_new_session_starts(memdir):
     write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
     recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="old")
-    old = recall.session_file(str(memdir), "old")
+    old = recall.session_file(MemoryDir(memdir), "old")
     os.utime(old, (1_000_000_000, 1_000_000_000))
     recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="new")
     assert not os.path.exists(old)
@@ -133,7 +134,7 @@ def test_concurrent_hooks_of_one_session_never_repeat_or_corrupt(memdir, mem_exe
         t.join()
     surfaced = [s["relpath"] for out in outputs for s in json.loads(out)["selected"]]
     assert len(surfaced) == 6 and len(set(surfaced)) == 6
-    state = json.loads(open(recall.session_file(str(memdir), "race")).read())
+    state = json.loads(open(recall.session_file(MemoryDir(memdir), "race")).read())
     assert sorted(s["relpath"] for s in state["surfaced"]) == sorted(surfaced)
 
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import write_memory
 from mem.core.memdir.store import MemoryDir
 from mem.core import recall
+from mem.core.jscompat import len16
 
 DAY = 86_400_000
 NOTE = "\n\n> This memory file was truncated ({}). Use the Read tool to view the complete file at: {}"
@@ -119,7 +120,7 @@ def test_recall_surfaces_blocks_in_claude_format(memdir):
         + recall.freshness_text(3) + f"\n\nMemory: {p}:\n\n"
         + p.read_text() + "\n</system-reminder>"
     )
-    assert r.surfaced_bytes == recall.len16(p.read_text())
+    assert r.surfaced_bytes == len16(p.read_text())
 
 
 def test_limit(memdir):
@@ -165,12 +166,12 @@ def test_five_large_memories_fit_the_hook_limit(memdir):
     full = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True)
     assert len(full.selected) == 5
     assert all(s.truncated == "bytes" for s in full.selected)
-    assert recall.len16(full.context()) > 10_000  # what Claude Code would replace with a stub
+    assert len16(full.context()) > 10_000  # what Claude Code would replace with a stub
 
     fitted = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, max_chars=9_500)
     ctx = fitted.context()
     assert len(fitted.selected) == 5
-    assert recall.len16(ctx) <= 9_500
+    assert len16(ctx) <= 9_500
     for s in fitted.selected:
         assert s.truncated == "budget"
         assert s.content.endswith(NOTE.format("hook output limit", s.path))
@@ -185,14 +186,14 @@ def test_budget_keeps_short_memories_whole_and_shares_the_rest(memdir):
     r = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, max_chars=6_000)
     by = {s.relpath: s for s in r.selected}
     assert by["small.md"].truncated is None
-    assert recall.len16(r.context()) <= 6_000
+    assert len16(r.context()) <= 6_000
 
 
 def test_a_budget_too_small_for_every_memory_leaves_some_out(memdir):
     _big(memdir)
     r = recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, max_chars=1_500)
     assert 1 <= len(r.selected) < 5
-    assert recall.len16(r.context()) <= 1_500
+    assert len16(r.context()) <= 1_500
     assert recall.recall(MemoryDir(memdir), "staging deploy rules", offline=True, max_chars=50).selected == []
 
 
@@ -201,5 +202,5 @@ def test_budget_counts_utf16_units(memdir):
     for i in range(3):
         write_memory(memdir, f"e{i}.md", name=f"e{i}", description="staging deploy emoji", body=body)
     r = recall.recall(MemoryDir(memdir), "staging deploy emoji", offline=True, max_chars=3_000)
-    assert recall.len16(r.context()) <= 3_000
+    assert len16(r.context()) <= 3_000
     assert all("\ud83d" not in s.content for s in r.selected)  # no half surrogate pair

@@ -252,3 +252,16 @@ def test_delete_of_a_link_removes_the_link_not_its_target(store, tmp_path):
     (root / "out.md").symlink_to(outside)
     store.delete("out.md")  # the link is inside: removing it is fine, the target stays
     assert outside.read_text() == "outside" and not os.path.lexists(root / "out.md")
+
+
+def test_the_team_tier_is_asked_of_the_memory_dir(tmp_path):
+    # the same rule as team.routing.team_enabled: a directory named team/, never a link to one
+    memory = MemoryDir(tmp_path / "m")
+    assert not memory.team_enabled
+    (tmp_path / "elsewhere").mkdir()
+    os.makedirs(memory.root)
+    os.symlink(tmp_path / "elsewhere", os.path.join(memory.root, "team"))
+    assert not memory.team_enabled
+    os.unlink(os.path.join(memory.root, "team"))
+    os.mkdir(os.path.join(memory.root, "team"))
+    assert memory.team_enabled

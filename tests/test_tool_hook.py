@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, write_memory
+from mem.core.memdir.store import MemoryDir
 from mem.core import paths, recall, toolmatch
 
 HOOKS = FIXTURES / "hooks"
@@ -80,7 +81,7 @@ def test_once_per_session_per_tool_pattern(project, tmp_path, run_mem):
     assert edit("Write", "migrations/0002_b.py") == ""  # the same pattern (write:migrations) in the session
     assert "feedback_migrations.md" in edit("Edit", "migrations/0001_a.py")  # another pattern
     assert "feedback_migrations.md" in edit("Write", "migrations/0003_c.py", session_id="another-session")
-    state = json.loads(Path(recall.session_file(str(mem), json.loads((HOOKS / "claude-code/PreToolUse-Write.json")
+    state = json.loads(Path(recall.session_file(MemoryDir(mem), json.loads((HOOKS / "claude-code/PreToolUse-Write.json")
                                                                     .read_text())["session_id"])).read_text())
     assert [(s["relpath"], s["tool_pattern"]) for s in state["surfaced"]] == [
         ("feedback_migrations.md", "write:migrations"), ("feedback_migrations.md", "edit:migrations")]
@@ -89,9 +90,9 @@ def test_once_per_session_per_tool_pattern(project, tmp_path, run_mem):
 def test_the_session_budget_is_shared_with_prompt_recall(project, tmp_path, run_mem):
     repo, mem = project
     sid = "budget-spent"
-    with recall.session(str(mem), sid) as state:
+    with recall.session(MemoryDir(mem), sid) as state:
         state.surfaced.append({"path": str(mem / "other.md"), "relpath": "other.md", "chars": recall.MAX_SESSION_BYTES})
-        recall._save_state(state, str(mem))
+        recall._save_state(state, MemoryDir(mem))
     p = run_mem("recall", "--hook", input=payload("claude-code/PreToolUse-Bash.json", repo, tmp_path, session_id=sid,
                                                    tool_input={"command": "git push --force origin main"}))
     assert (p.returncode, p.stdout) == (0, "")

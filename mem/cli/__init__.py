@@ -193,11 +193,14 @@ def run(group: click.Group, argv, prog_name, complete_var, hook: bool, env: Env,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", Notice)
         code = _run(group, argv, prog_name, complete_var, hook, env, failed, **extra)
-    for w in caught:  # what the core told its user (a Notice) is said here; any other warning as Python would
+    told = set()
+    for w in caught:  # what the core told its user (a Notice) is said here, once; any other warning as Python would
         if issubclass(w.category, Notice):
             from mem import render
 
-            render.warn(str(w.message))
+            if str(w.message) not in told:
+                told.add(str(w.message))
+                render.warn(str(w.message))
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
     # With --json, a document already printed (forget's candidates, then exit 1) stays the only one;

@@ -92,7 +92,11 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
             selectors.append("model")
         else:
             render.info("no API key: the model selector is left out (set ANTHROPIC_API_KEY)")
-    reports = [evaluate.run(root, cases, s, model=model, timeout=timeout, debug=current_env().debug) for s in selectors]
+    from mem.core.memdir.store import MemoryDir
+
+    memory = MemoryDir(root)
+    reports = [evaluate.run(memory, cases, s, model=model, timeout=timeout,
+                          log=render.debug if current_env().debug else None) for s in selectors]
     if fmt != "text":
         render.out_record({"memory_dir": root, "cases": len(cases), "selectors": reports}, fmt)
         return

@@ -62,7 +62,7 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
         llm.model_config("forget", model)  # --model without a key: exit 3
         strategy = "model"
     search = forget.find(memory, text, strategy=strategy, model=model, limit=limit, timeout=timeout,
-                         confirmed=not yes, debug=current_env().debug)
+                         confirmed=not yes, log=render.debug if current_env().debug else None)
     for name in search.rejected:
         render.warn(f"the model named {name}, which is not a memory here; ignored")
     if not search.candidates:

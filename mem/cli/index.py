@@ -89,11 +89,8 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
 
     memory = memory_of(where)
     result = _rebuild(memory, team, dry_run, fmt)
-    if not team and os.path.isdir(layout.team_dir(memory.root)):
-        from mem.core.team.routing import team_enabled
-
-        if team_enabled(memory.root):
-            result["team"] = _rebuild(memory, True, dry_run, fmt)
+    if not team and memory.team_enabled:
+        result["team"] = _rebuild(memory, True, dry_run, fmt)
     if fmt != "text":
         render.out_record(result, fmt)
     if dry_run and (result["changed"] or result.get("team", {}).get("changed")):

@@ -105,7 +105,8 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     resolution = resolve_dir(where, reading=True)
     result = recall.recall(MemoryDir(resolution.memory_dir), text, limit=limit, offline=offline, model=model, timeout=timeout,
                            deadline=until, always_ask=always_ask, recent_tools=tools, session_id=session_id,
-                           force=force, max_chars=max_chars, debug=current_env().debug, enabled=memory_on(resolution)[0])
+                           force=force, max_chars=max_chars, enabled=memory_on(resolution)[0],
+                           log=render.debug if current_env().debug else None)
     if current_env().debug:
         _debug_line("recall", result)
     if fmt != "text":

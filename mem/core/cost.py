@@ -240,12 +240,12 @@ def newest_transcripts(directory: str | None, count: int) -> list[str]:
     return [p for _, p in sorted(found, reverse=True)[:count]]
 
 
-def job_spend(memory_dir: str, env=None) -> list[JobSpend]:
+def job_spend(memory: MemoryDir, env=None) -> list[JobSpend]:
     """Model usage recorded by each command that ran a model on this memory directory, summed per command."""
     from mem.core.memdir.events import read_events
 
     sums: dict[str, list[int]] = {}
-    for event in read_events(memory_dir, env=env):
+    for event in read_events(memory.root, env=env):
         tokens = event.get("tokens")
         if not isinstance(tokens, dict):
             continue
@@ -258,7 +258,7 @@ def job_spend(memory_dir: str, env=None) -> list[JobSpend]:
     return [JobSpend(command, *row) for command, row in sorted(sums.items())]
 
 
-def budget_use(memory_dir: str, env=None) -> list[BudgetUse]:
+def budget_use(memory: MemoryDir, env=None) -> list[BudgetUse]:
     """Every capped job's cap per run (``--budget`` aside: MEM_BUDGET_<JOB>, else its default) against
     the spend its runs recorded (``detail.budget`` of their events, summed over a run's windows)."""
     from mem.core.jobs.budget import Caps, caps_for
@@ -266,7 +266,7 @@ def budget_use(memory_dir: str, env=None) -> list[BudgetUse]:
     from mem.core.memdir.events import read_events
 
     runs: dict[str, list[tuple[int, int, bool, str | None]]] = {}
-    for event in read_events(memory_dir, env=env):
+    for event in read_events(memory.root, env=env):
         detail = event.get("detail")
         spent = detail.get("budget") if isinstance(detail, dict) else None
         if not isinstance(spent, dict):
@@ -309,4 +309,4 @@ def cost(memory: MemoryDir, transcripts_dir: str | None, *, sessions: int = DEFA
     paths = list(transcripts) or newest_transcripts(transcripts_dir, sessions)
     start_now = text_tokens(prompt.build(memory, "full").text)
     return CostReport(memory.spelled, transcripts_dir, start_now, [session_cost(p) for p in paths],
-                      job_spend(memory.root), budget_use(memory.root))
+                      job_spend(memory), budget_use(memory))

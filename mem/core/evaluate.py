@@ -22,7 +22,7 @@ import os
 import re
 import statistics
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from mem.core.errors import UsageError
 from mem.core.memdir.store import MemoryDir
@@ -204,8 +204,8 @@ def measure(cases: Sequence[Case], selections: Sequence[Sequence[str]]) -> dict:
     }
 
 
-def run(memory_dir: str, cases: Sequence[Case], selector: str, *, limit: int = 5, model: str | None = None,
-        timeout: float = 5.0, debug: bool = False) -> dict:
+def run(memory: MemoryDir, cases: Sequence[Case], selector: str, *, limit: int = 5, model: str | None = None,
+        timeout: float = 5.0, log: Callable[[str], None] | None = None) -> dict:
     """One selector over every case, as ``mem recall`` runs it (``offline``: the lexical ranker;
     ``model``: the model, asked for every case, falling back to the ranker when it fails)."""
     from mem.core import recall
@@ -214,8 +214,8 @@ def run(memory_dir: str, cases: Sequence[Case], selector: str, *, limit: int = 5
     for case in cases:
         started = time.perf_counter()
         # the model selector is asked every time (mem recall asks it only where the ranker is unsure)
-        result = recall.recall(MemoryDir(memory_dir), case.query, limit=limit, offline=selector == "offline", model=model,
-                               timeout=timeout, always_ask=selector == "model", force=True, debug=debug)
+        result = recall.recall(memory, case.query, limit=limit, offline=selector == "offline", model=model,
+                               timeout=timeout, always_ask=selector == "model", force=True, log=log)
         times.append(time.perf_counter() - started)
         selections.append([s.relpath for s in result.selected])
         path = result.strategy if not result.fallback_reason else f"{result.strategy} ({result.fallback_reason})"

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from mem.core.memdir.frontmatter import MEMORY_TYPES
 from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX, TEAM_PREFIX
+from mem.core.memdir.store import MemoryDir
 
 RECENT_DAYS = 7
 NOTES_LIMIT = 5
@@ -87,10 +88,11 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
 
     now = time.time() if now is None else now
     root = res.memory_dir
+    memory = MemoryDir(root)  # the one the parts below ask
     on, why = memory_on(res, env)
     exists = os.path.isdir(root)
     sdir = state_dir(root, env, create=False)
-    headers = _headers(root) if exists else []
+    headers = _headers(memory) if exists else []
     raw_index = _read(os.path.join(root, INDEX_NAME)) if exists else None
     status = Status(
         memory_dir=root,
@@ -102,21 +104,21 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
         memory_on_reason=why,
         state_dir=sdir,
         memories=_memories(headers),
-        index=_index(root, raw_index, headers),
+        index=_index(memory, raw_index, headers),
         extraction=_extraction(sdir, res.transcripts_dir, now, recent_days),
-        dream=_dream(root, res.transcripts_dir, now,
+        dream=_dream(memory, res.transcripts_dir, now,
                      consolidation.DEFAULT_MIN_HOURS if min_hours is None else min_hours,
                      consolidation.DEFAULT_MIN_SESSIONS if min_sessions is None else min_sessions),
-        operations=(ops := _operations(root, sdir)),
+        operations=(ops := _operations(memory, sdir)),
         snapshots=[{"id": op["id"], "command": op["command"], "created": op["time"], "files": len(op["changes"])}
                    for op in ops],
         session_notes=_session_notes(res.project_root, now, recent_days, env),
-        last_event=_last_event(root, env),
+        last_event=_last_event(memory, env),
         nightly_backend=_nightly_backend(env),
     )
     if exists:
-        status.problems = _problems(root, raw_index, headers)
-        status.context_tokens = _context_tokens(root)
+        status.problems = _problems(memory, raw_index, headers)
+        status.context_tokens = _context_tokens(memory)
     return status
 
 
@@ -130,14 +132,13 @@ def _nightly_backend(env) -> dict | None:
         return None
 
 
-def _context_tokens(root: str) -> int | None:
+def _context_tokens(memory: MemoryDir) -> int | None:
     """The session-start context as `mem prompt` renders it, in estimated tokens."""
     from mem.core import prompt
     from mem.core.jobs.budget import text_tokens
-    from mem.core.memdir.store import MemoryDir
 
     try:
-        return text_tokens(prompt.build(MemoryDir(root), "full").text)
+        return text_tokens(prompt.build(memory, "full").text)
     except OSError:
         return None
 
@@ -154,10 +155,10 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _headers(root: str):
+def _headers(memory: MemoryDir):
     from mem.core.memdir import manifest
 
-    return manifest.scan(root, limit=None)
+    return manifest.scan(memory.spelled, limit=None)
 
 
 def _memories(headers) -> dict:
@@ -179,11 +180,11 @@ def _memories(headers) -> dict:
     }
 
 
-def _index(root: str, raw: str | None, headers) -> dict:
+def _index(memory: MemoryDir, raw: str | None, headers) -> dict:
     from mem.core.memdir import index as idx
 
     data = {
-        "path": os.path.join(root, idx.INDEX_NAME),
+        "path": os.path.join(memory.spelled, idx.INDEX_NAME),
         "exists": raw is not None,
         "lines": 0,
         "size_utf16": 0,
@@ -314,11 +315,11 @@ def _recent_transcripts(transcripts_dir: str | None, since: float) -> list[tuple
     return [(sid, ms / 1000) for sid, ms in session_transcripts(transcripts_dir) if ms / 1000 >= since]
 
 
-def _dream(root: str, transcripts_dir: str | None, now: float, min_hours: float, min_sessions: int) -> dict:
+def _dream(memory: MemoryDir, transcripts_dir: str | None, now: float, min_hours: float, min_sessions: int) -> dict:
     from mem.core.jobs import consolidation
 
-    gate = consolidation.check_gate(root, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions, now=now)
-    pid, _ = consolidation.holder(root)
+    gate = consolidation.check_gate(memory, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions, now=now)
+    pid, _ = consolidation.holder(memory)
     return {
         "last": iso(gate.last_consolidated_ms / 1000) if gate.last_consolidated_ms else None,
         "hours_since": None if gate.hours_since is None else round(gate.hours_since, 2),
@@ -332,11 +333,11 @@ def _dream(root: str, transcripts_dir: str | None, now: float, min_hours: float,
     }
 
 
-def _operations(root: str, sdir: str, limit: int = 5) -> list[dict]:
+def _operations(memory: MemoryDir, sdir: str, limit: int = 5) -> list[dict]:
     """The newest operations recorded (none without a history; status never starts one)."""
     from mem.core.memdir.history import History
 
-    history = History(sdir, root)
+    history = History(sdir, memory.spelled)  # the state dir as ``env`` places it
     if not os.path.isdir(history.git_dir) or not history.available():
         return []
     return [op.as_dict() for op in history.operations(limit=limit)]
@@ -374,17 +375,18 @@ def _session_notes(project_root: str, now: float, recent_days: float, env) -> di
     }
 
 
-def _last_event(root: str, env) -> dict | None:
+def _last_event(memory: MemoryDir, env) -> dict | None:
     from mem.core.memdir import events
 
-    got = events.read_events(root, limit=1, env=env)
+    got = events.read_events(memory.spelled, limit=1, env=env)
     return got[-1] if got else None
 
 
-def _problems(root: str, raw_index: str | None, headers) -> list[Problem]:
+def _problems(memory: MemoryDir, raw_index: str | None, headers) -> list[Problem]:
     from mem.core.memdir import index as idx
     from mem.core.memdir.problems import NOT_INDEXED
 
+    root = memory.spelled
     problems: list[Problem] = []
     idx.check_headers(root, headers)
     for h in sorted(headers, key=lambda h: h.relpath):

@@ -15,7 +15,7 @@ call when every one of its atoms is in the call:
 * a **word** of a command must be a word of one command of the call (``make proto``: both
   in one segment of ``cd api && make proto``, as written); in a file's text a span of several
   words is a phrase (``SELECT *`` is not ``SELECT count(*)``), and a word alone is compared as
-  the recall ranker compares words (mem/core/ranker.py's terms: NFKC, case folded, stemmed;
+  the recall ranker compares words (mem/core/recall/ranker.py's terms: NFKC, case folded, stemmed;
   CJK in bigrams);
 * a piece of **code** (``print()``, ``datetime.now()``, ``@patch``, ``MagicMock``) or a host
   name (db-staging.internal) must be in the text as code: ``print(`` is a call of print, not the
@@ -321,7 +321,7 @@ def triggers(text: str) -> list[tuple]:
     """Each trigger a memory's text holds (a tuple, its fields named by WORDS ... OUTSIDE): the code
     spans, bare paths and host names of its sentences that state the rule (not those saying what
     to do instead)."""
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     found: list[tuple] = []
     spans: list[tuple[str, bool, int]] = []  # (span, quoted, sentence number)
@@ -659,7 +659,7 @@ def _reads_only(segments: Sequence[Segment], command: str) -> bool:
 
 def read_call(tool_name: str, tool_input: object, cwd: str = "") -> ToolCall | None:
     """The call as the matcher sees it; None for a tool it does not read (or an input it cannot)."""
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     kind = TOOL_KINDS.get(tool_name)
     if kind is None or not isinstance(tool_input, dict):

@@ -525,7 +525,7 @@ def verify(memory: MemoryDir, repo: str, files: Sequence[str] | None = None, *,
     """
     today = today or _dt.date.today()
     git = Repo(repo)
-    memories = list(_read_memories(memory.root, files))
+    memories = list(_read_memories(memory, files))
     cache = VerifyCache(memory.state.verify_cache) if use_cache else None
     key = cache_key(git.head, today)
     findings: dict[str, list[Finding]] = {}
@@ -536,7 +536,7 @@ def verify(memory: MemoryDir, repo: str, files: Sequence[str] | None = None, *,
             findings[m.relpath] = hit
         else:
             todo.append((m, claims_of(m.text)))
-    for m, found in _check(git, memory.root, todo, today).items():
+    for m, found in _check(git, memory, todo, today).items():
         findings[m.relpath] = found
         if cache:
             cache.put(m.relpath, m.sha, key, found)
@@ -544,18 +544,18 @@ def verify(memory: MemoryDir, repo: str, files: Sequence[str] | None = None, *,
         cache.save(keep={m.relpath for m in memories} if files is None else None)
     out: list[Finding] = []
     for m in memories:
-        findings[m.relpath] = sorted(findings[m.relpath] + _links(memory.root, m), key=lambda f: f.line)
+        findings[m.relpath] = sorted(findings[m.relpath] + _links(memory, m), key=lambda f: f.line)
         out.extend(findings[m.relpath])
     StaleNotes(memory.state.verify_notes).update({m.relpath: (m.sha, findings[m.relpath]) for m in memories},
                                                  keep={m.relpath for m in memories} if files is None else None)
     return Report(out, len(memories), git.head, len(memories) - len(todo))
 
 
-def _read_memories(root: str, files: Sequence[str] | None) -> Iterable[_Memory]:
+def _read_memories(memory: MemoryDir, files: Sequence[str] | None) -> Iterable[_Memory]:
     if files is None:
-        entries = [(rel, entry.path) for rel, entry in walk_topic_files(root)]
+        entries = [(rel, entry.path) for rel, entry in walk_topic_files(memory.root)]
     else:
-        entries = [(rel, os.path.join(root, rel)) for rel in files]
+        entries = [(rel, os.path.join(memory.root, rel)) for rel in files]
     for rel, path in sorted(entries):
         if not is_memory(rel):
             continue
@@ -568,7 +568,8 @@ def _read_memories(root: str, files: Sequence[str] | None) -> Iterable[_Memory]:
         yield _Memory(rel, text, content_sha(data), memory_type_of(parse_frontmatter(text).data)[0], mtime)
 
 
-def _check(git: Repo, root: str, todo: list[tuple[_Memory, list[Claim]]], today: _dt.date) -> dict[_Memory, list[Finding]]:
+def _check(git: Repo, memory: MemoryDir, todo: list[tuple[_Memory, list[Claim]]], today: _dt.date
+           ) -> dict[_Memory, list[Finding]]:
     """The verdicts of the repository and date claims of the memories to do, batched across all of them."""
     claims = [c for _, cs in todo for c in cs]
     symbols = {c.target for c in claims if c.kind == "symbol"}
@@ -576,7 +577,7 @@ def _check(git: Repo, root: str, todo: list[tuple[_Memory, list[Claim]]], today:
     present = git.present_words(symbols | markers) if symbols or markers else set()
     declared = _Declared(git) if any(c.kind == "command" for c in claims) else None
     commits = git.commits(c.target for c in claims if c.kind == "commit")
-    paths = _PathChecker(git, root, [c for c in claims if c.kind == "path"])
+    paths = _PathChecker(git, memory, [c for c in claims if c.kind == "path"])
     out = {}
     for m, cs in todo:
         found = []
@@ -612,12 +613,12 @@ def _finding(m: _Memory, c: Claim, verdict: str, evidence: str) -> Finding:
     return Finding(m.relpath, c.line, c.kind, c.text, verdict, evidence)
 
 
-def _links(root: str, m: _Memory) -> list[Finding]:
+def _links(memory: MemoryDir, m: _Memory) -> list[Finding]:
     out = []
     base = os.path.dirname(m.relpath)
     for c in link_claims(m.text):
         rel = os.path.normpath(os.path.join(base, c.target.lstrip("/")))
-        exists = not rel.startswith("..") and os.path.isfile(os.path.join(root, rel))
+        exists = not rel.startswith("..") and os.path.isfile(os.path.join(memory.root, rel))
         out.append(_finding(m, c, "ok" if exists else "missing",
                             "the memory exists" if exists else f"no memory {rel.replace(os.sep, '/')}"))
     return out
@@ -626,9 +627,9 @@ def _links(root: str, m: _Memory) -> list[Finding]:
 class _PathChecker:
     """Does a path exist at HEAD; if not, where did it go (renames, then the same content, then the same name)."""
 
-    def __init__(self, git: Repo, root: str, claims: Iterable[Claim]):
+    def __init__(self, git: Repo, memory: MemoryDir, claims: Iterable[Claim]):
         self.git = git
-        self.root = root
+        self.root = memory.root  # the memory directory: a claim's path may be relative to it
         self._departures: list[tuple[str, str, str, str]] | None = None
         relative = (self._relative(c.target) for c in claims)
         self.ignored = git.ignored(p for p in relative if p and not self._locate(p.rstrip("/"), p.endswith("/")))

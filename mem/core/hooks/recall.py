@@ -106,7 +106,8 @@ def on_prompt(payload: HookPayload, where: dict, options: RecallOptions) -> Hook
         memory, prompt, limit=options.limit, offline=options.offline, model=options.model,
         timeout=options.timeout, deadline=options.deadline, always_ask=options.always_ask, recent_tools=tools,
         session_id=payload.session_id or None, exclude=exclude, force=options.force,
-        max_chars=options.max_chars or CONTEXT_LIMIT, debug=options.debug, enabled=enabled,
+        max_chars=options.max_chars or CONTEXT_LIMIT, enabled=enabled,
+        log=(lambda line: messages.append(f"debug: {line}")) if options.debug else None,
     )
     if options.debug:
         messages.append(debug_line("hook", result))

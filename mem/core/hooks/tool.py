@@ -34,6 +34,7 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
     from mem.core import recall, toolmatch
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
+    from mem.core.memdir.store import MemoryDir
     from mem.core.paths import resolve_options
 
     call = toolmatch.read_call(payload.tool_name, payload.tool_input, payload.cwd)
@@ -54,7 +55,8 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
     by_rel = {h.relpath: h for h in headers}
     now = int(time.time() * 1000)
     max_chars = options.max_chars or CONTEXT_LIMIT
-    with recall.session(root, payload.session_id or None) as state:
+    memory = MemoryDir(root)
+    with recall.session(memory, payload.session_id or None) as state:
         shown = {(row.get("relpath"), row.get("tool_pattern")) for row in state.surfaced} if state else set()
         room = recall.MAX_SESSION_BYTES - (state.surfaced_chars if state else 0)
         items = []
@@ -77,7 +79,7 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
             for item in items:
                 state.add(item, now)
                 state.surfaced[-1]["tool_pattern"] = call.pattern
-            recall._save_state_if_possible(state, root)
+            recall._save_state_if_possible(state, memory)
     if options.debug:
         messages.append(f"hook: surfaced={[i.relpath for i in items]}")
     if not items:

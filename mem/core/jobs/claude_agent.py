@@ -10,7 +10,6 @@ uses: errors, agent (AgentResult), llm (Usage), backends.claude_code, backends.m
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -44,10 +43,10 @@ def run_agent(model: Any, *, system: str, messages: str | list[dict], toolbox: A
             log(f"claude-code: one session for up to {max_turns} turns")
         session = run_session(args, prompt, env=child_env(env, model.config.max_tokens), deadline_s=deadline_s,
                               log=log)
-    if getattr(model, "debug", False):
-        sys.stderr.write(f"mem: debug: claude-code session {time.monotonic() - started:.2f}s "
-                         f"(start-up {session.startup_s if session.startup_s is None else round(session.startup_s, 2)}s) "
-                         f"turns={session.turns} model={session.model or model.config.model}\n")
+    if getattr(model, "log", None) is not None:
+        model.log(f"claude-code session {time.monotonic() - started:.2f}s "
+                  f"(start-up {session.startup_s if session.startup_s is None else round(session.startup_s, 2)}s) "
+                  f"turns={session.turns} model={session.model or model.config.model}")
     found = _usage(session.result)
     if found is not None:
         usage.add(found)

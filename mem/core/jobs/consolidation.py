@@ -13,9 +13,13 @@ import os
 import re
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mem.core.memdir.layout import DREAM_LOCK
 from mem.core.memdir.files import pid_running, read_text
+
+if TYPE_CHECKING:
+    from mem.core.memdir.store import MemoryDir
 
 LOCK_NAME = DREAM_LOCK
 HOLDER_STALE_S = 60 * 60
@@ -24,20 +28,20 @@ DEFAULT_MIN_SESSIONS = 5
 _SESSION_FILE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.jsonl$", re.I)
 
 
-def lock_path(memory_dir: str) -> str:
-    return os.path.join(memory_dir, LOCK_NAME)
+def lock_path(memory: MemoryDir) -> str:
+    return os.path.join(memory.root, LOCK_NAME)
 
 
-def last_consolidated_ms(memory_dir: str) -> int:
+def last_consolidated_ms(memory: MemoryDir) -> int:
     try:
-        return os.stat(lock_path(memory_dir)).st_mtime_ns // 1_000_000
+        return os.stat(lock_path(memory)).st_mtime_ns // 1_000_000
     except OSError:
         return 0
 
 
-def holder(memory_dir: str) -> tuple[int | None, int]:
+def holder(memory: MemoryDir) -> tuple[int | None, int]:
     """(PID in the lock or None, lock mtime in ms or 0)."""
-    path = lock_path(memory_dir)
+    path = lock_path(memory)
     try:
         st = os.stat(path)
         body = read_text(path, 64, errors="replace", head=True).strip()  # a FIFO here is refused, not waited on
@@ -47,24 +51,21 @@ def holder(memory_dir: str) -> tuple[int | None, int]:
     return (int(m.group()) if m else None), st.st_mtime_ns // 1_000_000
 
 
-def is_held(memory_dir: str, now: float | None = None) -> bool:
-    pid, mtime_ms = holder(memory_dir)
+def is_held(memory: MemoryDir, now: float | None = None) -> bool:
+    pid, mtime_ms = holder(memory)
     now_ms = (time.time() if now is None else now) * 1000
     return bool(mtime_ms) and now_ms - mtime_ms < HOLDER_STALE_S * 1000 and pid_running(pid)
 
 
-def try_acquire(memory_dir: str) -> int | None:
+def try_acquire(memory: MemoryDir) -> int | None:
     """Take the lock; the prior mtime in ms (0 if none), or None when a live holder has it."""
-    from mem.core.memdir.store import MemoryDir
-
-    if is_held(memory_dir):
+    if is_held(memory):
         return None
-    prior = last_consolidated_ms(memory_dir)
-    os.makedirs(memory_dir, exist_ok=True)
-    store = MemoryDir(memory_dir)
+    prior = last_consolidated_ms(memory)
+    os.makedirs(memory.root, exist_ok=True)
     mine = str(os.getpid())
-    _write(store, mine)
-    pid, _ = holder(memory_dir)
+    _write(memory, mine)
+    pid, _ = holder(memory)
     if pid != os.getpid():
         return None  # lost a race
     return prior
@@ -77,18 +78,16 @@ def _write(store, body: str) -> None:
     atomic_write(store.resolve(LOCK_NAME), body.encode())
 
 
-def rollback(memory_dir: str, prior_ms: int) -> None:
+def rollback(memory: MemoryDir, prior_ms: int) -> None:
     """Put the last-consolidated time back after a failed run."""
-    path = lock_path(memory_dir)
+    path = lock_path(memory)
     if prior_ms == 0:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
         return
-    from mem.core.memdir.store import MemoryDir
-
-    _write(MemoryDir(memory_dir), "")
+    _write(memory, "")
     os.utime(path, (prior_ms / 1000, prior_ms / 1000))
 
 
@@ -150,14 +149,14 @@ def _iso(ms: int) -> str:
     return iso_utc_ms(ms)
 
 
-def check_gate(memory_dir: str, transcripts_dir: str | None, *, min_hours: float = DEFAULT_MIN_HOURS,
+def check_gate(memory: MemoryDir, transcripts_dir: str | None, *, min_hours: float = DEFAULT_MIN_HOURS,
                min_sessions: int = DEFAULT_MIN_SESSIONS, exclude_session: str | None = None,
                force: bool = False, now: float | None = None) -> Gate:
     now = time.time() if now is None else now
-    last = last_consolidated_ms(memory_dir)
+    last = last_consolidated_ms(memory)
     hours = None if not last else (now * 1000 - last) / 3_600_000
     sessions = sessions_since(transcripts_dir, last, exclude_session)
-    held = is_held(memory_dir, now)
+    held = is_held(memory, now)
     common = dict(hours_since=hours, sessions=sessions, min_hours=min_hours, min_sessions=min_sessions,
                   last_consolidated_ms=last, held=held)
     if force:

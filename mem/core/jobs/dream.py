@@ -139,7 +139,7 @@ def run(
     """
     started = time.monotonic()
     memory_dir = memory.root
-    gate = consolidation.check_gate(memory_dir, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
+    gate = consolidation.check_gate(memory, transcripts_dir, min_hours=min_hours, min_sessions=min_sessions,
                                     exclude_session=session, force=force)
     result = DreamResult(memory_dir, mode, gate, dry_run=dry_run)
     if not gate.open:
@@ -149,7 +149,7 @@ def run(
     today = today or date.today()
     if dry_run:
         with scratch.scratch_copy(memory_dir, "mem-dream-") as work:
-            _consolidate(result, work, transcripts_dir, model, gate, progress, today, repo,
+            _consolidate(result, MemoryDir(work), transcripts_dir, model, gate, progress, today, repo,
                          lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, work))), budget)
             result.changes = scratch.compare(memory_dir, work)
             result.diff = scratch.unified_diff(memory_dir, work)
@@ -163,13 +163,13 @@ def run(
 
         raise ConfigError("dream needs git on PATH: its changes are validated and, on failure, taken back through "
                           "the history, which is off without git (mem dream --dry-run shows what it would do)")
-    prior = _acquire(memory_dir, wait)
+    prior = _acquire(memory, wait)
     from mem.core.memdir.revert import take_back
 
     memory.sweep_temp_files()
     try:
         with memory.operation("dream", [mode], event=False):
-            _consolidate(result, memory_dir, transcripts_dir, model, gate, progress, today, repo,
+            _consolidate(result, memory, transcripts_dir, model, gate, progress, today, repo,
                          lambda: _before(memory), budget)
         op = memory.last_operation
         if op is not None:
@@ -179,7 +179,7 @@ def run(
     except BaseException:
         if memory.last_operation is not None:
             take_back(memory, memory.last_operation)  # only what this dream wrote: saves made meanwhile stay
-        consolidation.rollback(memory_dir, prior)
+        consolidation.rollback(memory, prior)
         raise
     result.ran = True
     result.duration_s = time.monotonic() - started
@@ -235,38 +235,38 @@ def _read_bytes(path: str) -> bytes | None:
         return None
 
 
-def _acquire(memory_dir: str, wait: bool) -> int:
+def _acquire(memory: MemoryDir, wait: bool) -> int:
     while True:
-        prior = consolidation.try_acquire(memory_dir)
+        prior = consolidation.try_acquire(memory)
         if prior is not None:
             return prior
         if not wait:
-            pid, _ = consolidation.holder(memory_dir)
-            raise LockedError(f"a dream is already running on {memory_dir} (pid {pid}); use --wait to wait for it")
+            pid, _ = consolidation.holder(memory)
+            raise LockedError(f"a dream is already running on {memory.root} (pid {pid}); use --wait to wait for it")
         time.sleep(1.0)
 
 
-def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, progress: Progress, today: date,
-                 repo: str | None, before: Callable[[], contextlib.AbstractContextManager],
+def _consolidate(result: DreamResult, memory: MemoryDir, transcripts_dir, model, gate, progress: Progress,
+                 today: date, repo: str | None, before: Callable[[], contextlib.AbstractContextManager],
                  budget: str | None = None) -> None:
-    """The job, the index repaired, the checks, validation; the agent gets one more round to fix what fails."""
-    store = MemoryDir(root)
+    """The job, the index repaired, the checks, validation; the agent gets one more round to fix what fails.
+    ``memory``: the directory consolidated (a scratch copy's for --dry-run)."""
     if result.mode == "agent":
         from mem.core.jobs.dream_agent import consolidate
 
-        again = consolidate(result, root, transcripts_dir, model, gate, progress,
-                            stale=stale_claims(root, repo, today, progress), budget=budget)
-        heal_index(store, result, progress)
-        problems = _problems(root, before)
+        again = consolidate(result, memory.root, transcripts_dir, model, gate, progress,
+                            stale=stale_claims(memory, repo, today, progress), budget=budget)
+        heal_index(memory, result, progress)
+        problems = _problems(memory, before)
         if problems:
             progress(f"validate: {plural(len(problems), 'problem')}; asking the agent to fix them")
             again(problems)
-            heal_index(store, result, progress)
-            problems = _problems(root, before)
+            heal_index(memory, result, progress)
+            problems = _problems(memory, before)
     else:
-        mechanical(result, root, progress)
-        problems = _problems(root, before)
-    result.findings += check(root, today) + stale_claims(root, repo, today, progress)
+        mechanical(result, memory, progress)
+        problems = _problems(memory, before)
+    result.findings += check(memory, today) + stale_claims(memory, repo, today, progress)
     if result.mode == "mechanical" and result.findings:
         result.summary += f"; {plural(len(result.findings), 'finding')}"
     result.near_duplicates = [{"a": f.files[0], "b": f.files[1], "similarity": f.similarity}
@@ -278,22 +278,22 @@ def _consolidate(result: DreamResult, root: str, transcripts_dir, model, gate, p
         raise err
 
 
-def _problems(root: str, before: Callable[[], contextlib.AbstractContextManager]) -> list[str]:
+def _problems(memory: MemoryDir, before: Callable[[], contextlib.AbstractContextManager]) -> list[str]:
     with before() as (before_root, changes):
-        return validate(root, before_root, changes)
+        return validate(memory.root, before_root, changes)
 
 
 # --- mechanical mode --------------------------------------------------------
 
 
-def _memories(root: str) -> list:
+def _memories(memory: MemoryDir) -> list:
     """The topic files the dream looks after (team/ and logs/ are not its to change), as the checks see them."""
     from mem.core.jobs.dream_checks import Memory
     from mem.core.memdir import manifest
     from mem.core.memdir.frontmatter import parse_frontmatter
 
     out = []
-    for h in manifest.scan(root, limit=None):
+    for h in manifest.scan(memory.root, limit=None):
         if h.relpath.startswith(SKIP_DIRS):
             continue
         try:
@@ -304,20 +304,18 @@ def _memories(root: str) -> list:
     return out
 
 
-def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> None:
+def mechanical(result: DreamResult, store: MemoryDir, progress: Progress = _quiet) -> None:
     """Merge exact duplicates, repair and fit the index, lint."""
     from mem.core.memdir import index as idx
     from mem.core.memdir import manifest
     from mem.core.memdir.layout import is_pinned
-    from mem.core.memdir.store import MemoryDir
 
     from mem.core.jobs.dream_checks import normalise
 
-    store = MemoryDir(root)
     index_before = _read_bytes(store.index_path)
     progress("orient: scanning topic files")
     groups: dict[tuple, list] = {}
-    for m in _memories(root):
+    for m in _memories(store):
         if normalise(m.body):
             key = (m.type, normalise(m.body), normalise(m.name), normalise(m.description))
             groups.setdefault(key, []).append(m)
@@ -357,9 +355,9 @@ def mechanical(result: DreamResult, root: str, progress: Progress = _quiet) -> N
 
         store.update_index(repoint)
     rebuilt = heal_index(store, result, progress)
-    remaining = manifest.scan(root, limit=None)
+    remaining = manifest.scan(store.root, limit=None)
     result.lint = [f"{INDEX_NAME}{':' + str(p.line) if p.line else ''}: {p.code}: {p.message}"
-                   for p in idx.lint(rebuilt, root, remaining)]
+                   for p in idx.lint(rebuilt, store.root, remaining)]
     result.lint += [f"{h.relpath}: {w.code}: {w.message}" for h in remaining for w in h.warnings]
     merged = sum(len(g) - 1 for g in result.duplicates)
     would = "would " if result.dry_run else ""
@@ -427,28 +425,27 @@ def _keep_notes(store, prose: list[str]) -> None:
     store.write(INDEX_NOTES, head + "\n".join(prose) + "\n")
 
 
-def check(root: str, today: date) -> list:
+def check(memory: MemoryDir, today: date) -> list:
     """The checks' findings on the directory as the dream leaves it (see ``dream_checks``)."""
     from mem.core.jobs import dream_checks
 
-    return dream_checks.findings(_memories(root), today)
+    return dream_checks.findings(_memories(memory), today)
 
 
-def stale_claims(root: str, repo: str | None, today: date, progress: Progress = _quiet) -> list:
+def stale_claims(memory: MemoryDir, repo: str | None, today: date, progress: Progress = _quiet) -> list:
     """One ``stale-claim`` finding per claim of a memory that ``mem.core.verify`` finds stale against ``repo``.
 
-    Example: stale_claims(root, "/src/app", today)[0].evidence ==
+    Example: stale_claims(memory, "/src/app", today)[0].evidence ==
         ["line 7: src/net/retry.py: moved (renamed in 3f2a9c1 -> lib/net/retry.py)"]
     No repository, or one that cannot be read: no findings (the rest of the dream goes on).
     """
     from mem.core.jobs.dream_checks import Finding
-    from mem.core.memdir.store import MemoryDir
     from mem.core.verify import verify
 
     if not repo:
         return []
     try:
-        report = verify(MemoryDir(root), repo, today=today)
+        report = verify(memory, repo, today=today)
     except (MemError, OSError) as exc:
         progress(f"verify: not checking claims against {repo}: {exc}")
         return []

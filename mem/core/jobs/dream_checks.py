@@ -87,7 +87,7 @@ def similarities(memories: list[Memory]) -> dict[tuple[str, str], float]:
     sets it apart; a whole body as a query would make this quadratic in the
     size of the directory) against the memories holding ``MIN_SHARED`` of them or more.
     """
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     docs = [ranker.make_doc(m.relpath, ranker.name_text(m.relpath, m.name), m.description, m.body) for m in memories]
     index = ranker.Index(docs)
@@ -185,7 +185,7 @@ _VALUE = re.compile(r"\b([a-z][a-z_]{2,})\s*(?:is|=|:|of|at|to)?\s*(\d+(?:\.\d+)
 
 
 def _first_terms(text: str) -> set[str]:
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     return set(ranker.terms(text)[:2])
 
@@ -208,7 +208,7 @@ def _stances(body: str) -> tuple[dict[str, str], dict[str, str]]:
 
 def _values(body: str) -> dict[str, tuple[set[str], str]]:
     """key term -> (the numbers given for it, a line saying so); dates and months are not keys."""
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     out: dict[str, tuple[set[str], str]] = {}
     for line in body.split("\n"):

@@ -489,7 +489,7 @@ def build_prompt(memory: MemoryDir, conversation: str, *, count: int, dates: tup
     import datetime
 
     today = today or datetime.date.today().isoformat()
-    existing = guidance.existing_memories(memory.root, index_budget=INDEX_BUDGET)
+    existing = guidance.existing_memories(memory, index_budget=INDEX_BUDGET)
     parts = [
         f"Today is {today}.",
         f"Memory directory: {memory.root.rstrip(os.sep)}/ (give paths relative to it)",
@@ -660,7 +660,6 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     from mem.core.jobs.agent import FINISH_RESERVE, AgentResult, ToolBox
     from mem.core.jobs.budget import Budget, request_tokens
     from mem.core.jobs.runner import RUN_BUDGET, Job
-    from mem.core.team.routing import team_enabled
     from mem.core.transcripts import conversation_dates, memory_writes, render_messages
 
     started = time.monotonic()
@@ -703,7 +702,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
     memory.resolve(INDEX_NAME)  # an index linked out of the directory: refused before the model writes anything
     os.makedirs(memory.root, exist_ok=True)
     memory.sweep_temp_files()
-    team = team_enabled(memory.root)
+    team = memory.team_enabled
     sections = instruction_sections(request.project) + (team_sections(memory) if team else [])
     policy = extract_policy(team)
     rendered = render_messages(new, max_result_chars=RESULT_BUDGET)

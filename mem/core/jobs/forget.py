@@ -3,7 +3,7 @@
     search = find(memory, "tabs over spaces", strategy="offline")   # memory: a MemoryDir
     result = apply(memory, search, search.candidates)   # one recorded operation: delete, re-index, event
 
-Candidates come from the offline ranker (``mem.core.ranker``, the one recall
+Candidates come from the offline ranker (``mem.core.recall.ranker``, the one recall
 uses) or from one structured model call that sees the manifest and the
 entries of multi-memory files; a model's answer is checked against what it was
 shown, so it can only name memories that exist. A QUERY that names a topic
@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mem.core.errors import MemError, NotFoundError, PinnedError, RefusedError
@@ -246,7 +247,7 @@ def _read_text(path: str) -> str:
 
 def search_text(query: str) -> str:
     """The query without the words that only ask for forgetting (unless nothing else is left)."""
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     kept = [w for w in query.split() if re.sub(r"\W+", "", w.lower()) not in _REQUEST_WORDS]
     text = " ".join(kept)
@@ -274,7 +275,7 @@ def matching_entries(found: list[Entry], query, *, coverage: float = 0.0) -> lis
     whole does (``coverage``): when only the name and description cover them
     all, the query is about the file, not about the entry that shares a word.
     """
-    from mem.core import ranker
+    from mem.core.recall import ranker
 
     index = ranker.Index([ranker.make_doc(str(e.index), "", "", e.text) for e in found])
     keys = {h.key for h in _best(index.scores(query), query) if h.coverage >= coverage - 0.5 - 1e-9}
@@ -283,7 +284,7 @@ def matching_entries(found: list[Entry], query, *, coverage: float = 0.0) -> lis
 
 def find_offline(memory: MemoryDir, query: str, *, limit: int = DEFAULT_LIMIT) -> Search:
     """Candidates by the offline ranker: files first, then entries within multi-memory files."""
-    from mem.core import ranker
+    from mem.core.recall import ranker
     from mem.core.recall import offline_index
 
     headers = _topic_headers(memory)
@@ -469,7 +470,7 @@ def _fitting(headers: list, query: str, system: str, client) -> list:
     offline ranker's order decides which files the model is shown, and the rest
     are not offered (the list says how many).
     """
-    from mem.core import ranker
+    from mem.core.recall import ranker
     from mem.core.jobs.budget import Budget, request_tokens, text_tokens
     from mem.core.memdir.manifest import format_manifest
     from mem.core.recall import offline_index
@@ -493,7 +494,8 @@ def _fitting(headers: list, query: str, system: str, client) -> list:
 
 
 def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, limit: int = DEFAULT_LIMIT,
-                    timeout: float = MODEL_TIMEOUT, confirmed: bool = True, debug: bool = False) -> Search:
+                    timeout: float = MODEL_TIMEOUT, confirmed: bool = True,
+                    log: Callable[[str], None] | None = None) -> Search:
     """Candidates chosen by one structured model call, checked against what it was shown.
 
     ``confirmed``: a person chooses among them; else the model is told that its confident
@@ -514,7 +516,7 @@ def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, 
             continue
         if found:
             multi[h.relpath] = found
-    client = llm.Model(config, debug=debug)
+    client = llm.Model(config, log=log)
     system = SELECTOR_SYSTEM.format(limit=limit, confirmation=CONFIRMED if confirmed else UNCONFIRMED)
     shown = _fitting(headers, query, system, client)
     multi = {rel: found for rel, found in multi.items() if rel in {h.relpath for h in shown}}
@@ -574,8 +576,10 @@ def _validated(item, by_rel: dict, multi: dict[str, list[Entry]], rejected: list
 
 
 def find(memory: MemoryDir, query: str, *, strategy: str, model: str | None = None, limit: int = DEFAULT_LIMIT,
-         timeout: float = MODEL_TIMEOUT, confirmed: bool = True, debug: bool = False) -> Search:
-    """The candidates for ``query``: a named file, else by ``strategy`` (offline | model)."""
+         timeout: float = MODEL_TIMEOUT, confirmed: bool = True, log: Callable[[str], None] | None = None
+         ) -> Search:
+    """The candidates for ``query``: a named file, else by ``strategy`` (offline | model); ``log`` takes
+    the model call's debug line."""
     if not query.strip():
         from mem.core.errors import UsageError
 
@@ -585,7 +589,7 @@ def find(memory: MemoryDir, query: str, *, strategy: str, model: str | None = No
         return named
     if strategy == "model":
         return find_with_model(memory, query, model=model, limit=limit, timeout=timeout, confirmed=confirmed,
-                               debug=debug)
+                               log=log)
     return find_offline(memory, query, limit=limit)
 
 

@@ -17,6 +17,10 @@ from mem.core.memdir.layout import INDEX_NAME, LOGS_PREFIX
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mem.core.memdir.store import MemoryDir
 
 TYPES = """\
 # What to save: four types
@@ -130,7 +134,7 @@ class ExistingMemories:
         return [self.manifest, self.index]
 
 
-def existing_memories(memory_dir: str, *, index_budget: int = INDEX_BUDGET) -> ExistingMemories:
+def existing_memories(memory: MemoryDir, *, index_budget: int = INDEX_BUDGET) -> ExistingMemories:
     """The memory directory's manifest (daily logs left out) and its MEMORY.md, for a prompt.
 
     The index is shown only where it says more than the manifest: its pointer lines to files
@@ -140,6 +144,7 @@ def existing_memories(memory_dir: str, *, index_budget: int = INDEX_BUDGET) -> E
     from mem.core.memdir import manifest
     from mem.core.memdir.index import parse_pointers, render_as_injected
 
+    memory_dir = memory.root
     headers = [h for h in manifest.scan(memory_dir) if not h.relpath.startswith(LOGS_PREFIX)] if os.path.isdir(memory_dir) else []
     listing = manifest.format_manifest(headers) if headers else "(none yet)"
     from mem.core.memdir.files import read_text

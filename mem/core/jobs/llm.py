@@ -21,9 +21,8 @@ backends.claude_settings, backends.qwen, backends.bedrock, backends.vertex, back
 from __future__ import annotations
 
 import os
-import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from mem.core.errors import ConfigError
@@ -233,10 +232,10 @@ def model_config(purpose: str, override: str | None = None, env: Mapping[str, st
 
 
 def model_for(purpose: str, override: str | None = None, *, timeout: float | None = None,
-              debug: bool | None = None, backend: str | None = None) -> Model:
-    """A client for ``purpose`` (a key of JOBS); ConfigError (exit 3) without credentials."""
-    return Model(model_config(purpose, override, timeout=timeout, backend=backend),
-                 debug=debug_enabled() if debug is None else debug)
+              log: Callable[[str], None] | None = None, backend: str | None = None) -> Model:
+    """A client for ``purpose`` (a key of JOBS); ConfigError (exit 3) without credentials.
+    ``log`` takes each call's debug line (the CLI gives it with --debug or MEM_DEBUG=1)."""
+    return Model(model_config(purpose, override, timeout=timeout, backend=backend), log=log)
 
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -274,10 +273,10 @@ class Usage:
 class Model:
     """A configured backend for one job; accumulates token usage over its calls."""
 
-    def __init__(self, config: ModelConfig, *, debug: bool = False):
+    def __init__(self, config: ModelConfig, *, log: Callable[[str], None] | None = None):
         self.config = config
         self.usage = Usage()
-        self.debug = debug
+        self.log = log  # each call's debug line; None: not asked for
         self.backend = _backend(config)
         self._limits: Any = None
 
@@ -293,13 +292,13 @@ class Model:
         started = time.monotonic()
         response = self.backend.create(**kwargs)
         self.usage.add(getattr(response, "usage", None))
-        if self.debug:
+        if self.log is not None:
             u = getattr(response, "usage", None)
             u = u if isinstance(u, dict) else {k: getattr(u, k, "?") for k in ("input_tokens", "output_tokens")}
-            sys.stderr.write(
-                f"mem: debug: model {kwargs.get('model') or self.config.model} ({self.config.backend}) "
+            self.log(
+                f"model {kwargs.get('model') or self.config.model} ({self.config.backend}) "
                 f"{time.monotonic() - started:.2f}s in={u.get('input_tokens', '?')} out={u.get('output_tokens', '?')} "
-                f"stop={getattr(response, 'stop_reason', '?')}\n"
+                f"stop={getattr(response, 'stop_reason', '?')}"
             )
         return response
 
@@ -328,13 +327,6 @@ def _backend(config: ModelConfig):
 
 def first_text(response: Any) -> str:
     return reply_text(response)
-
-
-def debug_enabled(env: Mapping[str, str] | None = None) -> bool:
-    """MEM_DEBUG's rule, which mem/env.py owns (the CLI adds --debug to it: Env.debug)."""
-    from mem.env import debug_enabled as rule
-
-    return rule(env)
 
 
 # --- which model each job uses, and whether it answers (mem model) --------------------------------

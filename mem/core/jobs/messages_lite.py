@@ -16,8 +16,8 @@ uses: backends.http (exchange), backends.anthropic (DEFAULT_BASE_URL, status_kin
 
 from __future__ import annotations
 
-import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from mem.core.jobs.backends.http import error_text as _error_text
@@ -51,7 +51,7 @@ class Reply:
 
 
 def create(config: ModelConfig, *, deadline: float | None = None, usage: Usage | None = None,
-           debug: bool = False, **body: Any) -> Reply:
+           log: Callable[[str], None] | None = None, **body: Any) -> Reply:
     """POST /v1/messages with ``body`` (model and max_tokens from ``config`` unless given).
 
     The exchange ends by ``deadline`` or ``config.timeout`` from now,
@@ -77,12 +77,10 @@ def create(config: ModelConfig, *, deadline: float | None = None, usage: Usage |
     reply = Reply(data)
     if usage is not None:
         usage.add(reply.usage)
-    if debug:
+    if log is not None:
         u = reply.usage
-        sys.stderr.write(
-            f"mem: debug: model {body['model']} {time.monotonic() - started:.2f}s (stdlib client) "
-            f"in={u.get('input_tokens', '?')} out={u.get('output_tokens', '?')} stop={data.get('stop_reason', '?')}\n"
-        )
+        log(f"model {body['model']} {time.monotonic() - started:.2f}s (stdlib client) "
+            f"in={u.get('input_tokens', '?')} out={u.get('output_tokens', '?')} stop={data.get('stop_reason', '?')}")
     return reply
 
 

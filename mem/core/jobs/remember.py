@@ -161,9 +161,7 @@ def strategy_for(request: RememberRequest) -> str:
 
 
 def _team(memory: MemoryDir) -> bool:
-    from mem.core.team.routing import team_enabled
-
-    return team_enabled(memory.root)
+    return memory.team_enabled
 
 
 def _scope_of(memory: MemoryDir, request: RememberRequest) -> str | None:
@@ -387,7 +385,7 @@ def build_prompt(request: RememberRequest, *, pinned: str | None, scope: str | N
     import datetime
 
     today = today or datetime.date.today().isoformat()
-    existing = guidance.existing_memories(request.memory.root)
+    existing = guidance.existing_memories(request.memory)
     stable = [
         f"Today is {today}.",
         f"Memory directory: {request.memory.root.rstrip(os.sep)}/ (give paths relative to it)",

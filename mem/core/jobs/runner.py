@@ -49,7 +49,9 @@ class Job:
         self.spend = spend_for(purpose, budget)
         self.deadline_s = self.settings.deadline_s if deadline_s is None else deadline_s
         # A call may take the job's whole deadline, never more than the job's own call timeout.
-        self.model = llm.model_for(purpose, model, timeout=min(self.settings.timeout, self.deadline_s), debug=debug)
+        # with ``debug``, each model call's line goes to ``log`` too
+        self.model = llm.model_for(purpose, model, timeout=min(self.settings.timeout, self.deadline_s),
+                                   log=log if debug else None)
         self.memory = memory  # the MemoryDir whose audit log records the job, if it writes one
         self.log = log
         self.started = time.monotonic()

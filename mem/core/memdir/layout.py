@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import sys
 import time
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -172,8 +171,6 @@ class Skipped(NamedTuple):
     message: str
 
 
-_warned: set[str] = set()
-
 
 def _skip_reason(entry: os.DirEntry, real_root: str) -> tuple[str, str] | None:
     """Why a file met by a walk is not one to read: ("", "") to leave it out without a word (a
@@ -200,7 +197,8 @@ def walk_files(root: str, suffix: str = "", *, skipped: list[Skipped] | None = N
     Only regular files, or symbolic links to one inside the directory, are yielded: a FIFO
     would block its reader, a device feed it without end, and a link leading out would read
     (and a hook inject) a file the directory does not hold. Those are left out with a warning
-    on stderr, or, given ``skipped``, recorded there for the caller to report instead.
+    (a ``Notice`` the command prints), or, given ``skipped``, recorded there for the caller to
+    report instead.
     """
     real_root = os.path.realpath(root)
     for rel, entry, is_dir in walk_entries(root):
@@ -211,9 +209,13 @@ def walk_files(root: str, suffix: str = "", *, skipped: list[Skipped] | None = N
             yield rel, entry
         elif reason[0] and skipped is not None:
             skipped.append(Skipped(rel, entry.path, *reason))
-        elif reason[0] and entry.path not in _warned:
-            _warned.add(entry.path)
-            sys.stderr.write(f"mem: warning: {entry.path}: skipped: {reason[1]}\n")
+        elif reason[0]:
+            import warnings
+
+            from mem.core.errors import Notice
+
+            # told by the command (the CLI prints each Notice once), not written here
+            warnings.warn(Notice(f"{entry.path}: skipped: {reason[1]}"), stacklevel=2)
 
 
 def walk_topic_files(root: str, *, skipped: list[Skipped] | None = None) -> Iterator[tuple[str, os.DirEntry]]:

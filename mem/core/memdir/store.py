@@ -65,6 +65,14 @@ class MemoryDir:
     def index_path(self) -> str:
         return os.path.join(self.root, INDEX_NAME)
 
+    @property
+    def team_enabled(self) -> bool:
+        """Whether this directory holds a team tier: ``team/`` is a directory (a symbolic link does not count)."""
+        from mem.core.memdir.layout import team_dir
+
+        path = team_dir(self.root)
+        return os.path.isdir(path) and not os.path.islink(path)
+
     # -- containment --
 
     def resolve(self, target: str) -> str:
