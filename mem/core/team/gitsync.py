@@ -93,12 +93,12 @@ def _paths(text: str | None) -> list[str]:
     return [p for p in (text or "").split("\0") if p]
 
 
-def _check_secrets(root: str, files: list[str]) -> None:
+def _check_secrets(repo: str, files: list[str]) -> None:
     from mem.core.memdir.files import read_text
     from mem.core.team.routing import check_team_write
 
     for rel in files:
-        path = os.path.join(root, rel)
+        path = os.path.join(repo, rel)
         if not os.path.isfile(path) or os.path.islink(path):
             continue
         try:
@@ -109,12 +109,12 @@ def _check_secrets(root: str, files: list[str]) -> None:
             raise RefusedError(f"{rel}: {found[1]} Nothing was committed.")
 
 
-def _flag_poison(root: str, result: GitSyncResult, files: list[str]) -> None:
+def _flag_poison(repo: str, result: GitSyncResult, files: list[str]) -> None:
     from mem.core.guards.poison import poison_problem
     from mem.core.memdir.files import read_text
 
     for rel in files:
-        path = os.path.join(root, rel)
+        path = os.path.join(repo, rel)
         if not rel.endswith(".md") or not os.path.isfile(path) or os.path.islink(path):
             continue
         try:
@@ -131,99 +131,99 @@ def sync(project: str, *, message: str = COMMIT_MESSAGE) -> GitSyncResult:
 
     team = team_memory_dir(project)
     result = GitSyncResult(team)
-    root = os.path.dirname(os.path.dirname(team))
-    if not os.path.isdir(os.path.join(root, ".git")) and not os.path.isfile(os.path.join(root, ".git")):
-        raise GitSyncError(f"{root} is not a git repository: the team memory there cannot be shared")
+    repo = os.path.dirname(os.path.dirname(team))
+    if not os.path.isdir(os.path.join(repo, ".git")) and not os.path.isfile(os.path.join(repo, ".git")):
+        raise GitSyncError(f"{repo} is not a git repository: the team memory there cannot be shared")
     if os.path.islink(team) or (os.path.exists(team) and
-                                os.path.realpath(team) != os.path.join(os.path.realpath(root), *TEAM_MEMORY_RELPATH.split("/"))):
+                                os.path.realpath(team) != os.path.join(os.path.realpath(repo), *TEAM_MEMORY_RELPATH.split("/"))):
         raise RefusedError(f"{team} is a link or leads outside the repository; not syncing it")
     rel = TEAM_MEMORY_RELPATH
     spec = f":(literal){rel}"
-    if any(_git(root, "check-ignore", "-q", "--no-index", "--", f"{rel}/{name}").returncode == 0
+    if any(_git(repo, "check-ignore", "-q", "--no-index", "--", f"{rel}/{name}").returncode == 0
            for name in (INDEX_NAME, "feedback.md")):  # as qwen-code checks it
         raise GitSyncError(f"{rel} is git-ignored, so nothing in it is shared: with .qwen/* (not .qwen/) in "
                            f".gitignore, add !{rel}/ and !{rel}/**")
-    result.branch = _out(root, "symbolic-ref", "--quiet", "--short", "HEAD")
+    result.branch = _out(repo, "symbolic-ref", "--quiet", "--short", "HEAD")
     if not result.branch:
         raise GitSyncError("HEAD is detached: check out a branch, then mem team sync --git")
-    remote = _out(root, "config", "--get", f"branch.{result.branch}.remote")
-    merge = _out(root, "config", "--get", f"branch.{result.branch}.merge")
+    remote = _out(repo, "config", "--get", f"branch.{result.branch}.remote")
+    merge = _out(repo, "config", "--get", f"branch.{result.branch}.merge")
     if remote and merge:
-        _pull(root, result, remote, merge, rel)
-    _commit(root, result, rel, spec, message)
-    _flag_poison(root, result, [*result.pulled, *(f for f in result.files if f not in result.pulled)])
+        _pull(repo, result, remote, merge, rel)
+    _commit(repo, result, rel, spec, message)
+    _flag_poison(repo, result, [*result.pulled, *(f for f in result.files if f not in result.pulled)])
     if not (remote and merge):
         result.skipped_push = "the branch has no upstream"
     elif result.committed:
-        _push(root, result, remote, merge, spec)
+        _push(repo, result, remote, merge, spec)
     return result
 
 
-def _pull(root: str, result: GitSyncResult, remote: str, merge: str, rel: str) -> None:
-    r = _git(root, "fetch", "--quiet", "--no-recurse-submodules", "--no-write-fetch-head", remote, transport=True)
+def _pull(repo: str, result: GitSyncResult, remote: str, merge: str, rel: str) -> None:
+    r = _git(repo, "fetch", "--quiet", "--no-recurse-submodules", "--no-write-fetch-head", remote, transport=True)
     if r.returncode != 0:
         raise GitSyncError(f"git fetch {remote} failed: {_why(r)}")
-    upstream = _out(root, "rev-parse", "--verify", "--quiet", "@{upstream}^{commit}")
+    upstream = _out(repo, "rev-parse", "--verify", "--quiet", "@{upstream}^{commit}")
     if upstream is None:  # the remote has no such branch yet: the push creates it
         return
     result.upstream = upstream
-    head = _out(root, "rev-parse", "--verify", "HEAD^{commit}")
-    if head == upstream or _git(root, "merge-base", "--is-ancestor", upstream, "HEAD").returncode == 0:
+    head = _out(repo, "rev-parse", "--verify", "HEAD^{commit}")
+    if head == upstream or _git(repo, "merge-base", "--is-ancestor", upstream, "HEAD").returncode == 0:
         return  # nothing incoming
-    changed = _paths(_out(root, "diff-tree", "-r", "-z", "--name-only", "--no-renames", "HEAD", upstream))
-    if _git(root, "merge-base", "--is-ancestor", "HEAD", upstream).returncode != 0:
+    changed = _paths(_out(repo, "diff-tree", "-r", "-z", "--name-only", "--no-renames", "HEAD", upstream))
+    if _git(repo, "merge-base", "--is-ancestor", "HEAD", upstream).returncode != 0:
         raise BehindError("your branch and its upstream have diverged; pull it yourself, then mem team sync --git")
     if any(not p.startswith(rel + "/") for p in changed):
         raise BehindError("your branch is behind; pull it yourself, then mem team sync --git")
-    r = _git(root, "merge", "--ff-only", "--quiet", "--no-stat", upstream)
+    r = _git(repo, "merge", "--ff-only", "--quiet", "--no-stat", upstream)
     if r.returncode != 0:
         raise GitSyncError(f"the fast-forward of {rel} failed, nothing was committed: {_why(r)}")
     result.pulled = changed
 
 
-def _commit(root: str, result: GitSyncResult, rel: str, spec: str, message: str) -> None:
-    status = _out(root, "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all", "--", spec)
+def _commit(repo: str, result: GitSyncResult, rel: str, spec: str, message: str) -> None:
+    status = _out(repo, "--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all", "--", spec)
     if status is None:
         raise GitSyncError("git status failed in the team directory")
     if not status:
         return
-    r = _git(root, "add", "--all", "--", spec)
+    r = _git(repo, "add", "--all", "--", spec)
     if r.returncode != 0:
         raise GitSyncError(f"git add {rel} failed: {_why(r)}")
-    staged = _paths(_out(root, "diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD", "--", spec)
-                    if _out(root, "rev-parse", "--verify", "--quiet", "HEAD") else
-                    _out(root, "diff", "--cached", "--name-only", "-z", "--", spec))
+    staged = _paths(_out(repo, "diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD", "--", spec)
+                    if _out(repo, "rev-parse", "--verify", "--quiet", "HEAD") else
+                    _out(repo, "diff", "--cached", "--name-only", "-z", "--", spec))
     try:
-        _check_secrets(root, staged)
+        _check_secrets(repo, staged)
     except RefusedError:
-        _git(root, "reset", "--quiet", "--", spec)
+        _git(repo, "reset", "--quiet", "--", spec)
         raise
     if not staged:
         return
-    r = _git(root, "commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message, "--only", "--", spec)
+    r = _git(repo, "commit", "--quiet", "--no-verify", "--no-gpg-sign", "-m", message, "--only", "--", spec)
     if r.returncode != 0:
-        _git(root, "reset", "--quiet", "--", spec)
+        _git(repo, "reset", "--quiet", "--", spec)
         raise GitSyncError(f"git commit failed, nothing was committed: {_why(r)}")
-    result.committed = _out(root, "rev-parse", "HEAD")
+    result.committed = _out(repo, "rev-parse", "HEAD")
     result.files = staged
 
 
-def _push(root: str, result: GitSyncResult, remote: str, merge: str, spec: str) -> None:
-    parent = _out(root, "rev-parse", "--verify", "--quiet", f"{result.committed}^")
+def _push(repo: str, result: GitSyncResult, remote: str, merge: str, spec: str) -> None:
+    parent = _out(repo, "rev-parse", "--verify", "--quiet", f"{result.committed}^")
     if result.upstream is not None and parent != result.upstream:
         result.skipped_push = "your branch has other commits not pushed yet: push them, and this one goes with them"
         return
     if result.upstream is None and parent is not None:
         result.skipped_push = "the upstream branch does not exist on the remote yet: push the branch yourself"
         return
-    r = _git(root, "push", "--quiet", "--no-verify", "--no-recurse-submodules", remote,
+    r = _git(repo, "push", "--quiet", "--no-verify", "--no-recurse-submodules", remote,
              f"{result.committed}:{merge}", transport=True)
     if r.returncode == 0:
         result.pushed = True
         return
-    if _out(root, "rev-parse", "HEAD") == result.committed:  # take our commit back; the files stay as they are
-        _git(root, "reset", "--soft", "--quiet", f"{result.committed}^")
-        _git(root, "reset", "--quiet", "--", spec)
+    if _out(repo, "rev-parse", "HEAD") == result.committed:  # take our commit back; the files stay as they are
+        _git(repo, "reset", "--soft", "--quiet", f"{result.committed}^")
+        _git(repo, "reset", "--quiet", "--", spec)
     committed, result.committed = result.committed, None
     raise GitSyncError(f"git push to {remote} failed, so the sync commit {committed[:12]} was taken back "
                        f"(the files are unchanged): {_why(r)}")
