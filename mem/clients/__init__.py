@@ -238,6 +238,19 @@ class TeamTier(NamedTuple):
                 "separate": self.separate}
 
 
+def hooks_file_of(name: str, scopes: tuple[str, ...], hooks_file, scope: str, project: str | None, env) -> str:
+    """A client's hooks file for a scope (``hooks_file(scope, root, env)``), the project's root found
+    from ``project`` (else here); UsageError for a scope the client has none of (Codex, Gemini CLI)."""
+    import os
+
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    if scope not in scopes:
+        raise UsageError(f"{name} has no {scope} hooks file; use --scope {' or '.join(scopes)}")
+    return hooks_file(scope, "" if scope == "user" else paths.project_root(project or os.getcwd()), env)
+
+
 def team_tier(resolution, env=None) -> TeamTier:
     """The team memory of a resolved memory directory: qwen-code 0.24's tier in the repository
     (``.qwen/team-memory``, read when its switch is on) for qwen-code's directory; else the

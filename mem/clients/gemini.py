@@ -110,12 +110,9 @@ NEEDS_HOOKS = False
 
 def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """The file mem's hooks go in for a scope (user or project): ``hooks_file`` of the project's root."""
-    from mem.core import paths
-    from mem.core.errors import UsageError
+    from mem.clients import hooks_file_of
 
-    if scope not in HOOK_SCOPES:
-        raise UsageError(f"{NAME} has no {scope} hooks file; use --scope {' or '.join(HOOK_SCOPES)}")
-    return hooks_file(scope, "" if scope == "user" else paths.project_root(project or os.getcwd()), env)
+    return hooks_file_of(NAME, HOOK_SCOPES, hooks_file, scope, project, env)
 
 
 def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
