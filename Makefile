@@ -99,7 +99,7 @@ bench: $(STAMP) zipapp
 	$(BIN)/python bench/run.py || status=1; \
 	$(BIN)/python bench/history.py || status=1; \
 	$(BIN)/python bench/extract_coverage.py || status=1; \
-	$(BIN)/python bench/secrets.py || status=1; \
+	$(BIN)/python bench/secret_detection.py || status=1; \
 	exit $$status
 
 ## bench-recall: recall quality on the labelled set and recall latency, into bench/RESULTS.md
@@ -139,7 +139,7 @@ bench-verify: $(STAMP)
 
 ## bench-secrets: secrets caught, missed and false positives per kind on the labelled set, into bench/RESULTS.md
 bench-secrets: $(STAMP)
-	$(BIN)/python bench/secrets.py
+	$(BIN)/python bench/secret_detection.py
 
 ## bench-poison: the poisoning guard's ms per MB, verdict and full report, on 1, 4 and 16 MB of memory prose and hostile text (~6 min), into bench/RESULTS.md
 bench-poison: $(STAMP)

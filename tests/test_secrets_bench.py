@@ -1,6 +1,6 @@
 """The goal on the labelled set (tests/fixtures/secrets-bench): every secret caught, no lookalike flagged.
 
-bench/secrets.py prints the same figures per kind into bench/RESULTS.md.
+bench/secret_detection.py prints the same figures per kind into bench/RESULTS.md.
 """
 
 from __future__ import annotations

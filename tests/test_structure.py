@@ -288,3 +288,13 @@ def test_core_does_not_write_to_stderr():
     """Core returns warnings (a ``Notice``) or takes a log (a model call's debug line); the CLI writes them."""
     found = [s for m in modules() if m.startswith("mem.core") for s in _stderr_uses(m)]
     assert found == []
+
+
+def test_no_bench_or_script_module_shadows_the_standard_library():
+    """Tests import bench/ modules; one named like a standard module (bench/secrets.py was) replaced
+    `secrets` for every later test in the process (mem team token add failed in-process)."""
+    import sys
+
+    clashes = [p.name for d in ("bench", "scripts") for p in (ROOT / d).glob("*.py")
+               if p.stem in sys.stdlib_module_names]
+    assert clashes == []

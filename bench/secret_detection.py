@@ -1,6 +1,6 @@
 """Secret detection on the labelled set in tests/fixtures/secrets-bench/: caught, missed, false positives.
 
-    make bench-secrets        # or: .venv/bin/python bench/secrets.py [--no-write]
+    make bench-secrets        # or: .venv/bin/python bench/secret_detection.py [--no-write]
 
 Each case is labelled with the kind of secret it holds, or the kind a lookalike resembles (an
 example key, a placeholder, a UUID). A secret counts as caught when the scanner flags the text and
@@ -114,9 +114,9 @@ def main(argv: list[str]) -> int:
     count = {key: sum(row[key] for row in labelled["kinds"].values()) for key in ("secrets", "lookalikes", "missed", "fp")}
     n_kinds = sum(1 for row in labelled["kinds"].values() if row["secrets"])
     lines = [
-        "## Secret detection (`make bench-secrets`, bench/secrets.py)",
+        "## Secret detection (`make bench-secrets`, bench/secret_detection.py)",
         "",
-        f"Written by bench/secrets.py from tests/fixtures/secrets-bench/ (fake secrets generated from a fixed "
+        f"Written by bench/secret_detection.py from tests/fixtures/secrets-bench/ (fake secrets generated from a fixed "
         f"seed). The tune set: {count['secrets']} secrets of {n_kinds} kinds and {count['lookalikes']} "
         "lookalikes (documented example keys, placeholders, UUIDs, git SHAs, base64 of prose), the rules were "
         "written and widened with it; it includes the held-out set of commit ccff829, used to widen them. "
