@@ -210,11 +210,11 @@ def test_validate_rules(tmp_path):
     (after / "bad.md").write_text("---\nname: bad\ndescription: d\ntype: opinion\n---\n")
     (after / "logs/2026/01/2026-01-01.md").write_text("- 10:00 rewritten\n")
     (after / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n- [Gone](gone.md) — x\n")
-    problems = dream.validate(str(after), str(before))
+    problems = dream.validate(MemoryDir(after), str(before))
     assert any("bad.md: type" in p for p in problems)
     assert any("daily log was rewritten" in p for p in problems)
     assert any("gone.md" in p for p in problems)
-    assert dream.validate(str(before), str(before)) == []
+    assert dream.validate(MemoryDir(before), str(before)) == []
 
 
 def test_model_without_key_is_config_error(run_mem, dupes):
@@ -272,12 +272,12 @@ def test_validation_judges_the_index_against_what_it_was(tmp_path):
         write_memory(d, "ok.md", name="ok", description="ok")
     (before / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n" + "prose\n" * 250)
     (after / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n" + "prose\n" * 240)  # still over, but better
-    assert dream.validate(str(after), str(before)) == []
+    assert dream.validate(MemoryDir(after), str(before)) == []
     (after / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n" + "prose\n" * 260)  # worse
-    assert any("worse than before" in p for p in dream.validate(str(after), str(before)))
+    assert any("worse than before" in p for p in dream.validate(MemoryDir(after), str(before)))
     (before / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n")  # a new problem
     (after / "MEMORY.md").write_text("- [Ok](ok.md) — ok\n" + "prose\n" * 240)
-    assert any("over its limits" in p for p in dream.validate(str(after), str(before)))
+    assert any("over its limits" in p for p in dream.validate(MemoryDir(after), str(before)))
 
 
 def test_a_messy_directory_gets_its_findings_and_no_false_merge(memdir):

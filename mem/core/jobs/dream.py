@@ -254,7 +254,7 @@ def _consolidate(result: DreamResult, memory: MemoryDir, transcripts_dir, model,
     if result.mode == "agent":
         from mem.core.jobs.dream_agent import consolidate
 
-        again = consolidate(result, memory.root, transcripts_dir, model, gate, progress,
+        again = consolidate(result, memory, transcripts_dir, model, gate, progress,
                             stale=stale_claims(memory, repo, today, progress), budget=budget)
         heal_index(memory, result, progress)
         problems = _problems(memory, before)
@@ -280,7 +280,7 @@ def _consolidate(result: DreamResult, memory: MemoryDir, transcripts_dir, model,
 
 def _problems(memory: MemoryDir, before: Callable[[], contextlib.AbstractContextManager]) -> list[str]:
     with before() as (before_root, changes):
-        return validate(memory.root, before_root, changes)
+        return validate(memory, before_root, changes)
 
 
 # --- mechanical mode --------------------------------------------------------
@@ -464,16 +464,17 @@ def stale_claim_line(f) -> str:
 # --- validation -------------------------------------------------------------
 
 
-def validate(root: str, before_root: str, changes: scratch.Changes | None = None) -> list[str]:
+def validate(memory: MemoryDir, before_root: str, changes: scratch.Changes | None = None) -> list[str]:
     """Rules a consolidated directory must keep; each problem as one line.
 
-    ``changes`` is ``scratch.compare(before_root, root)`` when the caller has it already.
+    ``changes`` is ``scratch.compare(before_root, memory.root)`` when the caller has it already.
     """
     from mem.core.memdir import index as idx
     from mem.core.memdir import manifest
     from mem.core.memdir.frontmatter import memory_type_of, parse_frontmatter
     from mem.core.guards.secrets import first_secret
 
+    root = memory.root
     problems = []
     changes = scratch.compare(before_root, root) if changes is None else changes
     for rel in changes.updated + changes.deleted:
@@ -501,14 +502,14 @@ def validate(root: str, before_root: str, changes: scratch.Changes | None = None
             problems.append(f"{rel}: type must be user, feedback, project or reference")
         elif not parsed.data.get("description"):
             problems.append(f"{rel}: no description")
-    problems += _links_to_deleted(root, changes)
+    problems += _links_to_deleted(memory, changes)
     try:
         index_text = read_text(os.path.join(root, idx.INDEX_NAME), inside=root)
     except FileNotFoundError:
         index_text = None
     if index_text is not None:
         t = idx.render_as_injected(index_text)
-        if _worse_index(_index_before(before_root, changes, index_text), index_text, root):
+        if _worse_index(_index_before(before_root, changes, index_text), index_text, memory):
             problems.append(f"{INDEX_NAME}: over its limits ({t.line_count} lines, {t.byte_count} UTF-16 units; "
                             "limits 200 and 25,000), and worse than before")
         for p in idx.parse_pointers(index_text):
@@ -522,7 +523,7 @@ def validate(root: str, before_root: str, changes: scratch.Changes | None = None
 _LINK = re.compile(r"\]\((<[^>]*>|[^)\s]+)")
 
 
-def _links_to_deleted(root: str, changes: scratch.Changes) -> list[str]:
+def _links_to_deleted(memory: MemoryDir, changes: scratch.Changes) -> list[str]:
     """Topic files left linking to a file this dream deleted (a merge must carry its links over)."""
     from mem.core.memdir.layout import is_index, is_memory, tree_files
 
@@ -530,7 +531,7 @@ def _links_to_deleted(root: str, changes: scratch.Changes) -> list[str]:
     if not gone:
         return []
     problems = []
-    for rel, path in sorted(tree_files(root).items()):
+    for rel, path in sorted(tree_files(memory.root).items()):
         if not is_memory(rel) or is_index(rel) or rel.startswith(SKIP_DIRS) or os.path.islink(path):
             continue
         text = read_text(path, errors="replace")
@@ -550,7 +551,7 @@ def _index_before(before_root: str, changes: scratch.Changes, index_text: str) -
     return read_text(os.path.join(before_root, INDEX_NAME), inside=before_root)
 
 
-def _worse_index(before: str | None, after: str, root: str) -> bool:
+def _worse_index(before: str | None, after: str, memory: MemoryDir) -> bool:
     """An index over its limits is a problem when the dream made it so or made it larger.
 
     Not when it holds nothing but pointers to topic files: then there are more
@@ -561,7 +562,7 @@ def _worse_index(before: str | None, after: str, root: str) -> bool:
     t = idx.render_as_injected(after)
     if not t.truncated:
         return False
-    pointers = [p for p in idx.parse_pointers(after) if p.relpath and os.path.isfile(os.path.join(root, p.relpath))]
+    pointers = [p for p in idx.parse_pointers(after) if p.relpath and os.path.isfile(os.path.join(memory.root, p.relpath))]
     if len(pointers) == sum(1 for line in after.split("\n") if line.strip()):
         return False
     if before is None:

@@ -6,6 +6,7 @@ import os
 import time
 
 from mem.core.jobs.llm import JOBS
+from mem.core.memdir.store import MemoryDir
 
 MAX_TURNS = JOBS["dream"].max_turns
 #: Turns of the round that fixes what failed validation.
@@ -109,16 +110,16 @@ frontmatter, a rewritten daily log...), then give your summary again.
 """
 
 
-def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_turns: int = MAX_TURNS,
+def build_prompt(memory: MemoryDir, transcripts_dir: str | None, gate, today: str, max_turns: int = MAX_TURNS,
                  stale: list = ()) -> str:
     from mem.core.memdir import manifest
 
-    headers = manifest.scan(root)
+    headers = manifest.scan(memory.root)
     ids = gate.sessions if gate is not None else []
     shown = ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20 else "") if ids else "none counted"
     return TASK.format(
         today=today,
-        memory_dir=root,
+        memory_dir=memory.root,
         transcripts=transcripts_dir if transcripts_dir and os.path.isdir(transcripts_dir) else "(none)",
         n_sessions=len(ids),
         sessions=shown,
@@ -131,9 +132,9 @@ def build_prompt(root: str, transcripts_dir: str | None, gate, today: str, max_t
 CHANGE_TOOLS = ("write", "edit", "delete")
 
 
-def consolidate(result, root: str, transcripts_dir: str | None, model: str | None, gate, progress, stale: list = (),
+def consolidate(result, memory: MemoryDir, transcripts_dir: str | None, model: str | None, gate, progress, stale: list = (),
                 budget: str | None = None):
-    """Run the consolidation agent on ``root`` and fill ``result`` (a DreamResult).
+    """Run the consolidation agent on ``memory`` and fill ``result`` (a DreamResult).
 
     ``model`` names the model (default: the dream job's). ``stale``: the ``stale-claim``
     findings, for the agent to fix. ``budget``: the ``--budget`` text (``runner.spend_for``); a run
@@ -148,9 +149,9 @@ def consolidate(result, root: str, transcripts_dir: str | None, model: str | Non
     job = Job("dream", model=model, log=progress, budget=budget)
     result.model = job.model_name
     transcripts = transcripts_dir if transcripts_dir and os.path.isdir(transcripts_dir) else None
-    toolbox = ToolBox(root, transcripts=transcripts, policy=WritePolicy(allow_delete=True))
+    toolbox = ToolBox(memory, transcripts=transcripts, policy=WritePolicy(allow_delete=True))
     progress("orient: reading the memory directory")
-    prompt = build_prompt(root, transcripts, gate, time.strftime("%Y-%m-%d"), stale=stale)
+    prompt = build_prompt(memory, transcripts, gate, time.strftime("%Y-%m-%d"), stale=stale)
     conversation = [{"role": "user", "content": prompt}]
 
     def turn(messages: list[dict], max_turns: int) -> None:

@@ -201,10 +201,11 @@ class Candidate:
     def key(self) -> tuple[str, int]:
         return self.relpath, self.entry.index if self.entry else 0
 
-    def as_dict(self, memory_dir: str) -> dict:
+    def as_dict(self, path: str) -> dict:
+        """``path``: the file's path (its directory's root joined to ``relpath``)."""
         return {
             "relpath": self.relpath,
-            "path": os.path.join(memory_dir, self.relpath),
+            "path": path,
             "description": self.description,
             "type": self.type,
             "entry": self.entry.text if self.entry else None,
@@ -691,7 +692,7 @@ class ForgetResult:
             "memory_dir": self.memory_dir,
             "query": self.search.query,
             "strategy": self.search.strategy,
-            "candidates": [{"n": i, **c.as_dict(self.memory_dir), "chosen": c.key in keys}
+            "candidates": [{"n": i, **c.as_dict(os.path.join(self.memory_dir, c.relpath)), "chosen": c.key in keys}
                            for i, c in enumerate(self.search.candidates, start=1)],
             "rejected": self.search.rejected,
             "deleted": self.deleted,
