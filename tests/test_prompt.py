@@ -24,7 +24,7 @@ HOOKS = FIXTURES / "hooks"
 def text(tmp_path):
     d = tmp_path / "memory"
     d.mkdir()
-    return prompt.instructions(str(d)), str(d) + "/"
+    return prompt.instructions(MemoryDir(str(d))), str(d) + "/"
 
 
 def _section(text: str, title: str) -> str:
@@ -130,7 +130,7 @@ def test_full_is_the_instructions_then_memory_md_as_index_print_gives_it(memdir,
     p = run_mem("prompt")
     assert p.returncode == 0, p.stderr
     index = run_mem("index", "--print").stdout
-    assert p.stdout == prompt.instructions(str(memdir) + "/") + "\n\n## MEMORY.md\n\n" + index
+    assert p.stdout == prompt.instructions(MemoryDir(str(memdir) + "/")) + "\n\n## MEMORY.md\n\n" + index
     assert index == "- [Tabs](tabs.md) — tabs\n"
 
 
@@ -189,7 +189,7 @@ def test_max_chars_cuts_the_index_at_a_line_and_says_where_the_rest_is(memdir, r
     data = json.loads(run_mem("prompt", "--json", "--max-chars", "8000").stdout)
     t = data["text"]
     assert data["shortened"] and len16(t) <= 8000
-    assert t.startswith(prompt.instructions(str(memdir) + "/"))
+    assert t.startswith(prompt.instructions(MemoryDir(str(memdir) + "/")))
     assert t.endswith(f"\n\n> Only part of this index fits here. Read {memdir}/MEMORY.md for the rest.")
     kept = [ln for ln in t.split("\n") if ln.startswith("- [Memory ")]
     assert 10 < len(kept) < 190 and kept == lines[: len(kept)]
@@ -226,7 +226,7 @@ def _context(p) -> str:
 def test_claude_with_auto_memory_gets_only_what_it_lacks(project, run_mem):
     repo, mem = project
     ctx = _context(run_mem("prompt", "--hook", input=_start(repo)))
-    assert ctx == prompt.supplement_note(str(mem))
+    assert ctx == prompt.supplement_note(MemoryDir(str(mem)))
     assert "What to save" not in ctx and "tabs not spaces" not in ctx
     (mem / "team").mkdir()
     (mem / "team" / "MEMORY.md").write_text("- [Deploys](deploys.md) — how we deploy\n")

@@ -365,8 +365,9 @@ def _dirs_down_to(cwd: str) -> list[str]:
     return dirs[::-1]
 
 
-def _within(path: str, root: str) -> bool:
-    rel = os.path.relpath(os.path.normpath(path), os.path.normpath(root))
+def _within(path: str, directory: str) -> bool:
+    """Whether ``path`` is a project ``directory`` (a checkout, the working directory) or under it, lexically."""
+    rel = os.path.relpath(os.path.normpath(path), os.path.normpath(directory))
     return rel == "." or not (rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel))
 
 
