@@ -153,7 +153,7 @@ def _recorded_session(memdir: Path, tmp_path: Path) -> Path:
 def test_cases_from_a_recorded_session(tmp_path):
     memdir = tmp_path / "memory"
     session = _recorded_session(memdir, tmp_path)
-    cases = evaluate.cases_from_transcripts([str(session)], str(memdir), ["user-prefers-tabs.md"])
+    cases = evaluate.cases_from_transcripts([str(session)], MemoryDir(memdir), ["user-prefers-tabs.md"])
     # The first prompt's memory was written, not read: it is not a case.
     assert [(c.query, c.relevant) for c in cases] == [
         ("should this Go file use tabs or spaces for indentation?", ["user-prefers-tabs.md"]),
@@ -203,5 +203,5 @@ def test_qwen_hook_context_in_the_prompt_counts_as_shown(tmp_path):
         {"text": "how should I indent this file?"}, {"text": context}]}}
     path = tmp_path / "chat.jsonl"
     path.write_text("".join(json.dumps(o) + "\n" for o in [*lines, later]), encoding="utf-8")
-    cases = evaluate.cases_from_transcripts([str(path)], str(memdir), ["user-prefers-tabs.md"])
+    cases = evaluate.cases_from_transcripts([str(path)], MemoryDir(memdir), ["user-prefers-tabs.md"])
     assert [(c.query, c.relevant) for c in cases] == [("how should I indent this file?", ["user-prefers-tabs.md"])]

@@ -16,6 +16,7 @@ import pytest
 from mem.core import evaluate, toolmatch, transcripts
 from mem.core.messages import Block, Message, tool_file
 from mem.core.recall import READ_TOOLS, transcript_facts
+from mem.core.memdir.store import MemoryDir
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -88,7 +89,7 @@ def test_every_reader_gives_the_same_file(tmp_path, client, tool, key):
     _write_transcript(transcript, tool, tool_input)
     assert transcript_facts(str(transcript), None, str(memory)).touched == ({topic} if reads or writes else set())
 
-    cases = evaluate._session_cases(str(transcript), str(memory), {"user-prefers-tabs.md"})
+    cases = evaluate._session_cases(str(transcript), MemoryDir(memory), {"user-prefers-tabs.md"})
     assert [c.relevant for c in cases] == ([["user-prefers-tabs.md"]] if reads else [])
 
     call = toolmatch.read_call(tool, tool_input, str(memory))

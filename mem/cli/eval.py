@@ -47,6 +47,7 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
     from mem.cli.common import current_env
     from mem.core import evaluate
     from mem.core.memdir import manifest
+    from mem.core.memdir.store import MemoryDir
 
     if (cases_file is None) == (transcripts is None):
         raise UsageError("give a CASES file (or -) or --from-transcripts, one of the two")
@@ -54,6 +55,7 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
         raise UsageError("--timeout must be more than 0 seconds")
     resolution = resolve_dir(where, reading=True)
     root = resolution.memory_dir
+    memory = MemoryDir(root)
     known = [h.relpath for h in manifest.scan(root)] if os.path.isdir(root) else []
 
     if cases_file is not None:
@@ -69,7 +71,7 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
         files = evaluate.transcript_files(source)
         if not files:
             raise NotFoundError(f"no transcripts: looked in {source} and found no *.jsonl session")
-        cases = evaluate.cases_from_transcripts(files, root, known)
+        cases = evaluate.cases_from_transcripts(files, memory, known)
         if not cases:
             raise NotFoundError(f"no cases to run: in {len(files)} transcript{'s' if len(files) != 1 else ''} "
                                 f"in {source}, no prompt was followed by a memory file read or shown")
@@ -92,9 +94,6 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
             selectors.append("model")
         else:
             render.info("no API key: the model selector is left out (set ANTHROPIC_API_KEY)")
-    from mem.core.memdir.store import MemoryDir
-
-    memory = MemoryDir(root)
     reports = [evaluate.run(memory, cases, s, model=model, timeout=timeout,
                           log=render.debug if current_env().debug else None) for s in selectors]
     if fmt != "text":

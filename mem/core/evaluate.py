@@ -84,16 +84,16 @@ def transcript_files(path: str) -> list[str]:
     return [p for _, p in sorted(found)]
 
 
-def cases_from_transcripts(paths: Iterable[str], memory_dir: str, known: Iterable[str]) -> list[Case]:
+def cases_from_transcripts(paths: Iterable[str], memory: MemoryDir, known: Iterable[str]) -> list[Case]:
     """One case per prompt after which the agent read or was shown memory files that still exist (``known``)."""
     known = set(known)
     cases = []
     for path in paths:
-        cases.extend(_session_cases(path, memory_dir, known))
+        cases.extend(_session_cases(path, memory, known))
     return cases
 
 
-def _session_cases(path: str, memory_dir: str, known: set[str]) -> list[Case]:
+def _session_cases(path: str, memory: MemoryDir, known: set[str]) -> list[Case]:
     from mem.core import transcripts
     from mem.core.messages import prompt_text, tool_file
     from mem.core.recall import READ_TOOLS
@@ -103,7 +103,7 @@ def _session_cases(path: str, memory_dir: str, known: set[str]) -> list[Case]:
             raw = fh.read().split(b"\n")
     except OSError:
         return []
-    relpath = _relpath_in(memory_dir)
+    relpath = _relpath_in(memory)
     prompts: list[tuple[int, str, set[str]]] = []  # (line, prompt, memory files read or shown after it)
     for m in transcripts.parse_lines(raw).messages:
         if m.is_human:
@@ -145,9 +145,9 @@ def _shown(texts: Iterable[str], relpath) -> set[str]:
     return {rel for t in texts for p in _SHOWN.findall(t) if (rel := relpath(p))}
 
 
-def _relpath_in(memory_dir: str):
+def _relpath_in(memory: MemoryDir):
     """path -> its relpath in the memory directory (through a symbolic link too), or None."""
-    roots = {os.path.normpath(memory_dir), os.path.realpath(memory_dir)}
+    roots = {memory.root, memory.real_root}
 
     def relpath(path: str) -> str | None:
         if not path or "\0" in path or not os.path.isabs(path):
