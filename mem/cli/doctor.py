@@ -31,9 +31,10 @@ def doctor_cmd(where: dict, fmt: str) -> int:
       mem doctor --json | jq -r '.checks[] | select(.state=="fail") | .fix'
     """
     from mem.core import doctor
+    from mem.core.memdir.store import MemoryDir
 
     resolution = resolve_dir(where)
-    checks = doctor.run(resolution.memory_dir, where.get("project"))
+    checks = doctor.run(MemoryDir(resolution.memory_dir), where.get("project"))
     failed = [c for c in checks if c.state == doctor.FAIL]
     if fmt != "text":
         render.out_record({"checks": [c.as_dict() for c in checks], "ok": not failed}, fmt)

@@ -1,6 +1,6 @@
 """``mem doctor``: each thing a user would otherwise debug by hand, checked, with its fix.
 
-Example: [c.name for c in run(resolution)][:2] == ["memory directory", "state directory"]
+Example: [c.name for c in run(MemoryDir(resolution.memory_dir))][:2] == ["memory directory", "state directory"]
 
 A check is ok, failed (doctor exits 1) or a note (optional, e.g. no cron job, no key: the
 mechanical mode). The hooks and cron checks are ``mem hooks status`` and ``mem cron status``
@@ -8,7 +8,7 @@ mechanical mode). The hooks and cron checks are ``mem hooks status`` and ``mem c
 it is set.
 
 uses: install (hooks status), clients (homes, whether a client needs mem's hooks), cron (cron status),
-memdir.state (state root), memdir.history, jobs.llm (whether a key is set), completions (where mem
+memdir.store (MemoryDir), memdir.state (state root), memdir.history, jobs.llm (whether a key is set), completions (where mem
 complete --install puts them); bash-completion and zsh themselves, run, for whether they find mem's completion.
 """
 
@@ -20,6 +20,8 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from typing import NamedTuple
+
+from mem.core.memdir.store import MemoryDir
 
 OK, FAIL, NOTE = "ok", "fail", "note"
 
@@ -45,8 +47,9 @@ def _writable_parent(path: str) -> tuple[str, bool]:
     return probe, os.path.isdir(probe) and os.access(probe, os.W_OK | os.X_OK)
 
 
-def check_memory_dir(memory_dir: str) -> Check:
+def check_memory_dir(memory: MemoryDir) -> Check:
     name = "memory directory"
+    memory_dir = memory.spelled  # shown as it was given
     if os.path.isdir(memory_dir):
         if os.access(memory_dir, os.R_OK | os.W_OK | os.X_OK):
             return Check(name, OK, f"{memory_dir}", None)
@@ -61,7 +64,7 @@ def check_memory_dir(memory_dir: str) -> Check:
                  f"chmod u+rwx {parent} (or give --dir / MEM_DIR another directory)")
 
 
-def check_state(memory_dir: str, env: Mapping[str, str] | None = None) -> Check:
+def check_state(memory: MemoryDir, env: Mapping[str, str] | None = None) -> Check:
     from mem.core.memdir.state import state_dir, state_root
 
     name = "state directory"
@@ -72,7 +75,7 @@ def check_state(memory_dir: str, env: Mapping[str, str] | None = None) -> Check:
         if not os.access(root, os.W_OK | os.X_OK):
             return Check(name, FAIL, f"{root} is not writable by you: no history, no undo",
                          f"chmod u+rwx {root} (or set MEM_STATE_DIR)")
-        history = state_dir(memory_dir, env, create=False)  # the history store of this memory directory
+        history = state_dir(memory.root, env, create=False)  # the history store of this memory directory
         if os.path.lexists(history) and not os.path.isdir(history):
             return Check(name, FAIL, f"the history {history} is not a directory", f"move {history} away")
         if os.path.isdir(history) and not os.access(history, os.W_OK | os.X_OK):
@@ -85,7 +88,7 @@ def check_state(memory_dir: str, env: Mapping[str, str] | None = None) -> Check:
                  f"chmod u+rwx {parent} (or set MEM_STATE_DIR)")
 
 
-def check_history(memory_dir: str, env: Mapping[str, str] | None = None) -> Check:
+def check_history(memory: MemoryDir, env: Mapping[str, str] | None = None) -> Check:
     """Whether changes are recorded (git), the store reads, and no damaged store waits to be looked at."""
     from mem.core.memdir.history import History
     from mem.core.memdir.state import state_dir
@@ -94,7 +97,7 @@ def check_history(memory_dir: str, env: Mapping[str, str] | None = None) -> Chec
     if shutil.which("git", path=(env or os.environ).get("PATH")) is None:
         return Check(name, FAIL, "git is not on PATH: history is off (changes are not recorded, mem undo cannot "
                                  "take them back, mem dream refuses)", "install git")
-    history = History(state_dir(memory_dir, env, create=False), memory_dir)
+    history = History(state_dir(memory.root, env, create=False), memory.root)
     why = history.damaged()
     if why:
         return Check(name, FAIL, f"the store {history.git_dir} is damaged: {why}",
@@ -342,11 +345,11 @@ def _safe(name: str, check, *args) -> Check:
         return Check(name, FAIL, what or type(exc).__name__, None)
 
 
-def run(memory_dir: str, project: str | None = None, env: Mapping[str, str] | None = None) -> list[Check]:
+def run(memory: MemoryDir, project: str | None = None, env: Mapping[str, str] | None = None) -> list[Check]:
     return [
-        _safe("memory directory", check_memory_dir, memory_dir),
-        _safe("state directory", check_state, memory_dir, env),
-        _safe("history", check_history, memory_dir, env),
+        _safe("memory directory", check_memory_dir, memory),
+        _safe("state directory", check_state, memory, env),
+        _safe("history", check_history, memory, env),
         _safe("hooks (claude)", check_hooks, "claude", project, env),
         _safe("hooks (qwen)", check_hooks, "qwen", project, env),
         _safe("hooks (codex)", check_hooks, "codex", project, env),
