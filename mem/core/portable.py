@@ -588,13 +588,14 @@ def _check_content(rel: str, data: bytes, where: str, force: bool) -> None:
                 raise ArchiveError(f"{where}: refused {rel}: {problem} (--force imports it anyway)")
 
 
-def _imported_name(rel: str, data: bytes, root: str, taken) -> tuple[str, bool]:
-    """Where ``both`` puts theirs: ``name-imported.md``, ``name-imported-2.md``…; True when it is already there."""
+def _imported_name(rel: str, data: bytes, memory, taken) -> tuple[str, bool]:
+    """Where ``both`` puts theirs in ``memory`` (a MemoryDir): ``name-imported.md``, ``name-imported-2.md``…; True
+    when it is already there."""
     stem, ext = posixpath.splitext(rel)
     n = 1
     while True:
         candidate = f"{stem}-imported{'' if n == 1 else f'-{n}'}{ext}"
-        if _read(os.path.join(root, candidate)) == data:
+        if _read(os.path.join(memory.root, candidate)) == data:
             return candidate, True
         if candidate not in taken:
             return candidate, False
@@ -664,7 +665,7 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
             if policy == "theirs":
                 steps.append(Step("replace", rel, rel, data))
             elif policy == "both" and not is_log(rel):
-                new, there = _imported_name(rel, data, memory.root, taken)
+                new, there = _imported_name(rel, data, memory, taken)
                 taken.add(new)
                 steps.append(Step("same" if there else "rename", new, rel, None if there else data))
             else:
@@ -676,7 +677,7 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
                            "Choose --on-conflict keep, theirs or both (--dry-run shows the plan)")
     landed = {s.source: s.relpath for s in steps if s.action in ("create", "rename", "replace", "same")}
     for index in sorted(r for r in source.files if is_index(r)):
-        text = _merge_index(memory.root, index, _decode(index, source.files[index], where), landed)
+        text = _merge_index(memory, index, _decode(index, source.files[index], where), landed)
         if text is not None:
             have = _read(os.path.join(memory.root, index))
             steps.append(Step("create" if have is None else "index", index, index, text.encode("utf-8"),
@@ -684,15 +685,15 @@ def plan_import(memory, source: Source, *, policy: str | None = None, target_lay
     return ImportPlan(memory.root, source, policy, steps, conflicts, skipped)
 
 
-def _merge_index(root: str, index: str, theirs: str, landed: dict[str, str]) -> str | None:
-    """Our index plus their pointers to files that landed here and that ours lacks; None: no change.
+def _merge_index(memory, index: str, theirs: str, landed: dict[str, str]) -> str | None:
+    """Our index (in ``memory``, a MemoryDir) plus their pointers to files that landed here and that ours lacks; None: no change.
 
     With no index of ours, theirs is taken byte for byte (an import into an empty directory
     gives the same bytes). Their pointers to files renamed by ``both`` point at the new name.
     """
     from mem.core.memdir.index import parse_pointers
 
-    ours = _read(os.path.join(root, index))
+    ours = _read(os.path.join(memory.root, index))
     base = "" if index == INDEX_NAME else index[: -len(INDEX_NAME)]
     if ours is None:
         if all(landed.get(base + p.relpath, base + p.relpath) == base + p.relpath

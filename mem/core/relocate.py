@@ -102,8 +102,8 @@ def _key_path(cwd: str, name: str) -> str | None:
         p = parent
 
 
-def decode_name(name: str, root: str = "/") -> str | None:
-    """An existing directory whose sanitized path is ``name``, found by walking down from ``root``; or None.
+def decode_name(name: str, top: str = "/") -> str | None:
+    """An existing directory whose sanitized path is ``name``, found by walking down from ``top``; or None.
 
     Sanitizing is not reversible ('-' stands for '/', '.', '_' and more), so every directory whose
     sanitized path is a prefix of ``name`` is tried. A hashed (over 200 characters) name is not decoded.
@@ -128,7 +128,7 @@ def decode_name(name: str, root: str = "/") -> str | None:
                     return found
         return None
 
-    return root if paths.sanitize_path(root) == name else walk(root)
+    return top if paths.sanitize_path(top) == name else walk(top)
 
 
 def _tree_size(path: str) -> tuple[int, float | None]:
@@ -373,7 +373,7 @@ def _remove_merged(old, merged: dict[str, bytes], args, moved_to: str) -> None:
             return None
 
     with old.index_lock(), old.operation("relocate", list(args), meta={"moved_to": moved_to}):
-        for rel in sorted(_files(old.root), key=lambda r: r.count("/"), reverse=True):
+        for rel in sorted(_files(old), key=lambda r: r.count("/"), reverse=True):
             now = holds(rel)
             if rel not in merged or now is None:
                 continue
@@ -396,7 +396,8 @@ def _memory_dirs_in(path: str) -> list[str]:
     return [inner] if os.path.isdir(inner) else []
 
 
-def _files(root: str) -> list[str]:
+def _files(memory) -> list[str]:
+    """The relpaths of the files in ``memory`` (a MemoryDir)."""
     from mem.core.memdir.layout import tree_files
 
-    return list(tree_files(root))
+    return list(tree_files(memory.root))
