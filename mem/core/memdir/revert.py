@@ -61,8 +61,8 @@ class RevertResult(NamedTuple):
         }
 
 
-def _on_disk(root: str, relpath: str) -> tuple[str | None, int | None]:
-    path = os.path.join(root, relpath)
+def _on_disk(memory, relpath: str) -> tuple[str | None, int | None]:
+    path = os.path.join(memory.root, relpath)
     try:
         if os.path.islink(path):
             return blob_oid(os.fsencode(os.readlink(path))), SYMLINK
@@ -80,8 +80,8 @@ def newest_undoable(ops: Sequence[Operation]) -> Operation:
     raise NotFoundError("nothing to undo: no operation of mem's is recorded")
 
 
-def plan_undo(root: str, op: Operation, history=None, *, finishing: bool = False) -> tuple[list[Step], list[str]]:
-    """The steps that take ``op`` back, and the files that changed since it (the conflicts).
+def plan_undo(memory, op: Operation, history=None, *, finishing: bool = False) -> tuple[list[Step], list[str]]:
+    """The steps that take ``op`` back in ``memory`` (a MemoryDir), and the files that changed since it (the conflicts).
 
     With ``history``, a line-kept file (an index, a daily log) that changed since is merged.
     ``finishing``: an undo of ``op`` was cut short, so a line of its own already gone was taken back by it.
@@ -91,14 +91,14 @@ def plan_undo(root: str, op: Operation, history=None, *, finishing: bool = False
         if c.before in (WITHHELD, REDACTED):
             conflicts.append(f"{c.path}: its earlier version is not kept ({c.before})")
             continue
-        now, now_mode = _on_disk(root, c.path)
+        now, now_mode = _on_disk(memory, c.path)
         mtime = op.meta.get("mtimes", {}).get(c.path)
         if now == c.before and now != c.after:  # already put back (an undo cut short and retried): nothing to do
             steps.append(Step(c.path, now, now_mode, c.before, c.before_mode, mtime))
             continue
         if now != c.after and history is not None and now_mode != SYMLINK and _line_kept(c.path) \
                 and c.after not in (WITHHELD, REDACTED):
-            merged, clashes = _merge_back(history, root, c, now, finishing=finishing)
+            merged, clashes = _merge_back(history, memory, c, now, finishing=finishing)
             if clashes:
                 conflicts += [f"{c.path}: {why} since {op.id[:12]}" for why in clashes]
             else:
@@ -119,7 +119,7 @@ def _line_kept(relpath: str) -> bool:
     return is_index(relpath) or is_log(relpath)
 
 
-def _merge_back(history, root: str, c: Change, now: str | None, *,
+def _merge_back(history, memory, c: Change, now: str | None, *,
                 finishing: bool = False) -> tuple[bytes | None, list[str]]:
     """The file as it is now with ``c`` taken back line by line: (content, or None to remove it; clashes).
 
@@ -132,7 +132,7 @@ def _merge_back(history, root: str, c: Change, now: str | None, *,
     from mem.core.memdir.files import read_bytes
 
     try:
-        current = b"" if now is None else read_bytes(os.path.join(root, c.path))
+        current = b"" if now is None else read_bytes(os.path.join(memory.root, c.path))
     except (OSError, MemError):
         return None, ["unreadable"]
     after = b"" if c.after is None else history.read_blob(c.after)
@@ -210,17 +210,17 @@ def _diff(memory, steps: list[Step]) -> str:
         if s.now == s.target:
             continue
         # what the file holds now is not in the history when it holds a secret: read it from the disk
-        now = shown(s.now, _current(memory.root, s.path, s.now))
+        now = shown(s.now, _current(memory, s.path, s.now))
         target = shown(s.target, s.data)
         changes.append(Change(s.path, now, target, s.now_mode, s.target_mode))
     return memory.history.diff(Operation("", "", "", [], changes, False, None, {}), extra=extra)
 
 
-def _current(root: str, relpath: str, oid: str | None) -> bytes | None:
+def _current(memory, relpath: str, oid: str | None) -> bytes | None:
     """The bytes ``relpath`` holds when they are still version ``oid`` (a link: its target), else None."""
     if oid is None:
         return None
-    path = os.path.join(root, relpath)
+    path = os.path.join(memory.root, relpath)
     try:
         data = os.fsencode(os.readlink(path)) if os.path.islink(path) else read_bytes(path)
     except (OSError, MemError):
@@ -245,7 +245,7 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
         if op.command == OUTSIDE:
             raise RefusedError(f"operation {op.id[:12]} was made outside mem; mem undoes only its own changes "
                                f"(`mem restore FILE --at {op.id[:12]}~` takes a file back by hand)")
-        steps, conflicts = plan_undo(memory.root, op, history, finishing=_cut_short(ops, op))
+        steps, conflicts = plan_undo(memory, op, history, finishing=_cut_short(ops, op))
         if conflicts and not force:
             raise RefusedError(f"cannot undo {op.id[:12]} ({op.command}): " + "; ".join(conflicts)
                                + " (--force puts the earlier versions back all the same)")
@@ -269,7 +269,7 @@ def why_not_undoable(memory, op: Operation | None) -> str | None:
     if op is None:
         return ("history is off (git is not on PATH), so nothing was recorded"
                 if not memory.history.available() else "nothing was recorded in the history")
-    _steps, conflicts = plan_undo(memory.root, op, memory.history)
+    _steps, conflicts = plan_undo(memory, op, memory.history)
     return "; ".join(conflicts) or None
 
 
@@ -331,7 +331,7 @@ def _event(memory, command: str, started: float, detail: dict) -> None:
     if op is None:  # nothing was recorded (no git): the line still says what was asked
         events.record(memory.root, command, duration=time.monotonic() - started, detail={**detail, "operation": None})
         return
-    record_operation(memory.root, op, time.monotonic() - started, detail)
+    record_operation(memory, op, time.monotonic() - started, detail)
 
 
 def take_back(memory, op: Operation) -> Operation | None:
@@ -345,7 +345,7 @@ def take_back(memory, op: Operation) -> Operation | None:
 
 
 def _take_back(memory, op: Operation) -> Operation | None:
-    steps, _conflicts = plan_undo(memory.root, op, memory.history)
+    steps, _conflicts = plan_undo(memory, op, memory.history)
     # a file that still holds what it wrote, or an index whose own lines can be merged out (no dangling pointer)
     mine = [s for s in steps if s.merged or s.now == next(c.after for c in op.changes if c.path == s.path)]
     gone = {s.path for s in mine if s.target is None and s.now is not None}
@@ -431,7 +431,7 @@ def restore(memory, relpath: str, at: str, *, dry_run: bool = False) -> RevertRe
     with memory.index_lock():  # planned and written with no writer in between
         history.sync()
         oid, mode, _op = version_at(history, relpath, at)
-        now, now_mode = _on_disk(memory.root, relpath)
+        now, now_mode = _on_disk(memory, relpath)
         steps = [Step(relpath, now, now_mode, oid, mode)]
         diff = _diff(memory, steps)
         if dry_run or now == oid:

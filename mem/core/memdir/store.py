@@ -119,7 +119,7 @@ class MemoryDir:
         real = self.resolve(target)
         data = content.encode("utf-8") if isinstance(content, str) else content
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
-        for name in {rel, _lexical_rel(target, self.root)} - {None}:  # a link inside may not rename a file into one
+        for name in {rel, _lexical_rel(target, self)} - {None}:  # a link inside may not rename a file into one
             why = foreign_reason(name)
             if why is not None:
                 raise ForeignFileError(f"refused to write {printable(name)}: {why}")
@@ -169,7 +169,7 @@ class MemoryDir:
         if os.path.basename(real) == INDEX_NAME and not allow_index:
             raise PathEscapeError(f"refused to delete {target}: it is a memory index")
         rel = os.path.relpath(real, self.real_root).replace(os.sep, "/")
-        if is_pinned(rel) or is_pinned(_lexical_rel(target, self.root) or ""):
+        if is_pinned(rel) or is_pinned(_lexical_rel(target, self) or ""):
             raise PinnedError(f"refused to delete {target}: {PINNED_REASON}")
         old = read_bytes(real)
         self._record(rel, real, old, None, lambda: _unlink(real))
@@ -231,7 +231,7 @@ class MemoryDir:
             del _OPEN[self.real_root]
             self.last_operation = journal.commit()
             if event and self.last_operation is not None and self.last_operation.changes:
-                record_operation(self.root, self.last_operation, time.monotonic() - started)
+                record_operation(self, self.last_operation, time.monotonic() - started)
 
     def pending(self) -> dict[str, bytes | None]:
         """What each file the operation in progress changed held before it (None: it did not exist).
@@ -305,21 +305,21 @@ class MemoryDir:
 _OPEN: dict = {}
 
 
-def record_operation(root: str, op, duration: float | None = None, detail: dict | None = None) -> None:
+def record_operation(memory: MemoryDir, op, duration: float | None = None, detail: dict | None = None) -> None:
     """The audit trail's line for a recorded operation: what it created, updated and deleted, and its id."""
     from mem.core.memdir import events
 
     by: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
     for c in op.changes:
         by["created" if c.before is None else "deleted" if c.after is None else "updated"].append(c.path)
-    events.record(root, op.command, **by, duration=duration,
+    events.record(memory.root, op.command, **by, duration=duration,
                   detail={**(detail or {}), "operation": op.id, **({"args": list(op.args)} if op.args else {})})
 
 
-def _lexical_rel(target: str, root: str) -> str | None:
-    """``target`` relative to ``root`` as spelled (links not followed), or None when it is not under it."""
-    path = os.path.normpath(target if os.path.isabs(target) else os.path.join(root, target))
-    rel = os.path.relpath(path, os.path.normpath(root))
+def _lexical_rel(target: str, memory: MemoryDir) -> str | None:
+    """``target`` relative to ``memory``'s root as spelled (links not followed), or None when it is not under it."""
+    path = os.path.normpath(target if os.path.isabs(target) else os.path.join(memory.root, target))
+    rel = os.path.relpath(path, memory.root)
     return None if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
@@ -343,8 +343,9 @@ def _unlink(path: str) -> None:
     fsync_dir(os.path.dirname(path))
 
 
-def sweep_temp_files(root: str, older_than: float = STALE_TEMP_AFTER, *, recursive: bool = True) -> list[str]:
-    """Remove the temp files ``atomic_write`` calls that were killed left under ``root``; their relpaths.
+def sweep_temp_files(directory: str, older_than: float = STALE_TEMP_AFTER, *, recursive: bool = True) -> list[str]:
+    """Remove the temp files ``atomic_write`` calls that were killed left under ``directory`` (a memory
+    directory's root, the manifest cache's folder); their relpaths.
 
     A write takes milliseconds, so a temp file older than ``older_than``
     seconds belongs to a process that died between write and rename.
@@ -353,7 +354,7 @@ def sweep_temp_files(root: str, older_than: float = STALE_TEMP_AFTER, *, recursi
 
     removed = []
     limit = time.time() - older_than
-    for dirpath, _dirnames, filenames in os.walk(root):
+    for dirpath, _dirnames, filenames in os.walk(directory):
         for name in filenames:
             if not TEMP_FILE.match(name):
                 continue
@@ -362,7 +363,7 @@ def sweep_temp_files(root: str, older_than: float = STALE_TEMP_AFTER, *, recursi
                 st = os.lstat(path)
                 if st.st_mtime < limit and not os.path.islink(path):
                     os.unlink(path)
-                    removed.append(os.path.relpath(path, root).replace(os.sep, "/"))
+                    removed.append(os.path.relpath(path, directory).replace(os.sep, "/"))
             except OSError:
                 continue
         if not recursive:
