@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mem.core.memdir.index import check_headers as check
+from mem.core.memdir.store import MemoryDir
 from mem.core.memdir.manifest import format_manifest, iso_utc_ms, read_head, scan
 
 
@@ -112,7 +113,7 @@ def test_check_reports_unindexed_and_secrets_without_the_secret(tmp_path):
     (tmp_path / "MEMORY.md").write_text("- [Listed](listed.md) — x\n- [Leak](leak.md) — y\n")
     write_memory(tmp_path, "orphan.md", name="o", description="orphan")
     headers = scan(str(tmp_path))
-    check(str(tmp_path), headers)
+    check(MemoryDir(tmp_path), headers)
     by = {h.relpath: [w.code for w in h.warnings] for h in headers}
     assert by == {"listed.md": [], "leak.md": ["secret"], "orphan.md": ["not-indexed"]}
     leak = next(h for h in headers if h.relpath == "leak.md")

@@ -47,7 +47,8 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, client:
         if check or secrets or all_:
             raise click.UsageError("--client lists the client's memories; it does not go with --check, --secrets or --all")
         ctx.exit(_client_memories(client, where, fmt))
-    root = memory_of(where, reading=True).spelled
+    memory = memory_of(where, reading=True)
+    root = memory.spelled
     if secrets:
         if check or all_:
             raise click.UsageError("--secrets audits every file; it does not go with --check or --all")
@@ -70,7 +71,7 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, client:
     if check:
         from mem.core.memdir.index import check_headers, check_poison
 
-        check_headers(root, headers)
+        check_headers(memory, headers)
         check_poison(headers)
         headers += [manifest.skipped_header(s) for s in skipped or ()]
     if fmt != "text":

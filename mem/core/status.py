@@ -388,7 +388,7 @@ def _problems(memory: MemoryDir, raw_index: str | None, headers) -> list[Problem
 
     root = memory.spelled
     problems: list[Problem] = []
-    idx.check_headers(root, headers)
+    idx.check_headers(memory, headers)
     for h in sorted(headers, key=lambda h: h.relpath):
         for w in h.warnings:
             # The index lint below reports the top-level index's missing pointers once.

@@ -346,8 +346,8 @@ def rebuild_team(raw: str | None, team_root: str, headers: list[MemoryHeader]) -
     return sort_pointer_runs(rebuild(raw, team_root, headers))
 
 
-def check_headers(root: str, headers: list[MemoryHeader]) -> None:
-    """Add the costlier problems to each header: not in its index, carries a secret."""
+def check_headers(memory, headers: list[MemoryHeader]) -> None:
+    """Add the costlier problems to each header of ``memory`` (a MemoryDir): not in its index, carries a secret."""
     from mem.core.guards.secrets import scan as scan_secrets
     from mem.core.memdir.files import read_text
 
@@ -356,7 +356,7 @@ def check_headers(root: str, headers: list[MemoryHeader]) -> None:
     def pointers_of(where: str) -> set[str] | None:
         if where not in listed:
             try:
-                text = read_text(os.path.join(root, where), errors="replace", head=True)
+                text = read_text(os.path.join(memory.root, where), errors="replace", head=True)
                 listed[where] = {p.relpath for p in parse_pointers(text) if p.relpath}
             except OSError:
                 listed[where] = None
