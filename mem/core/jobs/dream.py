@@ -148,7 +148,7 @@ def run(
         raise MemError(f"no memory directory at {memory_dir}")
     today = today or date.today()
     if dry_run:
-        with scratch.scratch_copy(memory_dir, "mem-dream-") as work:
+        with scratch.scratch_copy(memory, "mem-dream-") as work:
             _consolidate(result, MemoryDir(work), transcripts_dir, model, gate, progress, today, repo,
                          lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, work))), budget)
             result.changes = scratch.compare(memory_dir, work)

@@ -717,7 +717,7 @@ def apply(memory: MemoryDir, search: Search, chosen: list[Candidate], *, dry_run
         return result
     changes = plan(memory, chosen)
     if dry_run:
-        with scratch.scratch_copy(memory.root, "mem-forget-") as work:
+        with scratch.scratch_copy(memory, "mem-forget-") as work:
             result.deleted, result.updated = _apply(MemoryDir(work), changes)
             result.diff = scratch.unified_diff(memory.root, work)
         result.duration_s = time.monotonic() - started

@@ -899,9 +899,10 @@ def _read_journal(path: str) -> _JournalFile:
                         [e for n, e in enumerate(entries) if n not in void])
 
 
-def _read(root: str, relpath: str) -> tuple[bytes | None, int | None]:
-    """A file's content and mode as git would record them; (None, None) when there is no file."""
-    full = os.path.join(root, relpath)
+def _read(work_tree: str, relpath: str) -> tuple[bytes | None, int | None]:
+    """A file of the work tree (``History.work_tree``): its content and mode as git would record them; (None, None)
+    when there is no file."""
+    full = os.path.join(work_tree, relpath)
     try:
         st = os.lstat(full)
         if stat.S_ISLNK(st.st_mode):

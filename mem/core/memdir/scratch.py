@@ -31,8 +31,8 @@ class Changes:
 
 
 @contextlib.contextmanager
-def scratch_copy(root: str, prefix: str) -> Iterator[str]:
-    """A throwaway copy of ``root`` for a dry run: its path inside a new temporary directory.
+def scratch_copy(memory, prefix: str) -> Iterator[str]:
+    """A throwaway copy of ``memory`` (a MemoryDir) for a dry run: its path inside a new temporary directory.
 
     Removed afterwards, with the state directory that index locks taken on it made.
     """
@@ -43,7 +43,7 @@ def scratch_copy(root: str, prefix: str) -> Iterator[str]:
     scratch = tempfile.mkdtemp(prefix=prefix)
     work = os.path.join(scratch, "memory")
     try:
-        copy_tree(root, work)
+        copy_tree(memory.root, work)
         yield work
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
