@@ -83,7 +83,7 @@ def test_every_reader_gives_the_same_file(tmp_path, client, tool, key):
 
     reads, writes = tool in READ_TOOLS, tool in transcripts.WRITE_TOOLS
     message = Message("a1", "assistant", [Block("tool_use", "", tool, tool_input, "t1")])
-    assert transcripts.memory_writes([message], str(memory)) == ([topic] if writes else [])
+    assert transcripts.memory_writes([message], MemoryDir(memory)) == ([topic] if writes else [])
 
     transcript = tmp_path / "s.jsonl"
     _write_transcript(transcript, tool, tool_input)

@@ -294,10 +294,10 @@ def recent_successful_tools(messages: list[Message]) -> list[str]:
     return [n for n in used if n not in failed]
 
 
-def memory_writes(messages: list[Message], memory_dir: str) -> list[str]:
-    """Paths inside ``memory_dir`` that assistant tool calls wrote or edited."""
+def memory_writes(messages: list[Message], memory) -> list[str]:
+    """Paths inside ``memory`` (a MemoryDir) that assistant tool calls wrote or edited."""
     # The client may name the directory through a symbolic link, or we may: compare both forms.
-    roots = {os.path.normpath(memory_dir), os.path.realpath(memory_dir)}
+    roots = {memory.root, memory.real_root}
     found = []
     for m in messages:
         if m.role != "assistant":

@@ -688,7 +688,7 @@ def run_once(request: ExtractRequest, *, log: Log | None = None, debug: bool = F
         result.skipped = "no_new_messages"
         result.duration_s = time.monotonic() - started
         return result
-    wrote = memory_writes(new, memory.root)
+    wrote = memory_writes(new, memory)
     if wrote:
         advance()
         result.skipped = "agent_wrote_memory"
