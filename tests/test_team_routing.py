@@ -10,6 +10,7 @@ from conftest import write_memory
 from test_team_support import FAKE_PAT
 
 from mem.core.memdir import layout
+from mem.core.memdir.store import MemoryDir
 from mem.core.team import routing
 
 
@@ -55,11 +56,11 @@ def test_check_team_write_names_labels_never_the_secret():
 
 def test_team_memories_lists_team_topic_files(tmp_path):
     write_memory(tmp_path, "mine.md", name="mine", description="d", type="feedback")
-    assert routing.team_memories(str(tmp_path)) == []
+    assert routing.team_memories(MemoryDir(tmp_path)) == []
     write_memory(tmp_path, "team/tests.md", name="tests", description="real db", type="feedback")
     write_memory(tmp_path, "team/ref.md", name="ref", description="dashboards", type="reference")
-    assert sorted(h.relpath for h in routing.team_memories(str(tmp_path))) == ["team/ref.md", "team/tests.md"]
-    assert [h.relpath for h in routing.team_memories(str(tmp_path), "feedback")] == ["team/tests.md"]
+    assert sorted(h.relpath for h in routing.team_memories(MemoryDir(tmp_path))) == ["team/ref.md", "team/tests.md"]
+    assert [h.relpath for h in routing.team_memories(MemoryDir(tmp_path), "feedback")] == ["team/tests.md"]
 
 
 def test_guidance_covers_every_type_and_the_rules():

@@ -10,7 +10,7 @@ Cheap to import (no network, no YAML): these are the shared pieces.
 * ``ROUTING_GUIDANCE``: a block for prompts that ask a model to save memories.
 * ``check_team_write(content)``: the secret scan for team/ content, with the
   refusal message to show.
-* ``team_memories(memory_dir, type=None)``: team topic files (for example the
+* ``team_memories(memory, type=None)``: team topic files of a MemoryDir (for example the
   team feedback a private feedback must not contradict without saying so).
 """
 
@@ -92,13 +92,14 @@ def check_team_write(content: str):
     return found[0], message
 
 
-def team_memories(memory_dir: str, memory_type: str | None = None) -> list:
-    """MemoryHeaders of the topic files in team/ (relpaths start with team/), optionally of one type."""
+def team_memories(memory, memory_type: str | None = None) -> list:
+    """MemoryHeaders of the topic files in ``memory``'s team/ (a MemoryDir; relpaths start with team/), optionally
+    of one type."""
     from mem.core.memdir import manifest
 
-    if not team_enabled(memory_dir):
+    if not memory.team_enabled:
         return []
-    headers = manifest.scan(team_dir(memory_dir), limit=None)
+    headers = manifest.scan(team_dir(memory.root), limit=None)
     return [h._replace(relpath=TEAM_PREFIX + h.relpath) for h in headers
             if memory_type is None or h.type == memory_type]
 
