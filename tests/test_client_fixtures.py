@@ -15,6 +15,7 @@ import pytest
 
 from conftest import FIXTURES
 from mem.core import hooks, recall
+from mem.core.memdir.store import MemoryDir
 
 CC330 = FIXTURES / "claude-code-2.1.330"
 QC0244 = FIXTURES / "qwen-code-0.24.4"
@@ -69,7 +70,7 @@ def test_qwen_024_is_told_from_claude_without_its_transcript_path():
     (QC0244 / "02-write-memory/transcript.jsonl", QC_MEMORY, "write_file"),
 ], ids=["claude-2.1.197", "claude-2.1.330", "qwen-0.15.10", "qwen-0.24.4"])
 def test_transcripts_of_both_generations_give_tools_and_files(transcript, memory, tool):
-    facts = recall.transcript_facts(str(transcript), None, memory)
+    facts = recall.transcript_facts(str(transcript), None, MemoryDir(memory))
     assert tool in facts.recent_tools
     assert any(p.startswith(memory + "/") and p.endswith(".md") for p in facts.touched)
 
@@ -139,7 +140,7 @@ def test_the_transcript_reader_on_both_generations(path, fmt, memory, tool):
     assert tr.format == fmt and tr.skipped_lines == 0 and tr.session_id
     humans = [m.text for m in tr.messages if m.is_human]
     assert humans and all(h.strip() for h in humans)
-    assert any(memory + "/" in w and w.endswith(".md") for w in transcripts.memory_writes(tr.messages, memory))
+    assert any(memory + "/" in w and w.endswith(".md") for w in transcripts.memory_writes(tr.messages, MemoryDir(memory)))
     assert tool in transcripts.recent_successful_tools(tr.messages)
 
 

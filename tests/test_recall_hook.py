@@ -193,11 +193,11 @@ def test_qwen_transcript_gives_recent_tools(qwen_project, tmp_path):
     repo, mem = qwen_project
     t = tmp_path / "t.jsonl"
     t.write_text((HOOKS / "qwen-code/transcript-05.jsonl").read_text().replace(QC_MEMORY, str(mem) + "/"))
-    facts = recall.transcript_facts(str(t), "something new to ask about", str(mem))
+    facts = recall.transcript_facts(str(t), "something new to ask about", MemoryDir(mem))
     assert facts.recent_tools == ["write_file", "read_file"]
     assert facts.touched == {str(mem / "user-prefers-tabs.md"), str(mem / "MEMORY.md")}
     # the prompt may already be in the transcript: then the tools before it count
-    facts = recall.transcript_facts(str(t), "remember that I prefer tabs", str(mem))
+    facts = recall.transcript_facts(str(t), "remember that I prefer tabs", MemoryDir(mem))
     assert facts.recent_tools == ["write_file", "read_file"]
 
 
@@ -214,7 +214,7 @@ def test_transcript_tools_stop_at_the_previous_prompt(tmp_path):
     ]
     t = tmp_path / "t.jsonl"
     t.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    assert recall.transcript_facts(str(t), "third question", str(tmp_path / "m")).recent_tools == ["Read"]
+    assert recall.transcript_facts(str(t), "third question", MemoryDir(tmp_path / "m")).recent_tools == ["Read"]
 
 
 # --- never break the prompt ------------------------------------------------------------

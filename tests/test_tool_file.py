@@ -87,7 +87,7 @@ def test_every_reader_gives_the_same_file(tmp_path, client, tool, key):
 
     transcript = tmp_path / "s.jsonl"
     _write_transcript(transcript, tool, tool_input)
-    assert transcript_facts(str(transcript), None, str(memory)).touched == ({topic} if reads or writes else set())
+    assert transcript_facts(str(transcript), None, MemoryDir(memory)).touched == ({topic} if reads or writes else set())
 
     cases = evaluate._session_cases(str(transcript), MemoryDir(memory), {"user-prefers-tabs.md"})
     assert [c.relevant for c in cases] == ([["user-prefers-tabs.md"]] if reads else [])

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from mem.core import transcripts as t
+from mem.core.memdir.store import MemoryDir
 
 FIX = Path(__file__).parent / "fixtures" / "transcripts"
 CC_MEMORY = "/home/dev/cc-run/home/.claude/projects/-home-dev-cc-run-repo/memory/"
@@ -61,11 +62,11 @@ def test_claude_tool_use_one_block_per_line_sharing_the_message_id():
 
 def test_claude_memory_writes_and_successful_tools():
     tr = read("claude-code-05-tool-use-write-memory.jsonl")
-    writes = t.memory_writes(tr.messages, CC_MEMORY)
+    writes = t.memory_writes(tr.messages, MemoryDir(CC_MEMORY))
     assert writes == [CC_MEMORY + "user-prefers-tabs.md", CC_MEMORY + "MEMORY.md"]
-    assert t.memory_writes(tr.messages, "/home/dev/cc-run/home/.claude/projects/other/memory") == []
+    assert t.memory_writes(tr.messages, MemoryDir("/home/dev/cc-run/home/.claude/projects/other/memory")) == []
     # a sibling directory whose name extends the memory dir's is not inside it
-    assert t.memory_writes(tr.messages, CC_MEMORY.rstrip("/")[:-1]) == []
+    assert t.memory_writes(tr.messages, MemoryDir(CC_MEMORY.rstrip("/")[:-1])) == []
     assert t.recent_successful_tools(tr.messages) == ["Write"]
 
 
@@ -139,7 +140,7 @@ def test_qwen_function_calls_and_responses():
     response = tr.messages[2].blocks[0]
     assert response.id == call.id and response.name == "write_file"
     assert response.text.startswith("Successfully created and wrote to new file:")
-    assert t.memory_writes(tr.messages, QC_MEMORY) == [QC_MEMORY + "/user-prefers-tabs.md", QC_MEMORY + "/MEMORY.md"]
+    assert t.memory_writes(tr.messages, MemoryDir(QC_MEMORY)) == [QC_MEMORY + "/user-prefers-tabs.md", QC_MEMORY + "/MEMORY.md"]
     assert tr.messages[1].usage["promptTokenCount"] == 10190
     rendered = t.render_for_model(tr.messages)
     assert "Assistant called write_file: " in rendered and "Tool result: Successfully created" in rendered

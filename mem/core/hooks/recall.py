@@ -96,7 +96,7 @@ def on_prompt(payload: HookPayload, where: dict, options: RecallOptions) -> Hook
     wanted = enabled and recall.skip_reason(prompt, force=options.force) is None
     if wanted and payload.transcript_path and os.path.isfile(payload.transcript_path):
         try:
-            facts = recall.transcript_facts(payload.transcript_path, payload.prompt, memory.spelled)
+            facts = recall.transcript_facts(payload.transcript_path, payload.prompt, memory)
         except OSError as exc:
             messages.append(f"hook: cannot read the transcript: {exc.strerror or exc}")
         else:

@@ -171,7 +171,7 @@ class TranscriptFacts:
 READ_TOOLS = frozenset({"Read", "read_file", "read_many_files"})
 
 
-def transcript_facts(path: str, prompt: str | None, memory_dir: str) -> TranscriptFacts:
+def transcript_facts(path: str, prompt: str | None, memory: MemoryDir) -> TranscriptFacts:
     """Recently used successful tools, and memory files tools already touched, from a transcript's tail."""
     from mem.core import transcripts
     from mem.core.messages import prompt_text, tool_file
@@ -199,7 +199,7 @@ def transcript_facts(path: str, prompt: str | None, memory_dir: str) -> Transcri
             and not any(m.tool_uses() for m in messages[human[-1] + 1:]):
         span = messages[: human[-1]]
     tools = transcripts.recent_successful_tools(span)
-    root = os.path.normpath(memory_dir)
+    root = memory.root
     touched: set[str] = set()
     for m in messages:
         if m.role != "assistant":
