@@ -378,14 +378,15 @@ class Repo:
     CONFIG_FILES = ("Makefile", "makefile", "GNUmakefile", "package.json", "justfile", "Justfile", ".justfile",
                     "tox.ini", "pytest.ini", "pyproject.toml", "setup.cfg")
 
-    def __init__(self, root: str):
-        self.root = os.path.realpath(root)
+    def __init__(self, repo: str):
+        """``repo``: the repository's folder (not a memory directory)."""
+        self.root = os.path.realpath(repo)
         try:
             self.head = self._git("rev-parse", "--verify", "-q", "HEAD^{commit}").strip()
         except FileNotFoundError as exc:
             raise ConfigError("git is not installed; mem verify needs it to read the repository") from exc
         if not self.head:
-            raise ConfigError(f"{root} is not a git repository with a commit (give --repo DIR)")
+            raise ConfigError(f"{repo} is not a git repository with a commit (give --repo DIR)")
         self._files: set[str] | None = None
         self._blobs: dict[str, list[str]] = {}
         self._by_name: dict[str, list[str]] | None = None
