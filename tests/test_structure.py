@@ -180,7 +180,12 @@ def _string_params(m: str) -> list[str]:
 #: 100 before recall's sessions and stale notes, status's parts, the dream (its lock, consolidation,
 #: checks), eval's run, the jobs' view of existing memories, cost's sums and verify's readers took a
 #: MemoryDir (the number here said 117).
-STRING_ROOTS = 30  # 66 before: dream.validate, the dream agent, prompt.instructions, eval's cases, doctor's checks, import's helpers, undo's plan, store.record_operation, index.check_headers, scratch_copy, transcripts.memory_writes, routing.team_memories and recall.transcript_facts take the MemoryDir; context._within, prompt._dir_display, relocate.decode_name, store.sweep_temp_files, history._read (its work tree) and verify.Repo (a repository) take any directory, not a memory root
+#: 66 before: dream.validate, the dream agent, prompt.instructions, eval's cases, doctor's checks, import's
+#: helpers, undo's plan, store.record_operation, index.check_headers, scratch_copy, transcripts.memory_writes,
+#: routing.team_memories and recall.transcript_facts take the MemoryDir; context._within, prompt._dir_display,
+#: relocate.decode_name, store.sweep_temp_files, history._read (its work tree) and verify.Repo (a repository)
+#: take any directory, not a memory root.
+STRING_ROOTS = 30
 
 
 def test_core_signatures_take_a_memory_dir_not_a_string():

@@ -81,7 +81,8 @@ def newest_undoable(ops: Sequence[Operation]) -> Operation:
 
 
 def plan_undo(memory, op: Operation, history=None, *, finishing: bool = False) -> tuple[list[Step], list[str]]:
-    """The steps that take ``op`` back in ``memory`` (a MemoryDir), and the files that changed since it (the conflicts).
+    """The steps that take ``op`` back in ``memory`` (a MemoryDir), and the files that changed since it
+    (the conflicts).
 
     With ``history``, a line-kept file (an index, a daily log) that changed since is merged.
     ``finishing``: an undo of ``op`` was cut short, so a line of its own already gone was taken back by it.
