@@ -1313,7 +1313,9 @@ def _html_comments(text: str) -> Iterator[tuple[int, str]]:
         if _COMMENT_WORDS.search(text, start, m.end()):
             yield start, m.group()
             newline = text.find("\n", start)
-            skip_to = len(text) if newline == -1 else newline
+            if newline == -1:
+                return  # every later comment starts on this line: a line of 75,000 comments is cut once, not twice
+            skip_to = newline
 
 
 def _scan_line(line: str, found, rules: Sequence[Rule] | _LongLine = RULES, folded: str | None = None) -> None:
