@@ -675,9 +675,11 @@ def _telling(sets):
     return min(sets, key=lambda s: (sum(map(_commonness, s)), -min(map(len, s))), default=None)
 
 
-def _requirements(pattern: re.Pattern) -> list[list[frozenset[str]]] | None:
+def _requirements(pattern: re.Pattern, ends: bool = False) -> list[list[frozenset[str]]] | None:
     """What every match of ``pattern`` contains: alternatives (one holds for each match), each a list of
-    sets of lower-case strings (the match holds one string of every set); None when a match may hold none."""
+    sets of lower-case strings (the match holds one string of every set); None when a match may hold none.
+    ``ends``: the ends of strings cut short make sets of their own too (for a rule with no known places where
+    its matches begin, tried over a whole long line: a set more costs the trie, a rule tried for nothing more)."""
     p, c = _parser()
 
     def node(op, av):
@@ -752,10 +754,14 @@ def _requirements(pattern: re.Pattern) -> list[list[frozenset[str]]] | None:
         conjunction = []
         for need in needs:
             # A prefix of a required string is required too, and a string holding another adds nothing.
-            short = {s[:_MAX_LITERAL] for s in need}
-            need = frozenset(s for s in short if not any(o != s and o in s for o in short))
-            if "\n" not in "".join(need) and need not in conjunction:
-                conjunction.append(need)
+            cuts = [{s[:_MAX_LITERAL] for s in need}]
+            if ends and any(len(s) > _MAX_LITERAL for s in need):
+                # Their ends are required too: "do not need to" cut to "do not" holds no "need", "eed to" does.
+                cuts.append({s[-_MAX_LITERAL:] for s in need})
+            for short in cuts:
+                cut = frozenset(s for s in short if not any(o != s and o in s for o in short))
+                if "\n" not in "".join(cut) and cut not in conjunction:
+                    conjunction.append(cut)
         if not conjunction:
             return None
         out.append(conjunction)
@@ -905,7 +911,7 @@ def _prefilter() -> _Prefilter:
     rules = [rule for rule in RULES if rule.id != "inject-html-comment"]
     alternatives, telling = [], []
     for n, rule in enumerate(rules):
-        required = _requirements(rule.pattern)
+        required = _requirements(rule.pattern, ends=rule.id not in _rule_starts())
         if required is None:
             return _Prefilter(re.compile("(?!)"), {}, (), None)
         for conjunction in required:
