@@ -851,16 +851,20 @@ def _matches(rule: Rule, line: str, folded: str | None) -> Iterator[re.Match]:
     (where a string it begins with is, in ``folded``): the same matches, as finditer tries each place
     from left to right and goes on after each match."""
     starts = _rule_starts().get(rule.id) if folded is not None and len(line) > _LONG_LINE else None
-    # Where places are dense (a word every few characters), re's own loop is quicker than one call each.
-    if starts is None or sum(folded.count(s) for s in starts[0]) > len(line) // 32:
+    if starts is None:
         yield from rule.pattern.finditer(line)
         return
     strings, line_start = starts
     places = {0} if line_start else set()
+    dense = len(line) // 32
     for s in strings:
         at = folded.find(s)
         while at != -1:
             places.add(at)
+            if len(places) > dense:
+                # Where places are dense (a word every few characters), re's own loop is quicker than one call each.
+                yield from rule.pattern.finditer(line)
+                return
             at = folded.find(s, at + 1)
     pos, match = 0, rule.pattern.match
     for at in sorted(places):
