@@ -675,9 +675,11 @@ def _telling(sets):
     return min(sets, key=lambda s: (sum(map(_commonness, s)), -min(map(len, s))), default=None)
 
 
-def _requirements(pattern: re.Pattern) -> list[list[frozenset[str]]] | None:
+def _requirements(pattern: re.Pattern, ends: bool = False) -> list[list[frozenset[str]]] | None:
     """What every match of ``pattern`` contains: alternatives (one holds for each match), each a list of
-    sets of lower-case strings (the match holds one string of every set); None when a match may hold none."""
+    sets of lower-case strings (the match holds one string of every set); None when a match may hold none.
+    ``ends``: the ends of strings cut short make sets of their own too (for a rule with no known places where
+    its matches begin, tried over a whole long line: a set more costs the trie, a rule tried for nothing more)."""
     p, c = _parser()
 
     def node(op, av):
@@ -752,10 +754,14 @@ def _requirements(pattern: re.Pattern) -> list[list[frozenset[str]]] | None:
         conjunction = []
         for need in needs:
             # A prefix of a required string is required too, and a string holding another adds nothing.
-            short = {s[:_MAX_LITERAL] for s in need}
-            need = frozenset(s for s in short if not any(o != s and o in s for o in short))
-            if "\n" not in "".join(need) and need not in conjunction:
-                conjunction.append(need)
+            cuts = [{s[:_MAX_LITERAL] for s in need}]
+            if ends and any(len(s) > _MAX_LITERAL for s in need):
+                # Their ends are required too: "do not need to" cut to "do not" holds no "need", "eed to" does.
+                cuts.append({s[-_MAX_LITERAL:] for s in need})
+            for short in cuts:
+                cut = frozenset(s for s in short if not any(o != s and o in s for o in short))
+                if "\n" not in "".join(cut) and cut not in conjunction:
+                    conjunction.append(cut)
         if not conjunction:
             return None
         out.append(conjunction)
@@ -845,16 +851,20 @@ def _matches(rule: Rule, line: str, folded: str | None) -> Iterator[re.Match]:
     (where a string it begins with is, in ``folded``): the same matches, as finditer tries each place
     from left to right and goes on after each match."""
     starts = _rule_starts().get(rule.id) if folded is not None and len(line) > _LONG_LINE else None
-    # Where places are dense (a word every few characters), re's own loop is quicker than one call each.
-    if starts is None or sum(folded.count(s) for s in starts[0]) > len(line) // 32:
+    if starts is None:
         yield from rule.pattern.finditer(line)
         return
     strings, line_start = starts
     places = {0} if line_start else set()
+    dense = len(line) // 32
     for s in strings:
         at = folded.find(s)
         while at != -1:
             places.add(at)
+            if len(places) > dense:
+                # Where places are dense (a word every few characters), re's own loop is quicker than one call each.
+                yield from rule.pattern.finditer(line)
+                return
             at = folded.find(s, at + 1)
     pos, match = 0, rule.pattern.match
     for at in sorted(places):
@@ -905,7 +915,7 @@ def _prefilter() -> _Prefilter:
     rules = [rule for rule in RULES if rule.id != "inject-html-comment"]
     alternatives, telling = [], []
     for n, rule in enumerate(rules):
-        required = _requirements(rule.pattern)
+        required = _requirements(rule.pattern, ends=rule.id not in _rule_starts())
         if required is None:
             return _Prefilter(re.compile("(?!)"), {}, (), None)
         for conjunction in required:
@@ -1313,7 +1323,9 @@ def _html_comments(text: str) -> Iterator[tuple[int, str]]:
         if _COMMENT_WORDS.search(text, start, m.end()):
             yield start, m.group()
             newline = text.find("\n", start)
-            skip_to = len(text) if newline == -1 else newline
+            if newline == -1:
+                return  # every later comment starts on this line: a line of 75,000 comments is cut once, not twice
+            skip_to = newline
 
 
 def _scan_line(line: str, found, rules: Sequence[Rule] | _LongLine = RULES, folded: str | None = None) -> None:
