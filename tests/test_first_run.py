@@ -526,6 +526,33 @@ def test_doctor_catches_a_failed_last_run(tools, fresh_project, cron_daemon, mem
     assert cron_check(fresh_project)[1]["state"] == "ok"
 
 
+def test_doctor_takes_a_night_skipped_for_a_held_lock_as_no_failure(tools, fresh_project, cron_daemon, mem_exe,  # noqa: F811
+                                                                     tmp_path):
+    """Exit 5: another dream held the lock, the night was skipped and the next one tries again."""
+    from mem.core import cron
+
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    locked = tmp_path / "locked" / "mem"
+    locked.parent.mkdir()
+    locked.write_text("#!/bin/sh\necho 'mem: dream: another dream holds the lock' >&2\nexit 5\n")
+    locked.chmod(0o755)
+    assert cron.run([str(locked)]) == 5
+    assert cron_check(fresh_project)[1]["state"] == "ok"
+    assert invoke("cron", "status").exit_code == 0
+
+
+def test_doctor_names_an_unreadable_line_of_cron_env_not_chmod(tools, fresh_project, cron_daemon, mem_exe):  # noqa: F811
+    from mem.core import cron
+
+    assert invoke("cron", "install", "--mem", mem_exe).exit_code == 0
+    path = cron.env_file()
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("this is not a variable\n")
+    code, check = cron_check(fresh_project)
+    assert code == 1 and check["state"] == "fail" and "expected KEY=VALUE" in check["detail"]
+    assert "chmod" not in check["fix"] and path in check["fix"]
+
+
 def test_doctor_says_whether_a_key_is_set_never_its_value(fresh_project):
     key = "sk-ant-api03-" + "Q" * 40
     r = invoke("doctor", cwd=fresh_project, env={"ANTHROPIC_API_KEY": key})

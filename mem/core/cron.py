@@ -519,7 +519,7 @@ def status(env: Mapping[str, str] | None = None) -> dict:
     last = last_run(log)
     backend = nightly_backend(env, via=jobs[0]["via"] if jobs else None)
     ok = (bool(jobs) and all(j["runs"] for j in jobs) and info.get("mode", "0o600") == "0o600"
-          and "problem" not in info and (last is None or last["exit"] in (0, 1, None)))
+          and "problem" not in info and not run_failed(last))
     return {"jobs": jobs, "env_file": info, "backend": backend, "log": log, "last_run": last, "ok": ok}
 
 
@@ -557,6 +557,16 @@ def _job_launcher(command: str) -> list[str] | None:
 
 # ---------------------------------------------------------------------------------------------
 # The job itself
+
+
+#: Exit statuses of a nightly run that are not failures: done (0), findings reported (1), the night
+#: skipped because another dream held the lock (5: the next night tries again).
+FINE_EXITS = (0, 1, 5)
+
+
+def run_failed(last: dict | None) -> bool:
+    """Whether the last run (``last_run``) failed: ended with an exit status not in FINE_EXITS."""
+    return last is not None and last["exit"] is not None and last["exit"] not in FINE_EXITS
 
 
 def last_run(log: str) -> dict | None:

@@ -170,11 +170,14 @@ def check_cron(env: Mapping[str, str] | None = None) -> Check:
         path = shlex.quote(info["path"])
         return Check(name, FAIL, info["problem"],
                      f'cp --remove-destination "$(readlink -f {path})" {path} && chmod 600 {path}')
-    if info.get("problem") or info.get("mode", "0o600") != "0o600":
-        return Check(name, FAIL, info.get("problem") or f"{info['path']} is mode {info['mode'][2:]}",
-                     f"chmod 600 {info['path']}")
+    if info.get("problem"):  # a line mem cannot read as KEY=VALUE: the message names it
+        return Check(name, FAIL, info["problem"], f"fix that line of {info['path']} (KEY=VALUE, one per line)")
+    if info.get("mode", "0o600") != "0o600":
+        return Check(name, FAIL, f"{info['path']} is mode {info['mode'][2:]}", f"chmod 600 {info['path']}")
     last = report["last_run"]
-    if last and last["exit"] not in (0, 1, None):
+    from mem.core.cron import run_failed
+
+    if run_failed(last):
         return Check(name, FAIL, f"the last run exited {last['exit']} ({report['log']})", f"tail {report['log']}")
     when = f"last run {last['started']}" if last else "never run yet"
     return Check(name, OK, f"scheduled via {report['jobs'][0]['via']}; {when}", None)
