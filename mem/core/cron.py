@@ -142,7 +142,8 @@ CRON_PATH = "/usr/bin:/bin"
 SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def job_environment(env: Mapping[str, str] | None = None, via: str | None = None) -> dict[str, str]:
+def job_environment(env: Mapping[str, str] | None = None, via: str | None = None,
+                    from_file: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment the nightly dream runs in, as far as it can be told from here: HOME, USER and
     LOGNAME, the scheduler's PATH (cron's, or a systemd user manager's for ``via="systemd"``), and the
     environment file's variables over them, as ``run`` loads it. Nothing of this shell's own
@@ -150,11 +151,17 @@ def job_environment(env: Mapping[str, str] | None = None, via: str | None = None
     env = _env(env)
     out = {k: env[k] for k in ("HOME", "USER", "LOGNAME") if env.get(k)}
     out["PATH"] = SYSTEMD_PATH if via == "systemd" else CRON_PATH
-    try:
-        out.update(read_env_file(env_file(env)))
-    except ConfigError:
-        pass  # status reports the file's problem on its own line
+    out.update(_env_file_values(env) if from_file is None else from_file)
     return out
+
+
+def _env_file_values(env: Mapping[str, str] | None) -> dict[str, str]:
+    """The environment file's variables; none when it is missing or cannot be read (status reports
+    the file's problem on its own line)."""
+    try:
+        return read_env_file(env_file(env))
+    except ConfigError:
+        return {}
 
 
 def scheduled_via(env: Mapping[str, str] | None = None) -> str | None:
@@ -175,7 +182,8 @@ def nightly_backend(env: Mapping[str, str] | None = None, via: str | None = None
     there, and the dream then runs its mechanical mode."""
     from mem.core.jobs import llm
 
-    job_env = job_environment(env, via)
+    from_file = _env_file_values(env)
+    job_env = job_environment(env, via, from_file)
     try:
         rows = llm.describe(env=job_env, cwd=job_env.get("HOME"))
     except ConfigError:
@@ -186,17 +194,9 @@ def nightly_backend(env: Mapping[str, str] | None = None, via: str | None = None
     row = next(r for r in rows if r["job"] == "dream")
     credentials = row["credentials"]
     path = env_file(env)
-    for key in read_env_file_names(path):
+    for key in from_file:
         credentials = credentials.replace(f"env {key}", f"{key} in {path}")
     return {"backend": row["backend"], "model": row["model"], "credentials": credentials, "reason": row["reason"]}
-
-
-def read_env_file_names(path: str) -> list[str]:
-    """The variables the environment file sets (none when it is missing or cannot be read)."""
-    try:
-        return list(read_env_file(path))
-    except ConfigError:
-        return []
 
 
 def env_file_text(env: Mapping[str, str] | None = None, *, with_key: bool = False) -> tuple[str, str | None]:
