@@ -22,6 +22,9 @@ history is what their figures mean:
 * "heldout-3": a blind set written by someone else after that, in calls-heldout-3.json.
   Evaluated blind once (4d135bd: 0.80 / 0.95 / 0.21), then relabelled under the definition
   below and tuned on: tuning data now, like the three splits of calls.json.
+* "heldout-4": the first set written to that definition (148 calls, calls-heldout-4.json),
+  evaluated blind once (b1fb97a: 0.86 / 0.96 / 0.17); spent since round 3's third session,
+  which tunes on it.
 * "heldout-N" (N > 3): the next blind sets, each in calls-heldout-N.json, written by someone
   who read the memories and neither the matcher nor its results. The newest one present that
   is not in SPENT is the goal split, never used to choose anything; every earlier one (and
@@ -67,7 +70,7 @@ CWD = "/home/dev/shop"
 CALLS_SPLITS = ("tune", "heldout-1", "heldout")
 BLIND_FILE = re.compile(r"calls-(heldout-(\d+))\.json")
 #: Blind splits evaluated blind and then looked at: tuning data, whatever comes after them.
-SPENT = frozenset({"heldout-3"})
+SPENT = frozenset({"heldout-3", "heldout-4"})
 GOALS = {"precision": 0.90, "recall": 0.80, "false_surface": 0.05}
 SLICES = {"bash": "shell commands", "edit": "edits", "write": "writes", "read": "reads",
           "en": "English memories", "zh": "Chinese", "ja": "Japanese", "claude": "Claude Code names",
