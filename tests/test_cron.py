@@ -172,3 +172,19 @@ def test_without_crontab_or_systemd_install_says_what_is_missing(tools, mem_exe,
     p = mem(mem_exe, "cron", "install", env=env)
     assert p.returncode == 3 and p.stderr.count("\n") == 1
     assert "no-such-crontab is not installed (Debian/Ubuntu: apt install cron)" in p.stderr
+
+
+def test_status_names_a_crontab_it_cannot_read_and_still_reports_the_rest(tools, run_mem, tmp_path):
+    """`crontab -l` failing (a locked account, a broken cron) is not "no crontab": the line may be there,
+    unseen. status says so, goes on with the environment file and the backend, and exits 1 (was 70)."""
+    locked = tmp_path / "locked-crontab"
+    locked.write_text("#!/bin/sh\necho 'crontab: your account has expired' >&2\nexit 1\n")
+    locked.chmod(0o755)
+    p = run_mem("cron", "status", env={"MEM_CRONTAB": str(locked)})
+    assert p.returncode == 1, p.stderr
+    assert "crontab  could not be read: crontab -l failed (exit 1): crontab: your account has expired" in p.stdout
+    assert "environment  " in p.stdout and "not scheduled" not in p.stdout
+    report = json.loads(run_mem("cron", "status", "--json", env={"MEM_CRONTAB": str(locked)}).stdout)
+    assert report["crontab_problem"].startswith("crontab -l failed (exit 1)") and report["ok"] is False
+    healthy = json.loads(run_mem("cron", "status", "--json").stdout)
+    assert healthy["crontab_problem"] is None

@@ -121,8 +121,10 @@ def status_cmd(fmt: str) -> int:
 
     Exit 1 when no job is scheduled, the mem it names does not run, no cron
     daemon runs for a crontab line (containers, WSL) or systemctl --user
-    does not answer for a timer, the environment file is readable by
-    others or a symbolic link, or the last run failed.
+    does not answer for a timer, the crontab cannot be read (crontab -l
+    fails: the line may be there, unseen; --json: crontab_problem), the
+    environment file is readable by others or a symbolic link, or the last
+    run failed.
 
     \b
     Example:
@@ -141,7 +143,9 @@ def status_cmd(fmt: str) -> int:
     for job in report["jobs"]:
         state = "runs" if job["runs"] else f"DOES NOT RUN: {job['problem']}"
         render.out(f"{job['via']}  {job['entry']}  {state}")
-    if not report["jobs"]:
+    if report["crontab_problem"]:
+        render.out(f"crontab  could not be read: {report['crontab_problem']}")
+    elif not report["jobs"]:
         render.out("not scheduled (mem cron install)")
     if env["exists"]:
         keys = ", ".join(env.get("keys") or []) or "no variables"

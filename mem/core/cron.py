@@ -164,15 +164,28 @@ def _env_file_values(env: Mapping[str, str] | None) -> dict[str, str]:
         return {}
 
 
-def scheduled_via(env: Mapping[str, str] | None = None) -> str | None:
-    """How the nightly job is scheduled ("cron" or "systemd"), from its crontab line or unit; None when not."""
+def scheduled(env: Mapping[str, str] | None = None) -> tuple[list[dict], str | None]:
+    """The nightly jobs mem installed (``{"via": "cron"|"systemd", "entry"}``: the crontab line, or the
+    unit's ExecStart) and why the crontab could not be read (None when it could, or when there is no
+    crontab command here: a systemd user has none)."""
+    jobs, problem = [], None
     try:
-        if any(is_ours(line) for line in read_crontab(env).splitlines()):
-            return "cron"
-    except MemError:  # no crontab here, or it failed: status says so; this asks only where the job is
+        jobs += [{"via": "cron", "entry": line} for line in read_crontab(env).splitlines() if is_ours(line)]
+    except ConfigError:  # no crontab command on this machine
         pass
-    units = unit_files([], "00:00", env=env)
-    return "systemd" if any(u.endswith(".service") and os.path.exists(u) for u in units) else None
+    except MemError as exc:  # crontab -l failed: the line may be there, unseen
+        problem = str(exc)
+    for unit in unit_files([], "00:00", env=env):
+        if unit.endswith(".service") and os.path.exists(unit):
+            m = re.search(r"^ExecStart=(.*)$", _read_small(unit), re.M)
+            jobs.append({"via": "systemd", "entry": m.group(1) if m else unit})
+    return jobs, problem
+
+
+def scheduled_via(env: Mapping[str, str] | None = None) -> str | None:
+    """How the nightly job is scheduled ("cron" or "systemd"); None when it is not (or cannot be seen)."""
+    jobs, _ = scheduled(env)
+    return jobs[0]["via"] if jobs else None
 
 
 def nightly_backend(env: Mapping[str, str] | None = None, via: str | None = None) -> dict:
@@ -477,17 +490,7 @@ def status(env: Mapping[str, str] | None = None) -> dict:
     from mem.core.install import check_runs
     from mem.core.memdir.state import cron_log
 
-    jobs = []
-    try:
-        for line in read_crontab(env).splitlines():
-            if is_ours(line):
-                jobs.append({"via": "cron", "entry": line})
-    except ConfigError:
-        pass
-    for unit in unit_files([], "00:00", env=env):
-        if unit.endswith(".service") and os.path.exists(unit):
-            m = re.search(r"^ExecStart=(.*)$", _read_small(unit), re.M)
-            jobs.append({"via": "systemd", "entry": m.group(1) if m else unit})
+    jobs, crontab_problem = scheduled(env)
     daemon = None
     for job in jobs:
         command = job["entry"].split(MARKER)[0]
@@ -519,8 +522,9 @@ def status(env: Mapping[str, str] | None = None) -> dict:
     last = last_run(log)
     backend = nightly_backend(env, via=jobs[0]["via"] if jobs else None)
     ok = (bool(jobs) and all(j["runs"] for j in jobs) and info.get("mode", "0o600") == "0o600"
-          and "problem" not in info and not run_failed(last))
-    return {"jobs": jobs, "env_file": info, "backend": backend, "log": log, "last_run": last, "ok": ok}
+          and "problem" not in info and not run_failed(last) and crontab_problem is None)
+    return {"jobs": jobs, "crontab_problem": crontab_problem, "env_file": info, "backend": backend, "log": log,
+            "last_run": last, "ok": ok}
 
 
 #: The process names of cron daemons: Debian's cron, cronie's and busybox's crond, fcron.
