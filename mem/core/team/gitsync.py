@@ -6,7 +6,10 @@ What qwen-code 0.24's own sync does (team-memory-sync.ts: fast-forward pull firs
 that directory, commit, push only that commit), with mem's rules on top:
 
 * git runs through mem/core/gitcmd.py: no hook, filter, fsmonitor, pager or repository-named
-  program; only the network transport and the user's own credential helpers and ssh.
+  program; only the network transport and the user's own credential helpers and ssh. The remote
+  is the repository's (``remote.<name>.url`` / ``pushurl``); how and where git connects beyond
+  that (URL rewriting, proxies, TLS trust, headers, cookies) is the user's: a repository whose own
+  configuration sets any of it is refused before the fetch (exit 4).
 * The pull never touches the user's checkout beyond the team directory: ``git fetch``, then a
   fast-forward only when every incoming commit changes nothing outside ``.qwen/team-memory/``
   (qwen-code fast-forwards the whole branch). Otherwise it stops, commits nothing, and says so.
@@ -80,6 +83,11 @@ def _git(repo: str, *args: str, transport: bool = False) -> subprocess.Completed
                           applies_filters=not transport)
     except FileNotFoundError:
         raise GitSyncError("git is not installed") from None
+    except gitcmd.RepositoryTransportError as exc:
+        them = "it" if len(exc.keys) == 1 else "them"
+        raise RefusedError(f"the repository's own git configuration sets {', '.join(exc.keys)}: mem team sync --git "
+                           f"connects only as your own configuration says (~/.gitconfig); unset {them} in the "
+                           f"repository (git config --unset) or move {them} there. Nothing was fetched or pushed") from None
     except subprocess.TimeoutExpired:
         raise GitSyncError(f"git {args[0]} took longer than {GIT_TIMEOUT:.0f}s; nothing more was done") from None
 
