@@ -142,6 +142,22 @@ def test_dream_with_no_git_refuses_rather_than_promise(run_mem, memdir, no_git):
     assert (memdir / "a.md").exists() and (memdir / "b.md").exists()
 
 
+@pytest.mark.parametrize("command", [("undo",), ("dream", "--undo")])
+def test_undo_with_no_git_refuses_as_dream_does(run_mem, tmp_path, monkeypatch, no_git, command):
+    """From an empty HOME in a project nobody opened: it exited 70 (an internal error) with "history needs git"."""
+    project = tmp_path / "fresh-project"
+    project.mkdir()
+    monkeypatch.delenv("MEM_DIR", raising=False)
+    r = run_mem(*command, cwd=str(project))
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.count("\n") == 1 and "undo needs git on PATH" in r.stderr and "Traceback" not in r.stderr
+    r = run_mem(*command, "--json", cwd=str(project))
+    assert r.returncode == 3, r.stderr
+    error = json.loads(r.stdout)["error"]
+    assert error["exit_code"] == 3 and error["kind"] == "config" and "undo needs git on PATH" in error["message"]
+    assert list(project.iterdir()) == []
+
+
 def test_relocate_merge_with_no_git_says_history_is_off(run_mem, tmp_path, monkeypatch):
     old, new, memory, new_memory = moved(tmp_path)
     write_memory(new_memory, "project_new.md", name="new", description="written after the move", type="project")

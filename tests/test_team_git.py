@@ -49,6 +49,7 @@ def team(tmp_path):
     _identity(seed, "seed")
     (seed / "README.md").write_text("app\n")
     _memory(seed, "tracker", "Bugs are tracked in the TRK project")
+    (seed / TEAM / "MEMORY.md").write_text("- [tracker](tracker.md) \u2014 Bugs are tracked in the TRK project\n")
     _commit_all(seed, "start")
     git("push", "-q", "origin", "HEAD:main", cwd=seed)
     clones = []
@@ -73,10 +74,11 @@ def test_sync_commits_only_the_team_directory_and_pushes_that_commit(team, run_m
     r = run_mem("team", "sync", "--git", "--json", cwd=str(mine))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["pushed"] is True and out["files"] == [f"{TEAM}/dashboards.md"]
+    assert out["pushed"] is True and out["files"] == [f"{TEAM}/MEMORY.md", f"{TEAM}/dashboards.md"]
+    assert out["indexed"] == [f"{TEAM}/dashboards.md"]
     assert _tip(remote) == out["committed"] == git("rev-parse", "HEAD", cwd=mine)
     assert git("show", "--name-only", "--format=%s", "HEAD", cwd=mine).splitlines() == [
-        "mem: sync team memory", "", f"{TEAM}/dashboards.md"]
+        "mem: sync team memory", "", f"{TEAM}/MEMORY.md", f"{TEAM}/dashboards.md"]
     assert git("diff", "--name-only", cwd=mine) == "README.md"  # the user's edit: still there, unstaged
     assert git("diff", "--cached", "--name-only", cwd=mine) == "notes.txt"  # still staged, not committed
 
@@ -93,6 +95,25 @@ def test_a_teammates_team_memory_is_fast_forwarded_first_then_ours_goes_on_top(t
     assert (mine / TEAM / "oncall.md").exists()
     log = git("log", "--format=%s", "main", cwd=remote).splitlines()
     assert log == ["mem: sync team memory", "their memory", "start"]
+
+
+def test_a_teammates_topic_file_without_its_pointer_is_indexed_in_the_sync_commit(team, run_mem):
+    """As qwen-code 0.24 rebuilds the team index before its sync commits: the index went out without it."""
+    remote, mine, theirs = team
+    _memory(theirs, "oncall", "On-call rota lives in PagerDuty schedule TEAM-A")  # no pointer in MEMORY.md
+    _commit_all(theirs, "their memory, not indexed")
+    git("push", "-q", "origin", "HEAD:main", cwd=theirs)
+    r = run_mem("team", "sync", "--git", "--json", cwd=str(mine))
+    assert r.returncode == 0, r.stderr
+    index = git("show", f"main:{TEAM}/MEMORY.md", cwd=remote)
+    assert "(oncall.md)" in index and "(tracker.md)" in index
+    out = json.loads(r.stdout)
+    assert out["pulled"] == [f"{TEAM}/oncall.md"] and out["indexed"] == [f"{TEAM}/oncall.md"]
+    assert out["files"] == [f"{TEAM}/MEMORY.md"] and out["pushed"] is True
+    # written through the one write path: an operation of the team directory's history
+    r = run_mem("history", "--json", "--dir", str(mine / TEAM))
+    assert r.returncode == 0, r.stderr
+    assert [op["command"] for op in json.loads(r.stdout)][:1] == ["index"]
 
 
 def test_incoming_commits_outside_the_team_directory_leave_the_checkout_alone(team, run_mem):
@@ -161,7 +182,8 @@ def test_a_team_memory_with_a_secret_is_not_committed(team, run_mem):
     r = run_mem("team", "sync", "--git", cwd=str(mine))
     assert r.returncode == 4
     assert "Nothing was committed" in r.stderr and "ghp_" not in r.stderr
-    assert git("status", "--porcelain", cwd=mine) == f"?? {TEAM}/deploy.md"  # unstaged again
+    # unstaged again; the index rebuilt before staging stays (a recorded write, `mem undo` takes it back)
+    assert git("status", "--porcelain", cwd=mine) == f"M {TEAM}/MEMORY.md\n?? {TEAM}/deploy.md"
     assert _tip(remote) == tip
 
 
@@ -187,7 +209,7 @@ def test_a_push_the_remote_refuses_takes_the_sync_commit_back(team, run_mem, tmp
     r = run_mem("team", "sync", "--git", cwd=str(mine))
     assert r.returncode == 1 and "git push to origin failed" in r.stderr
     assert git("rev-parse", "HEAD", cwd=mine) == before
-    assert git("status", "--porcelain", cwd=mine) == f"?? {TEAM}/dashboards.md"
+    assert git("status", "--porcelain", cwd=mine) == f"M {TEAM}/MEMORY.md\n?? {TEAM}/dashboards.md"
 
 
 # --- the repository's programs stay off; the user's transport works ----------------------------

@@ -221,8 +221,9 @@ def sync_cmd(ctx: click.Context, via_git: bool, make_config, fmt: str) -> None:
 
     With --git, qwen-code's team tier (.qwen/team-memory/ in the repository)
     goes through git as qwen-code's own sync does it: fetch, fast-forward
-    (only when the incoming commits touch nothing but that directory), commit
-    that directory alone, push that one commit to the upstream branch.
+    (only when the incoming commits touch nothing but that directory), rebuild
+    its MEMORY.md (recorded, undoable), commit that directory alone, push that
+    one commit to the upstream branch.
 
     \b
     Example:
@@ -263,6 +264,10 @@ def _sync_git(ctx: click.Context, fmt: str) -> None:
             render.out(f"pulled {printable(rel)}")
         for rel in result.files:
             render.out(f"committed {printable(rel)}")
+    for rel in result.indexed:
+        render.info(f"indexed {printable(rel)} in the team's MEMORY.md")
+    for rel in result.unindexed:
+        render.info(f"dropped the pointer to {printable(rel)} from the team's MEMORY.md (the file is gone)")
     for f in result.flagged:
         render.warn(f"{printable(f['path'])}: {printable(f['reason'])} (mem lint flags it; the client reads it as memory)")
     if result.committed and result.pushed:

@@ -30,6 +30,18 @@ as the key ``filter.a``). ``run(..., applies_filters=True)`` does the last alone
 that apply filters (``add``, ``status``, ``commit``, a fast-forward ``merge``). Everything else
 stays off as above (tests/test_team_git.py).
 
+Where git connects and what it sends on the way is the user's to say too: a repository's own
+configuration (``.git/config``, its worktree configuration, any file they include) that rewrites
+URLs (``url.<base>.insteadOf`` / ``pushInsteadOf``: a push sent to another host), sets a proxy
+(``http[.<url>].proxy``, ``remote.<name>.proxy``), TLS trust (``http.sslVerify``, ``sslCAInfo``, a
+client certificate, a pinned key), headers or cookies (``http.extraHeader``, ``http.cookieFile``:
+any file of the user's sent as cookies), a DNS override (``http.curloptResolve``), redirects, or a
+remote helper (``remote.<name>.vcs``) makes ``user_transport`` refuse before git starts
+(RepositoryTransportError names the keys). Only a few ``http.*`` knobs that change no destination,
+trust or content pass (``_HTTP_HARMLESS``). The user's global and system files may set all of it.
+The remote's ``url`` and ``pushurl`` are the repository's: they are what its remote is, and
+``git remote -v`` shows them (tests/test_team_git_transport.py).
+
 uses: os, re, shlex, shutil, subprocess (stdlib only).
 """
 
@@ -106,6 +118,32 @@ _PACK_PROGRAM = {"fetch": "--upload-pack=git-upload-pack", "ls-remote": "--uploa
                  "push": "--receive-pack=git-receive-pack"}
 _FILTER_PROGRAM = re.compile(r"filter\.(.+)\.(clean|smudge|process)", re.IGNORECASE)
 
+#: The configuration files that come with a repository (its own, and what they include), not the user's.
+_REPOSITORY_SCOPES = ("local", "worktree")
+#: ``http[.<url>].<var>`` settings that change no destination, trust, header or cookie: a repository may set them.
+_HTTP_HARMLESS = frozenset({"postbuffer", "lowspeedlimit", "lowspeedtime", "maxrequests", "minsessions", "version"})
+_HTTP_SETTING = re.compile(r"http\.(?:.*\.)?([^.]+)", re.IGNORECASE)
+_REPOSITORY_TRANSPORT = re.compile(r"url\..*\.(?:insteadof|pushinsteadof)|remote\..*\.(?:proxy|proxyauthmethod|vcs)",
+                                   re.IGNORECASE)
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+
+
+class RepositoryTransportError(Exception):
+    """The repository's own configuration says where or how git connects; ``keys`` names those
+    settings (a URL's user and password left out), never their values."""
+
+    def __init__(self, keys: list[str]):
+        super().__init__(", ".join(keys))
+        self.keys = keys
+
+
+def _takes_transport(key: str) -> bool:
+    """Whether a setting decides where git connects, whom it trusts or what it sends."""
+    if _REPOSITORY_TRANSPORT.fullmatch(key):
+        return True
+    m = _HTTP_SETTING.fullmatch(key)
+    return m is not None and m[1].lower() not in _HTTP_HARMLESS
+
 
 def _config_list(base: list[str], env: dict, where: list[str], repo: str | None) -> list[tuple[str, str, str]]:
     """(scope, key, value) of every configuration entry git reads from ``where`` (--global, ...)."""
@@ -129,6 +167,9 @@ def _transport_config(git: str, env: dict, repo: str | None) -> None:
     user = [e for e in _config_list(base, env, ["--system"], repo) + _config_list(base, env, ["--global"], repo)
             if e[0] in ("system", "global")]
     every = _config_list(base, env, [], repo)
+    theirs = [_USERINFO.sub("", k) for scope, k, _ in every if scope in _REPOSITORY_SCOPES and _takes_transport(k)]
+    if theirs:
+        raise RepositoryTransportError(list(dict.fromkeys(theirs)))
     settings = [(f"protocol.{p}.allow", "always") for p in _TRANSPORTS]
     settings += [(k, "") for k in sorted({"credential.helper", *(k for _, k, _ in every if _CREDENTIAL_HELPER.fullmatch(k))})]
     settings += [(k, v) for _, k, v in user if _CREDENTIAL_HELPER.fullmatch(k)]
@@ -164,7 +205,8 @@ def run(args: Sequence[str], *, repo: str | None = None, input: bytes | None = N
 
     ``env`` adds variables to git's environment (None removes one). ``user_transport``: git may
     reach a remote (file, ssh, https) with the user's credential helpers and ssh, none of the
-    repository's (module docstring). ``applies_filters``: the command applies filter drivers (add,
+    repository's, and refuses (RepositoryTransportError) when the repository's configuration says
+    where or how to connect (module docstring). ``applies_filters``: the command applies filter drivers (add,
     status, commit, merge, checkout): every configured one is emptied first. Raises
     FileNotFoundError when git is not installed, subprocess.TimeoutExpired after ``timeout``; a
     failing git is the caller's to judge from the return code.

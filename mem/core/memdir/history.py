@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from mem.core import gitcmd
-from mem.core.errors import MemError, NotFoundError, Notice, RefusedError, StorageError, UsageError
+from mem.core.errors import ExitCode, MemError, NotFoundError, Notice, RefusedError, StorageError, UsageError
 from mem.core.memdir.files import atomic_write, fsync_dir, pid_running, remove_dead_temps
 
 ZERO = None  # an absent file's oid (and mode)
@@ -90,7 +90,11 @@ def blob_oid(data: bytes) -> str:
 
 
 class HistoryUnavailable(MemError):
-    """The git binary is missing."""
+    """The git binary is missing: the history is off, as a missing API key leaves the model off (exit 3,
+    as ``mem dream`` refuses), not mem going wrong."""
+
+    exit_code = ExitCode.CONFIG
+    kind = "config"
 
     def __init__(self, message: str = "history needs git on PATH"):
         super().__init__(message)

@@ -6,19 +6,27 @@ What qwen-code 0.24's own sync does (team-memory-sync.ts: fast-forward pull firs
 that directory, commit, push only that commit), with mem's rules on top:
 
 * git runs through mem/core/gitcmd.py: no hook, filter, fsmonitor, pager or repository-named
-  program; only the network transport and the user's own credential helpers and ssh.
+  program; only the network transport and the user's own credential helpers and ssh. The remote
+  is the repository's (``remote.<name>.url`` / ``pushurl``); how and where git connects beyond
+  that (URL rewriting, proxies, TLS trust, headers, cookies) is the user's: a repository whose own
+  configuration sets any of it is refused before the fetch (exit 4).
 * The pull never touches the user's checkout beyond the team directory: ``git fetch``, then a
   fast-forward only when every incoming commit changes nothing outside ``.qwen/team-memory/``
   (qwen-code fast-forwards the whole branch). Otherwise it stops, commits nothing, and says so.
 * A team memory with a secret is not committed (the whole sync stops, exit 4). One the poisoning
   guard flags (a permission grant, a rule bypass), pulled or committed, is named (``flagged``).
+* Before staging, the team index (``.qwen/team-memory/MEMORY.md``) is rebuilt as ``mem index
+  --rebuild`` does it (one write path, one operation of the history): a teammate's topic file
+  without its pointer, or our own, is indexed in the commit, as qwen-code rebuilds it before its
+  sync commits. qwen-code rebuilds before its pull; here it comes after the fast-forward, so the
+  pulled files are indexed too and a rebuilt index never stands in the fast-forward's way.
 * The push sends ``<our commit>:<upstream branch>`` only when it is a fast-forward of just that
   commit; a push the remote refuses takes our commit back out (the changes stay in the working
   tree, unstaged), as qwen-code does, so the next sync starts clean.
 
 Every failure is a GitSyncError with one line to show; nothing here blocks on a prompt.
 
-uses: core.gitcmd, core.errors, core.memdir.layout, core.guards.secrets (via team.routing), core.guards.poison, core.memdir.files, clients.qwen (lazily)
+uses: core.gitcmd, core.errors, core.memdir.layout, core.memdir.index and core.memdir.store (lazily), core.guards.secrets (via team.routing), core.guards.poison, core.memdir.files, clients.qwen (lazily)
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ class GitSyncResult:
     branch: str | None = None
     upstream: str | None = None
     pulled: list[str] = field(default_factory=list)  # files the fast-forward brought into the team directory
+    indexed: list[str] = field(default_factory=list)  # topic files the index rebuild gave a pointer
+    unindexed: list[str] = field(default_factory=list)  # pointers it dropped (to files that are gone)
     committed: str | None = None  # our commit's sha
     files: list[str] = field(default_factory=list)  # what it committed, relative to the repository
     pushed: bool = False
@@ -73,6 +83,11 @@ def _git(repo: str, *args: str, transport: bool = False) -> subprocess.Completed
                           applies_filters=not transport)
     except FileNotFoundError:
         raise GitSyncError("git is not installed") from None
+    except gitcmd.RepositoryTransportError as exc:
+        them = "it" if len(exc.keys) == 1 else "them"
+        raise RefusedError(f"the repository's own git configuration sets {', '.join(exc.keys)}: mem team sync --git "
+                           f"connects only as your own configuration says (~/.gitconfig); unset {them} in the "
+                           f"repository (git config --unset) or move {them} there. Nothing was fetched or pushed") from None
     except subprocess.TimeoutExpired:
         raise GitSyncError(f"git {args[0]} took longer than {GIT_TIMEOUT:.0f}s; nothing more was done") from None
 
@@ -150,6 +165,7 @@ def sync(project: str, *, message: str = COMMIT_MESSAGE) -> GitSyncResult:
     merge = _out(repo, "config", "--get", f"branch.{result.branch}.merge")
     if remote and merge:
         _pull(repo, result, remote, merge, rel)
+    _rebuild_index(team, result, rel)
     _commit(repo, result, rel, spec, message)
     _flag_poison(repo, result, [*result.pulled, *(f for f in result.files if f not in result.pulled)])
     if not (remote and merge):
@@ -179,6 +195,19 @@ def _pull(repo: str, result: GitSyncResult, remote: str, merge: str, rel: str) -
     if r.returncode != 0:
         raise GitSyncError(f"the fast-forward of {rel} failed, nothing was committed: {_why(r)}")
     result.pulled = changed
+
+
+def _rebuild_index(team: str, result: GitSyncResult, rel: str) -> None:
+    """The team index rebuilt through the one write path, recorded in the team directory's history."""
+    if not os.path.isdir(team):
+        return
+    from mem.core.memdir.index import rebuild_in_place
+    from mem.core.memdir.store import MemoryDir
+
+    done = rebuild_in_place(MemoryDir(team))
+    if done.written:
+        result.indexed = [f"{rel}/{p}" for p in done.added]
+        result.unindexed = [f"{rel}/{p}" for p in done.removed]
 
 
 def _commit(repo: str, result: GitSyncResult, rel: str, spec: str, message: str) -> None:
