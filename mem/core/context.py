@@ -719,19 +719,19 @@ def include_targets(text: str, base_dir: str, home: str) -> list[str]:
 
 
 def _expand_path(path: str, base_dir: str, home: str) -> str:
-    from mem.core.paths import _join, _normalize, _resolve  # Node's path semantics
+    from mem.core.paths import posix_join, posix_normalize, posix_resolve  # Node's path semantics
 
     p = js_trim(path)
     if not p:
-        out = _normalize(base_dir)
+        out = posix_normalize(base_dir)
     elif p == "~":
         out = home
     elif p.startswith("~/"):
-        out = _join(home, p[2:])
+        out = posix_join(home, p[2:])
     elif p.startswith("/"):
-        out = _normalize(p)
+        out = posix_normalize(p)
     else:
-        out = _resolve(base_dir, p)
+        out = posix_resolve(base_dir, p)
     return unicodedata.normalize("NFC", out)
 
 

@@ -83,7 +83,8 @@ def sanitize_path(name: str) -> str:
     return f"{sanitized[:MAX_SANITIZED_LENGTH]}-{base36(abs(string_hash(name)))}"
 
 
-def _nfc(s: str) -> str:
+def nfc(s: str) -> str:
+    """Unicode NFC, as Claude Code normalizes every path it keys by."""
     return unicodedata.normalize("NFC", s)
 
 
@@ -91,7 +92,7 @@ def _nfc(s: str) -> str:
 # Node's POSIX path module
 
 
-def _normalize(p: str) -> str:
+def posix_normalize(p: str) -> str:
     """path.posix.normalize: collapses every run of '/', resolves '.' and '..', keeps one trailing '/'."""
     if not p:
         return "."
@@ -118,13 +119,13 @@ def _normalize(p: str) -> str:
     return out
 
 
-def _join(*parts: str) -> str:
+def posix_join(*parts: str) -> str:
     """path.posix.join."""
     joined = "/".join(p for p in parts if p)
-    return _normalize(joined) if joined else "."
+    return posix_normalize(joined) if joined else "."
 
 
-def _resolve(*parts: str) -> str:
+def posix_resolve(*parts: str) -> str:
     """path.posix.resolve: absolute, normalized, no trailing '/' (except the root)."""
     resolved = ""
     for p in reversed(parts):
@@ -135,11 +136,11 @@ def _resolve(*parts: str) -> str:
             break
     if not resolved.startswith("/"):
         resolved = f"{os.getcwd()}/{resolved}" if resolved else os.getcwd()
-    out = _normalize(resolved)
+    out = posix_normalize(resolved)
     return out.rstrip("/") or "/"
 
 
-def _dirname(p: str) -> str:
+def posix_dirname(p: str) -> str:
     """path.posix.dirname (trailing separators ignored)."""
     stripped = p.rstrip("/")
     if not stripped:
@@ -150,7 +151,8 @@ def _dirname(p: str) -> str:
     return head.rstrip("/") or "/"
 
 
-def _basename(p: str) -> str:
+def posix_basename(p: str) -> str:
+    """path.posix.basename (trailing separators ignored)."""
     return p.rstrip("/").rpartition("/")[2]
 
 
@@ -160,7 +162,8 @@ def _realpath_strict(p: str) -> str:
     return os.path.realpath(p, strict=True)
 
 
-def _read_text(path: str) -> str:
+def read_utf8(path: str) -> str:
+    """A small file's text as Node reads it, typed and capped (memdir.files)."""
     # readFileSync(path, 'utf-8'): undecodable bytes become U+FFFD rather than failing
     from mem.core.memdir.files import read_text  # a FIFO is refused, not waited on
 
@@ -171,7 +174,8 @@ def _read_text(path: str) -> str:
 # Homes and bases
 
 
-def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
+def environ_of(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    """``env``, or the process's environment when None."""
     return os.environ if env is None else env
 
 
@@ -182,7 +186,7 @@ def home_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> s
     """
     if home is not None:
         return home
-    h = _environ(env).get("HOME")
+    h = environ_of(env).get("HOME")
     return h if h else os.path.expanduser("~")
 
 
@@ -191,9 +195,9 @@ def config_home(env: Mapping[str, str] | None = None, home: str | None = None) -
 
     Example: config_home({"HOME": "/home/u"}) == "/home/u/.claude"
     """
-    env = _environ(env)
-    raw = env["CLAUDE_CONFIG_DIR"] if "CLAUDE_CONFIG_DIR" in env else _join(home_dir(env, home), ".claude")
-    return _nfc(raw)
+    env = environ_of(env)
+    raw = env["CLAUDE_CONFIG_DIR"] if "CLAUDE_CONFIG_DIR" in env else posix_join(home_dir(env, home), ".claude")
+    return nfc(raw)
 
 
 def memory_base(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
@@ -201,7 +205,7 @@ def memory_base(env: Mapping[str, str] | None = None, home: str | None = None) -
 
     Example: memory_base({"CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/mnt/m"
     """
-    env = _environ(env)
+    env = environ_of(env)
     remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
     return remote if remote else config_home(env, home)
 
@@ -211,7 +215,7 @@ def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) 
 
     Example: projects_dir({"HOME": "/home/u"}) == "/home/u/.claude/projects"
     """
-    return _join(config_home(env, home), "projects")
+    return posix_join(config_home(env, home), "projects")
 
 
 def qwen_home(home: str, env: Mapping[str, str] | None = None) -> str:
@@ -219,14 +223,14 @@ def qwen_home(home: str, env: Mapping[str, str] | None = None) -> str:
 
     Example: qwen_home("/home/u") == "/home/u/.qwen"
     """
-    given = _environ(env).get("QWEN_HOME") if env is not None else None
-    return _qwen_path(given, home) if given else _join(home, ".qwen")
+    given = environ_of(env).get("QWEN_HOME") if env is not None else None
+    return _qwen_path(given, home) if given else posix_join(home, ".qwen")
 
 
 def _qwen_path(raw: str, home: str) -> str:
     if raw == "~" or raw.startswith("~/"):
         raw = home + raw[1:]
-    return _resolve(raw)
+    return posix_resolve(raw)
 
 
 def qwen_runtime_dir(home: str, env: Mapping[str, str] | None = None) -> str:
@@ -234,7 +238,7 @@ def qwen_runtime_dir(home: str, env: Mapping[str, str] | None = None) -> str:
 
     Example: qwen_runtime_dir("/h", {"QWEN_RUNTIME_DIR": "/rt"}) == "/rt"
     """
-    given = _environ(env).get("QWEN_RUNTIME_DIR") if env is not None else None
+    given = environ_of(env).get("QWEN_RUNTIME_DIR") if env is not None else None
     return _qwen_path(given, home) if given else qwen_home(home, env)
 
 
@@ -244,7 +248,7 @@ def qwen_memory_base(home: str, env: Mapping[str, str] | None = None) -> str:
 
     Example: qwen_memory_base("/h", {"QWEN_CODE_MEMORY_BASE_DIR": "/m"}) == "/m"
     """
-    given = _environ(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
+    given = environ_of(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
     return _qwen_path(given, home) if given else qwen_runtime_dir(home, env)
 
 
@@ -258,9 +262,9 @@ def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) ->
     """
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
-    home, environ = home_dir(env), _environ(env)
-    qwen = (_join(qwen_memory_base(home, environ), "projects"), _join(qwen_runtime_dir(home, environ), "projects"))
-    bases = [("claude", _join(memory_base(env), "projects"), projects_dir(env)), ("qwen", *qwen)]
+    home, environ = home_dir(env), environ_of(env)
+    qwen = (posix_join(qwen_memory_base(home, environ), "projects"), posix_join(qwen_runtime_dir(home, environ), "projects"))
+    bases = [("claude", posix_join(memory_base(env), "projects"), projects_dir(env)), ("qwen", *qwen)]
     return [b for b in bases if layout in ("auto", b[0])]
 
 
@@ -278,10 +282,10 @@ def validate_memory_path(raw: object, expand_tilde: bool, home: str | None = Non
     candidate = raw
     if expand_tilde and (raw.startswith("~/") or raw.startswith("~\\")):
         rest = raw[2:]
-        if _normalize(rest or ".") in (".", ".."):
+        if posix_normalize(rest or ".") in (".", ".."):
             return None  # ~/, ~/., ~/.. and ~/foo/.. would be the home dir or above it
-        candidate = _join(home_dir(None, home), rest)
-    normalized = _TRAILING_SEPS.sub("", _normalize(candidate))
+        candidate = posix_join(home_dir(None, home), rest)
+    normalized = _TRAILING_SEPS.sub("", posix_normalize(candidate))
     if (
         not normalized.startswith("/")
         or len16(normalized) < 3
@@ -291,7 +295,7 @@ def validate_memory_path(raw: object, expand_tilde: bool, home: str | None = Non
         or "\0" in normalized
     ):
         return None
-    return _nfc(normalized + os.sep)
+    return nfc(normalized + os.sep)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,10 +308,10 @@ def project_root(cwd: str) -> str:
     Example: project_root("/home/u/repo/") == "/home/u/repo"
     """
     try:
-        return _nfc(os.path.realpath(cwd, strict=True))
+        return nfc(os.path.realpath(cwd, strict=True))
     except (OSError, ValueError):
         # process.cwd() is already absolute and normalized; a --project argument may not be
-        return _nfc(_resolve(cwd))
+        return nfc(posix_resolve(cwd))
 
 
 def find_git_root(start: str) -> str | None:
@@ -315,15 +319,15 @@ def find_git_root(start: str) -> str | None:
 
     Example: find_git_root("/home/u/repo/src") == "/home/u/repo"
     """
-    current = _resolve(start)
+    current = posix_resolve(start)
     while True:
         try:
-            mode = os.stat(_join(current, ".git")).st_mode
+            mode = os.stat(posix_join(current, ".git")).st_mode
             if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-                return _nfc(current)
+                return nfc(current)
         except (OSError, ValueError):
             pass
-        parent = _dirname(current)
+        parent = posix_dirname(current)
         if parent == current:
             return None
         current = parent
@@ -335,22 +339,22 @@ def resolve_canonical_root(git_root: str) -> str:
     Example: resolve_canonical_root("/home/u/wt") == "/home/u/repo"
     """
     try:
-        content = js_trim(_read_text(_join(git_root, ".git")))
+        content = js_trim(read_utf8(posix_join(git_root, ".git")))
         if not content.startswith("gitdir:"):
             return git_root
-        worktree_git_dir = _resolve(git_root, js_trim(content[len("gitdir:"):]))
+        worktree_git_dir = posix_resolve(git_root, js_trim(content[len("gitdir:"):]))
         # A submodule has no commondir: reading it raises, and a submodule is its own repo.
-        common_dir = _resolve(worktree_git_dir, js_trim(_read_text(_join(worktree_git_dir, "commondir"))))
+        common_dir = posix_resolve(worktree_git_dir, js_trim(read_utf8(posix_join(worktree_git_dir, "commondir"))))
         # The .git file and commondir come with a cloned repo, so they are attacker-controlled:
         # accept only the layout `git worktree add` makes, and a backlink to this very checkout.
-        if _resolve(_dirname(worktree_git_dir)) != _join(common_dir, "worktrees"):
+        if posix_resolve(posix_dirname(worktree_git_dir)) != posix_join(common_dir, "worktrees"):
             return git_root
-        backlink = _realpath_strict(js_trim(_read_text(_join(worktree_git_dir, "gitdir"))))
-        if backlink != _join(_realpath_strict(git_root), ".git"):
+        backlink = _realpath_strict(js_trim(read_utf8(posix_join(worktree_git_dir, "gitdir"))))
+        if backlink != posix_join(_realpath_strict(git_root), ".git"):
             return git_root
-        if _basename(common_dir) != ".git":
-            return _nfc(common_dir)  # a worktree of a bare repo
-        return _nfc(_dirname(common_dir))
+        if posix_basename(common_dir) != ".git":
+            return nfc(common_dir)  # a worktree of a bare repo
+        return nfc(posix_dirname(common_dir))
     except Exception:
         return git_root
 
@@ -394,7 +398,7 @@ def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
 
     Example: managed_settings_path({}) == "/etc/claude-code/managed-settings.json"  # on Linux
     """
-    env = _environ(env)
+    env = environ_of(env)
     if "MEM_MANAGED_SETTINGS" in env:
         return env["MEM_MANAGED_SETTINGS"] or None
     if sys.platform == "darwin":
@@ -404,7 +408,8 @@ def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
     return "/etc/claude-code/managed-settings.json"
 
 
-def _read_json_object(path: str | None) -> dict | None:
+def read_json_object(path: str | None) -> dict | None:
+    """A settings file's JSON object; None when it is absent, unreadable, not JSON or not an object."""
     if not path:
         return None
     from mem.core.memdir.files import read_bytes
@@ -436,7 +441,7 @@ def _flag_source(settings_file: str) -> SettingsSource:
         if not isinstance(data, dict):
             raise UsageError("--settings: not a JSON object")
         return SettingsSource("flag", None, data)
-    path = _resolve(os.path.expanduser(settings_file))
+    path = posix_resolve(os.path.expanduser(settings_file))
     from mem.core.memdir.files import read_text
 
     try:  # typed and capped: a FIFO or /dev/zero named as settings is refused, not waited on
@@ -458,8 +463,8 @@ def claude_settings_file(scope: str, root: str, env: Mapping[str, str] | None = 
     Example: claude_settings_file("local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
     """
     if scope == "user":
-        return _join(config_home(_environ(env), home), "settings.json")
-    return _join(root, ".claude", "settings.local.json" if scope == "local" else "settings.json")
+        return posix_join(config_home(environ_of(env), home), "settings.json")
+    return posix_join(root, ".claude", "settings.local.json" if scope == "local" else "settings.json")
 
 
 def load_settings(
@@ -473,16 +478,16 @@ def load_settings(
 
     Example: load_settings("/home/u/repo").first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES)
     """
-    env = _environ(env)
+    env = environ_of(env)
     policy = managed_settings_path(env)
     user, local, project = (claude_settings_file(scope, root, env, home) for scope in ("user", "local", "project"))
-    sources = [SettingsSource("policy", policy, _read_json_object(policy))]
+    sources = [SettingsSource("policy", policy, read_json_object(policy))]
     if settings_file is not None:
         sources.append(_flag_source(settings_file))
     sources += [
-        SettingsSource("local", local, _read_json_object(local)),
-        SettingsSource("project", project, _read_json_object(project)),
-        SettingsSource("user", user, _read_json_object(user)),
+        SettingsSource("local", local, read_json_object(local)),
+        SettingsSource("project", project, read_json_object(project)),
+        SettingsSource("user", user, read_json_object(user)),
     ]
     return Settings(tuple(sources))
 
@@ -502,7 +507,7 @@ def auto_memory_enabled(
 
     Example: auto_memory_enabled({"CLAUDE_CODE_SIMPLE": "1"}) == (False, "CLAUDE_CODE_SIMPLE=1 (--bare)")
     """
-    env = _environ(env)
+    env = environ_of(env)
     disable = env.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
     if _env_truthy(disable):
         return False, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
@@ -539,7 +544,7 @@ def find_project_dir(projects: str, name: str) -> str:
     Example: find_project_dir("/h/.claude/projects", "/h/repo") == "/h/.claude/projects/-h-repo"
     """
     sanitized = sanitize_path(name)
-    exact = _join(projects, sanitized)
+    exact = posix_join(projects, sanitized)
     if os.path.isdir(exact) or len(sanitized) <= MAX_SANITIZED_LENGTH:
         return exact
     prefix = sanitized[:MAX_SANITIZED_LENGTH] + "-"
@@ -548,7 +553,7 @@ def find_project_dir(projects: str, name: str) -> str:
             names = sorted(e.name for e in it if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False))
     except OSError:
         return exact
-    return _join(projects, names[0]) if names else exact
+    return posix_join(projects, names[0]) if names else exact
 
 
 def claude_default_memory_dir(
@@ -558,8 +563,8 @@ def claude_default_memory_dir(
 
     Example: claude_default_memory_dir("/h/repo", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo/memory/"
     """
-    project_dir = find_project_dir(_join(memory_base(env, home), "projects"), key_root)
-    return _nfc(_join(project_dir, "memory") + os.sep)
+    project_dir = find_project_dir(posix_join(memory_base(env, home), "projects"), key_root)
+    return nfc(posix_join(project_dir, "memory") + os.sep)
 
 
 def claude_transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
@@ -575,7 +580,7 @@ def qwen_memory_dir(key_root: str, home: str, env: Mapping[str, str] | None = No
 
     Example: qwen_memory_dir("/home/u/repo", "/home/u") == "/home/u/.qwen/projects/-home-u-repo/memory"
     """
-    return _join(find_project_dir(_join(qwen_memory_base(home, env), "projects"), key_root), "memory")
+    return posix_join(find_project_dir(posix_join(qwen_memory_base(home, env), "projects"), key_root), "memory")
 
 
 #: The qwen-code release whose memory folder is keyed by the checkout (a linked worktree's own),
@@ -592,7 +597,7 @@ def qwen_version(env: Mapping[str, str] | None = None) -> tuple[int, ...] | None
     import json
     import shutil
 
-    env = _environ(env)
+    env = environ_of(env)
     if env.get("MEM_QWEN_VERSION"):
         return _version(env["MEM_QWEN_VERSION"])
     exe = shutil.which("qwen", path=env.get("PATH"))
@@ -601,7 +606,7 @@ def qwen_version(env: Mapping[str, str] | None = None) -> tuple[int, ...] | None
     directory = os.path.dirname(os.path.realpath(exe))
     for _ in range(4):  # cli.js sits at the package's top (dist/ or bin/ below it in other layouts)
         try:
-            data = json.loads(_read_text(_join(directory, "package.json")))
+            data = json.loads(read_utf8(posix_join(directory, "package.json")))
         except (OSError, ValueError, RecursionError):
             data = None
         if isinstance(data, dict) and data.get("name") == "@qwen-code/qwen-code":
@@ -626,7 +631,7 @@ def qwen_memory_key(root: str, git_root: str | None, canonical: str | None,
 
     Example: qwen_memory_key("/h/wt", "/h/wt", "/h/repo", {"MEM_QWEN_VERSION": "0.15.10"})[0] == "/h/repo"
     """
-    env = _environ(env)
+    env = environ_of(env)
     version = qwen_version(env)
     if version is not None and version < QWEN_PER_WORKTREE:
         return canonical or root, f"qwen-code {'.'.join(map(str, version))}: keyed by the main repository"
@@ -640,7 +645,7 @@ def qwen_user_memory_dir(home: str, env: Mapping[str, str] | None = None) -> str
 
     Example: qwen_user_memory_dir("/h") == "/h/.qwen/memories"
     """
-    return _join(qwen_memory_base(home, env), "memories")
+    return posix_join(qwen_memory_base(home, env), "memories")
 
 
 def qwen_transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = None) -> str:
@@ -648,7 +653,7 @@ def qwen_transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = N
 
     Example: qwen_transcripts_dir("/h/repo/sub", "/h") == "/h/.qwen/projects/-h-repo-sub/chats"
     """
-    return _join(find_project_dir(_join(qwen_runtime_dir(home, env), "projects"), root), "chats")
+    return posix_join(find_project_dir(posix_join(qwen_runtime_dir(home, env), "projects"), root), "chats")
 
 
 def agent_memory_dir(
@@ -668,17 +673,17 @@ def agent_memory_dir(
     # Claude Code does no more than ':' -> '-'; refusing separators keeps the dir inside its parent.
     if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
         raise UsageError(f"invalid agent type {agent_type!r}")
-    env = _environ(env)
+    env = environ_of(env)
     if scope == "user":
-        return _join(memory_base(env, home), "agent-memory", name) + os.sep
+        return posix_join(memory_base(env, home), "agent-memory", name) + os.sep
     root = project_root(os.getcwd() if cwd is None else cwd)
     if scope == "project":
-        return _join(root, ".claude", "agent-memory", name) + os.sep
+        return posix_join(root, ".claude", "agent-memory", name) + os.sep
     remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
     if remote:
         key = find_canonical_git_root(root) or root
-        return _join(remote, "projects", sanitize_path(key), "agent-memory-local", name) + os.sep
-    return _join(root, ".claude", "agent-memory-local", name) + os.sep
+        return posix_join(remote, "projects", sanitize_path(key), "agent-memory-local", name) + os.sep
+    return posix_join(root, ".claude", "agent-memory-local", name) + os.sep
 
 
 def claude_memory_dir(
@@ -692,7 +697,7 @@ def claude_memory_dir(
 
     Example: claude_memory_dir("/home/u/repo", "/home/u/repo", settings)[1] == "default"
     """
-    env = _environ(env)
+    env = environ_of(env)
     home = home_dir(env, home)
     cowork = validate_memory_path(env.get("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"), False, home)
     if cowork:
@@ -717,7 +722,7 @@ def _explicit_dir(raw: str, home: str, what: str) -> str:
         raw = home + raw[1:]
     elif raw.startswith("~"):
         raw = os.path.expanduser(raw)
-    path = _resolve(raw)
+    path = posix_resolve(raw)
     return path if path.endswith(os.sep) else path + os.sep
 
 
@@ -755,7 +760,7 @@ def resolve(
 
     Example: resolve(project="/home/u/repo").rule == "default"
     """
-    env = _environ(env)
+    env = environ_of(env)
     home = home_dir(env, home)
     if layout not in LAYOUTS:
         raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
@@ -835,7 +840,7 @@ def state_key(memory_dir: str) -> str:
 
     Example: state_key("/home/u/.claude/projects/-home-u-repo/memory/") == "home-u-repo-memory-61f3401cef7f"
     """
-    real = _nfc(os.path.realpath(os.path.expanduser(memory_dir)))
+    real = nfc(os.path.realpath(os.path.expanduser(memory_dir)))
     digest = _digest12(real.encode("utf-8", "surrogatepass"))
     parts = [p for p in real.split("/") if p]
     # "<project folder>-memory" says more than "memory" alone
@@ -856,16 +861,16 @@ def user_memory_dir(env: Mapping[str, str] | None = None) -> str:
 
     Example: user_memory_dir({"HOME": "/home/u"}) == "/home/u/.local/share/mem/memory"  # on Linux
     """
-    env = _environ(env)
+    env = environ_of(env)
     override = env.get("MEM_USER_DIR")
     if override:
-        return _resolve(os.path.expanduser(override))
+        return posix_resolve(os.path.expanduser(override))
     xdg = env.get("XDG_DATA_HOME", "")
     home = env.get("HOME", "")
     # platformdirs' answer on Linux, without importing it on the hook's path
     if sys.platform == "linux" and (xdg.startswith("/") or home.startswith("/")):
-        base = xdg if xdg.startswith("/") else _join(home, ".local", "share")
-        return _join(base, "mem", "memory")
+        base = xdg if xdg.startswith("/") else posix_join(home, ".local", "share")
+        return posix_join(base, "mem", "memory")
     from platformdirs import user_data_dir
 
-    return _join(user_data_dir("mem", appauthor=False), "memory")
+    return posix_join(user_data_dir("mem", appauthor=False), "memory")
