@@ -182,7 +182,7 @@ def payload_for(transcript: Path, cwd: Path, fixture: str = "claude-code-05-Stop
 
 
 def test_hook_resolves_the_memory_dir_from_the_payload(fake_api, run_mem, transcript, tmp_path):
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     project = tmp_path / "repo"
     project.mkdir()

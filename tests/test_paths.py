@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mem.clients import Resolution, resolve
 from mem.core import paths
 from mem.core.errors import UsageError
 from mem.core.paths import (
-    Resolution,
     agent_memory_dir,
     auto_memory_enabled,
     base36,
@@ -33,7 +33,6 @@ from mem.core.paths import (
     projects_dir,
     qwen_memory_dir,
     qwen_transcripts_dir,
-    resolve,
     resolve_canonical_root,
     sanitize_path,
     state_key,

@@ -196,22 +196,11 @@ def test_core_signatures_take_a_memory_dir_not_a_string():
 _CLIENT_COMPARE = re.compile(r"""(==|!=)\s*["'](claude|qwen|codex|gemini)["']|["'](claude|qwen|codex|gemini)["']\s*(==|!=)"""
                              r"""|in\s*[(\[{]\s*["'](claude|qwen|codex|gemini)["']""")
 
-#: Where a client's name may be compared outside mem/clients/: paths.resolve maps ``--layout qwen`` to
-#: qwen-code's path arithmetic (mem/clients/ builds on mem/core/paths, so paths cannot ask a client).
-LAYOUT_OPTION = ("mem.core.paths", "resolve")
-
-
-def _function_lines(module: str, name: str) -> range:
-    node = next(n for n in tree(module).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    return range(node.lineno, node.end_lineno + 1)
-
-
 def test_client_names_are_compared_in_the_clients_package_only():
     """Per-agent knowledge is a module in mem/clients/ (issue #29): core and CLI ask it, never branch on a name."""
-    allowed = _function_lines(*LAYOUT_OPTION)
     found = [f"{m}:{i}" for m, f in modules().items() if not m.startswith("mem.clients")
              for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
-             if _CLIENT_COMPARE.search(line) and not (m == LAYOUT_OPTION[0] and i in allowed)]
+             if _CLIENT_COMPARE.search(line)]
     assert found == []
 
 

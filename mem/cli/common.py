@@ -59,8 +59,8 @@ def memory_dir_options(f: Callable) -> Callable:
 
 
 def resolve_dir(where: dict, *, reading: bool = False):
-    """The Resolution for the options collected by ``memory_dir_options`` (see paths.resolve_options)."""
-    from mem.core.paths import resolve_options
+    """The Resolution for the options collected by ``memory_dir_options`` (see mem.clients.resolve_options)."""
+    from mem.clients import resolve_options
 
     return resolve_options(where, reading=reading)
 

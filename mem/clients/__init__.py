@@ -24,7 +24,9 @@ uses: core.paths lazily (user_memory_dir), core.memdir.frontmatter (render_new),
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from typing import NamedTuple
 
 #: The clients mem installs hooks for (``mem hooks install --client``).
@@ -266,3 +268,152 @@ def team_tier(resolution, env=None) -> TeamTier:
     d = team_dir(resolution.memory_dir)
     on = MemoryDir(resolution.memory_dir).team_enabled
     return TeamTier(d, on, "team/ is a directory" if on else "no team/ directory", False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which memory directory: the one entry point
+
+#: ``--layout``: a client's directory layout, or auto (Claude Code's, unless only qwen-code's is there).
+LAYOUT_CHOICES = ("auto", *LAYOUTS)
+
+
+def _check_layout(layout: str) -> None:
+    from mem.core.errors import UsageError
+
+    if layout not in LAYOUT_CHOICES:
+        raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUT_CHOICES)})")
+
+
+def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """(client, folder of project folders with memory/, folder of their transcripts) for every layout.
+
+    Claude Code's and qwen-code's, in that order (what --all-projects visits); ``layout``
+    "claude" or "qwen" keeps one. A qwen-code project keeps its transcripts in ``chats/``.
+
+    Example: [c for c, _, _ in project_bases("qwen", {"HOME": "/h"})] == ["qwen"]
+    """
+    from mem.core import paths
+
+    _check_layout(layout)
+    home, environ = paths.home_dir(env), paths.environ_of(env)
+    qwen = (paths.posix_join(paths.qwen_memory_base(home, environ), "projects"),
+            paths.posix_join(paths.qwen_runtime_dir(home, environ), "projects"))
+    bases = [("claude", paths.posix_join(paths.memory_base(env), "projects"), paths.projects_dir(env)), ("qwen", *qwen)]
+    return [b for b in bases if layout in ("auto", b[0])]
+
+
+def _explicit_dir(raw: str, home: str, what: str) -> str:
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    if not raw:
+        raise UsageError(f"{what} is empty")
+    if "\0" in raw:
+        raise UsageError(f"{what} contains a NUL byte")
+    if raw == "~" or raw.startswith("~/"):
+        raw = home + raw[1:]
+    elif raw.startswith("~"):
+        raw = os.path.expanduser(raw)
+    path = paths.posix_resolve(raw)
+    return path if path.endswith(os.sep) else path + os.sep
+
+
+class Resolution(NamedTuple):
+    """A project's memory directory, the rule that chose it, and what the rule read on the way."""
+
+    memory_dir: str  # Claude form ends with exactly one os.sep; qwen's recorded form has none
+    rule: str  # which rule decided
+    layout: str  # "claude" | "qwen" | "agent" | "dir"
+    project_root: str
+    git_root: str | None
+    canonical_git_root: str | None
+    auto_memory_enabled: bool
+    auto_memory_reason: str
+    transcripts_dir: str | None
+
+    def as_dict(self) -> dict:
+        return self._asdict()
+
+
+def resolve(
+    *,
+    dir: str | None = None,
+    project: str | None = None,
+    layout: str = "auto",
+    agent: str | None = None,
+    scope: str | None = None,
+    settings_file: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+) -> Resolution:
+    """The memory dir for a project and the rule that chose it: --dir, MEM_DIR, agent, qwen, Claude.
+
+    Example: resolve(project="/home/u/repo").rule == "default"
+    """
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    env = paths.environ_of(env)
+    home = paths.home_dir(env, home)
+    _check_layout(layout)
+    if scope is not None and agent is None:
+        raise UsageError("--scope needs --agent")
+
+    root = paths.project_root(os.getcwd() if project is None else project)
+    git_root = paths.find_git_root(root)
+    canonical = paths.resolve_canonical_root(git_root) if git_root is not None else None
+    settings = paths.load_settings(root, env=env, home=home, settings_file=settings_file)
+    enabled, reason = paths.auto_memory_enabled(env, settings)
+
+    def made(memory: str, rule: str, kind: str, transcripts: str | None = None) -> Resolution:
+        # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
+        # Code's unless the directory is qwen-code's.
+        transcripts = transcripts or paths.claude_transcripts_dir(root, env, home)
+        return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
+
+    if dir is not None:
+        return made(_explicit_dir(dir, home, "--dir"), "--dir", "dir")
+    if env.get("MEM_DIR"):  # empty counts as unset
+        return made(_explicit_dir(env["MEM_DIR"], home, "MEM_DIR"), "MEM_DIR", "dir")
+    if agent is not None:
+        if scope is None:
+            raise UsageError(f"--agent needs --scope ({'|'.join(paths.AGENT_SCOPES)})")
+        return made(paths.agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
+
+    if layout == "qwen":
+        qwen_key = paths.qwen_memory_key(root, git_root, canonical, env)[0]
+        return made(paths.qwen_memory_dir(qwen_key, home, env), "qwen", "qwen",
+                    paths.qwen_transcripts_dir(root, home, env))
+    memory, rule = paths.claude_memory_dir(root, canonical, settings, env, home)
+    # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
+    # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
+    if layout == "auto" and rule == "default" and not os.path.isdir(memory):
+        qwen = paths.qwen_memory_dir(paths.qwen_memory_key(root, git_root, canonical, env)[0], home, env)
+        if os.path.isdir(qwen):
+            return made(qwen, "qwen (detected)", "qwen", paths.qwen_transcripts_dir(root, home, env))
+    return made(memory, rule, "claude")
+
+
+def resolve_options(where: Mapping[str, object], *, reading: bool = False) -> Resolution:
+    """The Resolution for the memory-directory options (--dir, --project, --layout, --agent,
+    --scope, --settings) given as a dict of ``resolve``'s keywords.
+
+    ``reading``: the command reads the directory, so one named by --dir or MEM_DIR that is
+    missing or unreadable is a usage error (a typo must not make a check pass). A directory
+    found by the other rules may not exist yet: that is a project without memories.
+    """
+    from mem.core.errors import UsageError
+
+    if where.get("agent") and not where.get("scope"):
+        raise UsageError("--agent needs --scope user, project or local")
+    if where.get("scope") and not where.get("agent"):
+        raise UsageError("--scope needs --agent TYPE")
+    resolution = resolve(**where)
+    if reading and resolution.rule in ("--dir", "MEM_DIR"):
+        root = resolution.memory_dir
+        if not os.path.isdir(root):
+            what = "is not a directory" if os.path.lexists(root.rstrip(os.sep) or os.sep) else "does not exist"
+            raise UsageError(f"memory directory {root} (from {resolution.rule}) {what}")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise UsageError(f"memory directory {root} (from {resolution.rule}) is not readable")
+    return resolution

@@ -27,7 +27,6 @@ MAX_SANITIZED_LENGTH = 200
 #: A settings file is a few kilobytes: one past this is refused rather than read.
 SETTINGS_MAX_BYTES = 4 << 20
 AGENT_SCOPES = ("user", "project", "local")
-LAYOUTS = ("auto", "claude", "qwen")
 #: settings sources, highest precedence first (Claude Code's policy > flag > local > project > user)
 SETTING_SOURCES = ("policy", "flag", "local", "project", "user")
 #: the sources autoMemoryDirectory is read from: projectSettings is deliberately excluded
@@ -250,22 +249,6 @@ def qwen_memory_base(home: str, env: Mapping[str, str] | None = None) -> str:
     """
     given = environ_of(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
     return _qwen_path(given, home) if given else qwen_runtime_dir(home, env)
-
-
-def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
-    """(client, folder of project folders with memory/, folder of their transcripts) for every layout.
-
-    Claude Code's and qwen-code's, in that order (what --all-projects visits); ``layout``
-    "claude" or "qwen" keeps one. A qwen-code project keeps its transcripts in ``chats/``.
-
-    Example: [c for c, _, _ in project_bases("qwen", {"HOME": "/h"})] == ["qwen"]
-    """
-    if layout not in LAYOUTS:
-        raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
-    home, environ = home_dir(env), environ_of(env)
-    qwen = (posix_join(qwen_memory_base(home, environ), "projects"), posix_join(qwen_runtime_dir(home, environ), "projects"))
-    bases = [("claude", posix_join(memory_base(env), "projects"), projects_dir(env)), ("qwen", *qwen)]
-    return [b for b in bases if layout in ("auto", b[0])]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -712,118 +695,6 @@ def claude_memory_dir(
             return configured, f"autoMemoryDirectory ({src.label})"
     return claude_default_memory_dir(canonical_git_root or root, env, home), "default"
 
-
-def _explicit_dir(raw: str, home: str, what: str) -> str:
-    if not raw:
-        raise UsageError(f"{what} is empty")
-    if "\0" in raw:
-        raise UsageError(f"{what} contains a NUL byte")
-    if raw == "~" or raw.startswith("~/"):
-        raw = home + raw[1:]
-    elif raw.startswith("~"):
-        raw = os.path.expanduser(raw)
-    path = posix_resolve(raw)
-    return path if path.endswith(os.sep) else path + os.sep
-
-
-# ---------------------------------------------------------------------------------------------
-# The one entry point
-
-
-class Resolution(NamedTuple):
-    memory_dir: str  # Claude form ends with exactly one os.sep; qwen's recorded form has none
-    rule: str  # which rule decided
-    layout: str  # "claude" | "qwen" | "agent" | "dir"
-    project_root: str
-    git_root: str | None
-    canonical_git_root: str | None
-    auto_memory_enabled: bool
-    auto_memory_reason: str
-    transcripts_dir: str | None
-
-    def as_dict(self) -> dict:
-        return self._asdict()
-
-
-def resolve(
-    *,
-    dir: str | None = None,
-    project: str | None = None,
-    layout: str = "auto",
-    agent: str | None = None,
-    scope: str | None = None,
-    settings_file: str | None = None,
-    env: Mapping[str, str] | None = None,
-    home: str | None = None,
-) -> Resolution:
-    """The memory dir for a project and the rule that chose it: --dir, MEM_DIR, agent, qwen, Claude.
-
-    Example: resolve(project="/home/u/repo").rule == "default"
-    """
-    env = environ_of(env)
-    home = home_dir(env, home)
-    if layout not in LAYOUTS:
-        raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
-    if scope is not None and agent is None:
-        raise UsageError("--scope needs --agent")
-
-    root = project_root(os.getcwd() if project is None else project)
-    git_root = find_git_root(root)
-    canonical = resolve_canonical_root(git_root) if git_root is not None else None
-    settings = load_settings(root, env=env, home=home, settings_file=settings_file)
-    enabled, reason = auto_memory_enabled(env, settings)
-
-    def made(memory: str, rule: str, kind: str, transcripts: str | None = None) -> Resolution:
-        # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
-        # Code's unless the directory is qwen-code's.
-        transcripts = transcripts or claude_transcripts_dir(root, env, home)
-        return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
-
-    if dir is not None:
-        return made(_explicit_dir(dir, home, "--dir"), "--dir", "dir")
-    if env.get("MEM_DIR"):  # empty counts as unset
-        return made(_explicit_dir(env["MEM_DIR"], home, "MEM_DIR"), "MEM_DIR", "dir")
-    if agent is not None:
-        if scope is None:
-            raise UsageError(f"--agent needs --scope ({'|'.join(AGENT_SCOPES)})")
-        return made(agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
-
-    key = canonical or root
-    if layout == "qwen":
-        qwen_key = qwen_memory_key(root, git_root, canonical, env)[0]
-        return made(qwen_memory_dir(qwen_key, home, env), "qwen", "qwen", qwen_transcripts_dir(root, home, env))
-    memory, rule = claude_memory_dir(root, canonical, settings, env, home)
-    # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
-    # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
-    if layout == "auto" and rule == "default" and not os.path.isdir(memory):
-        qwen = qwen_memory_dir(qwen_memory_key(root, git_root, canonical, env)[0], home, env)
-        if os.path.isdir(qwen):
-            return made(qwen, "qwen (detected)", "qwen", qwen_transcripts_dir(root, home, env))
-    return made(memory, rule, "claude")
-
-
-
-def resolve_options(where: Mapping[str, object], *, reading: bool = False) -> Resolution:
-    """The Resolution for the memory-directory options (--dir, --project, --layout, --agent,
-    --scope, --settings) given as a dict of ``resolve``'s keywords.
-
-    ``reading``: the command reads the directory, so one named by --dir or MEM_DIR that is
-    missing or unreadable is a usage error (a typo must not make a check pass). A directory
-    found by the other rules may not exist yet: that is a project without memories.
-    """
-    if where.get("agent") and not where.get("scope"):
-        raise UsageError("--agent needs --scope user, project or local")
-    if where.get("scope") and not where.get("agent"):
-        raise UsageError("--scope needs --agent TYPE")
-    resolution = resolve(**where)
-    if reading and resolution.rule in ("--dir", "MEM_DIR"):
-        root = resolution.memory_dir
-        if not os.path.isdir(root):
-            what = "is not a directory" if os.path.lexists(root.rstrip(os.sep) or os.sep) else "does not exist"
-            raise UsageError(f"memory directory {root} (from {resolution.rule}) {what}")
-        if not os.access(root, os.R_OK | os.X_OK):
-            raise UsageError(f"memory directory {root} (from {resolution.rule}) is not readable")
-    return resolution
 
 def _digest12(data: bytes) -> str:
     """12 hex digits of BLAKE2b. ``_blake2`` directly: ``import hashlib`` loads

@@ -81,7 +81,7 @@ def iso(seconds: float | None) -> str | None:
 
 def collect(res, *, now: float | None = None, min_hours: float | None = None, min_sessions: int | None = None,
             recent_days: float = RECENT_DAYS, env=None) -> Status:
-    """Everything ``mem status`` shows for a Resolution (``mem.core.paths.resolve``)."""
+    """Everything ``mem status`` shows for a Resolution (``mem.clients.resolve``)."""
     from mem.clients import memory_on
     from mem.core.jobs import consolidation
     from mem.core.memdir.state import state_dir

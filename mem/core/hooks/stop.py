@@ -47,7 +47,7 @@ def on_stop(payload: HookPayload, where: dict, options: StopOptions = StopOption
     from mem.core.jobs import llm
     from mem.core.jobs.extract import ExtractRequest, ExtractResult, describe, extract
     from mem.core.memdir.store import MemoryDir
-    from mem.core.paths import resolve_options
+    from mem.clients import resolve_options
 
     resolution = resolve_options(hook_where(where, payload))
     memory = MemoryDir(resolution.memory_dir)

@@ -35,7 +35,7 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
     from mem.core.memdir.store import MemoryDir
-    from mem.core.paths import resolve_options
+    from mem.clients import resolve_options
 
     call = toolmatch.read_call(payload.tool_name, payload.tool_input, payload.cwd)
     if call is None:
