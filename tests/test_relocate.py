@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES, git, write_memory
 from mem.cli import cli
 from mem import clients
+from mem.clients import claude
 from mem.core import paths
 from mem.core.relocate import decode_name
 
@@ -152,7 +153,7 @@ def test_a_transcript_is_never_overwritten(tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
     memory = checkout(old)
     shutil.move(old, new)
-    new_folder = Path(paths.claude_transcripts_dir(str(new)))
+    new_folder = Path(claude.transcripts_dir(str(new)))
     new_folder.mkdir(parents=True)
     (new_folder / "0b5c6d1e-s1.jsonl").write_text("{}\n")
     r = mem("relocate", str(old), str(new))

@@ -204,12 +204,12 @@ def test_client_names_are_compared_in_the_clients_package_only():
     assert found == []
 
 
-#: The switches that turn a client's memory off, and the fact mem/core/paths.py reads from Claude Code's.
+#: The switches that turn a client's memory off.
 _SWITCHES = frozenset({"CLAUDE_CODE_DISABLE_AUTO_MEMORY", "CLAUDE_CODE_SIMPLE", "autoMemoryEnabled",
                        "enableManagedAutoMemory"})
-#: paths reads Claude Code's switches into a Resolution (the facts memory_on decides from); the Claude
-#: Code backend turns auto memory off in the Claude Code it runs as a model (no directory is decided).
-_READS_SWITCHES = frozenset({"mem.core.paths", "mem.core.jobs.backends.claude_code"})
+#: The Claude Code backend turns auto memory off in the Claude Code it runs as a model (no directory
+#: is decided).
+_READS_SWITCHES = frozenset({"mem.core.jobs.backends.claude_code"})
 
 
 def test_whether_memory_applies_is_decided_in_the_clients_package_only():

@@ -350,6 +350,7 @@ def resolve(
 
     Example: resolve(project="/home/u/repo").rule == "default"
     """
+    from mem.clients import claude
     from mem.core import paths
     from mem.core.errors import UsageError
 
@@ -362,13 +363,13 @@ def resolve(
     root = paths.project_root(os.getcwd() if project is None else project)
     git_root = paths.find_git_root(root)
     canonical = paths.resolve_canonical_root(git_root) if git_root is not None else None
-    settings = paths.load_settings(root, env=env, home=home, settings_file=settings_file)
-    enabled, reason = paths.auto_memory_enabled(env, settings)
+    settings = claude.load_settings(root, env=env, home=home, settings_file=settings_file)
+    enabled, reason = claude.auto_memory_enabled(env, settings)
 
     def made(memory: str, rule: str, kind: str, transcripts: str | None = None) -> Resolution:
         # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
         # Code's unless the directory is qwen-code's.
-        transcripts = transcripts or paths.claude_transcripts_dir(root, env, home)
+        transcripts = transcripts or claude.transcripts_dir(root, env, home)
         return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
 
     if dir is not None:
@@ -377,14 +378,14 @@ def resolve(
         return made(_explicit_dir(env["MEM_DIR"], home, "MEM_DIR"), "MEM_DIR", "dir")
     if agent is not None:
         if scope is None:
-            raise UsageError(f"--agent needs --scope ({'|'.join(paths.AGENT_SCOPES)})")
-        return made(paths.agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
+            raise UsageError(f"--agent needs --scope ({'|'.join(claude.AGENT_SCOPES)})")
+        return made(claude.agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
 
     if layout == "qwen":
         qwen_key = paths.qwen_memory_key(root, git_root, canonical, env)[0]
         return made(paths.qwen_memory_dir(qwen_key, home, env), "qwen", "qwen",
                     paths.qwen_transcripts_dir(root, home, env))
-    memory, rule = paths.claude_memory_dir(root, canonical, settings, env, home)
+    memory, rule = claude.memory_dir(root, canonical, settings, env, home)
     # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
     # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
     if layout == "auto" and rule == "default" and not os.path.isdir(memory):

@@ -633,10 +633,10 @@ def _external_includes_approved(cwd: str, env: Mapping[str, str], home: str) -> 
 
 def _exclude_patterns(cwd: str, env: Mapping[str, str], home: str) -> list[re.Pattern]:
     """claudeMdExcludes from every settings source (arrays merge across sources), as regexes."""
-    from mem.core import paths
+    from mem.clients.claude import load_settings
 
     try:
-        settings = paths.load_settings(cwd, env=env, home=home)
+        settings = load_settings(cwd, env=env, home=home)
     except Exception:  # noqa: BLE001 - settings are advisory here; mem path reports bad ones
         return []
     raw: list[str] = []

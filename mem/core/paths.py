@@ -18,7 +18,6 @@ import stat
 import sys
 import unicodedata
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from mem.core.errors import UsageError
 from mem.core.jscompat import code_units, js_trim, len16
@@ -26,14 +25,6 @@ from mem.core.jscompat import code_units, js_trim, len16
 MAX_SANITIZED_LENGTH = 200
 #: A settings file is a few kilobytes: one past this is refused rather than read.
 SETTINGS_MAX_BYTES = 4 << 20
-AGENT_SCOPES = ("user", "project", "local")
-#: settings sources, highest precedence first (Claude Code's policy > flag > local > project > user)
-SETTING_SOURCES = ("policy", "flag", "local", "project", "user")
-#: the sources autoMemoryDirectory is read from: projectSettings is deliberately excluded
-MEMORY_DIRECTORY_SOURCES = ("policy", "flag", "local", "user")
-
-_TRUTHY = frozenset({"1", "true", "yes", "on"})
-_DEFINED_FALSY = frozenset({"0", "false", "no", "off"})
 _NON_ALNUM = re.compile(r"[^a-zA-Z0-9]")
 _TRAILING_SEPS = re.compile(r"[/\\]+\Z")
 _DRIVE_ROOT = re.compile(r"[A-Za-z]:")
@@ -355,42 +346,6 @@ def find_canonical_git_root(p: str) -> str | None:
 # Settings
 
 
-class SettingsSource(NamedTuple):
-    name: str  # "policy" | "flag" | "local" | "project" | "user"
-    path: str | None  # the file read; None for inline --settings JSON
-    data: Mapping | None  # None when the file is absent, unreadable or not a JSON object
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} settings: {self.path if self.path is not None else 'inline JSON'}"
-
-
-class Settings(NamedTuple):
-    sources: tuple[SettingsSource, ...]  # highest precedence first
-
-    def first(self, key: str, names=SETTING_SOURCES, accept=lambda v: v is not None):
-        """(value, source) from the highest-precedence source among `names` whose value passes `accept`."""
-        for src in self.sources:
-            if src.name in names and src.data is not None and key in src.data and accept(src.data[key]):
-                return src.data[key], src
-        return None
-
-
-def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
-    """The policy (managed) settings file; MEM_MANAGED_SETTINGS overrides it (empty: none).
-
-    Example: managed_settings_path({}) == "/etc/claude-code/managed-settings.json"  # on Linux
-    """
-    env = environ_of(env)
-    if "MEM_MANAGED_SETTINGS" in env:
-        return env["MEM_MANAGED_SETTINGS"] or None
-    if sys.platform == "darwin":
-        return "/Library/Application Support/ClaudeCode/managed-settings.json"
-    if sys.platform == "win32":
-        return "C:\\Program Files\\ClaudeCode\\managed-settings.json"
-    return "/etc/claude-code/managed-settings.json"
-
-
 def read_json_object(path: str | None) -> dict | None:
     """A settings file's JSON object; None when it is absent, unreadable, not JSON or not an object."""
     if not path:
@@ -408,110 +363,6 @@ def read_json_object(path: str | None) -> dict | None:
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth: no settings
         return None
     return data if isinstance(data, dict) else None
-
-
-def _flag_source(settings_file: str) -> SettingsSource:
-    # Like `claude --settings`, the value is a file or an inline JSON object.
-    import json
-
-    if settings_file.lstrip().startswith("{"):
-        try:
-            data = json.loads(settings_file)
-        except ValueError as e:
-            raise UsageError(f"--settings: invalid JSON: {e}") from None
-        except RecursionError:
-            raise UsageError("--settings: invalid JSON (nested too deep)") from None
-        if not isinstance(data, dict):
-            raise UsageError("--settings: not a JSON object")
-        return SettingsSource("flag", None, data)
-    path = posix_resolve(os.path.expanduser(settings_file))
-    from mem.core.memdir.files import read_text
-
-    try:  # typed and capped: a FIFO or /dev/zero named as settings is refused, not waited on
-        data = json.loads(read_text(path, SETTINGS_MAX_BYTES).removeprefix("\ufeff"))
-    except OSError as e:
-        raise UsageError(f"--settings: cannot read {path}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise UsageError(f"--settings: {path} is not valid JSON: {e}") from None
-    except RecursionError:
-        raise UsageError(f"--settings: {path} is not valid JSON (nested too deep)") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"--settings: {path} is not a JSON object")
-    return SettingsSource("flag", path, data)
-
-
-def claude_settings_file(scope: str, root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """Claude Code's settings file of a scope: user (~/.claude/settings.json), project or local (the project's).
-
-    Example: claude_settings_file("local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
-    """
-    if scope == "user":
-        return posix_join(config_home(environ_of(env), home), "settings.json")
-    return posix_join(root, ".claude", "settings.local.json" if scope == "local" else "settings.json")
-
-
-def load_settings(
-    root: str,
-    *,
-    env: Mapping[str, str] | None = None,
-    home: str | None = None,
-    settings_file: str | None = None,
-) -> Settings:
-    """Read the settings files Claude Code reads for a project root (an unreadable file counts as absent).
-
-    Example: load_settings("/home/u/repo").first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES)
-    """
-    env = environ_of(env)
-    policy = managed_settings_path(env)
-    user, local, project = (claude_settings_file(scope, root, env, home) for scope in ("user", "local", "project"))
-    sources = [SettingsSource("policy", policy, read_json_object(policy))]
-    if settings_file is not None:
-        sources.append(_flag_source(settings_file))
-    sources += [
-        SettingsSource("local", local, read_json_object(local)),
-        SettingsSource("project", project, read_json_object(project)),
-        SettingsSource("user", user, read_json_object(user)),
-    ]
-    return Settings(tuple(sources))
-
-
-def _env_truthy(value: str | None) -> bool:
-    return bool(value) and value.strip().lower() in _TRUTHY
-
-
-def _env_defined_falsy(value: str | None) -> bool:
-    return bool(value) and value.strip().lower() in _DEFINED_FALSY
-
-
-def auto_memory_enabled(
-    env: Mapping[str, str] | None = None, settings: Settings | Mapping | None = None
-) -> tuple[bool, str]:
-    """isAutoMemoryEnabled, with the rule that decided.
-
-    Example: auto_memory_enabled({"CLAUDE_CODE_SIMPLE": "1"}) == (False, "CLAUDE_CODE_SIMPLE=1 (--bare)")
-    """
-    env = environ_of(env)
-    disable = env.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
-    if _env_truthy(disable):
-        return False, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
-    if _env_defined_falsy(disable):
-        return True, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
-    simple = env.get("CLAUDE_CODE_SIMPLE")
-    if _env_truthy(simple):
-        return False, f"CLAUDE_CODE_SIMPLE={simple} (--bare)"
-    remote = env.get("CLAUDE_CODE_REMOTE")
-    if _env_truthy(remote) and not env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR"):
-        return False, f"CLAUDE_CODE_REMOTE={remote} without CLAUDE_CODE_REMOTE_MEMORY_DIR"
-    # Project settings count here: a repo may opt out of auto memory (but never redirect it).
-    if isinstance(settings, Settings):
-        hit = settings.first("autoMemoryEnabled", accept=lambda v: isinstance(v, bool))
-        if hit is not None:
-            value, src = hit
-            return value, f"autoMemoryEnabled={'true' if value else 'false'} ({src.label})"
-    elif settings is not None and isinstance(settings.get("autoMemoryEnabled"), bool):
-        value = settings["autoMemoryEnabled"]
-        return value, f"autoMemoryEnabled={'true' if value else 'false'} (settings)"
-    return True, "default"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,25 +388,6 @@ def find_project_dir(projects: str, name: str) -> str:
     except OSError:
         return exact
     return posix_join(projects, names[0]) if names else exact
-
-
-def claude_default_memory_dir(
-    key_root: str, env: Mapping[str, str] | None = None, home: str | None = None
-) -> str:
-    """Claude Code's default auto-memory dir for a canonical git root (or project root).
-
-    Example: claude_default_memory_dir("/h/repo", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo/memory/"
-    """
-    project_dir = find_project_dir(posix_join(memory_base(env, home), "projects"), key_root)
-    return nfc(posix_join(project_dir, "memory") + os.sep)
-
-
-def claude_transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """Where Claude Code writes session transcripts for a project root: keyed by the cwd, not the git root.
-
-    Example: claude_transcripts_dir("/h/repo/sub", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo-sub"
-    """
-    return find_project_dir(projects_dir(env, home), root)
 
 
 def qwen_memory_dir(key_root: str, home: str, env: Mapping[str, str] | None = None) -> str:
@@ -637,63 +469,6 @@ def qwen_transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = N
     Example: qwen_transcripts_dir("/h/repo/sub", "/h") == "/h/.qwen/projects/-h-repo-sub/chats"
     """
     return posix_join(find_project_dir(posix_join(qwen_runtime_dir(home, env), "projects"), root), "chats")
-
-
-def agent_memory_dir(
-    agent_type: str,
-    scope: str,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-    home: str | None = None,
-) -> str:
-    """getAgentMemoryDir: a subagent's own memory dir for a scope (user, project, local).
-
-    Example: agent_memory_dir("p:rev", "user", env={"HOME": "/h"}) == "/h/.claude/agent-memory/p-rev/"
-    """
-    if scope not in AGENT_SCOPES:
-        raise UsageError(f"unknown agent memory scope {scope!r} (expected one of: {', '.join(AGENT_SCOPES)})")
-    name = agent_type.replace(":", "-")
-    # Claude Code does no more than ':' -> '-'; refusing separators keeps the dir inside its parent.
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise UsageError(f"invalid agent type {agent_type!r}")
-    env = environ_of(env)
-    if scope == "user":
-        return posix_join(memory_base(env, home), "agent-memory", name) + os.sep
-    root = project_root(os.getcwd() if cwd is None else cwd)
-    if scope == "project":
-        return posix_join(root, ".claude", "agent-memory", name) + os.sep
-    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
-    if remote:
-        key = find_canonical_git_root(root) or root
-        return posix_join(remote, "projects", sanitize_path(key), "agent-memory-local", name) + os.sep
-    return posix_join(root, ".claude", "agent-memory-local", name) + os.sep
-
-
-def claude_memory_dir(
-    root: str,
-    canonical_git_root: str | None,
-    settings: Settings,
-    env: Mapping[str, str] | None = None,
-    home: str | None = None,
-) -> tuple[str, str]:
-    """getAutoMemPath, with the rule that decided: Cowork override, then settings, then the default.
-
-    Example: claude_memory_dir("/home/u/repo", "/home/u/repo", settings)[1] == "default"
-    """
-    env = environ_of(env)
-    home = home_dir(env, home)
-    cowork = validate_memory_path(env.get("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"), False, home)
-    if cowork:
-        return cowork, "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"
-    # `a ?? b ?? c` then one validation: the first source defining the key decides, and an
-    # invalid value there falls through to the default, not to the next source.
-    hit = settings.first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES, accept=lambda v: isinstance(v, str))
-    if hit is not None:
-        value, src = hit
-        configured = validate_memory_path(value, True, home)
-        if configured:
-            return configured, f"autoMemoryDirectory ({src.label})"
-    return claude_default_memory_dir(canonical_git_root or root, env, home), "default"
 
 
 def _digest12(data: bytes) -> str:

@@ -345,9 +345,9 @@ def _operations(memory: MemoryDir, sdir: str, limit: int = 5) -> list[dict]:
 
 def _session_notes(project_root: str, now: float, recent_days: float, env) -> dict:
     """Claude Code's session notes (``<project dir>/<session>/session-memory/summary.md``) touched lately."""
-    from mem.core.paths import claude_transcripts_dir
+    from mem.clients.claude import transcripts_dir
 
-    project_dir = claude_transcripts_dir(project_root, env)
+    project_dir = transcripts_dir(project_root, env)
     since = now - recent_days * 86400
     found = []
     try:
