@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mem.clients import Resolution, claude, resolve
+from mem.clients import Resolution, claude, qwen, resolve
 from mem.core import paths
 from mem.core.errors import UsageError
 from mem.core.paths import (
@@ -26,8 +26,6 @@ from mem.core.paths import (
     memory_base,
     project_root,
     projects_dir,
-    qwen_memory_dir,
-    qwen_transcripts_dir,
     resolve_canonical_root,
     sanitize_path,
     state_key,
@@ -204,16 +202,16 @@ def test_claude_fixture_long_row_reproduces_the_recorded_hash():
 @pytest.mark.parametrize("row", QWEN_ROWS, ids=lambda r: r["cwd"][-30:])
 def test_qwen_fixture_rows(row):
     key = RECORDED_WORKTREES.get(row["git_toplevel"], row["git_toplevel"]) or row["cwd"]
-    assert qwen_memory_dir(key, "/home/dev/qc-run/home") == row["memory_dir"]
+    assert qwen.keyed_memory_dir(key, "/home/dev/qc-run/home") == row["memory_dir"]
 
 
 def test_qwen_recorded_chats_dirs_are_keyed_by_the_cwd():
     # fixtures/qwen-code/home-layout.txt: sub/dir and wt have their own chats/ folders
     home = "/home/dev/qc-run/home"
-    assert qwen_transcripts_dir("/home/dev/qc-run/My Repo_v2.0+x@y/sub/dir", home) == (
+    assert qwen.transcripts_dir("/home/dev/qc-run/My Repo_v2.0+x@y/sub/dir", home) == (
         f"{home}/.qwen/projects/-home-dev-qc-run-My-Repo-v2-0-x-y-sub-dir/chats"
     )
-    assert qwen_transcripts_dir("/home/dev/qc-run/wt", home) == f"{home}/.qwen/projects/-home-dev-qc-run-wt/chats"
+    assert qwen.transcripts_dir("/home/dev/qc-run/wt", home) == f"{home}/.qwen/projects/-home-dev-qc-run-wt/chats"
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import write_memory
 from mem import clients
+from mem.clients import qwen
 from mem.core import paths
 
 
@@ -60,11 +61,11 @@ def test_the_installed_release_decides_the_folder(worktree, tmp_path):
     repo, wt = worktree
     for version, keyed_by in (("0.15.10", repo), ("0.24.4", wt)):
         env = {**os.environ, "PATH": install_qwen(tmp_path, version)}
-        assert paths.qwen_version(env) == tuple(int(p) for p in version.split("."))
+        assert qwen.installed_version(env) == tuple(int(p) for p in version.split("."))
         for where in (wt, wt / "sub"):
             assert clients.resolve(project=str(where), layout="qwen", env=env).memory_dir == folder(keyed_by)
     env = {**os.environ, "PATH": str(tmp_path / "nothing")}
-    assert paths.qwen_version(env) is None  # not installed: the current release's rule
+    assert qwen.installed_version(env) is None  # not installed: the current release's rule
     assert clients.resolve(project=str(wt), layout="qwen", env=env).memory_dir == folder(wt)
     env["QWEN_CODE_MEMORY_PROJECT_SCOPE"] = "workspace"
     assert clients.resolve(project=str(wt / "sub"), layout="qwen", env=env).memory_dir == folder(wt / "sub")

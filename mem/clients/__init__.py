@@ -296,8 +296,8 @@ def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) ->
 
     _check_layout(layout)
     home, environ = paths.home_dir(env), paths.environ_of(env)
-    qwen = (paths.posix_join(paths.qwen_memory_base(home, environ), "projects"),
-            paths.posix_join(paths.qwen_runtime_dir(home, environ), "projects"))
+    qwen = (paths.posix_join(named("qwen").memory_base(home, environ), "projects"),
+            paths.posix_join(named("qwen").runtime_dir(home, environ), "projects"))
     bases = [("claude", paths.posix_join(paths.memory_base(env), "projects"), paths.projects_dir(env)), ("qwen", *qwen)]
     return [b for b in bases if layout in ("auto", b[0])]
 
@@ -382,16 +382,18 @@ def resolve(
         return made(claude.agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
 
     if layout == "qwen":
-        qwen_key = paths.qwen_memory_key(root, git_root, canonical, env)[0]
-        return made(paths.qwen_memory_dir(qwen_key, home, env), "qwen", "qwen",
-                    paths.qwen_transcripts_dir(root, home, env))
+        qwen = named("qwen")
+        qwen_key = qwen.memory_key(root, git_root, canonical, env)[0]
+        return made(qwen.keyed_memory_dir(qwen_key, home, env), "qwen", "qwen",
+                    qwen.transcripts_dir(root, home, env))
     memory, rule = claude.memory_dir(root, canonical, settings, env, home)
     # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
     # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
     if layout == "auto" and rule == "default" and not os.path.isdir(memory):
-        qwen = paths.qwen_memory_dir(paths.qwen_memory_key(root, git_root, canonical, env)[0], home, env)
-        if os.path.isdir(qwen):
-            return made(qwen, "qwen (detected)", "qwen", paths.qwen_transcripts_dir(root, home, env))
+        qwen = named("qwen")  # imported only here: the recall hook in a Claude Code project never needs it
+        detected = qwen.keyed_memory_dir(qwen.memory_key(root, git_root, canonical, env)[0], home, env)
+        if os.path.isdir(detected):
+            return made(detected, "qwen (detected)", "qwen", qwen.transcripts_dir(root, home, env))
     return made(memory, rule, "claude")
 
 

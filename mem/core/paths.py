@@ -1,13 +1,16 @@
-"""Where the memory dir is, and why: Claude Code's resolution, reimplemented exactly.
+"""The place arithmetic every client's rules build on; no client's own rule is here.
 
-Example: resolve(project="/home/u/repo").memory_dir == "/home/u/.claude/projects/-home-u-repo/memory/"
+Example: find_project_dir("/h/.claude/projects", "/h/repo") == "/h/.claude/projects/-h-repo"
 
-Every path rule other modules need lives here: the config home, the memory base, sanitizePath,
-the canonical git root (read from the files, as Claude Code does; git is never run), settings
-overrides, auto-memory switches, agent-memory scopes, the qwen-code layout (keyed by release:
-``qwen_memory_key``), and transcript dirs.
+The home and config home, sanitizePath (with its hash for long names) and a project's folder
+under a ``projects/`` dir, the project root and the canonical git root (read from the files, as
+Claude Code does; git is never run), validating a configured memory path, reading a JSON settings
+object, and the keys and places of mem's own state. Which directory a project's memory is, by
+whose rules, is mem/clients/ (``resolve``, and each client's module).
 Path arithmetic follows Node's POSIX `path` module (normalize/join/resolve), not os.path, because
 the two differ on leading `//` and trailing separators and the results must match byte for byte.
+
+uses: core.jscompat; core.memdir.files lazily (typed, capped reads)
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ import sys
 import unicodedata
 from collections.abc import Mapping
 
-from mem.core.errors import UsageError
 from mem.core.jscompat import code_units, js_trim, len16
 
 MAX_SANITIZED_LENGTH = 200
@@ -208,40 +210,6 @@ def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) 
     return posix_join(config_home(env, home), "projects")
 
 
-def qwen_home(home: str, env: Mapping[str, str] | None = None) -> str:
-    """qwen-code's global dir (settings.json): QWEN_HOME, else ~/.qwen (Storage.getGlobalQwenDir).
-
-    Example: qwen_home("/home/u") == "/home/u/.qwen"
-    """
-    given = environ_of(env).get("QWEN_HOME") if env is not None else None
-    return _qwen_path(given, home) if given else posix_join(home, ".qwen")
-
-
-def _qwen_path(raw: str, home: str) -> str:
-    if raw == "~" or raw.startswith("~/"):
-        raw = home + raw[1:]
-    return posix_resolve(raw)
-
-
-def qwen_runtime_dir(home: str, env: Mapping[str, str] | None = None) -> str:
-    """Where qwen-code keeps sessions (projects/<slug>/chats): QWEN_RUNTIME_DIR, else its global dir.
-
-    Example: qwen_runtime_dir("/h", {"QWEN_RUNTIME_DIR": "/rt"}) == "/rt"
-    """
-    given = environ_of(env).get("QWEN_RUNTIME_DIR") if env is not None else None
-    return _qwen_path(given, home) if given else qwen_home(home, env)
-
-
-def qwen_memory_base(home: str, env: Mapping[str, str] | None = None) -> str:
-    """Where qwen-code 0.24 keeps managed memory (projects/<slug>/memory, memories/):
-    QWEN_CODE_MEMORY_BASE_DIR, else the runtime dir (getMemoryBaseDir).
-
-    Example: qwen_memory_base("/h", {"QWEN_CODE_MEMORY_BASE_DIR": "/m"}) == "/m"
-    """
-    given = environ_of(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
-    return _qwen_path(given, home) if given else qwen_runtime_dir(home, env)
-
-
 # ---------------------------------------------------------------------------------------------
 # Overrides
 
@@ -388,87 +356,6 @@ def find_project_dir(projects: str, name: str) -> str:
     except OSError:
         return exact
     return posix_join(projects, names[0]) if names else exact
-
-
-def qwen_memory_dir(key_root: str, home: str, env: Mapping[str, str] | None = None) -> str:
-    """qwen-code's memory dir for its key (``qwen_memory_key``), without a trailing separator.
-
-    Example: qwen_memory_dir("/home/u/repo", "/home/u") == "/home/u/.qwen/projects/-home-u-repo/memory"
-    """
-    return posix_join(find_project_dir(posix_join(qwen_memory_base(home, env), "projects"), key_root), "memory")
-
-
-#: The qwen-code release whose memory folder is keyed by the checkout (a linked worktree's own),
-#: not by the main repository as 0.15 keyed it (reference/real-clients.md, 2026-11-26).
-QWEN_PER_WORKTREE = (0, 24)
-
-
-def qwen_version(env: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
-    """The installed qwen-code's version: ``MEM_QWEN_VERSION`` when set, else the ``version`` of the
-    package.json of the ``qwen`` found on PATH (npm links it to the package's cli.js); None when unknown.
-
-    Example: qwen_version({"MEM_QWEN_VERSION": "0.24.4"}) == (0, 24, 4)
-    """
-    import json
-    import shutil
-
-    env = environ_of(env)
-    if env.get("MEM_QWEN_VERSION"):
-        return _version(env["MEM_QWEN_VERSION"])
-    exe = shutil.which("qwen", path=env.get("PATH"))
-    if exe is None:
-        return None
-    directory = os.path.dirname(os.path.realpath(exe))
-    for _ in range(4):  # cli.js sits at the package's top (dist/ or bin/ below it in other layouts)
-        try:
-            data = json.loads(read_utf8(posix_join(directory, "package.json")))
-        except (OSError, ValueError, RecursionError):
-            data = None
-        if isinstance(data, dict) and data.get("name") == "@qwen-code/qwen-code":
-            return _version(data.get("version"))
-        directory = os.path.dirname(directory)
-    return None
-
-
-def _version(text: object) -> tuple[int, ...] | None:
-    m = re.match(r"\s*v?(\d+(?:\.\d+)+)", text) if isinstance(text, str) else None
-    return tuple(int(p) for p in m.group(1).split(".")) if m else None
-
-
-def qwen_memory_key(root: str, git_root: str | None, canonical: str | None,
-                    env: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The path qwen-code keys a project's memory folder by, and why.
-
-    0.24 and later (or unknown: the current release): the nearest git root, a linked worktree's
-    own (getAutoMemoryRoot's findGitRoot), or the project root itself with
-    ``QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace``. 0.15: the main repository's root, every
-    worktree sharing it.
-
-    Example: qwen_memory_key("/h/wt", "/h/wt", "/h/repo", {"MEM_QWEN_VERSION": "0.15.10"})[0] == "/h/repo"
-    """
-    env = environ_of(env)
-    version = qwen_version(env)
-    if version is not None and version < QWEN_PER_WORKTREE:
-        return canonical or root, f"qwen-code {'.'.join(map(str, version))}: keyed by the main repository"
-    if (env.get("QWEN_CODE_MEMORY_PROJECT_SCOPE") or "").strip().lower() == "workspace":
-        return root, "QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace"
-    return git_root or root, "qwen-code 0.24+: keyed by the checkout"
-
-
-def qwen_user_memory_dir(home: str, env: Mapping[str, str] | None = None) -> str:
-    """qwen-code 0.24's user tier, loaded into every project's session: <memory base>/memories.
-
-    Example: qwen_user_memory_dir("/h") == "/h/.qwen/memories"
-    """
-    return posix_join(qwen_memory_base(home, env), "memories")
-
-
-def qwen_transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = None) -> str:
-    """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
-
-    Example: qwen_transcripts_dir("/h/repo/sub", "/h") == "/h/.qwen/projects/-h-repo-sub/chats"
-    """
-    return posix_join(find_project_dir(posix_join(qwen_runtime_dir(home, env), "projects"), root), "chats")
 
 
 def _digest12(data: bytes) -> str:

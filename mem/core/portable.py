@@ -458,9 +458,10 @@ def load_source(location: str, *, layout: str | None = None, logs: bool = False,
     """An archive file or a memory directory; a directory's layout is guessed from where it lives."""
     if os.path.isdir(location):
         if layout is None:
-            from mem.core.paths import home_dir, qwen_memory_base
+            from mem.clients.qwen import memory_base
+            from mem.core.paths import home_dir
 
-            base = qwen_memory_base(home_dir(), os.environ)
+            base = memory_base(home_dir(), os.environ)
             inside_qwen = os.path.realpath(location).startswith(os.path.realpath(base) + os.sep)
             layout = "qwen" if inside_qwen else "claude"
         return read_directory(location, layout, logs=logs, team=team)
