@@ -208,10 +208,10 @@ def test_qwen_fixture_rows(row):
 def test_qwen_recorded_chats_dirs_are_keyed_by_the_cwd():
     # fixtures/qwen-code/home-layout.txt: sub/dir and wt have their own chats/ folders
     home = "/home/dev/qc-run/home"
-    assert qwen.transcripts_dir("/home/dev/qc-run/My Repo_v2.0+x@y/sub/dir", home) == (
+    assert qwen.transcripts_dir("/home/dev/qc-run/My Repo_v2.0+x@y/sub/dir", home=home) == (
         f"{home}/.qwen/projects/-home-dev-qc-run-My-Repo-v2-0-x-y-sub-dir/chats"
     )
-    assert qwen.transcripts_dir("/home/dev/qc-run/wt", home) == f"{home}/.qwen/projects/-home-dev-qc-run-wt/chats"
+    assert qwen.transcripts_dir("/home/dev/qc-run/wt", home=home) == f"{home}/.qwen/projects/-home-dev-qc-run-wt/chats"
 
 
 @pytest.fixture

@@ -8,18 +8,23 @@ its sessions), ``LOADS_OWN_MEMORY`` (it loads MEMORY.md and its memory
 instructions itself), ``HOOK_GROUPS`` / ``SETTINGS_SCOPES`` /
 ``SETTINGS_COMMENTS`` / ``settings_file`` / ``hooks_disabled_by`` (its hooks and
 settings files), ``home``, ``escapes_hook_context``, ``memory_on`` (its switch)
-and ``default_memory_dir`` / ``project_folder``. Core and CLI ask these, or this
-package's functions: ``memory_on`` (the one rule: does memory apply to a
-resolved directory), ``of_payload`` (who sent a hook payload), ``hook_event``,
-``of_layout``, ``payload_layout``, ``earlier_memory_dir``, ``team_tier``. No module outside
-this package compares a client's name (tests/test_structure.py).
+and ``default_memory_dir`` / ``project_folder``; a client whose memory directory
+mem resolves (``LAYOUTS``) adds ``memory_dir`` (a project's, and the rule),
+``transcripts_dir`` and ``project_bases`` (its folders of project folders).
+Core and CLI ask these, or this package's functions: ``resolve`` (which memory
+directory a project's is, by whose rule: --dir, MEM_DIR, an agent's, a client's),
+``memory_on`` (the one rule: does memory apply to a resolved directory),
+``project_bases`` (every client's projects, for --all-projects), ``of_payload``
+(who sent a hook payload), ``hook_event``, ``of_layout``, ``payload_layout``,
+``earlier_memory_dir``, ``team_tier``. No module outside this package compares a
+client's name, or reads a client's switches (tests/test_structure.py).
 
 A client's own memories (``own_memories`` of codex and gemini) are read as OwnMemory
 records, each to become one mem topic file (``as_files``): ``mem scan --client`` lists
 them and ``mem import --client`` lands them through the write path.
 
-uses: core.paths lazily (user_memory_dir), core.memdir.frontmatter (render_new), core.memdir.files
-(read_text), core.memdir.layout and core.team.routing (team_tier: is team/ a directory) lazily; the client modules: core.messages, and core.paths, core.memdir lazily
+uses: core.paths and core.errors lazily (resolve, user_memory_dir), core.memdir.frontmatter (render_new), core.memdir.files
+(read_text), core.memdir.layout and core.team.routing (team_tier: is team/ a directory) lazily; the client modules: core.messages, core.paths, and core.memdir lazily
 """
 
 from __future__ import annotations
@@ -287,19 +292,14 @@ def _check_layout(layout: str) -> None:
 def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
     """(client, folder of project folders with memory/, folder of their transcripts) for every layout.
 
-    Claude Code's and qwen-code's, in that order (what --all-projects visits); ``layout``
-    "claude" or "qwen" keeps one. A qwen-code project keeps its transcripts in ``chats/``.
+    Claude Code's and qwen-code's, in that order (what --all-projects visits: each client's
+    ``project_bases``); ``layout`` "claude" or "qwen" keeps one. A qwen-code project keeps its
+    transcripts in ``chats/``.
 
     Example: [c for c, _, _ in project_bases("qwen", {"HOME": "/h"})] == ["qwen"]
     """
-    from mem.core import paths
-
     _check_layout(layout)
-    home, environ = paths.home_dir(env), paths.environ_of(env)
-    qwen = (paths.posix_join(named("qwen").memory_base(home, environ), "projects"),
-            paths.posix_join(named("qwen").runtime_dir(home, environ), "projects"))
-    bases = [("claude", paths.posix_join(paths.memory_base(env), "projects"), paths.projects_dir(env)), ("qwen", *qwen)]
-    return [b for b in bases if layout in ("auto", b[0])]
+    return [(name, *named(name).project_bases(env)) for name in (LAYOUTS if layout == "auto" else (layout,))]
 
 
 def _explicit_dir(raw: str, home: str, what: str) -> str:
@@ -366,10 +366,10 @@ def resolve(
     settings = claude.load_settings(root, env=env, home=home, settings_file=settings_file)
     enabled, reason = claude.auto_memory_enabled(env, settings)
 
-    def made(memory: str, rule: str, kind: str, transcripts: str | None = None) -> Resolution:
+    def made(memory: str, rule: str, kind: str) -> Resolution:
         # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
-        # Code's unless the directory is qwen-code's.
-        transcripts = transcripts or claude.transcripts_dir(root, env, home)
+        # Code's unless the directory is qwen-code's (of_layout).
+        transcripts = of_layout(kind).transcripts_dir(root, env, home)
         return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
 
     if dir is not None:
@@ -381,20 +381,18 @@ def resolve(
             raise UsageError(f"--agent needs --scope ({'|'.join(claude.AGENT_SCOPES)})")
         return made(claude.agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
 
-    if layout == "qwen":
-        qwen = named("qwen")
-        qwen_key = qwen.memory_key(root, git_root, canonical, env)[0]
-        return made(qwen.keyed_memory_dir(qwen_key, home, env), "qwen", "qwen",
-                    qwen.transcripts_dir(root, home, env))
-    memory, rule = claude.memory_dir(root, canonical, settings, env, home)
-    # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
-    # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
+    first = named(LAYOUTS[0] if layout == "auto" else layout)
+    memory, rule = first.memory_dir(root, git_root, canonical, settings, env, home)
+    # Claude Code creates its memory dir at startup, so a missing one next to another client's
+    # existing one means this project is used with that client. Explicit overrides are never
+    # second-guessed. The others are imported only here: the recall hook in a Claude Code project
+    # never needs them.
     if layout == "auto" and rule == "default" and not os.path.isdir(memory):
-        qwen = named("qwen")  # imported only here: the recall hook in a Claude Code project never needs it
-        detected = qwen.keyed_memory_dir(qwen.memory_key(root, git_root, canonical, env)[0], home, env)
-        if os.path.isdir(detected):
-            return made(detected, "qwen (detected)", "qwen", qwen.transcripts_dir(root, home, env))
-    return made(memory, rule, "claude")
+        for other in map(named, LAYOUTS[1:]):
+            found, why = other.memory_dir(root, git_root, canonical, settings, env, home)
+            if os.path.isdir(found):
+                return made(found, f"{why} (detected)", other.LAYOUT)
+    return made(memory, rule, first.LAYOUT)
 
 
 def resolve_options(where: Mapping[str, object], *, reading: bool = False) -> Resolution:

@@ -246,6 +246,15 @@ def transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str |
     return paths.find_project_dir(paths.projects_dir(env, home), root)
 
 
+def project_bases(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(folder of its project folders with memory/, folder of their transcripts): under the memory
+    base and the config home (CLAUDE_CODE_REMOTE_MEMORY_DIR moves the first only).
+
+    Example: project_bases({"HOME": "/h"}) == ("/h/.claude/projects", "/h/.claude/projects")
+    """
+    return paths.posix_join(paths.memory_base(env), "projects"), paths.projects_dir(env)
+
+
 
 
 def agent_memory_dir(
@@ -280,14 +289,16 @@ def agent_memory_dir(
 
 def memory_dir(
     root: str,
+    git_root: str | None,
     canonical_git_root: str | None,
     settings: Settings,
     env: Mapping[str, str] | None = None,
     home: str | None = None,
 ) -> tuple[str, str]:
-    """getAutoMemPath, with the rule that decided: Cowork override, then settings, then the default.
+    """getAutoMemPath, with the rule that decided: Cowork override, then settings, then the default
+    (keyed by the main repository: ``git_root``, a linked worktree's own, is not asked).
 
-    Example: memory_dir("/home/u/repo", "/home/u/repo", settings)[1] == "default"
+    Example: memory_dir("/home/u/repo", "/home/u/repo", "/home/u/repo", settings)[1] == "default"
     """
     env = paths.environ_of(env)
     home = paths.home_dir(env, home)

@@ -175,12 +175,34 @@ def user_tier_dir(home: str, env: Mapping[str, str] | None = None) -> str:
     return paths.posix_join(memory_base(home, env), "memories")
 
 
-def transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = None) -> str:
+def transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
     """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
 
-    Example: transcripts_dir("/h/repo/sub", "/h") == "/h/.qwen/projects/-h-repo-sub/chats"
+    Example: transcripts_dir("/h/repo/sub", home="/h") == "/h/.qwen/projects/-h-repo-sub/chats"
     """
-    return paths.posix_join(paths.find_project_dir(paths.posix_join(runtime_dir(home, env), "projects"), root), "chats")
+    projects = paths.posix_join(runtime_dir(paths.home_dir(env, home), env), "projects")
+    return paths.posix_join(paths.find_project_dir(projects, root), "chats")
+
+
+def memory_dir(root: str, git_root: str | None, canonical: str | None, settings=None,
+               env: Mapping[str, str] | None = None, home: str | None = None) -> tuple[str, str]:
+    """Its memory directory for a project, keyed by ``memory_key``, and the rule (``qwen``); no
+    setting of Claude Code's moves it (``settings`` is not read).
+
+    Example: memory_dir("/h/repo", "/h/repo", "/h/repo", home="/h")[0] == "/h/.qwen/projects/-h-repo/memory"
+    """
+    key = memory_key(root, git_root, canonical, env)[0]
+    return keyed_memory_dir(key, paths.home_dir(env, home), env), "qwen"
+
+
+def project_bases(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(folder of its project folders with memory/, folder of their transcripts, each in ``chats/``).
+
+    Example: project_bases({"HOME": "/h"}) == ("/h/.qwen/projects", "/h/.qwen/projects")
+    """
+    home, environ = paths.home_dir(env), paths.environ_of(env)
+    return (paths.posix_join(memory_base(home, environ), "projects"),
+            paths.posix_join(runtime_dir(home, environ), "projects"))
 
 
 def home(env: Mapping[str, str] | None = None) -> str:
@@ -230,7 +252,7 @@ def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | 
 
     Example: project_folder("/h/repo/sub", home="/h") == "/h/.qwen/projects/-h-repo-sub"
     """
-    return os.path.dirname(transcripts_dir(root, paths.home_dir(env, home), _env(env)))
+    return os.path.dirname(transcripts_dir(root, _env(env), home))
 
 
 def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
