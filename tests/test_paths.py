@@ -18,14 +18,11 @@ from mem.core import paths
 from mem.core.errors import UsageError
 from mem.core.paths import (
     base36,
-    config_home,
     find_canonical_git_root,
     find_git_root,
     find_project_dir,
     len16,
-    memory_base,
     project_root,
-    projects_dir,
     resolve_canonical_root,
     sanitize_path,
     state_key,
@@ -644,16 +641,16 @@ def test_disabled_auto_memory_still_resolves_a_dir(tmp, env, home):
 
 
 def test_config_home_and_bases():
-    assert config_home({"HOME": "/h"}) == "/h/.claude"
-    assert config_home({}, "/h") == "/h/.claude"
-    assert config_home({"CLAUDE_CONFIG_DIR": "/c/cfg/"}) == "/c/cfg/"  # raw, only NFC
-    assert config_home({"CLAUDE_CONFIG_DIR": "/c/cafe\u0301"}) == "/c/café"
-    assert config_home({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == ""  # `??`: empty is used as is
-    assert projects_dir({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == "projects"
-    assert projects_dir({"CLAUDE_CONFIG_DIR": "/c/cfg/"}) == "/c/cfg/projects"
-    assert memory_base({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": ""}) == "/h/.claude"
-    assert memory_base({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt//m/"}) == "/mnt//m/"  # raw
-    assert projects_dir({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/h/.claude/projects"
+    assert claude.config_home({"HOME": "/h"}) == "/h/.claude"
+    assert claude.config_home({}, "/h") == "/h/.claude"
+    assert claude.config_home({"CLAUDE_CONFIG_DIR": "/c/cfg/"}) == "/c/cfg/"  # raw, only NFC
+    assert claude.config_home({"CLAUDE_CONFIG_DIR": "/c/cafe\u0301"}) == "/c/café"
+    assert claude.config_home({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == ""  # `??`: empty is used as is
+    assert claude.projects_dir({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == "projects"
+    assert claude.projects_dir({"CLAUDE_CONFIG_DIR": "/c/cfg/"}) == "/c/cfg/projects"
+    assert claude.memory_base({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": ""}) == "/h/.claude"
+    assert claude.memory_base({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt//m/"}) == "/mnt//m/"  # raw
+    assert claude.projects_dir({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/h/.claude/projects"
 
 
 def test_claude_config_dir_moves_memory_transcripts_and_user_settings(tmp, env):

@@ -4,7 +4,7 @@ Its rules, reimplemented exactly: the settings sources and their precedence
 (``load_settings``), isAutoMemoryEnabled (``auto_memory_enabled``), getAutoMemPath
 (``memory_dir``), its transcripts dir and getAgentMemoryDir. The client-free arithmetic they
 build on (sanitizePath and a project's folder, which qwen-code names alike,
-Node's path module, the canonical git root, the config home) is mem/core/paths.py's.
+Node's path module, the canonical git root) is mem/core/paths.py's.
 
 Transcripts (``~/.claude/projects/<sanitize(cwd)>/<session>.jsonl``): one JSON
 object per line: ``user`` / ``assistant`` lines (one content block per line;
@@ -78,6 +78,37 @@ HOOK_GROUPS = (
     Group("Stop", None, (("extract --hook --background", 10),)),
     Group("PreCompact", None, (("session compact --hook", 10),)),
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Its homes
+
+def config_home(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getClaudeConfigHomeDir: CLAUDE_CONFIG_DIR ?? ~/.claude, NFC (an empty value is used as is).
+
+    Example: config_home({"HOME": "/home/u"}) == "/home/u/.claude"
+    """
+    env = paths.environ_of(env)
+    raw = env["CLAUDE_CONFIG_DIR"] if "CLAUDE_CONFIG_DIR" in env else paths.posix_join(paths.home_dir(env, home), ".claude")
+    return paths.nfc(raw)
+
+
+def memory_base(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getMemoryBaseDir: CLAUDE_CODE_REMOTE_MEMORY_DIR (raw) when non-empty, else the config home.
+
+    Example: memory_base({"CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/mnt/m"
+    """
+    env = paths.environ_of(env)
+    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
+    return remote if remote else config_home(env, home)
+
+
+def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getProjectsDir: <config home>/projects (transcripts ignore the remote memory dir).
+
+    Example: projects_dir({"HOME": "/home/u"}) == "/home/u/.claude/projects"
+    """
+    return paths.posix_join(config_home(env, home), "projects")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +188,7 @@ def settings_path(scope: str, root: str, env: Mapping[str, str] | None = None, h
     Example: settings_path("local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
     """
     if scope == "user":
-        return paths.posix_join(paths.config_home(paths.environ_of(env), home), "settings.json")
+        return paths.posix_join(config_home(paths.environ_of(env), home), "settings.json")
     return paths.posix_join(root, ".claude", "settings.local.json" if scope == "local" else "settings.json")
 
 
@@ -234,7 +265,7 @@ def keyed_memory_dir(
 
     Example: keyed_memory_dir("/h/repo", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo/memory/"
     """
-    project_dir = paths.find_project_dir(paths.posix_join(paths.memory_base(env, home), "projects"), key_root)
+    project_dir = paths.find_project_dir(paths.posix_join(memory_base(env, home), "projects"), key_root)
     return paths.nfc(paths.posix_join(project_dir, "memory") + os.sep)
 
 
@@ -243,7 +274,7 @@ def transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str |
 
     Example: transcripts_dir("/h/repo/sub", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo-sub"
     """
-    return paths.find_project_dir(paths.projects_dir(env, home), root)
+    return paths.find_project_dir(projects_dir(env, home), root)
 
 
 def project_bases(env: Mapping[str, str] | None = None) -> tuple[str, str]:
@@ -252,7 +283,7 @@ def project_bases(env: Mapping[str, str] | None = None) -> tuple[str, str]:
 
     Example: project_bases({"HOME": "/h"}) == ("/h/.claude/projects", "/h/.claude/projects")
     """
-    return paths.posix_join(paths.memory_base(env), "projects"), paths.projects_dir(env)
+    return paths.posix_join(memory_base(env), "projects"), projects_dir(env)
 
 
 
@@ -276,7 +307,7 @@ def agent_memory_dir(
         raise UsageError(f"invalid agent type {agent_type!r}")
     env = paths.environ_of(env)
     if scope == "user":
-        return paths.posix_join(paths.memory_base(env, home), "agent-memory", name) + os.sep
+        return paths.posix_join(memory_base(env, home), "agent-memory", name) + os.sep
     root = paths.project_root(os.getcwd() if cwd is None else cwd)
     if scope == "project":
         return paths.posix_join(root, ".claude", "agent-memory", name) + os.sep

@@ -302,6 +302,7 @@ def load_context(
 
     Example: [f.kind for f in load_context("/h/repo", memory_dir="/h/m/").files] == ["project", "automem"]
     """
+    from mem.clients import claude
     from mem.core import paths
 
     env = os.environ if env is None else env
@@ -315,7 +316,7 @@ def load_context(
         ctx.files += loader.file(managed, "managed")
         ctx.files += loader.rules(os.path.join(os.path.dirname(managed), ".claude", "rules"), "managed")
 
-    config_home = paths.config_home(env, home)
+    config_home = claude.config_home(env, home)
     ctx.files += loader.file(os.path.join(config_home, "CLAUDE.md"), "user", external=True)
     ctx.files += loader.rules(os.path.join(config_home, "rules"), "user", external=True)
 
@@ -615,9 +616,10 @@ def _external_includes_approved(cwd: str, env: Mapping[str, str], home: str) -> 
     """Whether the user approved external includes for this project in Claude Code's global config."""
     import json
 
+    from mem.clients import claude
     from mem.core import paths
 
-    config_home = paths.config_home(env, home)
+    config_home = claude.config_home(env, home)
     legacy = os.path.join(config_home, ".config.json")
     path = legacy if os.path.exists(legacy) else os.path.join(env.get("CLAUDE_CONFIG_DIR") or home, ".claude.json")
     from mem.core.memdir.files import read_text

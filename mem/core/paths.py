@@ -163,7 +163,7 @@ def read_utf8(path: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Homes and bases
+# Home
 
 
 def environ_of(env: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -180,34 +180,6 @@ def home_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> s
         return home
     h = environ_of(env).get("HOME")
     return h if h else os.path.expanduser("~")
-
-
-def config_home(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """getClaudeConfigHomeDir: CLAUDE_CONFIG_DIR ?? ~/.claude, NFC (an empty value is used as is).
-
-    Example: config_home({"HOME": "/home/u"}) == "/home/u/.claude"
-    """
-    env = environ_of(env)
-    raw = env["CLAUDE_CONFIG_DIR"] if "CLAUDE_CONFIG_DIR" in env else posix_join(home_dir(env, home), ".claude")
-    return nfc(raw)
-
-
-def memory_base(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """getMemoryBaseDir: CLAUDE_CODE_REMOTE_MEMORY_DIR (raw) when non-empty, else the config home.
-
-    Example: memory_base({"CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/mnt/m"
-    """
-    env = environ_of(env)
-    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
-    return remote if remote else config_home(env, home)
-
-
-def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """getProjectsDir: <config home>/projects (transcripts ignore the remote memory dir).
-
-    Example: projects_dir({"HOME": "/home/u"}) == "/home/u/.claude/projects"
-    """
-    return posix_join(config_home(env, home), "projects")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ def _session_base(session_id: str, project: str | None, env) -> str:
 
 
 def config_dir(env=None) -> str:
-    from mem.core.paths import config_home
+    from mem.clients.claude import config_home
 
     return os.path.join(config_home(env), "session-memory", "config")
 
