@@ -2,7 +2,7 @@
 
 Example: find_project_dir("/h/.claude/projects", "/h/repo") == "/h/.claude/projects/-h-repo"
 
-The home and config home, sanitizePath (with its hash for long names) and a project's folder
+The user's home, sanitizePath (with its hash for long names) and a project's folder
 under a ``projects/`` dir, the project root and the canonical git root (read from the files, as
 Claude Code does; git is never run), validating a configured memory path, reading a JSON settings
 object, and the keys and places of mem's own state. Which directory a project's memory is, by
