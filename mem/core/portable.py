@@ -10,7 +10,7 @@ whole (paths, secrets, frontmatter, conflicts) before its first write; then ever
 through ``MemoryDir.write`` as one ``import`` operation of the history, so ``mem undo`` takes it back.
 
 uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, guards.poison.poison_problem, memdir.index.drop_pointers, paths,
-clients (each layout's frontmatter)
+clients (each layout's frontmatter; qwen-code's memory base)
 """
 
 from __future__ import annotations
