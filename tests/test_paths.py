@@ -1,4 +1,4 @@
-"""mem.core.paths: memory-dir resolution, checked against Claude Code's rules and recorded fixtures."""
+"""mem.core.paths and the directory rules of mem.clients (resolve, Claude Code's and qwen-code's modules): memory-dir resolution, checked against the clients' rules and recorded fixtures."""
 
 from __future__ import annotations
 
