@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from mem.core import paths
+from mem import clients
 
 CODEX = FIXTURES / "codex-0.171.0" / "memories" / "home" / ".codex"
 GEMINI_030 = FIXTURES / "gemini-cli-0.30.0" / "memories" / "home" / ".gemini"
@@ -56,7 +56,7 @@ def repo(isolated_env, tmp_path, monkeypatch):
 
 
 def memory_dir(repo: Path) -> Path:
-    return Path(paths.resolve(project=str(repo), layout="claude").memory_dir)
+    return Path(clients.resolve(project=str(repo), layout="claude").memory_dir)
 
 
 @pytest.fixture

@@ -108,7 +108,7 @@ def test_percentiles_by_nearest_rank():
 
 def test_mem_cost_over_the_projects_sessions_and_jobs(run_mem, isolated_env, tmp_path, memdir):
     from mem.core.memdir import events
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     project = tmp_path / "proj"
     project.mkdir()

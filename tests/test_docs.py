@@ -94,7 +94,7 @@ def test_json_fields_are_documented():
                  "unreadable"):
         assert f".TP\n\\fB{gendocs.esc(code)}\\fR\n" in scan, code
     path = _page(("mem", "path")).read_text(encoding="utf-8")
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     for field in [*resolve(dir="/tmp").as_dict(), "exists"]:
         assert f"\\fB{gendocs.esc(field)}\\fR (" in path, field

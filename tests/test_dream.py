@@ -171,7 +171,7 @@ def test_closed_gate_exits_0_with_reason_and_json(run_mem, dupes):
 def test_session_gate_opens_with_real_transcript_dir(run_mem, tmp_path, isolated_env):
     project = tmp_path / "proj"
     project.mkdir()
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     res = resolve(project=str(project))
     os.makedirs(res.memory_dir)

@@ -256,7 +256,7 @@ def test_search_transcripts_shows_the_matched_words_with_session_and_time(tmp_pa
 
 
 def test_the_dream_agent_searches_transcripts_and_cannot_read_them_raw(run_mem, tmp_path, fake_api):
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     project = tmp_path / "proj"
     project.mkdir()

@@ -13,7 +13,7 @@ from conftest import FIXTURES
 from mem.core.memdir.store import MemoryDir
 from mem.cli import cli
 from mem.core import evaluate, recall
-from mem.core.paths import claude_transcripts_dir
+from mem.clients.claude import transcripts_dir
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "memory"
 #: Where the recorded session's memory directory was on the recording machine.
@@ -167,7 +167,7 @@ def test_eval_from_the_project_transcripts(tmp_path, monkeypatch):
     project.mkdir()
     memdir = tmp_path / "memory"
     session = _recorded_session(memdir, tmp_path)
-    where = Path(claude_transcripts_dir(str(project)))
+    where = Path(transcripts_dir(str(project)))
     where.mkdir(parents=True)
     shutil.copy(session, where / "5e55-recorded.jsonl")
     monkeypatch.chdir(project)

@@ -124,11 +124,11 @@ def test_a_file_that_is_not_a_transcript_is_an_error_not_nothing_new(fake_api, m
 
 
 def test_default_transcript_is_the_projects_newest(fake_api, memdir, run_mem, tmp_path):
-    from mem.core.paths import claude_transcripts_dir
+    from mem.clients.claude import transcripts_dir
 
     project = tmp_path / "proj"
     project.mkdir()
-    tdir = Path(claude_transcripts_dir(str(project)))
+    tdir = Path(transcripts_dir(str(project)))
     tdir.mkdir(parents=True)
     (tdir / "old.jsonl").write_text(line("o1", "user", "old session", session="old"))
     os.utime(tdir / "old.jsonl", (1_600_000_000, 1_600_000_000))
@@ -182,7 +182,7 @@ def payload_for(transcript: Path, cwd: Path, fixture: str = "claude-code-05-Stop
 
 
 def test_hook_resolves_the_memory_dir_from_the_payload(fake_api, run_mem, transcript, tmp_path):
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     project = tmp_path / "repo"
     project.mkdir()

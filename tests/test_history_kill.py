@@ -151,16 +151,16 @@ def test_forget_killed_at_every_step_is_finished_by_forget_again(world):
 
 def test_relocate_merge_killed_at_every_step_is_finished_by_relocate_again(tmp_path):
     from conftest import git, write_memory
-    from mem.core import paths
+    from mem import clients
 
     old, new = tmp_path / "old", tmp_path / "new"
     old.mkdir()
     git("init", "-q", cwd=old)
-    memory = Path(paths.resolve(project=str(old)).memory_dir)
+    memory = Path(clients.resolve(project=str(old)).memory_dir)
     write_memory(memory, "user_role.md", name="role", description="the user's role")
     (memory / "MEMORY.md").write_text("- [Role](user_role.md) — the user's role\n")
     shutil.move(old, new)
-    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    new_memory = Path(clients.resolve(project=str(new)).memory_dir)
     write_memory(new_memory, "project_new.md", name="new", description="written after the move", type="project")
     (new_memory / "MEMORY.md").write_text("- [New](project_new.md) — written after the move\n")
     state = Path(os.environ["MEM_STATE_DIR"])

@@ -78,17 +78,17 @@ def _relocate(old: str, new: str) -> None:
 def test_relocate_while_the_old_session_saves_loses_nothing(tmp_path, iteration):
     from conftest import git, write_memory
 
-    from mem.core import paths
+    from mem import clients
 
     old, new = tmp_path / "old", tmp_path / "new"
     old.mkdir()
     git("init", "-q", cwd=old)
-    memory = Path(paths.resolve(project=str(old)).memory_dir)
+    memory = Path(clients.resolve(project=str(old)).memory_dir)
     for n in range(4):
         write_memory(memory, f"topic_{n}.md", name=f"topic {n}", description=f"topic {n}")
     (memory / "MEMORY.md").write_text("".join(f"- [Topic {n}](topic_{n}.md) — topic {n}\n" for n in range(4)))
     shutil.move(old, new)
-    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    new_memory = Path(clients.resolve(project=str(new)).memory_dir)
     write_memory(new_memory, "project_new.md", name="new", description="written after the move", type="project")
     (new_memory / "MEMORY.md").write_text("- [New](project_new.md) — written after the move\n")
     ctx = multiprocessing.get_context("fork")

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from conftest import FIXTURES, write_memory
 
 from mem.cli import cli
-from mem.core import install, paths
+from mem import clients
+from mem.core import install
 
 RECORDED = {"codex": FIXTURES / "codex-0.171.0" / "hooks" / "hooks",
             "gemini": FIXTURES / "gemini-cli-0.61.0" / "hooks" / "hooks"}
@@ -173,7 +174,7 @@ def project(tmp_path, monkeypatch):
     monkeypatch.delenv("MEM_DIR", raising=False)
     repo = tmp_path / "repo"
     repo.mkdir()
-    memory = Path(paths.resolve(project=str(repo), layout="claude").memory_dir)
+    memory = Path(clients.resolve(project=str(repo), layout="claude").memory_dir)
     memory.mkdir(parents=True)
     write_memory(memory, "staging.md", name="staging", description="staging deploys fail on migration timeouts",
                  type="project", body="Rerun with MIGRATION_TIMEOUT=900.\n")

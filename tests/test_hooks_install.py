@@ -14,7 +14,8 @@ from click.testing import CliRunner
 from conftest import FIXTURES, write_memory
 
 from mem.cli import cli
-from mem.core import install, paths
+from mem import clients
+from mem.core import install
 
 HOOKS = FIXTURES / "hooks"
 
@@ -236,7 +237,7 @@ def project(tmp_path, monkeypatch):
     repo.mkdir()
     dirs = {}
     for layout in ("claude", "qwen"):
-        memory = Path(paths.resolve(project=str(repo), layout=layout).memory_dir)
+        memory = Path(clients.resolve(project=str(repo), layout=layout).memory_dir)
         memory.mkdir(parents=True)
         write_memory(memory, "staging.md", name="staging", description="staging deploys fail on migration timeouts",
                      type="project", body="Rerun with MIGRATION_TIMEOUT=900.\n")

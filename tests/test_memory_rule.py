@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_memory
-from mem.core import paths
+from mem import clients
 
 OFF = {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
 PROMPT = "staging deploy migration timeout"
@@ -29,9 +29,9 @@ def dirs(tmp_path, monkeypatch):
     repo = tmp_path / "repo"
     repo.mkdir()
     found = {
-        "claude": Path(paths.resolve(project=str(repo), layout="claude").memory_dir),
+        "claude": Path(clients.resolve(project=str(repo), layout="claude").memory_dir),
         "agent": repo / ".claude" / "agent-memory" / "rev",
-        "qwen": Path(paths.resolve(project=str(repo), layout="qwen").memory_dir),
+        "qwen": Path(clients.resolve(project=str(repo), layout="qwen").memory_dir),
         "own": tmp_path / "own",
     }
     for name, d in found.items():

@@ -1,4 +1,4 @@
-"""mem.core.paths: memory-dir resolution, checked against Claude Code's rules and recorded fixtures."""
+"""mem.core.paths and the directory rules of mem.clients (resolve, Claude Code's and qwen-code's modules): memory-dir resolution, checked against the clients' rules and recorded fixtures."""
 
 from __future__ import annotations
 
@@ -13,27 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mem.clients import Resolution, claude, qwen, resolve
 from mem.core import paths
 from mem.core.errors import UsageError
 from mem.core.paths import (
-    Resolution,
-    agent_memory_dir,
-    auto_memory_enabled,
     base36,
-    claude_default_memory_dir,
-    claude_transcripts_dir,
-    config_home,
     find_canonical_git_root,
     find_git_root,
     find_project_dir,
     len16,
-    load_settings,
-    memory_base,
     project_root,
-    projects_dir,
-    qwen_memory_dir,
-    qwen_transcripts_dir,
-    resolve,
     resolve_canonical_root,
     sanitize_path,
     state_key,
@@ -194,9 +183,9 @@ def test_string_hash_wraps_signed_32_bit():
 def test_claude_fixture_rows(row):
     home = "/home/dev/cc-run/home"
     key = RECORDED_WORKTREES.get(row["git_toplevel"], row["git_toplevel"]) or row["cwd"]
-    assert claude_default_memory_dir(key, {"HOME": home}) == row["memory_dir"]
-    assert claude_transcripts_dir(row["cwd"], {"HOME": home}) == row["transcript_project_dir"]
-    assert claude_default_memory_dir(key, {}, home) == row["memory_dir"]
+    assert claude.keyed_memory_dir(key, {"HOME": home}) == row["memory_dir"]
+    assert claude.transcripts_dir(row["cwd"], {"HOME": home}) == row["transcript_project_dir"]
+    assert claude.keyed_memory_dir(key, {}, home) == row["memory_dir"]
 
 
 def test_claude_fixture_long_row_reproduces_the_recorded_hash():
@@ -210,16 +199,16 @@ def test_claude_fixture_long_row_reproduces_the_recorded_hash():
 @pytest.mark.parametrize("row", QWEN_ROWS, ids=lambda r: r["cwd"][-30:])
 def test_qwen_fixture_rows(row):
     key = RECORDED_WORKTREES.get(row["git_toplevel"], row["git_toplevel"]) or row["cwd"]
-    assert qwen_memory_dir(key, "/home/dev/qc-run/home") == row["memory_dir"]
+    assert qwen.keyed_memory_dir(key, "/home/dev/qc-run/home") == row["memory_dir"]
 
 
 def test_qwen_recorded_chats_dirs_are_keyed_by_the_cwd():
     # fixtures/qwen-code/home-layout.txt: sub/dir and wt have their own chats/ folders
     home = "/home/dev/qc-run/home"
-    assert qwen_transcripts_dir("/home/dev/qc-run/My Repo_v2.0+x@y/sub/dir", home) == (
+    assert qwen.transcripts_dir("/home/dev/qc-run/My Repo_v2.0+x@y/sub/dir", home=home) == (
         f"{home}/.qwen/projects/-home-dev-qc-run-My-Repo-v2-0-x-y-sub-dir/chats"
     )
-    assert qwen_transcripts_dir("/home/dev/qc-run/wt", home) == f"{home}/.qwen/projects/-home-dev-qc-run-wt/chats"
+    assert qwen.transcripts_dir("/home/dev/qc-run/wt", home=home) == f"{home}/.qwen/projects/-home-dev-qc-run-wt/chats"
 
 
 @pytest.fixture
@@ -549,7 +538,7 @@ def test_unreadable_or_invalid_settings_are_absent(tmp, env, home):
     (tmp / "managed-settings.json").write_text("[1, 2]")
     write_json(home / ".claude" / "settings.json", {"autoMemoryDirectory": "/u/mem"})
     assert resolve(project=str(project), env=env).memory_dir == "/u/mem/"
-    s = load_settings(str(project), env=env)
+    s = claude.load_settings(str(project), env=env)
     assert [(x.name, x.data) for x in s.sources][:3] == [("policy", None), ("local", None), ("project", None)]
 
 
@@ -568,12 +557,12 @@ def test_flag_settings_inline_json_and_errors(tmp, env):
 
 
 def test_managed_settings_path(monkeypatch):
-    assert paths.managed_settings_path({"MEM_MANAGED_SETTINGS": "/x.json"}) == "/x.json"
-    assert paths.managed_settings_path({"MEM_MANAGED_SETTINGS": ""}) is None
+    assert claude.managed_settings_path({"MEM_MANAGED_SETTINGS": "/x.json"}) == "/x.json"
+    assert claude.managed_settings_path({"MEM_MANAGED_SETTINGS": ""}) is None
     monkeypatch.setattr(sys, "platform", "linux")
-    assert paths.managed_settings_path({}) == "/etc/claude-code/managed-settings.json"
+    assert claude.managed_settings_path({}) == "/etc/claude-code/managed-settings.json"
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert paths.managed_settings_path({}) == "/Library/Application Support/ClaudeCode/managed-settings.json"
+    assert claude.managed_settings_path({}) == "/Library/Application Support/ClaudeCode/managed-settings.json"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -604,13 +593,13 @@ def test_managed_settings_path(monkeypatch):
     ],
 )
 def test_auto_memory_env_switches(extra, expected):
-    assert auto_memory_enabled(extra, None) == expected
+    assert claude.auto_memory_enabled(extra, None) == expected
 
 
 @pytest.mark.parametrize("value", ["0", "false", "no", "off", " OFF "])
 def test_defined_falsy_disable_forces_on_over_everything(value):
     env = {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": value, "CLAUDE_CODE_SIMPLE": "1", "CLAUDE_CODE_REMOTE": "1"}
-    assert auto_memory_enabled(env, {"autoMemoryEnabled": False}) == (True, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={value}")
+    assert claude.auto_memory_enabled(env, {"autoMemoryEnabled": False}) == (True, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={value}")
 
 
 def test_auto_memory_settings_precedence(tmp, env, home):
@@ -636,7 +625,7 @@ def test_auto_memory_settings_precedence(tmp, env, home):
 def test_non_boolean_auto_memory_enabled_is_ignored(tmp, env):
     project = tmp / "p"
     write_json(project / ".claude" / "settings.json", {"autoMemoryEnabled": "false"})
-    assert auto_memory_enabled(env, load_settings(str(project), env=env)) == (True, "default")
+    assert claude.auto_memory_enabled(env, claude.load_settings(str(project), env=env)) == (True, "default")
 
 
 def test_disabled_auto_memory_still_resolves_a_dir(tmp, env, home):
@@ -652,16 +641,16 @@ def test_disabled_auto_memory_still_resolves_a_dir(tmp, env, home):
 
 
 def test_config_home_and_bases():
-    assert config_home({"HOME": "/h"}) == "/h/.claude"
-    assert config_home({}, "/h") == "/h/.claude"
-    assert config_home({"CLAUDE_CONFIG_DIR": "/c/cfg/"}) == "/c/cfg/"  # raw, only NFC
-    assert config_home({"CLAUDE_CONFIG_DIR": "/c/cafe\u0301"}) == "/c/café"
-    assert config_home({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == ""  # `??`: empty is used as is
-    assert projects_dir({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == "projects"
-    assert projects_dir({"CLAUDE_CONFIG_DIR": "/c/cfg/"}) == "/c/cfg/projects"
-    assert memory_base({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": ""}) == "/h/.claude"
-    assert memory_base({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt//m/"}) == "/mnt//m/"  # raw
-    assert projects_dir({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/h/.claude/projects"
+    assert claude.config_home({"HOME": "/h"}) == "/h/.claude"
+    assert claude.config_home({}, "/h") == "/h/.claude"
+    assert claude.config_home({"CLAUDE_CONFIG_DIR": "/c/cfg/"}) == "/c/cfg/"  # raw, only NFC
+    assert claude.config_home({"CLAUDE_CONFIG_DIR": "/c/cafe\u0301"}) == "/c/café"
+    assert claude.config_home({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == ""  # `??`: empty is used as is
+    assert claude.projects_dir({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == "projects"
+    assert claude.projects_dir({"CLAUDE_CONFIG_DIR": "/c/cfg/"}) == "/c/cfg/projects"
+    assert claude.memory_base({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": ""}) == "/h/.claude"
+    assert claude.memory_base({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt//m/"}) == "/mnt//m/"  # raw
+    assert claude.projects_dir({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/h/.claude/projects"
 
 
 def test_claude_config_dir_moves_memory_transcripts_and_user_settings(tmp, env):
@@ -691,13 +680,13 @@ def test_agent_memory_scopes(tmp, make_repo, env, home):
     repo = make_repo(tmp / "repo")
     sub = repo / "sub"
     sub.mkdir()
-    assert agent_memory_dir("my-plugin:reviewer", "user", str(sub), env) == f"{home}/.claude/agent-memory/my-plugin-reviewer/"
-    assert agent_memory_dir("rev", "project", str(sub), env) == f"{sub}/.claude/agent-memory/rev/"
-    assert agent_memory_dir("rev", "local", str(sub), env) == f"{sub}/.claude/agent-memory-local/rev/"
+    assert claude.agent_memory_dir("my-plugin:reviewer", "user", str(sub), env) == f"{home}/.claude/agent-memory/my-plugin-reviewer/"
+    assert claude.agent_memory_dir("rev", "project", str(sub), env) == f"{sub}/.claude/agent-memory/rev/"
+    assert claude.agent_memory_dir("rev", "local", str(sub), env) == f"{sub}/.claude/agent-memory-local/rev/"
     remote = {**env, "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/r"}
-    assert agent_memory_dir("rev", "user", str(sub), remote) == "/mnt/r/agent-memory/rev/"
-    assert agent_memory_dir("rev", "project", str(sub), remote) == f"{sub}/.claude/agent-memory/rev/"
-    assert agent_memory_dir("a:b:c", "local", str(sub), remote) == (
+    assert claude.agent_memory_dir("rev", "user", str(sub), remote) == "/mnt/r/agent-memory/rev/"
+    assert claude.agent_memory_dir("rev", "project", str(sub), remote) == f"{sub}/.claude/agent-memory/rev/"
+    assert claude.agent_memory_dir("a:b:c", "local", str(sub), remote) == (
         f"/mnt/r/projects/{sanitize_path(str(repo))}/agent-memory-local/a-b-c/"
     )
 

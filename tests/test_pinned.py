@@ -133,13 +133,13 @@ def test_the_extract_and_dream_agents_tools_refuse_pinned_files(memory):
 
 
 def test_a_relocation_that_merges_leaves_pinned_files_where_they_are_and_says_so(tmp_path, run_mem, monkeypatch):
-    from mem.core import paths
+    from mem import clients
 
     monkeypatch.delenv("MEM_DIR", raising=False)
     old, new = tmp_path / "old", tmp_path / "new"
     new.mkdir()
-    old_memory = Path(paths.resolve(project=str(old)).memory_dir)
-    new_memory = Path(paths.resolve(project=str(new)).memory_dir)
+    old_memory = Path(clients.resolve(project=str(old)).memory_dir)
+    new_memory = Path(clients.resolve(project=str(new)).memory_dir)
     write_memory(old_memory, PINNED, name="architecture", description="how it is built", body=BODY)
     write_memory(old_memory, "b.md", name="b", description="b", body="B.\n")
     write_memory(new_memory, "c.md", name="c", description="c", body="C.\n")  # so the two are merged

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import FIXTURES, write_memory
 from mem.core.memdir.store import MemoryDir
-from mem.core import paths, prompt
+from mem import clients
+from mem.core import prompt
 from mem.core.jscompat import len16
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,7 +204,7 @@ def project(tmp_path, monkeypatch):
     monkeypatch.delenv("MEM_DIR", raising=False)
     repo = tmp_path / "repo"
     repo.mkdir()
-    mem = Path(paths.resolve(project=str(repo)).memory_dir)
+    mem = Path(clients.resolve(project=str(repo)).memory_dir)
     mem.mkdir(parents=True)
     (mem / "MEMORY.md").write_text("- [Tabs](tabs.md) — tabs not spaces\n")
     return repo, mem

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import write_memory
+from mem import clients
+from mem.clients import qwen
 from mem.core import paths
 
 
@@ -59,14 +61,14 @@ def test_the_installed_release_decides_the_folder(worktree, tmp_path):
     repo, wt = worktree
     for version, keyed_by in (("0.15.10", repo), ("0.24.4", wt)):
         env = {**os.environ, "PATH": install_qwen(tmp_path, version)}
-        assert paths.qwen_version(env) == tuple(int(p) for p in version.split("."))
+        assert qwen.installed_version(env) == tuple(int(p) for p in version.split("."))
         for where in (wt, wt / "sub"):
-            assert paths.resolve(project=str(where), layout="qwen", env=env).memory_dir == folder(keyed_by)
+            assert clients.resolve(project=str(where), layout="qwen", env=env).memory_dir == folder(keyed_by)
     env = {**os.environ, "PATH": str(tmp_path / "nothing")}
-    assert paths.qwen_version(env) is None  # not installed: the current release's rule
-    assert paths.resolve(project=str(wt), layout="qwen", env=env).memory_dir == folder(wt)
+    assert qwen.installed_version(env) is None  # not installed: the current release's rule
+    assert clients.resolve(project=str(wt), layout="qwen", env=env).memory_dir == folder(wt)
     env["QWEN_CODE_MEMORY_PROJECT_SCOPE"] = "workspace"
-    assert paths.resolve(project=str(wt / "sub"), layout="qwen", env=env).memory_dir == folder(wt / "sub")
+    assert clients.resolve(project=str(wt / "sub"), layout="qwen", env=env).memory_dir == folder(wt / "sub")
 
 
 def test_a_qwen_hook_in_a_worktree_recalls_the_worktrees_memory(worktree, tmp_path, run_mem):
@@ -108,13 +110,13 @@ def test_qwen_codes_own_dirs_move_with_its_environment(tmp_path):
     project.mkdir()
     slug = paths.sanitize_path(str(project))
     env = {**os.environ, "QWEN_HOME": str(tmp_path / "qh")}
-    r = paths.resolve(project=str(project), layout="qwen", env=env)
+    r = clients.resolve(project=str(project), layout="qwen", env=env)
     assert (r.memory_dir, r.transcripts_dir) == (f"{tmp_path}/qh/projects/{slug}/memory", f"{tmp_path}/qh/projects/{slug}/chats")
     env["QWEN_RUNTIME_DIR"] = str(tmp_path / "rt")
     env["QWEN_CODE_MEMORY_BASE_DIR"] = str(tmp_path / "mb")
-    r = paths.resolve(project=str(project), layout="qwen", env=env)
+    r = clients.resolve(project=str(project), layout="qwen", env=env)
     assert (r.memory_dir, r.transcripts_dir) == (f"{tmp_path}/mb/projects/{slug}/memory", f"{tmp_path}/rt/projects/{slug}/chats")
-    assert [b for b in paths.project_bases("qwen", env)] == [("qwen", f"{tmp_path}/mb/projects", f"{tmp_path}/rt/projects")]
+    assert [b for b in clients.project_bases("qwen", env)] == [("qwen", f"{tmp_path}/mb/projects", f"{tmp_path}/rt/projects")]
     from mem.core.install import settings_path
 
     assert settings_path("qwen", "user", str(project), env) == f"{tmp_path}/qh/settings.json"
@@ -125,7 +127,7 @@ def test_a_qwen_code_projects_user_level_is_its_user_tier(tmp_path, run_mem):
     real client): for its projects, that is the user level mem path --user names and promote moves to."""
     project = tmp_path / "p"
     project.mkdir()
-    memory = Path(paths.resolve(project=str(project), layout="qwen").memory_dir)
+    memory = Path(clients.resolve(project=str(project), layout="qwen").memory_dir)
     write_memory(memory, "pnpm.md", name="pnpm", description="the user prefers pnpm", body="pnpm.\n")
     (memory / "MEMORY.md").write_text("- [pnpm](pnpm.md) — the user prefers pnpm\n")
     tier = Path.home() / ".qwen" / "memories"

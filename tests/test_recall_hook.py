@@ -13,7 +13,8 @@ import pytest
 
 from conftest import FIXTURES, write_memory
 from mem.core.memdir.store import MemoryDir
-from mem.core import paths, recall
+from mem import clients
+from mem.core import recall
 from mem.core.jscompat import len16
 
 HOOKS = FIXTURES / "hooks"
@@ -27,7 +28,7 @@ def project(tmp_path, monkeypatch):
     monkeypatch.delenv("MEM_DIR", raising=False)
     repo = tmp_path / "repo"
     repo.mkdir()
-    mem = Path(paths.resolve(project=str(repo)).memory_dir)
+    mem = Path(clients.resolve(project=str(repo)).memory_dir)
     mem.mkdir(parents=True)
     write_memory(mem, "staging.md", name="staging", description="staging deploys fail on migration timeouts",
                  type="project", body="Rerun with MIGRATION_TIMEOUT=900.\n")
@@ -161,12 +162,12 @@ def qwen_project(tmp_path, monkeypatch):
     monkeypatch.delenv("MEM_DIR", raising=False)
     repo = tmp_path / "repo"
     repo.mkdir()
-    mem = Path(paths.resolve(project=str(repo), layout="qwen").memory_dir)
+    mem = Path(clients.resolve(project=str(repo), layout="qwen").memory_dir)
     mem.mkdir(parents=True)
     write_memory(mem, "staging.md", name="staging", description="staging deploys fail on migration timeouts",
                  type="project", body="Rerun with MIGRATION_TIMEOUT=900.\n")
     # Claude's memory dir for the same project exists too: the payload decides which one is meant
-    claude = Path(paths.resolve(project=str(repo), layout="claude").memory_dir)
+    claude = Path(clients.resolve(project=str(repo), layout="claude").memory_dir)
     claude.mkdir(parents=True)
     write_memory(claude, "other.md", name="other", description="staging deploys in the other client", body="x\n")
     return repo, mem

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES, git, write_memory
 from mem.cli import cli
+from mem import clients
+from mem.clients import claude
 from mem.core import paths
 from mem.core.relocate import decode_name
 
@@ -38,7 +40,7 @@ def checkout(path: Path, *, transcript: bool = True) -> Path:
     """A git checkout with the example memory and (optionally) one Claude Code transcript recorded in it."""
     path.mkdir(parents=True)
     git("init", "-q", cwd=path)
-    memory = Path(paths.resolve(project=str(path)).memory_dir)
+    memory = Path(clients.resolve(project=str(path)).memory_dir)
     shutil.copytree(EXAMPLES, memory)
     if transcript:  # a real Claude Code transcript, as if recorded here
         text = (FIXTURES / "transcripts" / "claude-code-01-hello.jsonl").read_text()
@@ -105,7 +107,7 @@ def moved(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
     old, new = tmp_path / "old", tmp_path / "new"
     memory = checkout(old)
     shutil.move(old, new)
-    return old, new, memory, Path(paths.resolve(project=str(new)).memory_dir)
+    return old, new, memory, Path(clients.resolve(project=str(new)).memory_dir)
 
 
 def test_relocating_into_memory_that_exists_merges_through_the_write_path(tmp_path):
@@ -151,7 +153,7 @@ def test_a_transcript_is_never_overwritten(tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
     memory = checkout(old)
     shutil.move(old, new)
-    new_folder = Path(paths.claude_transcripts_dir(str(new)))
+    new_folder = Path(claude.transcripts_dir(str(new)))
     new_folder.mkdir(parents=True)
     (new_folder / "0b5c6d1e-s1.jsonl").write_text("{}\n")
     r = mem("relocate", str(old), str(new))
@@ -163,7 +165,7 @@ def test_qwen_code_folders_move_too(tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
     old.mkdir()
     git("init", "-q", cwd=old)
-    memory = Path(paths.resolve(project=str(old), layout="qwen").memory_dir)
+    memory = Path(clients.resolve(project=str(old), layout="qwen").memory_dir)
     shutil.copytree(EXAMPLES, memory)
     chats = memory.parent / "chats"
     chats.mkdir()

@@ -75,7 +75,7 @@ def test_session_update_sends_no_secret_from_the_transcript_or_the_notes(run_mem
 
 
 def test_dream_search_transcripts_sends_no_secret(run_mem, tmp_path, fake_api):
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     project = tmp_path / "proj"
     project.mkdir()

@@ -9,7 +9,8 @@ import pytest
 
 from conftest import FIXTURES, write_memory
 from mem.core.memdir.store import MemoryDir
-from mem.core import paths, recall, toolmatch
+from mem import clients
+from mem.core import recall, toolmatch
 
 HOOKS = FIXTURES / "hooks"
 
@@ -20,7 +21,7 @@ def project(tmp_path, monkeypatch):
     monkeypatch.delenv("MEM_DIR", raising=False)
     repo = tmp_path / "repo"
     repo.mkdir()
-    mem = Path(paths.resolve(project=str(repo)).memory_dir)
+    mem = Path(clients.resolve(project=str(repo)).memory_dir)
     mem.mkdir(parents=True)
     write_memory(mem, "feedback_no_force_push.md", name="no-force-push", description="never force-push main",
                  type="feedback", body="Never run `git push --force` (or `git push -f`) on main.\n")
@@ -101,7 +102,7 @@ def test_the_session_budget_is_shared_with_prompt_recall(project, tmp_path, run_
 def test_qwen_code_write_file_payload(project, tmp_path, run_mem):
     repo, mem = project
     # the recorded payload is qwen-code's own: its memory dir is the qwen layout's
-    qmem = Path(paths.resolve(project=str(repo), layout="qwen").memory_dir)
+    qmem = Path(clients.resolve(project=str(repo), layout="qwen").memory_dir)
     qmem.mkdir(parents=True)
     write_memory(qmem, "feedback_migrations.md", name="migrations-reversible", description="migrations need a downgrade",
                  type="feedback", body="Every file under `migrations/` implements `downgrade()`.\n")

@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import click
 
-LAYOUTS = ("auto", "claude", "qwen")
+from mem.clients import LAYOUT_CHOICES
+
 SCOPES = ("user", "project", "local")
 
 
@@ -41,7 +42,7 @@ def memory_dir_options(f: Callable) -> Callable:
         help="Resolve the memory directory of this project (default: the current directory).",
     )
     @click.option(
-        "--layout", type=click.Choice(LAYOUTS), default="auto", show_default=True,
+        "--layout", type=click.Choice(LAYOUT_CHOICES), default="auto", show_default=True,
         help="Claude Code (~/.claude) or qwen-code (~/.qwen) layout; auto picks qwen only when just it exists.",
     )
     @click.option("--agent", metavar="TYPE", help="Use the agent memory of this agent type (needs --scope).")
@@ -59,8 +60,8 @@ def memory_dir_options(f: Callable) -> Callable:
 
 
 def resolve_dir(where: dict, *, reading: bool = False):
-    """The Resolution for the options collected by ``memory_dir_options`` (see paths.resolve_options)."""
-    from mem.core.paths import resolve_options
+    """The Resolution for the options collected by ``memory_dir_options`` (see mem.clients.resolve_options)."""
+    from mem.clients import resolve_options
 
     return resolve_options(where, reading=reading)
 

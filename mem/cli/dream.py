@@ -120,7 +120,7 @@ def _targets(where: dict, all_projects: bool, repo: str | None) -> list[tuple[st
         res = resolve_dir(where)
         return [(res.memory_dir, res.transcripts_dir, repo or res.git_root)]
     from mem.clients import named
-    from mem.core.paths import project_bases
+    from mem.clients import project_bases
 
     out = []
     for client, memory_base, transcripts_base in project_bases(where.get("layout") or "auto"):

@@ -232,7 +232,7 @@ def _all_projects_targets(layout: str, transcripts: bool) -> list:
     """
     from mem.clients import named
     from mem.core import grep as core
-    from mem.core.paths import project_bases
+    from mem.clients import project_bases
 
     found = []
     for client, memory_base, transcripts_base in project_bases(layout):

@@ -104,7 +104,7 @@ def import_cmd(ctx: click.Context, source: str | None, from_project: str | None,
     from mem.core import portable
     from mem.core.guards.control import printable
     from mem.core.memdir.store import MemoryDir
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     if sum(x is not None for x in (source, from_project, client)) != 1:
         raise UsageError("give one of FILE|DIR, --from-project PATH or --client NAME")

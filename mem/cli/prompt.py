@@ -130,7 +130,7 @@ def _client_loads_it(payload, resolution, where: dict) -> bool:
     gets the full text.
     """
     from mem.clients import memory_on, named
-    from mem.core.paths import resolve
+    from mem.clients import resolve
 
     client = named(payload.client)
     if not client.LOADS_OWN_MEMORY:

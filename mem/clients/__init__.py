@@ -8,23 +8,30 @@ its sessions), ``LOADS_OWN_MEMORY`` (it loads MEMORY.md and its memory
 instructions itself), ``HOOK_GROUPS`` / ``SETTINGS_SCOPES`` /
 ``SETTINGS_COMMENTS`` / ``settings_file`` / ``hooks_disabled_by`` (its hooks and
 settings files), ``home``, ``escapes_hook_context``, ``memory_on`` (its switch)
-and ``default_memory_dir`` / ``project_folder``. Core and CLI ask these, or this
-package's functions: ``memory_on`` (the one rule: does memory apply to a
-resolved directory), ``of_payload`` (who sent a hook payload), ``hook_event``,
-``of_layout``, ``payload_layout``, ``earlier_memory_dir``, ``team_tier``. No module outside
-this package compares a client's name (tests/test_structure.py).
+and ``default_memory_dir`` / ``project_folder``; a client whose memory directory
+mem resolves (``LAYOUTS``) adds ``memory_dir`` (a project's, and the rule),
+``transcripts_dir`` and ``project_bases`` (its folders of project folders).
+Core and CLI ask these, or this package's functions: ``resolve`` (which memory
+directory a project's is, by whose rule: --dir, MEM_DIR, an agent's, a client's),
+``memory_on`` (the one rule: does memory apply to a resolved directory),
+``project_bases`` (every client's projects, for --all-projects), ``of_payload``
+(who sent a hook payload), ``hook_event``, ``of_layout``, ``payload_layout``,
+``earlier_memory_dir``, ``team_tier``. No module outside this package compares a
+client's name, or reads a client's switches (tests/test_structure.py).
 
 A client's own memories (``own_memories`` of codex and gemini) are read as OwnMemory
 records, each to become one mem topic file (``as_files``): ``mem scan --client`` lists
 them and ``mem import --client`` lands them through the write path.
 
-uses: core.paths lazily (user_memory_dir), core.memdir.frontmatter (render_new), core.memdir.files
-(read_text), core.memdir.layout and core.team.routing (team_tier: is team/ a directory) lazily; the client modules: core.messages, and core.paths, core.memdir lazily
+uses: core.paths and core.errors lazily (resolve, user_memory_dir), core.memdir.frontmatter (render_new), core.memdir.files
+(read_text), core.memdir.layout and core.team.routing (team_tier: is team/ a directory) lazily; the client modules: core.messages, core.paths, and core.memdir lazily
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from typing import NamedTuple
 
 #: The clients mem installs hooks for (``mem hooks install --client``).
@@ -266,3 +273,148 @@ def team_tier(resolution, env=None) -> TeamTier:
     d = team_dir(resolution.memory_dir)
     on = MemoryDir(resolution.memory_dir).team_enabled
     return TeamTier(d, on, "team/ is a directory" if on else "no team/ directory", False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which memory directory: the one entry point
+
+#: ``--layout``: a client's directory layout, or auto (Claude Code's, unless only qwen-code's is there).
+LAYOUT_CHOICES = ("auto", *LAYOUTS)
+
+
+def _check_layout(layout: str) -> None:
+    from mem.core.errors import UsageError
+
+    if layout not in LAYOUT_CHOICES:
+        raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUT_CHOICES)})")
+
+
+def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
+    """(client, folder of project folders with memory/, folder of their transcripts) for every layout.
+
+    Claude Code's and qwen-code's, in that order (what --all-projects visits: each client's
+    ``project_bases``); ``layout`` "claude" or "qwen" keeps one. A qwen-code project keeps its
+    transcripts in ``chats/``.
+
+    Example: [c for c, _, _ in project_bases("qwen", {"HOME": "/h"})] == ["qwen"]
+    """
+    _check_layout(layout)
+    return [(name, *named(name).project_bases(env)) for name in (LAYOUTS if layout == "auto" else (layout,))]
+
+
+def _explicit_dir(raw: str, home: str, what: str) -> str:
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    if not raw:
+        raise UsageError(f"{what} is empty")
+    if "\0" in raw:
+        raise UsageError(f"{what} contains a NUL byte")
+    if raw == "~" or raw.startswith("~/"):
+        raw = home + raw[1:]
+    elif raw.startswith("~"):
+        raw = os.path.expanduser(raw)
+    path = paths.posix_resolve(raw)
+    return path if path.endswith(os.sep) else path + os.sep
+
+
+class Resolution(NamedTuple):
+    """A project's memory directory, the rule that chose it, and what the rule read on the way."""
+
+    memory_dir: str  # Claude form ends with exactly one os.sep; qwen's recorded form has none
+    rule: str  # which rule decided
+    layout: str  # "claude" | "qwen" | "agent" | "dir"
+    project_root: str
+    git_root: str | None
+    canonical_git_root: str | None
+    auto_memory_enabled: bool
+    auto_memory_reason: str
+    transcripts_dir: str | None
+
+    def as_dict(self) -> dict:
+        return self._asdict()
+
+
+def resolve(
+    *,
+    dir: str | None = None,
+    project: str | None = None,
+    layout: str = "auto",
+    agent: str | None = None,
+    scope: str | None = None,
+    settings_file: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+) -> Resolution:
+    """The memory dir for a project and the rule that chose it: --dir, MEM_DIR, agent, qwen, Claude.
+
+    Example: resolve(project="/home/u/repo").rule == "default"
+    """
+    from mem.clients import claude
+    from mem.core import paths
+    from mem.core.errors import UsageError
+
+    env = paths.environ_of(env)
+    home = paths.home_dir(env, home)
+    _check_layout(layout)
+    if scope is not None and agent is None:
+        raise UsageError("--scope needs --agent")
+
+    root = paths.project_root(os.getcwd() if project is None else project)
+    git_root = paths.find_git_root(root)
+    canonical = paths.resolve_canonical_root(git_root) if git_root is not None else None
+    settings = claude.load_settings(root, env=env, home=home, settings_file=settings_file)
+    enabled, reason = claude.auto_memory_enabled(env, settings)
+
+    def made(memory: str, rule: str, kind: str) -> Resolution:
+        # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
+        # Code's unless the directory is qwen-code's (of_layout).
+        transcripts = of_layout(kind).transcripts_dir(root, env, home)
+        return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
+
+    if dir is not None:
+        return made(_explicit_dir(dir, home, "--dir"), "--dir", "dir")
+    if env.get("MEM_DIR"):  # empty counts as unset
+        return made(_explicit_dir(env["MEM_DIR"], home, "MEM_DIR"), "MEM_DIR", "dir")
+    if agent is not None:
+        if scope is None:
+            raise UsageError(f"--agent needs --scope ({'|'.join(claude.AGENT_SCOPES)})")
+        return made(claude.agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
+
+    first = named(LAYOUTS[0] if layout == "auto" else layout)
+    memory, rule = first.memory_dir(root, git_root, canonical, settings, env, home)
+    # Claude Code creates its memory dir at startup, so a missing one next to another client's
+    # existing one means this project is used with that client. Explicit overrides are never
+    # second-guessed. The others are imported only here: the recall hook in a Claude Code project
+    # never needs them.
+    if layout == "auto" and rule == "default" and not os.path.isdir(memory):
+        for other in map(named, LAYOUTS[1:]):
+            found, why = other.memory_dir(root, git_root, canonical, settings, env, home)
+            if os.path.isdir(found):
+                return made(found, f"{why} (detected)", other.LAYOUT)
+    return made(memory, rule, first.LAYOUT)
+
+
+def resolve_options(where: Mapping[str, object], *, reading: bool = False) -> Resolution:
+    """The Resolution for the memory-directory options (--dir, --project, --layout, --agent,
+    --scope, --settings) given as a dict of ``resolve``'s keywords.
+
+    ``reading``: the command reads the directory, so one named by --dir or MEM_DIR that is
+    missing or unreadable is a usage error (a typo must not make a check pass). A directory
+    found by the other rules may not exist yet: that is a project without memories.
+    """
+    from mem.core.errors import UsageError
+
+    if where.get("agent") and not where.get("scope"):
+        raise UsageError("--agent needs --scope user, project or local")
+    if where.get("scope") and not where.get("agent"):
+        raise UsageError("--scope needs --agent TYPE")
+    resolution = resolve(**where)
+    if reading and resolution.rule in ("--dir", "MEM_DIR"):
+        root = resolution.memory_dir
+        if not os.path.isdir(root):
+            what = "is not a directory" if os.path.lexists(root.rstrip(os.sep) or os.sep) else "does not exist"
+            raise UsageError(f"memory directory {root} (from {resolution.rule}) {what}")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise UsageError(f"memory directory {root} (from {resolution.rule}) is not readable")
+    return resolution

@@ -1,25 +1,30 @@
 """Claude Code: its memory directories, the auto-memory switch, hook output, settings files.
 
-The path arithmetic (sanitizePath, the canonical git root, settings sources)
-is Claude Code's own and lives in mem/core/paths.py, which every client's
-layout shares; what is said here is what Claude Code does with it.
+Its rules, reimplemented exactly: the settings sources and their precedence
+(``load_settings``), isAutoMemoryEnabled (``auto_memory_enabled``), getAutoMemPath
+(``memory_dir``), its transcripts dir and getAgentMemoryDir. The client-free arithmetic they
+build on (sanitizePath and a project's folder, which qwen-code names alike,
+Node's path module, the canonical git root) is mem/core/paths.py's.
 
 Transcripts (``~/.claude/projects/<sanitize(cwd)>/<session>.jsonl``): one JSON
 object per line: ``user`` / ``assistant`` lines (one content block per line;
 blocks of one API message share ``message.id``), ``attachment`` lines,
 ``system`` lines (``compact_boundary``), and bookkeeping lines without a uuid.
 
-uses: core.messages, core.paths (settings, config home) lazily
+uses: core.messages, core.paths, core.errors; core.memdir.files lazily (--settings)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from mem.clients import Group
+from mem.core import paths
+from mem.core.errors import UsageError
 from mem.core.messages import _NO_INPUT, Block, Message
 
 NAME = "claude"
@@ -50,6 +55,16 @@ SETTINGS_COMMENTS = False
 #: releases 2.1.197..2.1.330 (2.1.291 passes ``<system-reminder>`` through, 2.1.292 escapes it).
 LAST_UNESCAPED = (2, 1, 291)
 
+#: The scopes of a subagent's own memory (getAgentMemoryDir).
+AGENT_SCOPES = ("user", "project", "local")
+#: settings sources, highest precedence first (Claude Code's policy > flag > local > project > user)
+SETTING_SOURCES = ("policy", "flag", "local", "project", "user")
+#: the sources autoMemoryDirectory is read from: projectSettings is deliberately excluded
+MEMORY_DIRECTORY_SOURCES = ("policy", "flag", "local", "user")
+
+_TRUTHY = frozenset({"1", "true", "yes", "on"})
+_DEFINED_FALSY = frozenset({"0", "false", "no", "off"})
+
 #: The tools that act (a shell command, an edit, a write): before each, the feedback that applies
 #: to it (mem/core/hooks/tool.py).
 ACTING_TOOLS = "Bash|Edit|Write|MultiEdit"
@@ -65,6 +80,276 @@ HOOK_GROUPS = (
 )
 
 
+# ---------------------------------------------------------------------------------------------
+# Its homes
+
+def config_home(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getClaudeConfigHomeDir: CLAUDE_CONFIG_DIR ?? ~/.claude, NFC (an empty value is used as is).
+
+    Example: config_home({"HOME": "/home/u"}) == "/home/u/.claude"
+    """
+    env = paths.environ_of(env)
+    raw = env["CLAUDE_CONFIG_DIR"] if "CLAUDE_CONFIG_DIR" in env else paths.posix_join(paths.home_dir(env, home), ".claude")
+    return paths.nfc(raw)
+
+
+def memory_base(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getMemoryBaseDir: CLAUDE_CODE_REMOTE_MEMORY_DIR (raw) when non-empty, else the config home.
+
+    Example: memory_base({"CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/mnt/m"
+    """
+    env = paths.environ_of(env)
+    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
+    return remote if remote else config_home(env, home)
+
+
+def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """getProjectsDir: <config home>/projects (transcripts ignore the remote memory dir).
+
+    Example: projects_dir({"HOME": "/home/u"}) == "/home/u/.claude/projects"
+    """
+    return paths.posix_join(config_home(env, home), "projects")
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings files
+
+class SettingsSource(NamedTuple):
+    name: str  # "policy" | "flag" | "local" | "project" | "user"
+    path: str | None  # the file read; None for inline --settings JSON
+    data: Mapping | None  # None when the file is absent, unreadable or not a JSON object
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} settings: {self.path if self.path is not None else 'inline JSON'}"
+
+
+class Settings(NamedTuple):
+    sources: tuple[SettingsSource, ...]  # highest precedence first
+
+    def first(self, key: str, names=SETTING_SOURCES, accept=lambda v: v is not None):
+        """(value, source) from the highest-precedence source among `names` whose value passes `accept`."""
+        for src in self.sources:
+            if src.name in names and src.data is not None and key in src.data and accept(src.data[key]):
+                return src.data[key], src
+        return None
+
+
+def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
+    """The policy (managed) settings file; MEM_MANAGED_SETTINGS overrides it (empty: none).
+
+    Example: managed_settings_path({}) == "/etc/claude-code/managed-settings.json"  # on Linux
+    """
+    env = paths.environ_of(env)
+    if "MEM_MANAGED_SETTINGS" in env:
+        return env["MEM_MANAGED_SETTINGS"] or None
+    if sys.platform == "darwin":
+        return "/Library/Application Support/ClaudeCode/managed-settings.json"
+    if sys.platform == "win32":
+        return "C:\\Program Files\\ClaudeCode\\managed-settings.json"
+    return "/etc/claude-code/managed-settings.json"
+
+
+
+
+def _flag_source(settings_file: str) -> SettingsSource:
+    # Like `claude --settings`, the value is a file or an inline JSON object.
+    import json
+
+    if settings_file.lstrip().startswith("{"):
+        try:
+            data = json.loads(settings_file)
+        except ValueError as e:
+            raise UsageError(f"--settings: invalid JSON: {e}") from None
+        except RecursionError:
+            raise UsageError("--settings: invalid JSON (nested too deep)") from None
+        if not isinstance(data, dict):
+            raise UsageError("--settings: not a JSON object")
+        return SettingsSource("flag", None, data)
+    path = paths.posix_resolve(os.path.expanduser(settings_file))
+    from mem.core.memdir.files import read_text
+
+    try:  # typed and capped: a FIFO or /dev/zero named as settings is refused, not waited on
+        data = json.loads(read_text(path, paths.SETTINGS_MAX_BYTES).removeprefix("\ufeff"))
+    except OSError as e:
+        raise UsageError(f"--settings: cannot read {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise UsageError(f"--settings: {path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise UsageError(f"--settings: {path} is not valid JSON (nested too deep)") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--settings: {path} is not a JSON object")
+    return SettingsSource("flag", path, data)
+
+
+def settings_path(scope: str, root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """Claude Code's settings file of a scope: user (~/.claude/settings.json), project or local (the project's).
+
+    Example: settings_path("local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
+    """
+    if scope == "user":
+        return paths.posix_join(config_home(paths.environ_of(env), home), "settings.json")
+    return paths.posix_join(root, ".claude", "settings.local.json" if scope == "local" else "settings.json")
+
+
+def load_settings(
+    root: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+    settings_file: str | None = None,
+) -> Settings:
+    """Read the settings files Claude Code reads for a project root (an unreadable file counts as absent).
+
+    Example: load_settings("/home/u/repo").first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES)
+    """
+    env = paths.environ_of(env)
+    policy = managed_settings_path(env)
+    user, local, project = (settings_path(scope, root, env, home) for scope in ("user", "local", "project"))
+    sources = [SettingsSource("policy", policy, paths.read_json_object(policy))]
+    if settings_file is not None:
+        sources.append(_flag_source(settings_file))
+    sources += [
+        SettingsSource("local", local, paths.read_json_object(local)),
+        SettingsSource("project", project, paths.read_json_object(project)),
+        SettingsSource("user", user, paths.read_json_object(user)),
+    ]
+    return Settings(tuple(sources))
+
+
+def _env_truthy(value: str | None) -> bool:
+    return bool(value) and value.strip().lower() in _TRUTHY
+
+
+def _env_defined_falsy(value: str | None) -> bool:
+    return bool(value) and value.strip().lower() in _DEFINED_FALSY
+
+
+def auto_memory_enabled(
+    env: Mapping[str, str] | None = None, settings: Settings | Mapping | None = None
+) -> tuple[bool, str]:
+    """isAutoMemoryEnabled, with the rule that decided.
+
+    Example: auto_memory_enabled({"CLAUDE_CODE_SIMPLE": "1"}) == (False, "CLAUDE_CODE_SIMPLE=1 (--bare)")
+    """
+    env = paths.environ_of(env)
+    disable = env.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
+    if _env_truthy(disable):
+        return False, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
+    if _env_defined_falsy(disable):
+        return True, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
+    simple = env.get("CLAUDE_CODE_SIMPLE")
+    if _env_truthy(simple):
+        return False, f"CLAUDE_CODE_SIMPLE={simple} (--bare)"
+    remote = env.get("CLAUDE_CODE_REMOTE")
+    if _env_truthy(remote) and not env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR"):
+        return False, f"CLAUDE_CODE_REMOTE={remote} without CLAUDE_CODE_REMOTE_MEMORY_DIR"
+    # Project settings count here: a repo may opt out of auto memory (but never redirect it).
+    if isinstance(settings, Settings):
+        hit = settings.first("autoMemoryEnabled", accept=lambda v: isinstance(v, bool))
+        if hit is not None:
+            value, src = hit
+            return value, f"autoMemoryEnabled={'true' if value else 'false'} ({src.label})"
+    elif settings is not None and isinstance(settings.get("autoMemoryEnabled"), bool):
+        value = settings["autoMemoryEnabled"]
+        return value, f"autoMemoryEnabled={'true' if value else 'false'} (settings)"
+    return True, "default"
+
+
+
+
+def keyed_memory_dir(
+    key_root: str, env: Mapping[str, str] | None = None, home: str | None = None
+) -> str:
+    """Claude Code's default auto-memory dir for a canonical git root (or project root).
+
+    Example: keyed_memory_dir("/h/repo", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo/memory/"
+    """
+    project_dir = paths.find_project_dir(paths.posix_join(memory_base(env, home), "projects"), key_root)
+    return paths.nfc(paths.posix_join(project_dir, "memory") + os.sep)
+
+
+def transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """Where Claude Code writes session transcripts for a project root: keyed by the cwd, not the git root.
+
+    Example: transcripts_dir("/h/repo/sub", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo-sub"
+    """
+    return paths.find_project_dir(projects_dir(env, home), root)
+
+
+def project_bases(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(folder of its project folders with memory/, folder of their transcripts): under the memory
+    base and the config home (CLAUDE_CODE_REMOTE_MEMORY_DIR moves the first only).
+
+    Example: project_bases({"HOME": "/h"}) == ("/h/.claude/projects", "/h/.claude/projects")
+    """
+    return paths.posix_join(memory_base(env), "projects"), projects_dir(env)
+
+
+
+
+def agent_memory_dir(
+    agent_type: str,
+    scope: str,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+) -> str:
+    """getAgentMemoryDir: a subagent's own memory dir for a scope (user, project, local).
+
+    Example: agent_memory_dir("p:rev", "user", env={"HOME": "/h"}) == "/h/.claude/agent-memory/p-rev/"
+    """
+    if scope not in AGENT_SCOPES:
+        raise UsageError(f"unknown agent memory scope {scope!r} (expected one of: {', '.join(AGENT_SCOPES)})")
+    name = agent_type.replace(":", "-")
+    # Claude Code does no more than ':' -> '-'; refusing separators keeps the dir inside its parent.
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise UsageError(f"invalid agent type {agent_type!r}")
+    env = paths.environ_of(env)
+    if scope == "user":
+        return paths.posix_join(memory_base(env, home), "agent-memory", name) + os.sep
+    root = paths.project_root(os.getcwd() if cwd is None else cwd)
+    if scope == "project":
+        return paths.posix_join(root, ".claude", "agent-memory", name) + os.sep
+    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
+    if remote:
+        key = paths.find_canonical_git_root(root) or root
+        return paths.posix_join(remote, "projects", paths.sanitize_path(key), "agent-memory-local", name) + os.sep
+    return paths.posix_join(root, ".claude", "agent-memory-local", name) + os.sep
+
+
+def memory_dir(
+    root: str,
+    git_root: str | None,
+    canonical_git_root: str | None,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    home: str | None = None,
+) -> tuple[str, str]:
+    """getAutoMemPath, with the rule that decided: Cowork override, then settings, then the default
+    (keyed by the main repository: ``git_root``, a linked worktree's own, is not asked).
+
+    Example: memory_dir("/home/u/repo", "/home/u/repo", "/home/u/repo", settings)[1] == "default"
+    """
+    env = paths.environ_of(env)
+    home = paths.home_dir(env, home)
+    cowork = paths.validate_memory_path(env.get("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"), False, home)
+    if cowork:
+        return cowork, "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"
+    # `a ?? b ?? c` then one validation: the first source defining the key decides, and an
+    # invalid value there falls through to the default, not to the next source.
+    hit = settings.first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES, accept=lambda v: isinstance(v, str))
+    if hit is not None:
+        value, src = hit
+        configured = paths.validate_memory_path(value, True, home)
+        if configured:
+            return configured, f"autoMemoryDirectory ({src.label})"
+    return keyed_memory_dir(canonical_git_root or root, env, home), "default"
+
+
+# ---------------------------------------------------------------------------------------------
+# Its directories
+
 def home(env: Mapping[str, str] | None = None) -> str:
     """~/.claude, or CLAUDE_CONFIG_DIR: there when the client has run here."""
     env = os.environ if env is None else env
@@ -77,10 +362,8 @@ def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: st
 
     Example: default_memory_dir("/h/repo", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo/memory"
     """
-    from mem.core import paths
-
     key = paths.find_canonical_git_root(root) or root
-    return paths.claude_default_memory_dir(key, env, home).rstrip(os.sep)
+    return keyed_memory_dir(key, env, home).rstrip(os.sep)
 
 
 def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
@@ -88,9 +371,7 @@ def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | 
 
     Example: project_folder("/h/repo/sub", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo-sub"
     """
-    from mem.core import paths
-
-    return paths.claude_transcripts_dir(root, env, home)
+    return transcripts_dir(root, env, home)
 
 
 def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -98,17 +379,13 @@ def settings_file(scope: str, project: str | None = None, env: Mapping[str, str]
 
     Example: settings_file("local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
     """
-    from mem.core import paths
-
     root = "" if scope == "user" else paths.project_root(project or os.getcwd())
-    return paths.claude_settings_file(scope, root, env)
+    return settings_path(scope, root, env)
 
 
 def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """The settings that keep Claude Code from running user and project hooks, if any."""
-    from mem.core import paths
-
-    settings = paths.load_settings(paths.project_root(project or os.getcwd()), env=env)
+    settings = load_settings(paths.project_root(project or os.getcwd()), env=env)
     hit = settings.first("disableAllHooks", accept=lambda v: v is True)
     if hit:
         return f"disableAllHooks in {hit[1].label}"
@@ -119,7 +396,7 @@ def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None 
 
 
 def memory_on(resolution, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
-    """isAutoMemoryEnabled (read by mem/core/paths.py into the resolution): off, Claude Code loads no
+    """isAutoMemoryEnabled (``auto_memory_enabled``, read into the resolution by mem.clients.resolve): off, Claude Code loads no
     MEMORY.md, recalls nothing, extracts nothing, and gives its subagents no memory."""
     return resolution.auto_memory_enabled, resolution.auto_memory_reason
 

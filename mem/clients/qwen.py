@@ -4,24 +4,26 @@ qwen-code 0.15 and 0.24 keep Claude Code's layout under ``~/.qwen/projects/<slug
 (memory/, and the session chats in chats/), named by sanitizePath as Claude Code
 names its folders (reference/real-clients.md, qwen-code). The memory folder's key
 changed: 0.15 keyed a linked worktree by its main repository, 0.24 by the worktree
-(mem/core/paths.py ``qwen_memory_key``). 0.24's switch is the
+(``memory_key``, by the installed release: ``installed_version``). 0.24's switch is the
 ``memory.enableManagedAutoMemory`` setting (``memory_on``), and a top-level
 ``pinned/`` holds hand-curated memories no job may change (mem/core/memdir/layout.py).
 
 Transcripts (``chats/<session>.jsonl``): lines of Claude Code's shape whose
 ``message`` is Gemini-shaped, ``{role, parts}``.
 
-uses: core.messages; lazily core.paths (home, project root), core.jscompat and core.memdir.files (settings)
+uses: core.messages, core.paths; lazily core.jscompat and core.memdir.files (settings), core.memdir.layout, core.errors
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from mem.clients import Group
+from mem.core import paths
 from mem.core.messages import Block, Message
 
 NAME = "qwen"
@@ -62,49 +64,183 @@ def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if env is None else env
 
 
+# ---------------------------------------------------------------------------------------------
+# Its directories
+
+
+def global_dir(home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code's global dir (settings.json): QWEN_HOME, else ~/.qwen (Storage.getGlobalQwenDir).
+
+    Example: global_dir("/home/u") == "/home/u/.qwen"
+    """
+    given = paths.environ_of(env).get("QWEN_HOME") if env is not None else None
+    return _qwen_path(given, home) if given else paths.posix_join(home, ".qwen")
+
+
+def _qwen_path(raw: str, home: str) -> str:
+    if raw == "~" or raw.startswith("~/"):
+        raw = home + raw[1:]
+    return paths.posix_resolve(raw)
+
+
+def runtime_dir(home: str, env: Mapping[str, str] | None = None) -> str:
+    """Where qwen-code keeps sessions (projects/<slug>/chats): QWEN_RUNTIME_DIR, else its global dir.
+
+    Example: runtime_dir("/h", {"QWEN_RUNTIME_DIR": "/rt"}) == "/rt"
+    """
+    given = paths.environ_of(env).get("QWEN_RUNTIME_DIR") if env is not None else None
+    return _qwen_path(given, home) if given else global_dir(home, env)
+
+
+def memory_base(home: str, env: Mapping[str, str] | None = None) -> str:
+    """Where qwen-code 0.24 keeps managed memory (projects/<slug>/memory, memories/):
+    QWEN_CODE_MEMORY_BASE_DIR, else the runtime dir (getMemoryBaseDir).
+
+    Example: memory_base("/h", {"QWEN_CODE_MEMORY_BASE_DIR": "/m"}) == "/m"
+    """
+    given = paths.environ_of(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
+    return _qwen_path(given, home) if given else runtime_dir(home, env)
+
+
+def keyed_memory_dir(key_root: str, home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code's memory dir for its key (``memory_key``), without a trailing separator.
+
+    Example: keyed_memory_dir("/home/u/repo", "/home/u") == "/home/u/.qwen/projects/-home-u-repo/memory"
+    """
+    return paths.posix_join(paths.find_project_dir(paths.posix_join(memory_base(home, env), "projects"), key_root), "memory")
+
+
+#: The qwen-code release whose memory folder is keyed by the checkout (a linked worktree's own),
+#: not by the main repository as 0.15 keyed it (reference/real-clients.md, 2026-11-26).
+PER_WORKTREE = (0, 24)
+
+
+def installed_version(env: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
+    """The installed qwen-code's version: ``MEM_QWEN_VERSION`` when set, else the ``version`` of the
+    package.json of the ``qwen`` found on PATH (npm links it to the package's cli.js); None when unknown.
+
+    Example: installed_version({"MEM_QWEN_VERSION": "0.24.4"}) == (0, 24, 4)
+    """
+    import json
+    import shutil
+
+    env = paths.environ_of(env)
+    if env.get("MEM_QWEN_VERSION"):
+        return _parse_version(env["MEM_QWEN_VERSION"])
+    exe = shutil.which("qwen", path=env.get("PATH"))
+    if exe is None:
+        return None
+    directory = os.path.dirname(os.path.realpath(exe))
+    for _ in range(4):  # cli.js sits at the package's top (dist/ or bin/ below it in other layouts)
+        try:
+            data = json.loads(paths.read_utf8(paths.posix_join(directory, "package.json")))
+        except (OSError, ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("name") == "@qwen-code/qwen-code":
+            return _parse_version(data.get("version"))
+        directory = os.path.dirname(directory)
+    return None
+
+
+def _parse_version(text: object) -> tuple[int, ...] | None:
+    m = re.match(r"\s*v?(\d+(?:\.\d+)+)", text) if isinstance(text, str) else None
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def memory_key(root: str, git_root: str | None, canonical: str | None,
+               env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The path qwen-code keys a project's memory folder by, and why.
+
+    0.24 and later (or unknown: the current release): the nearest git root, a linked worktree's
+    own (getAutoMemoryRoot's findGitRoot), or the project root itself with
+    ``QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace``. 0.15: the main repository's root, every
+    worktree sharing it.
+
+    Example: memory_key("/h/wt", "/h/wt", "/h/repo", {"MEM_QWEN_VERSION": "0.15.10"})[0] == "/h/repo"
+    """
+    env = paths.environ_of(env)
+    release = installed_version(env)
+    if release is not None and release < PER_WORKTREE:
+        return canonical or root, f"qwen-code {'.'.join(map(str, release))}: keyed by the main repository"
+    if (env.get("QWEN_CODE_MEMORY_PROJECT_SCOPE") or "").strip().lower() == "workspace":
+        return root, "QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace"
+    return git_root or root, "qwen-code 0.24+: keyed by the checkout"
+
+
+def user_tier_dir(home: str, env: Mapping[str, str] | None = None) -> str:
+    """qwen-code 0.24's user tier, loaded into every project's session: <memory base>/memories.
+
+    Example: user_tier_dir("/h") == "/h/.qwen/memories"
+    """
+    return paths.posix_join(memory_base(home, env), "memories")
+
+
+def transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
+    """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
+
+    Example: transcripts_dir("/h/repo/sub", home="/h") == "/h/.qwen/projects/-h-repo-sub/chats"
+    """
+    projects = paths.posix_join(runtime_dir(paths.home_dir(env, home), env), "projects")
+    return paths.posix_join(paths.find_project_dir(projects, root), "chats")
+
+
+def memory_dir(root: str, git_root: str | None, canonical: str | None, settings=None,
+               env: Mapping[str, str] | None = None, home: str | None = None) -> tuple[str, str]:
+    """Its memory directory for a project, keyed by ``memory_key``, and the rule (``qwen``); no
+    setting of Claude Code's moves it (``settings`` is not read).
+
+    Example: memory_dir("/h/repo", "/h/repo", "/h/repo", home="/h")[0] == "/h/.qwen/projects/-h-repo/memory"
+    """
+    key = memory_key(root, git_root, canonical, env)[0]
+    return keyed_memory_dir(key, paths.home_dir(env, home), env), "qwen"
+
+
+def project_bases(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(folder of its project folders with memory/, folder of their transcripts, each in ``chats/``).
+
+    Example: project_bases({"HOME": "/h"}) == ("/h/.qwen/projects", "/h/.qwen/projects")
+    """
+    home, environ = paths.home_dir(env), paths.environ_of(env)
+    return (paths.posix_join(memory_base(home, environ), "projects"),
+            paths.posix_join(runtime_dir(home, environ), "projects"))
+
+
 def home(env: Mapping[str, str] | None = None) -> str:
     """~/.qwen (or QWEN_HOME): there when the client has run here."""
-    from mem.core import paths
-
-    return paths.qwen_home(paths.home_dir(env), _env(env))
+    return global_dir(paths.home_dir(env), _env(env))
 
 
 def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
     """The memory directory of a project root, without a trailing separator: keyed by its checkout
-    (0.24 and later) or its main repository (0.15) (paths.qwen_memory_key).
+    (0.24 and later) or its main repository (0.15) (``memory_key``).
 
     Example: default_memory_dir("/h/repo", home="/h") == "/h/.qwen/projects/-h-repo/memory"
     """
-    from mem.core import paths
-
     git_root = paths.find_git_root(root)
     canonical = paths.resolve_canonical_root(git_root) if git_root else None
-    key = paths.qwen_memory_key(root, git_root, canonical, env)[0]
-    return paths.qwen_memory_dir(key, paths.home_dir(env, home), _env(env))
+    key = memory_key(root, git_root, canonical, env)[0]
+    return keyed_memory_dir(key, paths.home_dir(env, home), _env(env))
 
 
 def user_memory_dir(env: Mapping[str, str] | None = None) -> str | None:
     """The user tier (``~/.qwen/memories``, whose MEMORY.md 0.24 puts into every session's system
     prompt, seen with 0.24.4); None for 0.15, which has none."""
-    from mem.core import paths
-
     env = _env(env)
-    version = paths.qwen_version(env)
-    if version is not None and version < paths.QWEN_PER_WORKTREE:
+    release = installed_version(env)
+    if release is not None and release < PER_WORKTREE:
         return None
-    return paths.qwen_user_memory_dir(paths.home_dir(env), env)
+    return user_tier_dir(paths.home_dir(env), env)
 
 
 def earlier_memory_dir(resolution, env: Mapping[str, str] | None = None) -> str | None:
     """Where qwen-code 0.15 kept a linked worktree's memories (with the main repository's), when this
     release keys the worktree's folder by the worktree and that one holds no memories yet; else None."""
-    from mem.core import paths
     from mem.core.memdir.layout import walk_topic_files
 
     worktree, main = resolution.git_root, resolution.canonical_git_root
     if not (worktree and main) or worktree == main:
         return None
-    old = paths.qwen_memory_dir(main, paths.home_dir(env), _env(env))
+    old = keyed_memory_dir(main, paths.home_dir(env), _env(env))
     if os.path.normpath(old) == os.path.normpath(resolution.memory_dir) or not os.path.isdir(old):
         return None
     here = os.path.isdir(resolution.memory_dir) and next(iter(walk_topic_files(resolution.memory_dir)), None)
@@ -116,9 +252,7 @@ def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | 
 
     Example: project_folder("/h/repo/sub", home="/h") == "/h/.qwen/projects/-h-repo-sub"
     """
-    from mem.core import paths
-
-    return os.path.dirname(paths.qwen_transcripts_dir(root, paths.home_dir(env, home), _env(env)))
+    return os.path.dirname(transcripts_dir(root, _env(env), home))
 
 
 def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -126,11 +260,10 @@ def settings_file(scope: str, project: str | None = None, env: Mapping[str, str]
 
     Example: settings_file("project", "/home/u/repo") == "/home/u/repo/.qwen/settings.json"
     """
-    from mem.core import paths
     from mem.core.errors import UsageError
 
     if scope == "user":
-        return os.path.join(paths.qwen_home(paths.home_dir(env), _env(env)), "settings.json")
+        return os.path.join(global_dir(paths.home_dir(env), _env(env)), "settings.json")
     if scope == "local":
         raise UsageError("qwen-code has no local settings file; use --scope user or project")
     return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")
@@ -152,10 +285,9 @@ def _read_settings(path: str) -> dict:
     """A settings file's JSON object, comments allowed; {} when it is absent, unreadable or no object."""
     from mem.core.jscompat import blank_comments
     from mem.core.memdir.files import read_bytes
-    from mem.core.paths import SETTINGS_MAX_BYTES
 
     try:
-        data = json.loads(blank_comments(read_bytes(path, SETTINGS_MAX_BYTES).decode("utf-8", "replace")))
+        data = json.loads(blank_comments(read_bytes(path, paths.SETTINGS_MAX_BYTES).decode("utf-8", "replace")))
     except (OSError, ValueError, RecursionError):  # a refused read is an OSError
         return {}
     return data if isinstance(data, dict) else {}
@@ -216,8 +348,6 @@ def team_memory_dir(project: str) -> str:
 
     Example: team_memory_dir("/src/app/lib") == "/src/app/.qwen/team-memory"
     """
-    from mem.core import paths
-
     root = paths.find_git_root(project) or os.path.abspath(project)
     return os.path.join(root, *TEAM_MEMORY_RELPATH.split("/"))
 

@@ -302,6 +302,7 @@ def load_context(
 
     Example: [f.kind for f in load_context("/h/repo", memory_dir="/h/m/").files] == ["project", "automem"]
     """
+    from mem.clients import claude
     from mem.core import paths
 
     env = os.environ if env is None else env
@@ -315,7 +316,7 @@ def load_context(
         ctx.files += loader.file(managed, "managed")
         ctx.files += loader.rules(os.path.join(os.path.dirname(managed), ".claude", "rules"), "managed")
 
-    config_home = paths.config_home(env, home)
+    config_home = claude.config_home(env, home)
     ctx.files += loader.file(os.path.join(config_home, "CLAUDE.md"), "user", external=True)
     ctx.files += loader.rules(os.path.join(config_home, "rules"), "user", external=True)
 
@@ -615,9 +616,10 @@ def _external_includes_approved(cwd: str, env: Mapping[str, str], home: str) -> 
     """Whether the user approved external includes for this project in Claude Code's global config."""
     import json
 
+    from mem.clients import claude
     from mem.core import paths
 
-    config_home = paths.config_home(env, home)
+    config_home = claude.config_home(env, home)
     legacy = os.path.join(config_home, ".config.json")
     path = legacy if os.path.exists(legacy) else os.path.join(env.get("CLAUDE_CONFIG_DIR") or home, ".claude.json")
     from mem.core.memdir.files import read_text
@@ -633,10 +635,10 @@ def _external_includes_approved(cwd: str, env: Mapping[str, str], home: str) -> 
 
 def _exclude_patterns(cwd: str, env: Mapping[str, str], home: str) -> list[re.Pattern]:
     """claudeMdExcludes from every settings source (arrays merge across sources), as regexes."""
-    from mem.core import paths
+    from mem.clients.claude import load_settings
 
     try:
-        settings = paths.load_settings(cwd, env=env, home=home)
+        settings = load_settings(cwd, env=env, home=home)
     except Exception:  # noqa: BLE001 - settings are advisory here; mem path reports bad ones
         return []
     raw: list[str] = []
@@ -719,19 +721,19 @@ def include_targets(text: str, base_dir: str, home: str) -> list[str]:
 
 
 def _expand_path(path: str, base_dir: str, home: str) -> str:
-    from mem.core.paths import _join, _normalize, _resolve  # Node's path semantics
+    from mem.core.paths import posix_join, posix_normalize, posix_resolve  # Node's path semantics
 
     p = js_trim(path)
     if not p:
-        out = _normalize(base_dir)
+        out = posix_normalize(base_dir)
     elif p == "~":
         out = home
     elif p.startswith("~/"):
-        out = _join(home, p[2:])
+        out = posix_join(home, p[2:])
     elif p.startswith("/"):
-        out = _normalize(p)
+        out = posix_normalize(p)
     else:
-        out = _resolve(base_dir, p)
+        out = posix_resolve(base_dir, p)
     return unicodedata.normalize("NFC", out)
 
 

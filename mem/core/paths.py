@@ -1,13 +1,16 @@
-"""Where the memory dir is, and why: Claude Code's resolution, reimplemented exactly.
+"""The place arithmetic every client's rules build on; no client's own rule is here.
 
-Example: resolve(project="/home/u/repo").memory_dir == "/home/u/.claude/projects/-home-u-repo/memory/"
+Example: find_project_dir("/h/.claude/projects", "/h/repo") == "/h/.claude/projects/-h-repo"
 
-Every path rule other modules need lives here: the config home, the memory base, sanitizePath,
-the canonical git root (read from the files, as Claude Code does; git is never run), settings
-overrides, auto-memory switches, agent-memory scopes, the qwen-code layout (keyed by release:
-``qwen_memory_key``), and transcript dirs.
+The user's home, sanitizePath (with its hash for long names) and a project's folder
+under a ``projects/`` dir, the project root and the canonical git root (read from the files, as
+Claude Code does; git is never run), validating a configured memory path, reading a JSON settings
+object, and the keys and places of mem's own state. Which directory a project's memory is, by
+whose rules, is mem/clients/ (``resolve``, and each client's module).
 Path arithmetic follows Node's POSIX `path` module (normalize/join/resolve), not os.path, because
 the two differ on leading `//` and trailing separators and the results must match byte for byte.
+
+uses: core.jscompat; core.memdir.files lazily (typed, capped reads)
 """
 
 from __future__ import annotations
@@ -18,23 +21,12 @@ import stat
 import sys
 import unicodedata
 from collections.abc import Mapping
-from typing import NamedTuple
 
-from mem.core.errors import UsageError
 from mem.core.jscompat import code_units, js_trim, len16
 
 MAX_SANITIZED_LENGTH = 200
 #: A settings file is a few kilobytes: one past this is refused rather than read.
 SETTINGS_MAX_BYTES = 4 << 20
-AGENT_SCOPES = ("user", "project", "local")
-LAYOUTS = ("auto", "claude", "qwen")
-#: settings sources, highest precedence first (Claude Code's policy > flag > local > project > user)
-SETTING_SOURCES = ("policy", "flag", "local", "project", "user")
-#: the sources autoMemoryDirectory is read from: projectSettings is deliberately excluded
-MEMORY_DIRECTORY_SOURCES = ("policy", "flag", "local", "user")
-
-_TRUTHY = frozenset({"1", "true", "yes", "on"})
-_DEFINED_FALSY = frozenset({"0", "false", "no", "off"})
 _NON_ALNUM = re.compile(r"[^a-zA-Z0-9]")
 _TRAILING_SEPS = re.compile(r"[/\\]+\Z")
 _DRIVE_ROOT = re.compile(r"[A-Za-z]:")
@@ -83,7 +75,8 @@ def sanitize_path(name: str) -> str:
     return f"{sanitized[:MAX_SANITIZED_LENGTH]}-{base36(abs(string_hash(name)))}"
 
 
-def _nfc(s: str) -> str:
+def nfc(s: str) -> str:
+    """Unicode NFC, as Claude Code normalizes every path it keys by."""
     return unicodedata.normalize("NFC", s)
 
 
@@ -91,7 +84,7 @@ def _nfc(s: str) -> str:
 # Node's POSIX path module
 
 
-def _normalize(p: str) -> str:
+def posix_normalize(p: str) -> str:
     """path.posix.normalize: collapses every run of '/', resolves '.' and '..', keeps one trailing '/'."""
     if not p:
         return "."
@@ -118,13 +111,13 @@ def _normalize(p: str) -> str:
     return out
 
 
-def _join(*parts: str) -> str:
+def posix_join(*parts: str) -> str:
     """path.posix.join."""
     joined = "/".join(p for p in parts if p)
-    return _normalize(joined) if joined else "."
+    return posix_normalize(joined) if joined else "."
 
 
-def _resolve(*parts: str) -> str:
+def posix_resolve(*parts: str) -> str:
     """path.posix.resolve: absolute, normalized, no trailing '/' (except the root)."""
     resolved = ""
     for p in reversed(parts):
@@ -135,11 +128,11 @@ def _resolve(*parts: str) -> str:
             break
     if not resolved.startswith("/"):
         resolved = f"{os.getcwd()}/{resolved}" if resolved else os.getcwd()
-    out = _normalize(resolved)
+    out = posix_normalize(resolved)
     return out.rstrip("/") or "/"
 
 
-def _dirname(p: str) -> str:
+def posix_dirname(p: str) -> str:
     """path.posix.dirname (trailing separators ignored)."""
     stripped = p.rstrip("/")
     if not stripped:
@@ -150,7 +143,8 @@ def _dirname(p: str) -> str:
     return head.rstrip("/") or "/"
 
 
-def _basename(p: str) -> str:
+def posix_basename(p: str) -> str:
+    """path.posix.basename (trailing separators ignored)."""
     return p.rstrip("/").rpartition("/")[2]
 
 
@@ -160,7 +154,8 @@ def _realpath_strict(p: str) -> str:
     return os.path.realpath(p, strict=True)
 
 
-def _read_text(path: str) -> str:
+def read_utf8(path: str) -> str:
+    """A small file's text as Node reads it, typed and capped (memdir.files)."""
     # readFileSync(path, 'utf-8'): undecodable bytes become U+FFFD rather than failing
     from mem.core.memdir.files import read_text  # a FIFO is refused, not waited on
 
@@ -168,10 +163,11 @@ def _read_text(path: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Homes and bases
+# Home
 
 
-def _environ(env: Mapping[str, str] | None) -> Mapping[str, str]:
+def environ_of(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    """``env``, or the process's environment when None."""
     return os.environ if env is None else env
 
 
@@ -182,86 +178,8 @@ def home_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> s
     """
     if home is not None:
         return home
-    h = _environ(env).get("HOME")
+    h = environ_of(env).get("HOME")
     return h if h else os.path.expanduser("~")
-
-
-def config_home(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """getClaudeConfigHomeDir: CLAUDE_CONFIG_DIR ?? ~/.claude, NFC (an empty value is used as is).
-
-    Example: config_home({"HOME": "/home/u"}) == "/home/u/.claude"
-    """
-    env = _environ(env)
-    raw = env["CLAUDE_CONFIG_DIR"] if "CLAUDE_CONFIG_DIR" in env else _join(home_dir(env, home), ".claude")
-    return _nfc(raw)
-
-
-def memory_base(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """getMemoryBaseDir: CLAUDE_CODE_REMOTE_MEMORY_DIR (raw) when non-empty, else the config home.
-
-    Example: memory_base({"CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/mnt/m"
-    """
-    env = _environ(env)
-    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
-    return remote if remote else config_home(env, home)
-
-
-def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """getProjectsDir: <config home>/projects (transcripts ignore the remote memory dir).
-
-    Example: projects_dir({"HOME": "/home/u"}) == "/home/u/.claude/projects"
-    """
-    return _join(config_home(env, home), "projects")
-
-
-def qwen_home(home: str, env: Mapping[str, str] | None = None) -> str:
-    """qwen-code's global dir (settings.json): QWEN_HOME, else ~/.qwen (Storage.getGlobalQwenDir).
-
-    Example: qwen_home("/home/u") == "/home/u/.qwen"
-    """
-    given = _environ(env).get("QWEN_HOME") if env is not None else None
-    return _qwen_path(given, home) if given else _join(home, ".qwen")
-
-
-def _qwen_path(raw: str, home: str) -> str:
-    if raw == "~" or raw.startswith("~/"):
-        raw = home + raw[1:]
-    return _resolve(raw)
-
-
-def qwen_runtime_dir(home: str, env: Mapping[str, str] | None = None) -> str:
-    """Where qwen-code keeps sessions (projects/<slug>/chats): QWEN_RUNTIME_DIR, else its global dir.
-
-    Example: qwen_runtime_dir("/h", {"QWEN_RUNTIME_DIR": "/rt"}) == "/rt"
-    """
-    given = _environ(env).get("QWEN_RUNTIME_DIR") if env is not None else None
-    return _qwen_path(given, home) if given else qwen_home(home, env)
-
-
-def qwen_memory_base(home: str, env: Mapping[str, str] | None = None) -> str:
-    """Where qwen-code 0.24 keeps managed memory (projects/<slug>/memory, memories/):
-    QWEN_CODE_MEMORY_BASE_DIR, else the runtime dir (getMemoryBaseDir).
-
-    Example: qwen_memory_base("/h", {"QWEN_CODE_MEMORY_BASE_DIR": "/m"}) == "/m"
-    """
-    given = _environ(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
-    return _qwen_path(given, home) if given else qwen_runtime_dir(home, env)
-
-
-def project_bases(layout: str = "auto", env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
-    """(client, folder of project folders with memory/, folder of their transcripts) for every layout.
-
-    Claude Code's and qwen-code's, in that order (what --all-projects visits); ``layout``
-    "claude" or "qwen" keeps one. A qwen-code project keeps its transcripts in ``chats/``.
-
-    Example: [c for c, _, _ in project_bases("qwen", {"HOME": "/h"})] == ["qwen"]
-    """
-    if layout not in LAYOUTS:
-        raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
-    home, environ = home_dir(env), _environ(env)
-    qwen = (_join(qwen_memory_base(home, environ), "projects"), _join(qwen_runtime_dir(home, environ), "projects"))
-    bases = [("claude", _join(memory_base(env), "projects"), projects_dir(env)), ("qwen", *qwen)]
-    return [b for b in bases if layout in ("auto", b[0])]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,10 +196,10 @@ def validate_memory_path(raw: object, expand_tilde: bool, home: str | None = Non
     candidate = raw
     if expand_tilde and (raw.startswith("~/") or raw.startswith("~\\")):
         rest = raw[2:]
-        if _normalize(rest or ".") in (".", ".."):
+        if posix_normalize(rest or ".") in (".", ".."):
             return None  # ~/, ~/., ~/.. and ~/foo/.. would be the home dir or above it
-        candidate = _join(home_dir(None, home), rest)
-    normalized = _TRAILING_SEPS.sub("", _normalize(candidate))
+        candidate = posix_join(home_dir(None, home), rest)
+    normalized = _TRAILING_SEPS.sub("", posix_normalize(candidate))
     if (
         not normalized.startswith("/")
         or len16(normalized) < 3
@@ -291,7 +209,7 @@ def validate_memory_path(raw: object, expand_tilde: bool, home: str | None = Non
         or "\0" in normalized
     ):
         return None
-    return _nfc(normalized + os.sep)
+    return nfc(normalized + os.sep)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,10 +222,10 @@ def project_root(cwd: str) -> str:
     Example: project_root("/home/u/repo/") == "/home/u/repo"
     """
     try:
-        return _nfc(os.path.realpath(cwd, strict=True))
+        return nfc(os.path.realpath(cwd, strict=True))
     except (OSError, ValueError):
         # process.cwd() is already absolute and normalized; a --project argument may not be
-        return _nfc(_resolve(cwd))
+        return nfc(posix_resolve(cwd))
 
 
 def find_git_root(start: str) -> str | None:
@@ -315,15 +233,15 @@ def find_git_root(start: str) -> str | None:
 
     Example: find_git_root("/home/u/repo/src") == "/home/u/repo"
     """
-    current = _resolve(start)
+    current = posix_resolve(start)
     while True:
         try:
-            mode = os.stat(_join(current, ".git")).st_mode
+            mode = os.stat(posix_join(current, ".git")).st_mode
             if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-                return _nfc(current)
+                return nfc(current)
         except (OSError, ValueError):
             pass
-        parent = _dirname(current)
+        parent = posix_dirname(current)
         if parent == current:
             return None
         current = parent
@@ -335,22 +253,22 @@ def resolve_canonical_root(git_root: str) -> str:
     Example: resolve_canonical_root("/home/u/wt") == "/home/u/repo"
     """
     try:
-        content = js_trim(_read_text(_join(git_root, ".git")))
+        content = js_trim(read_utf8(posix_join(git_root, ".git")))
         if not content.startswith("gitdir:"):
             return git_root
-        worktree_git_dir = _resolve(git_root, js_trim(content[len("gitdir:"):]))
+        worktree_git_dir = posix_resolve(git_root, js_trim(content[len("gitdir:"):]))
         # A submodule has no commondir: reading it raises, and a submodule is its own repo.
-        common_dir = _resolve(worktree_git_dir, js_trim(_read_text(_join(worktree_git_dir, "commondir"))))
+        common_dir = posix_resolve(worktree_git_dir, js_trim(read_utf8(posix_join(worktree_git_dir, "commondir"))))
         # The .git file and commondir come with a cloned repo, so they are attacker-controlled:
         # accept only the layout `git worktree add` makes, and a backlink to this very checkout.
-        if _resolve(_dirname(worktree_git_dir)) != _join(common_dir, "worktrees"):
+        if posix_resolve(posix_dirname(worktree_git_dir)) != posix_join(common_dir, "worktrees"):
             return git_root
-        backlink = _realpath_strict(js_trim(_read_text(_join(worktree_git_dir, "gitdir"))))
-        if backlink != _join(_realpath_strict(git_root), ".git"):
+        backlink = _realpath_strict(js_trim(read_utf8(posix_join(worktree_git_dir, "gitdir"))))
+        if backlink != posix_join(_realpath_strict(git_root), ".git"):
             return git_root
-        if _basename(common_dir) != ".git":
-            return _nfc(common_dir)  # a worktree of a bare repo
-        return _nfc(_dirname(common_dir))
+        if posix_basename(common_dir) != ".git":
+            return nfc(common_dir)  # a worktree of a bare repo
+        return nfc(posix_dirname(common_dir))
     except Exception:
         return git_root
 
@@ -368,43 +286,8 @@ def find_canonical_git_root(p: str) -> str | None:
 # Settings
 
 
-class SettingsSource(NamedTuple):
-    name: str  # "policy" | "flag" | "local" | "project" | "user"
-    path: str | None  # the file read; None for inline --settings JSON
-    data: Mapping | None  # None when the file is absent, unreadable or not a JSON object
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} settings: {self.path if self.path is not None else 'inline JSON'}"
-
-
-class Settings(NamedTuple):
-    sources: tuple[SettingsSource, ...]  # highest precedence first
-
-    def first(self, key: str, names=SETTING_SOURCES, accept=lambda v: v is not None):
-        """(value, source) from the highest-precedence source among `names` whose value passes `accept`."""
-        for src in self.sources:
-            if src.name in names and src.data is not None and key in src.data and accept(src.data[key]):
-                return src.data[key], src
-        return None
-
-
-def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
-    """The policy (managed) settings file; MEM_MANAGED_SETTINGS overrides it (empty: none).
-
-    Example: managed_settings_path({}) == "/etc/claude-code/managed-settings.json"  # on Linux
-    """
-    env = _environ(env)
-    if "MEM_MANAGED_SETTINGS" in env:
-        return env["MEM_MANAGED_SETTINGS"] or None
-    if sys.platform == "darwin":
-        return "/Library/Application Support/ClaudeCode/managed-settings.json"
-    if sys.platform == "win32":
-        return "C:\\Program Files\\ClaudeCode\\managed-settings.json"
-    return "/etc/claude-code/managed-settings.json"
-
-
-def _read_json_object(path: str | None) -> dict | None:
+def read_json_object(path: str | None) -> dict | None:
+    """A settings file's JSON object; None when it is absent, unreadable, not JSON or not an object."""
     if not path:
         return None
     from mem.core.memdir.files import read_bytes
@@ -422,110 +305,6 @@ def _read_json_object(path: str | None) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _flag_source(settings_file: str) -> SettingsSource:
-    # Like `claude --settings`, the value is a file or an inline JSON object.
-    import json
-
-    if settings_file.lstrip().startswith("{"):
-        try:
-            data = json.loads(settings_file)
-        except ValueError as e:
-            raise UsageError(f"--settings: invalid JSON: {e}") from None
-        except RecursionError:
-            raise UsageError("--settings: invalid JSON (nested too deep)") from None
-        if not isinstance(data, dict):
-            raise UsageError("--settings: not a JSON object")
-        return SettingsSource("flag", None, data)
-    path = _resolve(os.path.expanduser(settings_file))
-    from mem.core.memdir.files import read_text
-
-    try:  # typed and capped: a FIFO or /dev/zero named as settings is refused, not waited on
-        data = json.loads(read_text(path, SETTINGS_MAX_BYTES).removeprefix("\ufeff"))
-    except OSError as e:
-        raise UsageError(f"--settings: cannot read {path}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise UsageError(f"--settings: {path} is not valid JSON: {e}") from None
-    except RecursionError:
-        raise UsageError(f"--settings: {path} is not valid JSON (nested too deep)") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"--settings: {path} is not a JSON object")
-    return SettingsSource("flag", path, data)
-
-
-def claude_settings_file(scope: str, root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """Claude Code's settings file of a scope: user (~/.claude/settings.json), project or local (the project's).
-
-    Example: claude_settings_file("local", "/home/u/repo") == "/home/u/repo/.claude/settings.local.json"
-    """
-    if scope == "user":
-        return _join(config_home(_environ(env), home), "settings.json")
-    return _join(root, ".claude", "settings.local.json" if scope == "local" else "settings.json")
-
-
-def load_settings(
-    root: str,
-    *,
-    env: Mapping[str, str] | None = None,
-    home: str | None = None,
-    settings_file: str | None = None,
-) -> Settings:
-    """Read the settings files Claude Code reads for a project root (an unreadable file counts as absent).
-
-    Example: load_settings("/home/u/repo").first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES)
-    """
-    env = _environ(env)
-    policy = managed_settings_path(env)
-    user, local, project = (claude_settings_file(scope, root, env, home) for scope in ("user", "local", "project"))
-    sources = [SettingsSource("policy", policy, _read_json_object(policy))]
-    if settings_file is not None:
-        sources.append(_flag_source(settings_file))
-    sources += [
-        SettingsSource("local", local, _read_json_object(local)),
-        SettingsSource("project", project, _read_json_object(project)),
-        SettingsSource("user", user, _read_json_object(user)),
-    ]
-    return Settings(tuple(sources))
-
-
-def _env_truthy(value: str | None) -> bool:
-    return bool(value) and value.strip().lower() in _TRUTHY
-
-
-def _env_defined_falsy(value: str | None) -> bool:
-    return bool(value) and value.strip().lower() in _DEFINED_FALSY
-
-
-def auto_memory_enabled(
-    env: Mapping[str, str] | None = None, settings: Settings | Mapping | None = None
-) -> tuple[bool, str]:
-    """isAutoMemoryEnabled, with the rule that decided.
-
-    Example: auto_memory_enabled({"CLAUDE_CODE_SIMPLE": "1"}) == (False, "CLAUDE_CODE_SIMPLE=1 (--bare)")
-    """
-    env = _environ(env)
-    disable = env.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
-    if _env_truthy(disable):
-        return False, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
-    if _env_defined_falsy(disable):
-        return True, f"CLAUDE_CODE_DISABLE_AUTO_MEMORY={disable}"
-    simple = env.get("CLAUDE_CODE_SIMPLE")
-    if _env_truthy(simple):
-        return False, f"CLAUDE_CODE_SIMPLE={simple} (--bare)"
-    remote = env.get("CLAUDE_CODE_REMOTE")
-    if _env_truthy(remote) and not env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR"):
-        return False, f"CLAUDE_CODE_REMOTE={remote} without CLAUDE_CODE_REMOTE_MEMORY_DIR"
-    # Project settings count here: a repo may opt out of auto memory (but never redirect it).
-    if isinstance(settings, Settings):
-        hit = settings.first("autoMemoryEnabled", accept=lambda v: isinstance(v, bool))
-        if hit is not None:
-            value, src = hit
-            return value, f"autoMemoryEnabled={'true' if value else 'false'} ({src.label})"
-    elif settings is not None and isinstance(settings.get("autoMemoryEnabled"), bool):
-        value = settings["autoMemoryEnabled"]
-        return value, f"autoMemoryEnabled={'true' if value else 'false'} (settings)"
-    return True, "default"
-
-
 # ---------------------------------------------------------------------------------------------
 # Directories
 
@@ -539,7 +318,7 @@ def find_project_dir(projects: str, name: str) -> str:
     Example: find_project_dir("/h/.claude/projects", "/h/repo") == "/h/.claude/projects/-h-repo"
     """
     sanitized = sanitize_path(name)
-    exact = _join(projects, sanitized)
+    exact = posix_join(projects, sanitized)
     if os.path.isdir(exact) or len(sanitized) <= MAX_SANITIZED_LENGTH:
         return exact
     prefix = sanitized[:MAX_SANITIZED_LENGTH] + "-"
@@ -548,277 +327,8 @@ def find_project_dir(projects: str, name: str) -> str:
             names = sorted(e.name for e in it if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False))
     except OSError:
         return exact
-    return _join(projects, names[0]) if names else exact
+    return posix_join(projects, names[0]) if names else exact
 
-
-def claude_default_memory_dir(
-    key_root: str, env: Mapping[str, str] | None = None, home: str | None = None
-) -> str:
-    """Claude Code's default auto-memory dir for a canonical git root (or project root).
-
-    Example: claude_default_memory_dir("/h/repo", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo/memory/"
-    """
-    project_dir = find_project_dir(_join(memory_base(env, home), "projects"), key_root)
-    return _nfc(_join(project_dir, "memory") + os.sep)
-
-
-def claude_transcripts_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """Where Claude Code writes session transcripts for a project root: keyed by the cwd, not the git root.
-
-    Example: claude_transcripts_dir("/h/repo/sub", {"HOME": "/h"}) == "/h/.claude/projects/-h-repo-sub"
-    """
-    return find_project_dir(projects_dir(env, home), root)
-
-
-def qwen_memory_dir(key_root: str, home: str, env: Mapping[str, str] | None = None) -> str:
-    """qwen-code's memory dir for its key (``qwen_memory_key``), without a trailing separator.
-
-    Example: qwen_memory_dir("/home/u/repo", "/home/u") == "/home/u/.qwen/projects/-home-u-repo/memory"
-    """
-    return _join(find_project_dir(_join(qwen_memory_base(home, env), "projects"), key_root), "memory")
-
-
-#: The qwen-code release whose memory folder is keyed by the checkout (a linked worktree's own),
-#: not by the main repository as 0.15 keyed it (reference/real-clients.md, 2026-11-26).
-QWEN_PER_WORKTREE = (0, 24)
-
-
-def qwen_version(env: Mapping[str, str] | None = None) -> tuple[int, ...] | None:
-    """The installed qwen-code's version: ``MEM_QWEN_VERSION`` when set, else the ``version`` of the
-    package.json of the ``qwen`` found on PATH (npm links it to the package's cli.js); None when unknown.
-
-    Example: qwen_version({"MEM_QWEN_VERSION": "0.24.4"}) == (0, 24, 4)
-    """
-    import json
-    import shutil
-
-    env = _environ(env)
-    if env.get("MEM_QWEN_VERSION"):
-        return _version(env["MEM_QWEN_VERSION"])
-    exe = shutil.which("qwen", path=env.get("PATH"))
-    if exe is None:
-        return None
-    directory = os.path.dirname(os.path.realpath(exe))
-    for _ in range(4):  # cli.js sits at the package's top (dist/ or bin/ below it in other layouts)
-        try:
-            data = json.loads(_read_text(_join(directory, "package.json")))
-        except (OSError, ValueError, RecursionError):
-            data = None
-        if isinstance(data, dict) and data.get("name") == "@qwen-code/qwen-code":
-            return _version(data.get("version"))
-        directory = os.path.dirname(directory)
-    return None
-
-
-def _version(text: object) -> tuple[int, ...] | None:
-    m = re.match(r"\s*v?(\d+(?:\.\d+)+)", text) if isinstance(text, str) else None
-    return tuple(int(p) for p in m.group(1).split(".")) if m else None
-
-
-def qwen_memory_key(root: str, git_root: str | None, canonical: str | None,
-                    env: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The path qwen-code keys a project's memory folder by, and why.
-
-    0.24 and later (or unknown: the current release): the nearest git root, a linked worktree's
-    own (getAutoMemoryRoot's findGitRoot), or the project root itself with
-    ``QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace``. 0.15: the main repository's root, every
-    worktree sharing it.
-
-    Example: qwen_memory_key("/h/wt", "/h/wt", "/h/repo", {"MEM_QWEN_VERSION": "0.15.10"})[0] == "/h/repo"
-    """
-    env = _environ(env)
-    version = qwen_version(env)
-    if version is not None and version < QWEN_PER_WORKTREE:
-        return canonical or root, f"qwen-code {'.'.join(map(str, version))}: keyed by the main repository"
-    if (env.get("QWEN_CODE_MEMORY_PROJECT_SCOPE") or "").strip().lower() == "workspace":
-        return root, "QWEN_CODE_MEMORY_PROJECT_SCOPE=workspace"
-    return git_root or root, "qwen-code 0.24+: keyed by the checkout"
-
-
-def qwen_user_memory_dir(home: str, env: Mapping[str, str] | None = None) -> str:
-    """qwen-code 0.24's user tier, loaded into every project's session: <memory base>/memories.
-
-    Example: qwen_user_memory_dir("/h") == "/h/.qwen/memories"
-    """
-    return _join(qwen_memory_base(home, env), "memories")
-
-
-def qwen_transcripts_dir(root: str, home: str, env: Mapping[str, str] | None = None) -> str:
-    """qwen-code's chats dir for a project root (keyed by the cwd, like Claude's transcripts).
-
-    Example: qwen_transcripts_dir("/h/repo/sub", "/h") == "/h/.qwen/projects/-h-repo-sub/chats"
-    """
-    return _join(find_project_dir(_join(qwen_runtime_dir(home, env), "projects"), root), "chats")
-
-
-def agent_memory_dir(
-    agent_type: str,
-    scope: str,
-    cwd: str | None = None,
-    env: Mapping[str, str] | None = None,
-    home: str | None = None,
-) -> str:
-    """getAgentMemoryDir: a subagent's own memory dir for a scope (user, project, local).
-
-    Example: agent_memory_dir("p:rev", "user", env={"HOME": "/h"}) == "/h/.claude/agent-memory/p-rev/"
-    """
-    if scope not in AGENT_SCOPES:
-        raise UsageError(f"unknown agent memory scope {scope!r} (expected one of: {', '.join(AGENT_SCOPES)})")
-    name = agent_type.replace(":", "-")
-    # Claude Code does no more than ':' -> '-'; refusing separators keeps the dir inside its parent.
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise UsageError(f"invalid agent type {agent_type!r}")
-    env = _environ(env)
-    if scope == "user":
-        return _join(memory_base(env, home), "agent-memory", name) + os.sep
-    root = project_root(os.getcwd() if cwd is None else cwd)
-    if scope == "project":
-        return _join(root, ".claude", "agent-memory", name) + os.sep
-    remote = env.get("CLAUDE_CODE_REMOTE_MEMORY_DIR")
-    if remote:
-        key = find_canonical_git_root(root) or root
-        return _join(remote, "projects", sanitize_path(key), "agent-memory-local", name) + os.sep
-    return _join(root, ".claude", "agent-memory-local", name) + os.sep
-
-
-def claude_memory_dir(
-    root: str,
-    canonical_git_root: str | None,
-    settings: Settings,
-    env: Mapping[str, str] | None = None,
-    home: str | None = None,
-) -> tuple[str, str]:
-    """getAutoMemPath, with the rule that decided: Cowork override, then settings, then the default.
-
-    Example: claude_memory_dir("/home/u/repo", "/home/u/repo", settings)[1] == "default"
-    """
-    env = _environ(env)
-    home = home_dir(env, home)
-    cowork = validate_memory_path(env.get("CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"), False, home)
-    if cowork:
-        return cowork, "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE"
-    # `a ?? b ?? c` then one validation: the first source defining the key decides, and an
-    # invalid value there falls through to the default, not to the next source.
-    hit = settings.first("autoMemoryDirectory", MEMORY_DIRECTORY_SOURCES, accept=lambda v: isinstance(v, str))
-    if hit is not None:
-        value, src = hit
-        configured = validate_memory_path(value, True, home)
-        if configured:
-            return configured, f"autoMemoryDirectory ({src.label})"
-    return claude_default_memory_dir(canonical_git_root or root, env, home), "default"
-
-
-def _explicit_dir(raw: str, home: str, what: str) -> str:
-    if not raw:
-        raise UsageError(f"{what} is empty")
-    if "\0" in raw:
-        raise UsageError(f"{what} contains a NUL byte")
-    if raw == "~" or raw.startswith("~/"):
-        raw = home + raw[1:]
-    elif raw.startswith("~"):
-        raw = os.path.expanduser(raw)
-    path = _resolve(raw)
-    return path if path.endswith(os.sep) else path + os.sep
-
-
-# ---------------------------------------------------------------------------------------------
-# The one entry point
-
-
-class Resolution(NamedTuple):
-    memory_dir: str  # Claude form ends with exactly one os.sep; qwen's recorded form has none
-    rule: str  # which rule decided
-    layout: str  # "claude" | "qwen" | "agent" | "dir"
-    project_root: str
-    git_root: str | None
-    canonical_git_root: str | None
-    auto_memory_enabled: bool
-    auto_memory_reason: str
-    transcripts_dir: str | None
-
-    def as_dict(self) -> dict:
-        return self._asdict()
-
-
-def resolve(
-    *,
-    dir: str | None = None,
-    project: str | None = None,
-    layout: str = "auto",
-    agent: str | None = None,
-    scope: str | None = None,
-    settings_file: str | None = None,
-    env: Mapping[str, str] | None = None,
-    home: str | None = None,
-) -> Resolution:
-    """The memory dir for a project and the rule that chose it: --dir, MEM_DIR, agent, qwen, Claude.
-
-    Example: resolve(project="/home/u/repo").rule == "default"
-    """
-    env = _environ(env)
-    home = home_dir(env, home)
-    if layout not in LAYOUTS:
-        raise UsageError(f"unknown layout {layout!r} (expected one of: {', '.join(LAYOUTS)})")
-    if scope is not None and agent is None:
-        raise UsageError("--scope needs --agent")
-
-    root = project_root(os.getcwd() if project is None else project)
-    git_root = find_git_root(root)
-    canonical = resolve_canonical_root(git_root) if git_root is not None else None
-    settings = load_settings(root, env=env, home=home, settings_file=settings_file)
-    enabled, reason = auto_memory_enabled(env, settings)
-
-    def made(memory: str, rule: str, kind: str, transcripts: str | None = None) -> Resolution:
-        # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
-        # Code's unless the directory is qwen-code's.
-        transcripts = transcripts or claude_transcripts_dir(root, env, home)
-        return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
-
-    if dir is not None:
-        return made(_explicit_dir(dir, home, "--dir"), "--dir", "dir")
-    if env.get("MEM_DIR"):  # empty counts as unset
-        return made(_explicit_dir(env["MEM_DIR"], home, "MEM_DIR"), "MEM_DIR", "dir")
-    if agent is not None:
-        if scope is None:
-            raise UsageError(f"--agent needs --scope ({'|'.join(AGENT_SCOPES)})")
-        return made(agent_memory_dir(agent, scope, root, env, home), f"agent ({scope})", "agent")
-
-    key = canonical or root
-    if layout == "qwen":
-        qwen_key = qwen_memory_key(root, git_root, canonical, env)[0]
-        return made(qwen_memory_dir(qwen_key, home, env), "qwen", "qwen", qwen_transcripts_dir(root, home, env))
-    memory, rule = claude_memory_dir(root, canonical, settings, env, home)
-    # Claude Code creates its memory dir at startup, so a missing one next to an existing qwen
-    # one means this project is used with qwen-code. Explicit overrides are never second-guessed.
-    if layout == "auto" and rule == "default" and not os.path.isdir(memory):
-        qwen = qwen_memory_dir(qwen_memory_key(root, git_root, canonical, env)[0], home, env)
-        if os.path.isdir(qwen):
-            return made(qwen, "qwen (detected)", "qwen", qwen_transcripts_dir(root, home, env))
-    return made(memory, rule, "claude")
-
-
-
-def resolve_options(where: Mapping[str, object], *, reading: bool = False) -> Resolution:
-    """The Resolution for the memory-directory options (--dir, --project, --layout, --agent,
-    --scope, --settings) given as a dict of ``resolve``'s keywords.
-
-    ``reading``: the command reads the directory, so one named by --dir or MEM_DIR that is
-    missing or unreadable is a usage error (a typo must not make a check pass). A directory
-    found by the other rules may not exist yet: that is a project without memories.
-    """
-    if where.get("agent") and not where.get("scope"):
-        raise UsageError("--agent needs --scope user, project or local")
-    if where.get("scope") and not where.get("agent"):
-        raise UsageError("--scope needs --agent TYPE")
-    resolution = resolve(**where)
-    if reading and resolution.rule in ("--dir", "MEM_DIR"):
-        root = resolution.memory_dir
-        if not os.path.isdir(root):
-            what = "is not a directory" if os.path.lexists(root.rstrip(os.sep) or os.sep) else "does not exist"
-            raise UsageError(f"memory directory {root} (from {resolution.rule}) {what}")
-        if not os.access(root, os.R_OK | os.X_OK):
-            raise UsageError(f"memory directory {root} (from {resolution.rule}) is not readable")
-    return resolution
 
 def _digest12(data: bytes) -> str:
     """12 hex digits of BLAKE2b. ``_blake2`` directly: ``import hashlib`` loads
@@ -835,7 +345,7 @@ def state_key(memory_dir: str) -> str:
 
     Example: state_key("/home/u/.claude/projects/-home-u-repo/memory/") == "home-u-repo-memory-61f3401cef7f"
     """
-    real = _nfc(os.path.realpath(os.path.expanduser(memory_dir)))
+    real = nfc(os.path.realpath(os.path.expanduser(memory_dir)))
     digest = _digest12(real.encode("utf-8", "surrogatepass"))
     parts = [p for p in real.split("/") if p]
     # "<project folder>-memory" says more than "memory" alone
@@ -856,16 +366,16 @@ def user_memory_dir(env: Mapping[str, str] | None = None) -> str:
 
     Example: user_memory_dir({"HOME": "/home/u"}) == "/home/u/.local/share/mem/memory"  # on Linux
     """
-    env = _environ(env)
+    env = environ_of(env)
     override = env.get("MEM_USER_DIR")
     if override:
-        return _resolve(os.path.expanduser(override))
+        return posix_resolve(os.path.expanduser(override))
     xdg = env.get("XDG_DATA_HOME", "")
     home = env.get("HOME", "")
     # platformdirs' answer on Linux, without importing it on the hook's path
     if sys.platform == "linux" and (xdg.startswith("/") or home.startswith("/")):
-        base = xdg if xdg.startswith("/") else _join(home, ".local", "share")
-        return _join(base, "mem", "memory")
+        base = xdg if xdg.startswith("/") else posix_join(home, ".local", "share")
+        return posix_join(base, "mem", "memory")
     from platformdirs import user_data_dir
 
-    return _join(user_data_dir("mem", appauthor=False), "memory")
+    return posix_join(user_data_dir("mem", appauthor=False), "memory")

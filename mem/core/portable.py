@@ -10,7 +10,7 @@ whole (paths, secrets, frontmatter, conflicts) before its first write; then ever
 through ``MemoryDir.write`` as one ``import`` operation of the history, so ``mem undo`` takes it back.
 
 uses: memdir (layout, files, frontmatter, index, revert), guards.secrets, guards.poison.poison_problem, memdir.index.drop_pointers, paths,
-clients (each layout's frontmatter)
+clients (each layout's frontmatter; qwen-code's memory base)
 """
 
 from __future__ import annotations
@@ -458,9 +458,10 @@ def load_source(location: str, *, layout: str | None = None, logs: bool = False,
     """An archive file or a memory directory; a directory's layout is guessed from where it lives."""
     if os.path.isdir(location):
         if layout is None:
-            from mem.core.paths import home_dir, qwen_memory_base
+            from mem.clients.qwen import memory_base
+            from mem.core.paths import home_dir
 
-            base = qwen_memory_base(home_dir(), os.environ)
+            base = memory_base(home_dir(), os.environ)
             inside_qwen = os.path.realpath(location).startswith(os.path.realpath(base) + os.sep)
             layout = "qwen" if inside_qwen else "claude"
         return read_directory(location, layout, logs=logs, team=team)

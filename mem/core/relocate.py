@@ -19,6 +19,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from mem import clients
 from mem.core import paths
 from mem.core.errors import MemError, NotFoundError, RefusedError, UsageError
 from mem.core.wording import plural
@@ -148,7 +149,7 @@ def project_folders(env=None) -> list[ProjectFolder]:
     """Every project folder of Claude Code and qwen-code with a memory directory or transcripts."""
     out = []
     seen = set()
-    for client, memory_base, transcripts_base in paths.project_bases(env=env):
+    for client, memory_base, transcripts_base in clients.project_bases(env=env):
         names = set()
         for base in {memory_base, transcripts_base}:
             try:
@@ -261,7 +262,7 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
         raise UsageError("the old and the new path are the same")
     plan = Relocation(old, new)
     home = paths.home_dir(env)
-    for client, memory_base, transcripts_base in paths.project_bases(env=env):
+    for client, memory_base, transcripts_base in clients.project_bases(env=env):
         old_memory = os.path.join(paths.find_project_dir(memory_base, old), MEMORY_SUBDIR)
         old_folder = paths.find_project_dir(transcripts_base, old)
         new_memory = named(client).default_memory_dir(new, env, home)

@@ -78,14 +78,15 @@ def transcript_path(session_id: str, project: str | None = None, env=None) -> st
 
 
 def _session_base(session_id: str, project: str | None, env) -> str:
-    from mem.core.paths import claude_transcripts_dir, project_root
+    from mem.clients.claude import transcripts_dir
+    from mem.core.paths import project_root
 
     root = project_root(project or os.getcwd())
-    return os.path.join(claude_transcripts_dir(root, env=env), check_session_id(session_id))
+    return os.path.join(transcripts_dir(root, env=env), check_session_id(session_id))
 
 
 def config_dir(env=None) -> str:
-    from mem.core.paths import config_home
+    from mem.clients.claude import config_home
 
     return os.path.join(config_home(env), "session-memory", "config")
 

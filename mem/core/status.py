@@ -81,7 +81,7 @@ def iso(seconds: float | None) -> str | None:
 
 def collect(res, *, now: float | None = None, min_hours: float | None = None, min_sessions: int | None = None,
             recent_days: float = RECENT_DAYS, env=None) -> Status:
-    """Everything ``mem status`` shows for a Resolution (``mem.core.paths.resolve``)."""
+    """Everything ``mem status`` shows for a Resolution (``mem.clients.resolve``)."""
     from mem.clients import memory_on
     from mem.core.jobs import consolidation
     from mem.core.memdir.state import state_dir
@@ -345,9 +345,9 @@ def _operations(memory: MemoryDir, sdir: str, limit: int = 5) -> list[dict]:
 
 def _session_notes(project_root: str, now: float, recent_days: float, env) -> dict:
     """Claude Code's session notes (``<project dir>/<session>/session-memory/summary.md``) touched lately."""
-    from mem.core.paths import claude_transcripts_dir
+    from mem.clients.claude import transcripts_dir
 
-    project_dir = claude_transcripts_dir(project_root, env)
+    project_dir = transcripts_dir(project_root, env)
     since = now - recent_days * 86400
     found = []
     try:

@@ -6,7 +6,7 @@ that applies to the tool call (hooks/tool.py). The caller reads the payload,
 calls ``on_prompt`` (or ``on_session_start``) and prints the ``HookResult``: this module writes
 to no stream. It imports no click, so the lean entry point (mem/entry.py) can call it directly.
 
-uses: clients (memory_on), hooks.payload, hooks.tool, paths (resolution), recall, memdir.store
+uses: clients (resolve_options, memory_on), hooks.payload, hooks.tool, recall, memdir.store
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def on_session_start(payload: HookPayload, where: dict) -> HookResult:
     """SessionStart: a compaction drops the surfaced memories from the context, so they may be shown again."""
     from mem.core import recall
     from mem.core.memdir.store import MemoryDir
-    from mem.core.paths import resolve_options
+    from mem.clients import resolve_options
 
     if payload.source == "compact" and payload.session_id:
         resolution = resolve_options(hook_where(where, payload))
@@ -77,7 +77,7 @@ def on_prompt(payload: HookPayload, where: dict, options: RecallOptions) -> Hook
     """UserPromptSubmit: the memories relevant to the prompt, as the hook JSON the client reads."""
     from mem.core import recall
     from mem.core.memdir.store import MemoryDir
-    from mem.core.paths import resolve_options
+    from mem.clients import resolve_options
 
     if payload.hook_event_name == "SessionStart":
         return on_session_start(payload, where)

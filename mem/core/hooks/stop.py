@@ -8,7 +8,7 @@ credentials (once, before anything is read or started), the session (the payload
 ``--session`` names one), and whether the extraction runs here or detached. ``on_stop_notes`` is
 the same event for the session notes (`mem session update --hook`): updated when due.
 
-uses: hooks.payload, paths (resolution), jobs.llm (credentials), jobs.extract, jobs.background,
+uses: hooks.payload, clients (resolve_options, memory_on), jobs.llm (credentials), jobs.extract, jobs.background,
 jobs.session_update, session, memdir.store
 """
 
@@ -47,7 +47,7 @@ def on_stop(payload: HookPayload, where: dict, options: StopOptions = StopOption
     from mem.core.jobs import llm
     from mem.core.jobs.extract import ExtractRequest, ExtractResult, describe, extract
     from mem.core.memdir.store import MemoryDir
-    from mem.core.paths import resolve_options
+    from mem.clients import resolve_options
 
     resolution = resolve_options(hook_where(where, payload))
     memory = MemoryDir(resolution.memory_dir)

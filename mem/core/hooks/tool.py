@@ -9,7 +9,7 @@ tool pattern (``shell:git push``, ``edit:migrations/versions``), in the session'
 state and within its budget, and renders them as prompt recall does. A call that matches
 nothing (most do) costs a manifest scan and the cached triggers, and writes nothing.
 
-uses: clients (memory_on), hooks.payload, toolmatch, recall (session state, surfacing), paths (resolution), memdir.manifest, memdir.state
+uses: clients (resolve_options, memory_on), hooks.payload, toolmatch, recall (session state, surfacing), memdir.manifest, memdir.state
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
     from mem.core.memdir.store import MemoryDir
-    from mem.core.paths import resolve_options
+    from mem.clients import resolve_options
 
     call = toolmatch.read_call(payload.tool_name, payload.tool_input, payload.cwd)
     if call is None:

@@ -4,7 +4,7 @@ Claude Code applies the ``env`` blocks of its settings files over the process en
 the higher source winning key by key: managed (policy) settings, then the project's
 ``.claude/settings.local.json``, then its ``.claude/settings.json``, then the user's
 ``settings.json`` under ``CLAUDE_CONFIG_DIR`` (default ``~/.claude``) — the files and order
-``paths.load_settings`` already knows. From the result this module takes
+``mem.clients.claude.load_settings`` already knows. From the result this module takes
 ``ANTHROPIC_AUTH_TOKEN``, else ``ANTHROPIC_API_KEY``, else the ``apiKeyHelper`` setting (first
 source holding it): a shell command run with ``/bin/sh -c`` whose standard output is the key,
 sent, as the client sends it, both as ``x-api-key`` and as a bearer token. Its output is a
@@ -15,7 +15,7 @@ and never put in an error message. ``ANTHROPIC_BASE_URL`` and the model variable
 recall selector takes ``ANTHROPIC_DEFAULT_SONNET_MODEL`` first, as Claude Code's does) come from
 the same merged environment.
 
-uses: errors (ConfigError), paths (load_settings, project_root), memdir.state (state_root), memdir.files
+uses: errors (ConfigError), clients.claude (load_settings), paths (project_root), memdir.state (state_root), memdir.files
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ PROJECT_ENV = frozenset({
 
 def merged_env(env: Mapping[str, str], cwd: str | None) -> tuple[dict[str, str], dict[str, str], Any]:
     """(the environment as Claude Code sees it, key -> the settings file that set it, the Settings)."""
-    from mem.core.paths import load_settings, project_root
+    from mem.clients.claude import load_settings
+    from mem.core.paths import project_root
 
     settings = load_settings(project_root(cwd or os.getcwd()), env=env)
     merged = dict(env)
