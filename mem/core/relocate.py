@@ -278,7 +278,7 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
                 plan.steps.append(Move("move", old_memory, new_memory, note))
             else:
                 target = MemoryDir(new_memory)
-                source = read_directory(old_memory, client, logs=True, team=True)
+                source = read_directory(MemoryDir(old_memory), client, logs=True, team=True)
                 merge = plan_import(target, source, policy="keep",
                                     foreign_hint="move it out of the memory directory, then relocate")
                 if merge.conflicts:
