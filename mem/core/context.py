@@ -339,11 +339,12 @@ def load_context(
         if entry is not None:
             ctx.files.append(entry)
         from mem.core.memdir.layout import team_dir as layout_team_dir
-        from mem.core.team.routing import team_enabled
+        from mem.core.memdir.store import MemoryDir
 
         team_index = (os.path.join(team_dir, INDEX_NAME) if team_dir is not None
                       # a linked team/ is not team memory
-                      else os.path.join(layout_team_dir(memory_dir), INDEX_NAME) if team_enabled(memory_dir) else None)
+                      else os.path.join(layout_team_dir(memory_dir), INDEX_NAME) if MemoryDir(memory_dir).team_enabled
+                      else None)
         if team_index is not None and not os.path.islink(os.path.dirname(team_index)):
             entry = loader.index(team_index, "teammem")
             if entry is not None:
