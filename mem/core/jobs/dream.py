@@ -185,7 +185,7 @@ def run(
     result.duration_s = time.monotonic() - started
     from mem.core.memdir import events
 
-    events.record(memory_dir, "dream", created=result.changes.created, updated=result.changes.updated,
+    events.record(memory, "dream", created=result.changes.created, updated=result.changes.updated,
                   deleted=result.changes.deleted, strategy=mode, tokens=result.tokens,
                   duration=result.duration_s, outcome="budget" if result.stopped_at_budget else "ok",
                   detail={"operation": result.snapshot_id, "gate": gate.reason,

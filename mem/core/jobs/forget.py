@@ -736,7 +736,7 @@ def apply(memory: MemoryDir, search: Search, chosen: list[Candidate], *, dry_run
         raise
     result.snapshot = memory.last_operation.id if memory.last_operation else None
     result.duration_s = time.monotonic() - started
-    events.record(memory.root, "forget", deleted=result.deleted, updated=result.updated, strategy=search.strategy,
+    events.record(memory, "forget", deleted=result.deleted, updated=result.updated, strategy=search.strategy,
                   tokens=search.tokens, duration=result.duration_s,
                   detail={"query": search.query, "operation": result.snapshot, "model": search.model,
                           "entries": [f"{c.relpath}#{c.entry.index}" for c in chosen if c.entry]})

@@ -26,7 +26,7 @@ def events_path(env: Mapping[str, str] | None = None) -> str:
 
 
 def record(
-    memory_dir: str,
+    memory,
     command: str,
     *,
     created: Iterable[str] = (),
@@ -39,11 +39,11 @@ def record(
     detail: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> bool:
-    """Append one event; False (and no exception) if the log cannot be written."""
+    """Append one event about ``memory`` (a MemoryDir); False (and no exception) if the log cannot be written."""
     event = {
         "time": now_iso(),
         "command": command,
-        "memory_dir": memory_dir,
+        "memory_dir": memory.root,
         "created": sorted(created),
         "updated": sorted(updated),
         "deleted": sorted(deleted),

@@ -606,7 +606,7 @@ def rebuild_in_place(memory, *, team: bool = False, dry_run: bool = False) -> Re
         written = memory.update_index(lambda current: build(current, root, manifest.scan(root, limit=None)), name=name)
     if written is not None:
         done.written = True
-        events.record(memory.root, "index --rebuild", created=[written.relpath] if written.created else [],
+        events.record(memory, "index --rebuild", created=[written.relpath] if written.created else [],
                       updated=[] if written.created else [written.relpath], duration=time.monotonic() - started,
                       detail={"added": done.added, "removed": done.removed,
                               "operation": memory.last_operation.id if memory.last_operation else None})

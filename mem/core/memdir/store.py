@@ -312,7 +312,7 @@ def record_operation(memory: MemoryDir, op, duration: float | None = None, detai
     by: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
     for c in op.changes:
         by["created" if c.before is None else "deleted" if c.after is None else "updated"].append(c.path)
-    events.record(memory.root, op.command, **by, duration=duration,
+    events.record(memory, op.command, **by, duration=duration,
                   detail={**(detail or {}), "operation": op.id, **({"args": list(op.args)} if op.args else {})})
 
 

@@ -656,7 +656,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
 
         result.status = "updated"
         events.record(
-            cfg.memory.root, "team pull", created=[TEAM_PREFIX + k for k in result.created],
+            cfg.memory, "team pull", created=[TEAM_PREFIX + k for k in result.created],
             updated=[TEAM_PREFIX + k for k in result.updated], duration=time.monotonic() - started,
             detail={"repo": cfg.repo, "version": result.version, "snapshot": result.snapshot,
                     "overwritten_local": [TEAM_PREFIX + k for k in result.overwritten_local]},
