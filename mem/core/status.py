@@ -91,7 +91,7 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
     memory = MemoryDir(root)  # the one the parts below ask
     on, why = memory_on(res, env)
     exists = os.path.isdir(root)
-    sdir = state_dir(root, env, create=False)
+    sdir = state_dir(memory, env, create=False)
     headers = _headers(memory) if exists else []
     raw_index = _read(os.path.join(root, INDEX_NAME)) if exists else None
     status = Status(

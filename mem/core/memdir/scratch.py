@@ -39,6 +39,7 @@ def scratch_copy(memory, prefix: str) -> Iterator[str]:
     import tempfile
 
     from mem.core.memdir.state import state_dir
+    from mem.core.memdir.store import MemoryDir
 
     scratch = tempfile.mkdtemp(prefix=prefix)
     work = os.path.join(scratch, "memory")
@@ -47,7 +48,7 @@ def scratch_copy(memory, prefix: str) -> Iterator[str]:
         yield work
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        shutil.rmtree(state_dir(work, create=False), ignore_errors=True)
+        shutil.rmtree(state_dir(MemoryDir(work), create=False), ignore_errors=True)
 
 
 def _copy(src: str, dst: str) -> None:

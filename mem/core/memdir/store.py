@@ -55,7 +55,7 @@ class MemoryDir:
         if self._state is None:
             from mem.core.memdir.state import StateDir
 
-            self._state = StateDir(self.root)
+            self._state = StateDir(self)
         return self._state
 
     def __repr__(self) -> str:
