@@ -296,7 +296,7 @@ def find_offline(memory: MemoryDir, query: str, *, limit: int = DEFAULT_LIMIT) -
     if not q.weights:
         return search
     by_rel = {h.relpath: h for h in headers}
-    for hit in _best(offline_index(headers).scores(q), q):
+    for hit in _best(offline_index(memory, headers).scores(q), q):
         h = by_rel[hit.key]
         try:
             found = entries(_read_text(h.path))
@@ -464,7 +464,7 @@ def _json_object(text: str):
     return json.loads(text[start:end + 1])
 
 
-def _fitting(headers: list, query: str, system: str, client) -> list:
+def _fitting(memory: MemoryDir, headers: list, query: str, system: str, client) -> list:
     """``headers``, or as many of them as the model's window takes, the likeliest first.
 
     A directory of thousands of memories lists more than one request holds: the
@@ -482,7 +482,7 @@ def _fitting(headers: list, query: str, system: str, client) -> list:
     if text_tokens(format_manifest(headers)) <= room:
         return headers
     q = ranker.query_terms(search_text(query))
-    order = {hit.key: i for i, hit in enumerate(offline_index(headers).scores(q))} if q.weights else {}
+    order = {hit.key: i for i, hit in enumerate(offline_index(memory, headers).scores(q))} if q.weights else {}
     ranked = sorted(headers, key=lambda h: order.get(h.relpath, len(order)))
     kept, used = [], 0
     for h in ranked:
@@ -519,7 +519,7 @@ def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, 
             multi[h.relpath] = found
     client = llm.Model(config, log=log)
     system = SELECTOR_SYSTEM.format(limit=limit, confirmation=CONFIRMED if confirmed else UNCONFIRMED)
-    shown = _fitting(headers, query, system, client)
+    shown = _fitting(memory, headers, query, system, client)
     multi = {rel: found for rel, found in multi.items() if rel in {h.relpath for h in shown}}
     response = client.create(
         system=system,
