@@ -194,7 +194,8 @@ def _string_params(m: str) -> list[str]:
 #: StateDir; paths.state_key is what turns a directory's path into the state's name).
 #: 21 before: RecallResult takes the MemoryDir; recall's offline_index (and select_offline) takes the MemoryDir
 #: its headers were scanned from, instead of slicing the root out of a header's path, and reads its indexes.
-STRING_ROOTS = 18
+#: 18 before: layout.team_dir(root) became MemoryDir.team_dir (the team tier asked through the MemoryDir).
+STRING_ROOTS = 17
 
 
 def test_core_signatures_take_a_memory_dir_not_a_string():

@@ -338,13 +338,12 @@ def load_context(
         entry = loader.index(os.path.join(memory_dir, INDEX_NAME), "automem")
         if entry is not None:
             ctx.files.append(entry)
-        from mem.core.memdir.layout import team_dir as layout_team_dir
         from mem.core.memdir.store import MemoryDir
 
+        memory = MemoryDir(memory_dir)
         team_index = (os.path.join(team_dir, INDEX_NAME) if team_dir is not None
                       # a linked team/ is not team memory
-                      else os.path.join(layout_team_dir(memory_dir), INDEX_NAME) if MemoryDir(memory_dir).team_enabled
-                      else None)
+                      else os.path.join(memory.team_dir, INDEX_NAME) if memory.team_enabled else None)
         if team_index is not None and not os.path.islink(os.path.dirname(team_index)):
             entry = loader.index(team_index, "teammem")
             if entry is not None:

@@ -583,10 +583,10 @@ def rebuild_in_place(memory, *, team: bool = False, dry_run: bool = False) -> Re
     import time
 
     from mem.core.memdir import events
-    from mem.core.memdir.layout import TEAM_INDEX, team_dir
+    from mem.core.memdir.layout import TEAM_INDEX
 
     started = time.monotonic()
-    root = team_dir(memory.root) if team else memory.root
+    root = memory.team_dir if team else memory.root
     name = TEAM_INDEX if team else INDEX_NAME
     build = rebuild_team if team else rebuild
     path = os.path.join(root, INDEX_NAME)

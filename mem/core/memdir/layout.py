@@ -133,10 +133,6 @@ def daily_log(now: float | None = None) -> str:
     return f"{LOGS_PREFIX}{t.tm_year:04d}/{t.tm_mon:02d}/{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}.md"
 
 
-def team_dir(root: str) -> str:
-    return os.path.join(root, TEAM_DIR)
-
-
 def walk_entries(root: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
     """(relpath, entry, is_dir) for everything under root, breadth first, in directory order.
 

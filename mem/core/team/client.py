@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from mem.core.errors import ConfigError, MemError, RefusedError
 from mem.core.memdir.files import read_bytes
 from mem.core.memdir.store import MemoryDir
-from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, team_dir, walk_entries
+from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, walk_entries
 from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
 
@@ -89,7 +89,7 @@ class Config:
 
     @property
     def team_dir(self) -> str:
-        return team_dir(self.memory.root)
+        return self.memory.team_dir
 
     @property
     def endpoint(self) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from mem.core.memdir.layout import TEAM_PREFIX, is_team, team_dir
+from mem.core.memdir.layout import TEAM_PREFIX, is_team
 
 TEAM_WRAPPER_OPEN = '<team-memory-content source="shared">'
 TEAM_WRAPPER_CLOSE = "</team-memory-content>"
@@ -93,7 +93,7 @@ def team_memories(memory, memory_type: str | None = None) -> list:
 
     if not memory.team_enabled:
         return []
-    headers = manifest.scan(team_dir(memory.root), limit=None)
+    headers = manifest.scan(memory.team_dir, limit=None)
     return [h._replace(relpath=TEAM_PREFIX + h.relpath) for h in headers
             if memory_type is None or h.type == memory_type]
 
