@@ -195,7 +195,11 @@ def _string_params(m: str) -> list[str]:
 #: 21 before: RecallResult takes the MemoryDir; recall's offline_index (and select_offline) takes the MemoryDir
 #: its headers were scanned from, instead of slicing the root out of a header's path, and reads its indexes.
 #: 18 before: layout.team_dir(root) became MemoryDir.team_dir (the team tier asked through the MemoryDir).
-STRING_ROOTS = 17
+#: 17 before: files.within, layout's walkers (walk_entries, walk_files, walk_topic_files, tree_files),
+#: manifest.scan and grep's walk and dir_targets take any folder (team/, a scratch copy, qwen-code's
+#: .qwen/team-memory, a transcript or projects folder), index.lint and rebuild the folder their index sits in
+#: (the memory directory or its team/): none is a memory root. Left: paths, which builds the resolution.
+STRING_ROOTS = 7
 
 
 def test_core_signatures_take_a_memory_dir_not_a_string():
