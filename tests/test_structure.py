@@ -165,13 +165,25 @@ def test_the_cli_holds_no_model_sdk_import_at_module_level():
 
 # -- ratchets: may fall, never rise -------------------------------------------------------------
 
+def _takes_str(annotation: ast.expr | None) -> bool:
+    """``str``, or a union that admits one (``str | None``, ``MemoryDir | str``, ``Optional[str]``)."""
+    if isinstance(annotation, ast.Name):
+        return annotation.id == "str"
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _takes_str(annotation.left) or _takes_str(annotation.right)
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name) \
+            and annotation.value.id in ("Optional", "Union"):
+        inner = annotation.slice
+        return any(_takes_str(e) for e in (inner.elts if isinstance(inner, ast.Tuple) else [inner]))
+    return False
+
+
 def _string_params(m: str) -> list[str]:
     out = []
     for node in ast.walk(tree(m)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
-                if arg.arg in ("root", "memory_dir") and isinstance(arg.annotation, ast.Name) \
-                        and arg.annotation.id == "str":
+                if arg.arg in ("root", "memory_dir") and _takes_str(arg.annotation):
                     out.append(f"{m}.{node.name}({arg.arg})")
     return out
 
@@ -199,7 +211,10 @@ def _string_params(m: str) -> list[str]:
 #: manifest.scan and grep's walk and dir_targets take any folder (team/, a scratch copy, qwen-code's
 #: .qwen/team-memory, a transcript or projects folder), index.lint and rebuild the folder their index sits in
 #: (the memory directory or its team/): none is a memory root. Left: paths, which builds the resolution.
-STRING_ROOTS = 7
+#: Unions count too since (a `memory_dir: str | None` is a string root): context.load_context and
+#: events.read_events take a MemoryDir (or None); what is left is MemoryDir.__init__ itself
+#: (root: str | os.PathLike, the boundary) and paths, which builds the resolution.
+STRING_ROOTS = 8
 
 
 def test_core_signatures_take_a_memory_dir_not_a_string():

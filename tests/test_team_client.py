@@ -65,7 +65,7 @@ def test_pull_server_wins_and_matching_files_are_not_rewritten(server, tmp_path)
     assert same.stat().st_mtime == 1_000_000_000
     # b had never synced: its differing file counts as an unpushed edit, snapshotted first.
     assert r.overwritten_local == ["x.md"] and r.snapshot
-    ev = events.read_events(str(tmp_path / "b"))[-1]
+    ev = events.read_events(MemoryDir(tmp_path / "b"))[-1]
     assert ev["command"] == "team pull" and ev["updated"] == ["team/x.md"]
 
 

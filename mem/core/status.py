@@ -378,7 +378,7 @@ def _session_notes(project_root: str, now: float, recent_days: float, env) -> di
 def _last_event(memory: MemoryDir, env) -> dict | None:
     from mem.core.memdir import events
 
-    got = events.read_events(memory.spelled, limit=1, env=env)
+    got = events.read_events(memory, limit=1, env=env)
     return got[-1] if got else None
 
 
