@@ -148,11 +148,11 @@ def run(
         raise MemError(f"no memory directory at {memory_dir}")
     today = today or date.today()
     if dry_run:
-        with scratch.scratch_copy(memory, "mem-dream-") as work:
-            _consolidate(result, MemoryDir(work), transcripts_dir, model, gate, progress, today, repo,
-                         lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, work))), budget)
-            result.changes = scratch.compare(memory_dir, work)
-            result.diff = scratch.unified_diff(memory_dir, work)
+        with scratch.scratch_copy(memory, "mem-dream-") as copy:
+            _consolidate(result, copy, transcripts_dir, model, gate, progress, today, repo,
+                         lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, copy.root))), budget)
+            result.changes = scratch.compare(memory_dir, copy.root)
+            result.diff = scratch.unified_diff(memory_dir, copy.root)
         result.ran = True
         result.duration_s = time.monotonic() - started
         return result

@@ -717,9 +717,9 @@ def apply(memory: MemoryDir, search: Search, chosen: list[Candidate], *, dry_run
         return result
     changes = plan(memory, chosen)
     if dry_run:
-        with scratch.scratch_copy(memory, "mem-forget-") as work:
-            result.deleted, result.updated = _apply(MemoryDir(work), changes)
-            result.diff = scratch.unified_diff(memory.root, work)
+        with scratch.scratch_copy(memory, "mem-forget-") as copy:
+            result.deleted, result.updated = _apply(copy, changes)
+            result.diff = scratch.unified_diff(memory.root, copy.root)
         result.duration_s = time.monotonic() - started
         return result
     for c in changes:  # nobody changed a file between the plan and now
