@@ -67,8 +67,10 @@ def offline_selector(memory_dir: str):
     from mem.core.memdir import manifest
     from mem.core import recall
 
+    from mem.core.memdir.store import MemoryDir
+
     headers = manifest.scan(memory_dir)
-    index = recall.offline_index(headers)
+    index = recall.offline_index(MemoryDir(memory_dir), headers)
     return lambda q: [h.key for h in index.rank(q, recall.MAX_SURFACED)]
 
 
@@ -135,7 +137,9 @@ def routing(queries: list[dict]) -> dict:
     from mem.core import recall
     from mem.core.memdir import manifest
 
-    index = recall.offline_index(manifest.scan(os.path.join(BENCH, "memories")))
+    from mem.core.memdir.store import MemoryDir
+
+    index = recall.offline_index(MemoryDir(os.path.join(BENCH, "memories")), manifest.scan(os.path.join(BENCH, "memories")))
     out: dict = {}
     for part in ("all", "tune", "heldout"):
         rows = {"sure, nothing": [], "sure, a match": [], "unsure: the model decides": []}

@@ -107,13 +107,14 @@ def hook_setup(tmp: str, small: str):
 
     from mem.core import recall
     from mem.core.memdir import manifest
+    from mem.core.memdir.store import MemoryDir
 
     bench = os.path.join(ROOT, "tests", "fixtures", "recall-bench")
     hook_dir = os.path.join(tmp, "hook-memories")
     shutil.copytree(small, hook_dir)
     for name in os.listdir(os.path.join(bench, "memories")):
         shutil.copy(os.path.join(bench, "memories", name), hook_dir)
-    index = recall.offline_index(manifest.scan(hook_dir))
+    index = recall.offline_index(MemoryDir(hook_dir), manifest.scan(hook_dir))
     with open(os.path.join(bench, "queries.json"), encoding="utf-8") as fh:
         queries = [q for q in json.load(fh) if q["relevant"]]
 

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import write_memory
 from mem.core.jobs.tools import ToolBox, WritePolicy, _glob_regex, frontmatter_problem, validate_input
+from mem.core.memdir.store import MemoryDir
 
 GOOD = "---\nname: user-role\ndescription: the user is a data engineer\ntype: user\n---\n\nData engineer.\n"
 AWS_KEY = "AKIA" + "QYLPMN5HHHFPZAM2"  # the scanner's AWS access key rule; split so this file is not a hit
@@ -20,7 +21,7 @@ def box(tmp_path):
     root.mkdir()
     write_memory(root, "a.md", name="a", description="first memory", body="alpha line\nbeta line\n")
     (root / "MEMORY.md").write_text("- [A](a.md) — first memory\n")
-    return ToolBox(str(root))
+    return ToolBox(MemoryDir(root))
 
 
 def call(box: ToolBox, name: str, **args):
@@ -106,7 +107,7 @@ def test_extra_read_root_is_readable_but_not_writable(tmp_path):
     transcripts = tmp_path / "transcripts"
     transcripts.mkdir()
     (transcripts / "s.jsonl").write_text('{"role": "user", "content": "hi"}\n')
-    box = ToolBox(str(root), read_roots=[str(transcripts)])
+    box = ToolBox(MemoryDir(root), read_roots=[str(transcripts)])
     text, err = call(box, "read", file_path=str(transcripts / "s.jsonl"))
     assert not err and '"hi"' in text
     text, err = call(box, "grep", pattern="hi", path=str(transcripts))
@@ -288,7 +289,7 @@ def test_memory_dir_reached_through_a_symlink(tmp_path):
     real.mkdir()
     link = tmp_path / "memory"
     link.symlink_to(real)
-    box = ToolBox(str(link))
+    box = ToolBox(MemoryDir(link))
     assert call(box, "write", file_path="user-role.md", content=GOOD)[1] is False
     assert call(box, "read", file_path=str(link / "user-role.md"))[1] is False
     assert call(box, "read", file_path=str(real / "user-role.md"))[1] is False

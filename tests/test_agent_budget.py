@@ -10,6 +10,7 @@ from conftest import write_memory
 from fakeapi import message, tool_use_block
 from mem.core.jobs import llm
 from mem.core.jobs.agent import FINISH_NOW, ToolBox, run_agent
+from mem.core.memdir.store import MemoryDir
 
 GOOD = "---\nname: user-role\ndescription: the user is a data engineer\ntype: user\n---\n\nData engineer.\n"
 
@@ -48,7 +49,7 @@ def test_a_greedy_reader_runs_40_turns_within_the_window(fake_api, root, monkeyp
     fake_api.reply_tool_use("write", {"file_path": "user-role.md", "content": GOOD})
     fake_api.respond_with(greedy_reader)
     lines: list[str] = []
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=40, log=lines.append)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=40, log=lines.append)
     assert result.error is None and result.stop_reason in ("max_turns", "budget")
     assert {r["status"] for r in fake_api.requests} == {200}  # never a 400 for a request too long
     assert fake_api.max_input_tokens + 8_192 <= limit
@@ -80,7 +81,7 @@ def test_a_greedy_writer_ends_with_one_finish_now_turn(fake_api, root, monkeypat
                        stop_reason="tool_use")
 
     fake_api.respond_with(greedy_writer)
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=40)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=40)
     assert result.stop_reason == "budget" and result.error is None and result.text == "Saved the notes."
     assert {r["status"] for r in fake_api.requests} == {200}
     assert fake_api.max_input_tokens + 8_192 <= limit
@@ -96,5 +97,5 @@ def test_a_greedy_writer_ends_with_one_finish_now_turn(fake_api, root, monkeypat
 
 def test_a_prompt_larger_than_the_window_makes_no_call(fake_api, root, monkeypatch):
     window(fake_api, monkeypatch, 20_000)
-    result = run_agent(model(), system="S", messages="word " * 60_000, toolbox=ToolBox(str(root)), max_turns=5)
+    result = run_agent(model(), system="S", messages="word " * 60_000, toolbox=ToolBox(MemoryDir(root)), max_turns=5)
     assert result.stop_reason == "budget" and result.turns == 0 and fake_api.requests == []

@@ -11,6 +11,7 @@ from conftest import write_memory
 from fakeapi import message, tool_use_block
 from mem.core.jobs import llm
 from mem.core.jobs.agent import ToolBox, run_agent
+from mem.core.memdir.store import MemoryDir
 
 GOOD = "---\nname: user-role\ndescription: the user is a data engineer\ntype: user\n---\n\nData engineer.\n"
 
@@ -40,7 +41,7 @@ def test_read_then_write(fake_api, root):
                              ("edit", {"file_path": "MEMORY.md", "old_string": "", "new_string": "x"}),
                              input_tokens=1200, output_tokens=200)
     fake_api.reply_text("Saved user-role.md.", input_tokens=1300, output_tokens=5)
-    box = ToolBox(str(root))
+    box = ToolBox(MemoryDir(root))
     result = run_agent(model(), system="SYSTEM", messages="the conversation", toolbox=box, max_turns=5)
     assert result.stop_reason == "end_turn" and result.turns == 3
     assert result.text == "Saved user-role.md."
@@ -65,7 +66,7 @@ def test_read_then_write(fake_api, root):
 def test_request_shape_tools_and_prompt_caching(fake_api, root):
     fake_api.reply_tool_use("ls", {})
     fake_api.reply_text("done")
-    box = ToolBox(str(root))
+    box = ToolBox(MemoryDir(root))
     run_agent(model(), system="SYSTEM PROMPT", messages="USER PROMPT", toolbox=box, max_turns=3, max_tokens=1234)
     first, second = (r["body"] for r in fake_api.requests)
     assert first["system"] == [{"type": "text", "text": "SYSTEM PROMPT", "cache_control": {"type": "ephemeral"}}]
@@ -91,7 +92,7 @@ def test_update_of_an_existing_file(fake_api, root):
         ("edit", {"file_path": "MEMORY.md", "old_string": "— engineer", "new_string": "— data engineer"}),
     )
     fake_api.reply_text("Updated.")
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=5)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=5)
     assert result.updated == ["user-role.md", "MEMORY.md"] and result.created == []
     assert "Data engineer, on call this week." in (root / "user-role.md").read_text()
     assert (root / "MEMORY.md").read_text() == "- [User role](user-role.md) — data engineer\n"
@@ -108,7 +109,7 @@ def test_path_escapes_from_the_model_write_nothing_outside(fake_api, root, tmp_p
     fake_api.reply_tool_uses(("write", {"file_path": target, "content": GOOD}),
                              ("edit", {"file_path": target, "old_string": "a", "new_string": "b"}))
     fake_api.reply_text("I could not.")
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=5)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=5)
     assert result.stop_reason == "end_turn"
     assert [c.ok for c in result.tool_calls] == [False, False]
     assert all(r.get("is_error") for r in results_sent(fake_api.requests[1]))
@@ -123,7 +124,7 @@ def test_secret_in_proposed_content_is_refused(fake_api, root):
     fake_api.reply_tool_use("write", {"file_path": "tokens.md", "content": GOOD + f"token: {key}\n"})
     fake_api.reply_tool_use("write", {"file_path": "user-role.md", "content": GOOD})
     fake_api.reply_text("Saved without the token.")
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=5)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=5)
     refusal = results_sent(fake_api.requests[1])[0]
     assert refusal["is_error"] and "contains a secret" in refusal["content"] and key not in refusal["content"]
     assert result.created == ["user-role.md"]
@@ -137,7 +138,7 @@ def test_malformed_tool_input_is_an_error_result_and_the_run_goes_on(fake_api, r
                             tool_use_block("nonsense", {}),
                             tool_use_block("read", "not an object")], stop_reason="tool_use"))
     fake_api.reply_text("ok")
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=5)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=5)
     assert result.stop_reason == "end_turn" and result.turns == 2
     sent = results_sent(fake_api.requests[1])
     assert [r.get("is_error") for r in sent] == [True, True, True, True]
@@ -152,7 +153,7 @@ def test_turn_budget_exhausted(fake_api, root):
     for i in range(3):
         fake_api.reply_tool_use("ls", {})
     fake_api.reply_text("never asked for")
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=3)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=3)
     assert result.stop_reason == "max_turns" and result.turns == 3
     assert len(fake_api.requests) == 3 and fake_api.remaining == 1
     assert len(result.tool_calls) == 3  # the last turn's tools still ran
@@ -160,7 +161,7 @@ def test_turn_budget_exhausted(fake_api, root):
 
 def test_tools_of_the_last_turn_run(fake_api, root):
     fake_api.reply_tool_use("write", {"file_path": "user-role.md", "content": GOOD})
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=1)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=1)
     assert result.stop_reason == "max_turns" and result.created == ["user-role.md"]
 
 
@@ -169,20 +170,20 @@ def test_wall_clock_budget(fake_api, root):
                            stop_reason="tool_use"))
     fake_api.reply_text("too late", delay=3)
     started = time.monotonic()
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=5, deadline_s=1.0)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=5, deadline_s=1.0)
     assert result.stop_reason == "deadline" and result.turns == 1 and result.error is None
     assert result.created == ["user-role.md"]
     assert time.monotonic() - started < 2.5
     assert len(fake_api.requests) == 2
     # a run whose budget is already spent makes no call at all
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=5, deadline_s=0)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=5, deadline_s=0)
     assert result.stop_reason == "deadline" and result.turns == 0 and len(fake_api.requests) == 2
 
 
 def test_model_error_mid_run_keeps_what_was_written(fake_api, root):
     fake_api.reply_tool_use("write", {"file_path": "user-role.md", "content": GOOD})
     fake_api.reply_status(529)
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=5)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=5)
     assert result.stop_reason == "error" and result.error_kind == "overloaded"
     assert "529" in result.error
     assert result.created == ["user-role.md"] and result.turns == 1
@@ -193,7 +194,7 @@ def test_debug_log_names_every_turn_and_tool(fake_api, root):
     fake_api.reply_tool_use("read", {"file_path": "/etc/passwd"})
     fake_api.reply_text("done")
     lines: list[str] = []
-    run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root), log=lines.append), max_turns=5,
+    run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root), log=lines.append), max_turns=5,
               log=lines.append)
     assert lines[0] == "agent turn 1/5: 1 messages"
     assert lines[1].startswith('tool read {"file_path": "/etc/passwd"} -> refused: Error: refused: /etc/passwd is outside')
@@ -205,12 +206,12 @@ def test_transient_failures_are_retried_within_the_budget(fake_api, root):
     fake_api.reply_status(500)
     fake_api.reply_text("done")
     lines: list[str] = []
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), max_turns=5,
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), max_turns=5,
                        deadline_s=30, retries=2, log=lines.append)
     assert result.stop_reason == "end_turn" and result.turns == 1 and result.error is None
     assert len(fake_api.requests) == 3
     assert [line.split(";")[1].strip() for line in lines if "retry" in line] == ["retry 1/2 in 0.5s", "retry 2/2 in 1s"]
     # a request the server rejects is not tried again
     fake_api.reply_status(400)
-    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(str(root)), retries=2)
+    result = run_agent(model(), system="S", messages="U", toolbox=ToolBox(MemoryDir(root)), retries=2)
     assert result.stop_reason == "error" and len(fake_api.requests) == 4

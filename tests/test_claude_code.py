@@ -16,6 +16,7 @@ import pytest
 
 from mem.core.jobs import llm
 from mem.core.jobs.tools import ToolBox, WritePolicy
+from mem.core.memdir.store import MemoryDir
 from mem.core.jobs.backends import claude_code, mcp_tools
 
 AWS_KEY = "AKIA" + "QYLPMN5HHHFPZAM2"  # the scanner's AWS access key rule; split so this file is not a hit
@@ -31,7 +32,7 @@ def box(tmp_path):
     memory = tmp_path / "memory"
     memory.mkdir()
     (memory / "MEMORY.md").write_text("")
-    return ToolBox(str(memory), policy=WritePolicy())
+    return ToolBox(MemoryDir(memory), policy=WritePolicy())
 
 
 def test_the_server_offers_exactly_the_boxs_tools_and_runs_them_through_it(box, tmp_path):

@@ -198,15 +198,16 @@ def test_python_dash_m_entry_point(memdir):
 
 def test_rebuild_appends_an_event(run_mem, populated):
     from mem.core.memdir.events import read_events
+    from mem.core.memdir.store import MemoryDir
 
     (populated / "MEMORY.md").write_text("- [User role](user_role.md) — backend\n")
     assert run_mem("index", "--rebuild").returncode == 0
-    (event,) = read_events(str(populated))
+    (event,) = read_events(MemoryDir(populated))
     assert event["command"] == "index --rebuild" and event["updated"] == ["MEMORY.md"]
     assert event["detail"]["added"] == ["feedback_tests.md"] and event["detail"]["removed"] == [] and event["outcome"] == "ok"
     assert event["detail"]["operation"] == json.loads(run_mem("history", "--json").stdout)[0]["id"]
     assert run_mem("index", "--rebuild").returncode == 0  # nothing to do: no new event
-    assert len(read_events(str(populated))) == 1
+    assert len(read_events(MemoryDir(populated))) == 1
 
 
 def test_closed_pipe_exits_141_like_a_c_tool(mem_exe, memdir):

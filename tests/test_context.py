@@ -11,6 +11,7 @@ import pytest
 
 from conftest import FIXTURES, git
 from mem.core import context as cx
+from mem.core.memdir.store import MemoryDir
 
 TREE = FIXTURES / "context" / "tree"
 GOLDEN = FIXTURES / "context"
@@ -74,7 +75,7 @@ def test_golden_agents_md(tree, run_mem):
 
 
 def test_load_order_and_kinds(tree):
-    ctx = cx.load_context(str(tree / "work/repo"), memory_dir=str(tree / "memory") + "/")
+    ctx = cx.load_context(str(tree / "work/repo"), memory=MemoryDir(str(tree / "memory") + "/"))
     rel = [(f.kind, os.path.relpath(f.path, tree), f.included_from and os.path.relpath(f.included_from, tree))
            for f in ctx.files]
     assert rel == [
@@ -106,7 +107,7 @@ def test_load_order_and_kinds(tree):
 
 
 def test_stripping_and_rendering(tree):
-    ctx = cx.load_context(str(tree / "work/repo"), memory_dir=str(tree / "memory"))
+    ctx = cx.load_context(str(tree / "work/repo"), memory=MemoryDir(str(tree / "memory")))
     by_path = {os.path.relpath(f.path, tree): f for f in ctx.files}
     user = by_path["home/.claude/CLAUDE.md"]
     assert user.content == "# My defaults\n\nAnswer briefly. House style: @~/notes/style.md"  # frontmatter, comment gone
@@ -133,7 +134,7 @@ def test_the_40000_character_limit(tree):
 
 def test_memory_index_is_as_mem_index_prints_it(tree, run_mem):
     index = run_mem("index", cwd=str(tree)).stdout.rstrip("\n")
-    ctx = cx.load_context(str(tree / "work/repo"), memory_dir=str(tree / "memory"))
+    ctx = cx.load_context(str(tree / "work/repo"), memory=MemoryDir(str(tree / "memory")))
     assert next(f for f in ctx.files if f.kind == "automem").content == index
 
 
@@ -320,7 +321,7 @@ def test_crlf_and_bom_survive(tmp_path):
 
 
 def test_render_for_prompt_is_bounded_and_keeps_the_nearest_files(tree):
-    ctx = cx.load_context(str(tree / "work/repo"), memory_dir=str(tree / "memory"))
+    ctx = cx.load_context(str(tree / "work/repo"), memory=MemoryDir(str(tree / "memory")))
     full = cx.render_for_prompt(ctx, 10**6)
     assert "MEMORY.md" not in full and cx.MEMORY_INSTRUCTION_PROMPT not in full
     assert full.startswith(f"Contents of {tree}/managed/CLAUDE.md (")
@@ -372,7 +373,7 @@ def test_include_targets_html_and_lists(text, expected):
 
 
 def test_render_for_prompt_never_exceeds_its_budget(tree):
-    ctx = cx.load_context(str(tree / "work/repo"), memory_dir=str(tree / "memory"))
+    ctx = cx.load_context(str(tree / "work/repo"), memory=MemoryDir(str(tree / "memory")))
     full = cx.render_for_prompt(ctx, 10**6)
     for budget in [*range(1, 400, 7), *range(400, len(full) + 300, 97)]:
         text = cx.render_for_prompt(ctx, budget)

@@ -12,6 +12,7 @@ import pytest
 
 from conftest import write_memory
 from mem.core import cost
+from mem.core.memdir.store import MemoryDir
 
 FIXTURES = Path(__file__).parent / "fixtures"
 #: A session recorded from the real Claude Code 2.1.330 with mem's hooks installed.
@@ -124,10 +125,10 @@ def test_mem_cost_over_the_projects_sessions_and_jobs(run_mem, isolated_env, tmp
         os.utime(transcripts / f"session-{i}.jsonl", (2000 + i, 2000 + i))
     shutil.copy(RECORDED, transcripts / "recorded.jsonl")
     os.utime(transcripts / "recorded.jsonl", (1000, 1000))  # the oldest: left out by --sessions 3
-    events.record(str(memdir), "extract", created=["a.md"], tokens={"input_tokens": 1200, "output_tokens": 80})
-    events.record(str(memdir), "extract", tokens={"input_tokens": 800, "output_tokens": 20})
-    events.record(str(memdir), "dream", tokens={"input_tokens": 5000, "output_tokens": 300})
-    events.record(str(memdir), "log", created=["logs/x.md"])
+    events.record(MemoryDir(memdir), "extract", created=["a.md"], tokens={"input_tokens": 1200, "output_tokens": 80})
+    events.record(MemoryDir(memdir), "extract", tokens={"input_tokens": 800, "output_tokens": 20})
+    events.record(MemoryDir(memdir), "dream", tokens={"input_tokens": 5000, "output_tokens": 300})
+    events.record(MemoryDir(memdir), "log", created=["logs/x.md"])
 
     r = run_mem("cost", "--json", "--project", str(project), "--sessions", "3")
     assert r.returncode == 0, r.stderr

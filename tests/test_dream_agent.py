@@ -14,6 +14,7 @@ from conftest import (
     write_memories,
     write_memory,
 )
+from mem.core.memdir.store import MemoryDir
 
 A = "---\nname: deploy-day\ndescription: deploys happen on fridays\ntype: project\n---\n\nDeploys happen on Fridays.\n"
 B = "---\nname: deploy-day-2\ndescription: deploy on friday afternoons\ntype: project\n---\n\nWe deploy Friday afternoons.\n"
@@ -240,7 +241,7 @@ def test_search_transcripts_shows_the_matched_words_with_session_and_time(tmp_pa
     (transcripts / f"{SESSION}.jsonl").write_text(
         transcript_line("u1", f"{words}we decided: the payments service moves to Postgres 16 {words}", "2026-11-20T09:30:00.000Z")
         + "\n" + transcript_line("u2", "nothing here", "2026-11-20T09:31:00.000Z") + "\n")
-    box = ToolBox(str(memdir), transcripts=str(transcripts), policy=None)
+    box = ToolBox(MemoryDir(memdir), transcripts=str(transcripts), policy=None)
     text, is_error = box.call("search_transcripts", {"pattern": "postgres 16", "ignore_case": True})
     assert not is_error
     line = text.split("\n")[0]
@@ -279,7 +280,7 @@ def test_grep_cuts_a_long_line_around_the_match(memdir):
     from mem.core.jobs.tools import GREP_MAX_LINE_CHARS, ToolBox
 
     (memdir / "long.md").write_text("x" * 2000 + " the needle is here " + "y" * 2000 + "\n")
-    text, _ = ToolBox(str(memdir), policy=None).call("grep", {"pattern": "needle"})
+    text, _ = ToolBox(MemoryDir(memdir), policy=None).call("grep", {"pattern": "needle"})
     assert text.startswith("long.md:1:…") and "the needle is here" in text and text.endswith("…")
     assert len(text) <= len("long.md:1:") + GREP_MAX_LINE_CHARS + 2
 

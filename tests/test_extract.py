@@ -66,7 +66,7 @@ def test_first_run_saves_indexes_and_moves_the_cursor(fake_api, memdir, transcri
     assert cursor["last_uuid"] == "a1" and cursor["transcript"] == str(transcript)
     # bookkeeping stays out of the memory dir
     assert sorted(p.name for p in memdir.iterdir()) == ["MEMORY.md", "user-prefers-tabs.md"]
-    [event] = events.read_events(str(memdir))
+    [event] = events.read_events(MemoryDir(memdir))
     assert event["command"] == "extract" and event["strategy"] == "model"
     assert event["created"] == ["user-prefers-tabs.md"] and event["updated"] == ["MEMORY.md"]
     assert event["tokens"]["input_tokens"] == 1900 and event["detail"]["session"] == "sess-1"
@@ -186,7 +186,7 @@ def test_model_error_keeps_the_cursor_and_fails(fake_api, memdir, transcript):
     assert exc.value.exit_code == ExitCode.FAILURE
     assert "cursor stays" in str(exc.value) and "user-prefers-tabs.md" in str(exc.value)
     assert ex.read_cursor(MemoryDir(memdir), "sess-1") is None
-    [event] = events.read_events(str(memdir))
+    [event] = events.read_events(MemoryDir(memdir))
     assert event["outcome"] == "error" and event["created"] == ["user-prefers-tabs.md"]
     # the lock was let go
     assert ex.RunLock(MemoryDir(memdir)).acquire()

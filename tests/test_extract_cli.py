@@ -259,7 +259,7 @@ def test_background_returns_at_once_and_closes_the_pipes(fake_api, memdir, trans
     assert (memdir / "user-prefers-tabs.md").read_text() == GOOD
     from mem.core.memdir.state import state_dir
 
-    log = Path(state_dir(str(memdir))) / "logs" / "extract.log"
+    log = Path(state_dir(MemoryDir(memdir))) / "logs" / "extract.log"
     wait_for(lambda: "Saved 1 memory" in log.read_text(), what="the log")
     text = log.read_text()
     assert text.startswith("--- ") and text.splitlines()[0].endswith(f": {transcript}")

@@ -641,12 +641,13 @@ def test_doctor_catches_zsh_completions_zsh_cannot_find(fresh_project, isolated_
 
 def test_doctor_catches_a_history_store_damaged_by_hand(fresh_project, isolated_env):
     from mem.core.memdir.state import state_dir
+    from mem.core.memdir.store import MemoryDir
 
     r = invoke("remember", "--type", "project", "--name", "n", "--description", "d", "Deploys on Fridays.",
                cwd=fresh_project)
     assert r.exit_code == 0, r.stderr
     memory_dir = json.loads(invoke("path", "--json", cwd=fresh_project).stdout)["memory_dir"]
-    store = Path(state_dir(memory_dir, create=False))
+    store = Path(state_dir(MemoryDir(memory_dir), create=False))
     assert (store / "history.git").is_dir()
     _, checks = doctor(fresh_project)
     assert checks["state directory"]["state"] == "ok", checks["state directory"]

@@ -18,6 +18,7 @@ import pytest
 
 from conftest import write_memory
 from mem.core.jobs.tools import ToolBox
+from mem.core.memdir.store import MemoryDir
 
 #: ``(a+)+$`` against this backtracks 2**40 times: days.
 LINE = "a" * 40 + "b"
@@ -25,9 +26,10 @@ LINE = "a" * 40 + "b"
 JOB = textwrap.dedent("""
     import json, sys, time
     from mem.core.jobs.tools import ToolBox
+    from mem.core.memdir.store import MemoryDir
 
     root, transcripts, tool = sys.argv[1:]
-    box = ToolBox(root, policy=None, transcripts=transcripts)
+    box = ToolBox(MemoryDir(root), policy=None, transcripts=transcripts)
     box.deadline = time.monotonic() + 3  # what run_agent sets from the job's deadline_s
     print(json.dumps([box.call(tool, {"pattern": p}) for p in ("(a+)+$", "a")]))
 """)
@@ -57,7 +59,7 @@ def test_run_agent_gives_the_tools_its_deadline(fake_api, tmp_path):
     write_memory(root, "note.md", name="note", description="d", body="alpha\n")
     fake_api.reply_tool_use("grep", {"pattern": "alph."})
     fake_api.reply_text("done")
-    box = ToolBox(str(root), policy=None)
+    box = ToolBox(MemoryDir(root), policy=None)
     before = time.monotonic()
     run_agent(llm.Model(llm.model_config("extract", timeout=10)), system="S", messages="U", toolbox=box,
               max_turns=3, deadline_s=120)
@@ -68,7 +70,7 @@ def test_run_agent_gives_the_tools_its_deadline(fake_api, tmp_path):
 def test_searches_without_a_deadline_run_in_process_and_find_what_they_should(tmp_path):
     root = tmp_path / "memory"
     write_memory(root, "note.md", name="note", description="d", body="alpha\nbeta\n")
-    box = ToolBox(str(root), policy=None)
+    box = ToolBox(MemoryDir(root), policy=None)
     text, is_error = box.call("grep", {"pattern": "bet."})
     assert (text, is_error) == ("note.md:8:beta", False)
     box.deadline = time.monotonic() + 30  # in a child now: the same answer
@@ -80,7 +82,7 @@ def test_a_fifo_is_an_error_for_the_model_never_a_hang(tmp_path):
     root = tmp_path / "memory"
     write_memory(root, "note.md", name="note", description="d", body="alpha\n")
     os.mkfifo(root / "trap.md")
-    box = ToolBox(str(root), policy=None)
+    box = ToolBox(MemoryDir(root), policy=None)
     text, is_error = box.call("read", {"file_path": "trap.md"})
     assert is_error and "not a regular file" in text
     assert box.call("grep", {"pattern": "alpha"}) == ("note.md:7:alpha", False)
@@ -94,7 +96,7 @@ def test_reads_are_capped_per_line(tmp_path):
     root.mkdir()
     with open(root / "huge.md", "wb") as fh:
         fh.write(b"first\n" + b"x" * (LINE_MAX_BYTES + 10) + b"\nlast needle\n")
-    box = ToolBox(str(root), policy=None)
+    box = ToolBox(MemoryDir(root), policy=None)
     text, is_error = box.call("read", {"file_path": "huge.md"})
     assert not is_error
     assert text.splitlines() == ["     1\tfirst", f"     2\t[a line of more than {LINE_MAX_BYTES:,} bytes, not shown]",

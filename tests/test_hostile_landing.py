@@ -170,5 +170,5 @@ def test_relocate_does_not_merge_a_foreign_file(tmp_path):
     from mem.core.portable import plan_import, read_directory
 
     with pytest.raises(RefusedError, match=r"\.git/config"):
-        plan_import(dst, read_directory(src.root, "claude", logs=True, team=True), policy="keep",
+        plan_import(dst, read_directory(src, "claude", logs=True, team=True), policy="keep",
                     foreign_hint="move it out of the memory directory, then relocate")

@@ -92,13 +92,13 @@ def test_recall_notes_what_verify_found_without_git_or_the_verifier(memdir):
     # subprocess and without importing the verifier (its regexes and git plumbing).
     from conftest import write_memory
 
-    from mem.core.memdir.state import StateDir
+    from mem.core.memdir.store import MemoryDir
     from mem.core.verifynotes import Finding, StaleNotes, content_sha
 
     path = write_memory(memdir, "deploy.md", name="deploy", description="how we deploy to staging", type="project",
                         body="Deploy with `make ship`.\n")
     stale = Finding("deploy.md", 7, "command", "make ship", "missing", "not a target in Makefile")
-    StaleNotes(StateDir(str(memdir)).verify_notes).update({"deploy.md": (content_sha(path.read_bytes()), [stale])})
+    StaleNotes(MemoryDir(memdir).state.verify_notes).update({"deploy.md": (content_sha(path.read_bytes()), [stale])})
     payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
                           "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
     out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=("mem", "subprocess"), input=payload)

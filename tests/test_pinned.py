@@ -120,14 +120,14 @@ def test_the_extract_and_dream_agents_tools_refuse_pinned_files(memory):
     os.symlink("pinned/architecture.md", memory / "alias.md")
     text = "---\nname: architecture\ndescription: rewritten\ntype: project\n---\nRewritten.\n"
     for policy in (extract_policy(), WritePolicy(allow_delete=True)):
-        box = ToolBox(str(memory), policy=policy)
+        box = ToolBox(MemoryDir(memory), policy=policy)
         for target in (PINNED, "alias.md"):
             assert not box.call("read", {"file_path": target})[1]
             reply, is_error = box.call("write", {"file_path": target, "content": text})
             assert is_error and "pinned/ holds hand-curated memories" in reply, reply
             reply, is_error = box.call("edit", {"file_path": target, "old_string": "Three", "new_string": "Four"})
             assert is_error and "pinned/" in reply, reply
-    reply, is_error = ToolBox(str(memory), policy=WritePolicy(allow_delete=True)).call("delete", {"file_path": PINNED})
+    reply, is_error = ToolBox(MemoryDir(memory), policy=WritePolicy(allow_delete=True)).call("delete", {"file_path": PINNED})
     assert is_error and "pinned/" in reply, reply
     assert (memory / PINNED).read_bytes() == before
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mem.core.memdir import manifest
+from mem.core.memdir.store import MemoryDir
 from mem.core import recall
 from mem.core.recall import ranker
 
@@ -215,19 +216,19 @@ def test_the_index_cache_is_used_and_refreshed(tmp_path):
     (root / "a.md").write_text("---\nname: a\ndescription: staging deploy timeouts\ntype: project\n---\n\nrerun\n")
     cache = tmp_path / "cache"
     cache.mkdir()
-    idx = recall.offline_index(manifest.scan(str(root)), str(cache))
+    idx = recall.offline_index(MemoryDir(root), manifest.scan(str(root)), str(cache))
     assert [h.key for h in idx.rank("staging deploy timeouts")] == ["a.md"]
     assert (cache / recall.INDEX_CACHE).exists()
     # a changed file is read again, not taken from the cache
     import os
     (root / "a.md").write_text("---\nname: a\ndescription: grafana dashboards for latency\ntype: reference\n---\n\nx\n")
     os.utime(root / "a.md", (1_800_000_000, 1_800_000_000))
-    idx = recall.offline_index(manifest.scan(str(root)), str(cache))
+    idx = recall.offline_index(MemoryDir(root), manifest.scan(str(root)), str(cache))
     assert idx.rank("staging deploy timeouts") == []
     assert [h.key for h in idx.rank("grafana latency dashboards")] == ["a.md"]
     # a damaged cache is ignored
     (cache / recall.INDEX_CACHE).write_bytes(b"\x00garbage")
-    idx = recall.offline_index(manifest.scan(str(root)), str(cache))
+    idx = recall.offline_index(MemoryDir(root), manifest.scan(str(root)), str(cache))
     assert [h.key for h in idx.rank("grafana latency dashboards")] == ["a.md"]
 
 
@@ -238,13 +239,13 @@ def test_a_memory_is_matched_on_its_index_line_too(tmp_path):
     (root / "MEMORY.md").write_text("- [Project overview](overview.md) — what the product is built with: the tech stack\n")
     cache = tmp_path / "cache"
     cache.mkdir()
-    idx = recall.offline_index(manifest.scan(str(root)), str(cache))
+    idx = recall.offline_index(MemoryDir(root), manifest.scan(str(root)), str(cache))
     assert [h.key for h in idx.rank("tech stack")] == ["overview.md"]
     # the index line changes, the file does not: the cached terms of the line are refreshed
     import os
     (root / "MEMORY.md").write_text("- [Project overview](overview.md) — the product in one line\n")
     os.utime(root / "MEMORY.md", (1_800_000_000, 1_800_000_000))
-    idx = recall.offline_index(manifest.scan(str(root)), str(cache))
+    idx = recall.offline_index(MemoryDir(root), manifest.scan(str(root)), str(cache))
     assert idx.rank("tech stack") == []
     assert [h.key for h in idx.rank("the product in one line")] == ["overview.md"]
 

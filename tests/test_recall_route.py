@@ -135,7 +135,7 @@ def bench_memories(memdir):
 def _best(memdir, query: str) -> float:
     from mem.core.memdir import manifest
 
-    index = recall.offline_index(manifest.scan(str(memdir)))
+    index = recall.offline_index(MemoryDir(memdir), manifest.scan(str(memdir)))
     hits = index.scores(query)
     return hits[0].score if hits else 0.0
 

@@ -15,7 +15,7 @@ from mem.core.memdir.state import state_dir
 
 
 def _state_files(memdir):
-    d = os.path.join(state_dir(str(memdir)), "recall-sessions")
+    d = os.path.join(state_dir(MemoryDir(memdir)), "recall-sessions")
     return sorted(f for f in os.listdir(d) if f.endswith(".json")) if os.path.isdir(d) else []
 
 
@@ -86,7 +86,7 @@ def test_reset_forgets_a_session(memdir):
 
 
 def test_odd_session_ids_stay_inside_the_state_dir(memdir):
-    base = os.path.join(state_dir(str(memdir)), "recall-sessions")
+    base = os.path.join(state_dir(MemoryDir(memdir)), "recall-sessions")
     for sid in ("../../etc/passwd", "a/b", ".hidden", "x" * 300, "名前", "-"):
         path = recall.session_file(MemoryDir(memdir), sid)
         assert os.path.dirname(path) == base, sid
@@ -142,7 +142,7 @@ def test_a_session_leaves_the_cached_index_whole(memdir):
     for i in range(3):
         write_memory(memdir, f"m{i}.md", name=f"m{i}", description=f"staging deploy rule number {i}", body="x\n")
     recall.recall(MemoryDir(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
-    cache = os.path.join(state_dir(str(memdir)), recall.INDEX_CACHE)
+    cache = os.path.join(state_dir(MemoryDir(memdir)), recall.INDEX_CACHE)
     before = os.stat(cache).st_mtime_ns
     r = recall.recall(MemoryDir(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
     assert len(r.selected) == 1 and r.candidates == 2

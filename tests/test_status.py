@@ -43,8 +43,9 @@ def _transcript(project: Path, age_s: float = 0, sid: str | None = None) -> str:
 
 def _state_dir(memdir: Path) -> Path:
     from mem.core.memdir.state import state_dir
+    from mem.core.memdir.store import MemoryDir
 
-    return Path(state_dir(str(memdir) + os.sep))
+    return Path(state_dir(MemoryDir(str(memdir) + os.sep)))
 
 
 def _status(run_mem, project: Path, *args: str) -> dict:

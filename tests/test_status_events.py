@@ -205,8 +205,8 @@ def test_concurrent_writers_at_the_limit_lose_no_line(memdir, tmp_path):
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(filler * (MAX_BYTES // len(filler) - 20))
     before = sum(1 for _ in open(path, encoding="utf-8"))
-    code = ("import sys; from mem.core.memdir import events\n"
-            "for i in range(60): events.record(sys.argv[1], 'log', detail={'writer': sys.argv[2], 'i': i})\n")
+    code = ("import sys; from mem.core.memdir import events; from mem.core.memdir.store import MemoryDir\n"
+            "for i in range(60): events.record(MemoryDir(sys.argv[1]), 'log', detail={'writer': sys.argv[2], 'i': i})\n")
     writers = [subprocess.Popen([sys.executable, "-c", code, str(memdir), str(n)], env=os.environ) for n in range(6)]
     assert all(w.wait(timeout=60) == 0 for w in writers)
     lines = []

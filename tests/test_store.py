@@ -255,7 +255,7 @@ def test_delete_of_a_link_removes_the_link_not_its_target(store, tmp_path):
 
 
 def test_the_team_tier_is_asked_of_the_memory_dir(tmp_path):
-    # the same rule as team.routing.team_enabled: a directory named team/, never a link to one
+    # the same rule as MemoryDir.team_enabled: a directory named team/, never a link to one
     memory = MemoryDir(tmp_path / "m")
     assert not memory.team_enabled
     (tmp_path / "elsewhere").mkdir()

@@ -165,13 +165,25 @@ def test_the_cli_holds_no_model_sdk_import_at_module_level():
 
 # -- ratchets: may fall, never rise -------------------------------------------------------------
 
+def _takes_str(annotation: ast.expr | None) -> bool:
+    """``str``, or a union that admits one (``str | None``, ``MemoryDir | str``, ``Optional[str]``)."""
+    if isinstance(annotation, ast.Name):
+        return annotation.id == "str"
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _takes_str(annotation.left) or _takes_str(annotation.right)
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name) \
+            and annotation.value.id in ("Optional", "Union"):
+        inner = annotation.slice
+        return any(_takes_str(e) for e in (inner.elts if isinstance(inner, ast.Tuple) else [inner]))
+    return False
+
+
 def _string_params(m: str) -> list[str]:
     out = []
     for node in ast.walk(tree(m)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
-                if arg.arg in ("root", "memory_dir") and isinstance(arg.annotation, ast.Name) \
-                        and arg.annotation.id == "str":
+                if arg.arg in ("root", "memory_dir") and _takes_str(arg.annotation):
                     out.append(f"{m}.{node.name}({arg.arg})")
     return out
 
@@ -185,7 +197,27 @@ def _string_params(m: str) -> list[str]:
 #: routing.team_memories and recall.transcript_facts take the MemoryDir; context._within, prompt._dir_display,
 #: relocate.decode_name, store.sweep_temp_files, history._read (its work tree) and verify.Repo (a repository)
 #: take any directory, not a memory root.
-STRING_ROOTS = 24  # 30 before Claude Code's and qwen-code's rules (six of them) left core/paths for mem/clients/
+#: 30 before: portable.carried_files and read_directory (an import's source is another memory directory,
+#: only read) take the MemoryDir.
+#: 28 before: team.client's Config holds the MemoryDir (make_config takes it; the sync state and lock are its
+#: state's), and routing.team_enabled is gone (callers ask MemoryDir.team_enabled).
+#: 25 before: events.record takes the MemoryDir.
+#: 24 before: memdir.state's state_dir, cache_dir and StateDir take the MemoryDir (MemoryDir.state builds its
+#: StateDir; paths.state_key is what turns a directory's path into the state's name).
+#: 21 before: RecallResult takes the MemoryDir; recall's offline_index (and select_offline) takes the MemoryDir
+#: its headers were scanned from, instead of slicing the root out of a header's path, and reads its indexes.
+#: 18 before: layout.team_dir(root) became MemoryDir.team_dir (the team tier asked through the MemoryDir).
+#: 24 (from 30) after Claude Code's and qwen-code's rules (six of them) left core/paths for mem/clients/.
+#: 17 before: files.within, layout's walkers (walk_entries, walk_files, walk_topic_files, tree_files),
+#: manifest.scan and grep's walk and dir_targets take any folder (team/, a scratch copy, qwen-code's
+#: .qwen/team-memory, a transcript or projects folder), index.lint and rebuild the folder their index sits in
+#: (the memory directory or its team/): none is a memory root. Left: paths, which builds the resolution.
+#: Unions count too since (a `memory_dir: str | None` is a string root): context.load_context and
+#: events.read_events take a MemoryDir (or None); what is left is MemoryDir.__init__ itself
+#: (root: str | os.PathLike, the boundary) and paths, which builds the resolution.
+#: 8 before the two merged (the six of paths counted on both sides): MemoryDir.__init__, the boundary, and
+#: paths.state_key, which turns a directory's path into the name of its state, are what is left.
+STRING_ROOTS = 2
 
 
 def test_core_signatures_take_a_memory_dir_not_a_string():

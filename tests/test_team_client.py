@@ -27,6 +27,7 @@ from test_team_support import (  # noqa: F401 - fixtures
 
 from mem.core.memdir import events
 from mem.core.errors import ConfigError
+from mem.core.memdir.store import MemoryDir
 from mem.core.team import client, keys
 from mem.core.team.server import Limits
 
@@ -64,7 +65,7 @@ def test_pull_server_wins_and_matching_files_are_not_rewritten(server, tmp_path)
     assert same.stat().st_mtime == 1_000_000_000
     # b had never synced: its differing file counts as an unpushed edit, snapshotted first.
     assert r.overwritten_local == ["x.md"] and r.snapshot
-    ev = events.read_events(str(tmp_path / "b"))[-1]
+    ev = events.read_events(MemoryDir(tmp_path / "b"))[-1]
     assert ev["command"] == "team pull" and ev["updated"] == ["team/x.md"]
 
 
@@ -291,7 +292,7 @@ def test_get_retries_until_the_server_comes_up(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cfg = client.Config(str(tmp_path / "a"), f"http://127.0.0.1:{port}", "t", REPO, timeout=5)
+    cfg = client.Config(MemoryDir(tmp_path / "a"), f"http://127.0.0.1:{port}", "t", REPO, timeout=5)
     with pytest.raises(client.TeamError) as exc:
         client.pull(cfg, retries=0)
     assert exc.value.kind == "network" and exc.value.transient
@@ -313,7 +314,7 @@ def test_get_retries_until_the_server_comes_up(tmp_path):
             client.pull(cfg, retries=3, sleep=lambda s: (slept.append(s), time.sleep(s)))
         assert 1 <= len(slept) <= 3 and 0.5 <= slept[0] <= 0.625
         t.join()
-        ok = client.Config(cfg.memory_dir, cfg.url, started["token"], REPO, timeout=5)
+        ok = client.Config(cfg.memory, cfg.url, started["token"], REPO, timeout=5)
         assert client.pull(ok).status == "empty"
     finally:
         t.join()
@@ -326,21 +327,21 @@ def test_config_from_environment_and_git(tmp_path, monkeypatch):
     repo.mkdir()
     git("init", "-q", cwd=repo)
     with pytest.raises(ConfigError, match="MEM_TEAM_URL"):
-        client.make_config(str(tmp_path / "m"), str(repo))
+        client.make_config(MemoryDir(tmp_path / "m"), str(repo))
     monkeypatch.setenv("TEAM_MEMORY_SYNC_URL", "http://127.0.0.1:1")
     with pytest.raises(ConfigError, match="no git remote"):
-        client.make_config(str(tmp_path / "m"), str(repo))
+        client.make_config(MemoryDir(tmp_path / "m"), str(repo))
     git("remote", "add", "origin", "git@github.com:acme/widgets.git", cwd=repo)
-    cfg = client.make_config(str(tmp_path / "m"), str(repo))
+    cfg = client.make_config(MemoryDir(tmp_path / "m"), str(repo))
     assert cfg.repo == "acme/widgets" and cfg.url == "http://127.0.0.1:1" and cfg.token is None
     monkeypatch.setenv("MEM_TEAM_URL", "https://team.example.invalid/prefix")
     monkeypatch.setenv("MEM_TEAM_TOKEN", "memt_x")
     monkeypatch.setenv("MEM_TEAM_REPO", "other/repo")
-    cfg = client.make_config(str(tmp_path / "m"), str(repo))
+    cfg = client.make_config(MemoryDir(tmp_path / "m"), str(repo))
     assert (cfg.url, cfg.token, cfg.repo) == ("https://team.example.invalid/prefix", "memt_x", "other/repo")
     assert cfg.endpoint == "https://team.example.invalid/prefix/api/claude_code/team_memory?repo=other%2Frepo"
     with pytest.raises(ConfigError, match="http"):
-        client.make_config(str(tmp_path / "m"), str(repo), url="ftp://x")
+        client.make_config(MemoryDir(tmp_path / "m"), str(repo), url="ftp://x")
 
 
 def test_state_is_kept_outside_the_memory_dir_and_reset_for_another_server(server, tmp_path):
@@ -350,5 +351,5 @@ def test_state_is_kept_outside_the_memory_dir_and_reset_for_another_server(serve
     assert sorted(os.listdir(tmp_path / "a")) == ["team"]
     st = client.load_state(a)
     assert st.etag and st.server_checksums == {"x.md": keys.hash_content("x\n")}
-    other = client.Config(a.memory_dir, a.url, a.token, "acme/other")
+    other = client.Config(a.memory, a.url, a.token, "acme/other")
     assert client.load_state(other).etag is None

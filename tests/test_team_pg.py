@@ -8,6 +8,7 @@ import pytest
 import test_team_support
 from test_team_support import REPO, files, make_client, pg_url, start_server, write  # noqa: F401 - fixtures
 
+from mem.core.memdir.store import MemoryDir
 from mem.core.team import client
 
 
@@ -18,7 +19,7 @@ def test_two_servers_on_one_database_serialise_writers(pg_url, tmp_path):
         token = one.token()
         cfgs = []
         for i, srv in enumerate((one, two, one)):
-            cfg = client.Config(str(tmp_path / f"c{i}"), srv.url, token, REPO, timeout=10)
+            cfg = client.Config(MemoryDir(tmp_path / f"c{i}"), srv.url, token, REPO, timeout=10)
             write(tmp_path / f"c{i}", "team/shared.md", f"by c{i}\n")
             write(tmp_path / f"c{i}", f"team/own-{i}.md", f"c{i}\n")
             cfgs.append(cfg)

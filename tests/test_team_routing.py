@@ -15,13 +15,13 @@ from mem.core.team import routing
 
 
 def test_team_enabled_only_for_a_real_team_directory(tmp_path):
-    assert not routing.team_enabled(str(tmp_path))
+    assert not MemoryDir(tmp_path).team_enabled
     (tmp_path / "elsewhere").mkdir()
     os.symlink(tmp_path / "elsewhere", tmp_path / "team")
-    assert not routing.team_enabled(str(tmp_path))
+    assert not MemoryDir(tmp_path).team_enabled
     os.unlink(tmp_path / "team")
     (tmp_path / "team").mkdir()
-    assert routing.team_enabled(str(tmp_path))
+    assert MemoryDir(tmp_path).team_enabled
 
 
 def test_default_scopes():

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from mem.core.memdir.store import MemoryDir
 from mem.core.team import client
 from mem.core.team.server import JsonLog, Limits, TeamHTTPServer, make_server
 from mem.core.team.storage import SQLStore
@@ -149,7 +150,7 @@ def any_server(db):
 
 def make_client(srv: Server, memory_dir: Path, token: str | None = None, repo: str = REPO) -> client.Config:
     memory_dir.mkdir(parents=True, exist_ok=True)
-    return client.Config(str(memory_dir), srv.url, token if token is not None else srv.token(repo), repo, timeout=10)
+    return client.Config(MemoryDir(memory_dir), srv.url, token if token is not None else srv.token(repo), repo, timeout=10)
 
 
 def write(root: Path, rel: str, text: str) -> Path:

@@ -12,6 +12,7 @@ import time
 
 from test_team_support import REPO, make_client, server, start_server, write  # noqa: F401 - fixtures
 
+from mem.core.memdir.store import MemoryDir
 from mem.core.team import client
 from mem.core.team.watch import Watcher
 
@@ -82,7 +83,7 @@ def test_it_survives_a_server_outage(tmp_path):
     store = open_store(str(tmp_path / "t.db"))
     token = store.add_token([REPO])[1]
     store.close()
-    cfg = client.Config(str(tmp_path / "a"), f"http://127.0.0.1:{port}", token, REPO, timeout=2)
+    cfg = client.Config(MemoryDir(tmp_path / "a"), f"http://127.0.0.1:{port}", token, REPO, timeout=2)
     w, stop, t, events = _run(cfg, max_backoff=0.3)
     srv = None
     try:

@@ -50,10 +50,11 @@ def context_cmd(ctx: click.Context, form: str, external_includes: bool, no_memor
     elif not no_memory and not on:
         render.info(f"auto memory is off ({why}): MEMORY.md left out")
     from mem.clients import team_tier
+    from mem.core.memdir.store import MemoryDir
 
     tier = team_tier(res)
     loaded = cx.load_context(
-        res.project_root, memory_dir=res.memory_dir, auto_memory=use_memory,
+        res.project_root, memory=MemoryDir(res.memory_dir), auto_memory=use_memory,
         external_includes=True if external_includes else None,
         team_dir=tier.memory_dir if tier.separate and tier.on else None,
     )

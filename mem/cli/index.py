@@ -49,7 +49,7 @@ def index_cmd(ctx: click.Context, mode: str | None, dry_run: bool, team: bool, f
     if file and mode == "rebuild":
         raise UsageError("--rebuild works on the memory directory's own MEMORY.md, not FILE")
     memory_root = memory_of(where, reading=mode != "rebuild" and not file).spelled
-    root = layout.team_dir(memory_root) if team else memory_root
+    root = os.path.join(memory_root, layout.TEAM_DIR) if team else memory_root  # as spelled: shown in output
     name = layout.TEAM_INDEX if team else layout.INDEX_NAME
     index_path = os.path.join(root, layout.INDEX_NAME)
     raw = _read_index(file, index_path)

@@ -60,7 +60,7 @@ def scan_cmd(ctx: click.Context, all_: bool, check: bool, secrets: bool, client:
     else:
         from mem.core.memdir.state import cache_dir
 
-        headers = manifest.scan(root, limit=None, cache_dir=cache_dir(root), skipped=skipped)
+        headers = manifest.scan(root, limit=None, cache_dir=cache_dir(memory), skipped=skipped)
         if not all_ and len(headers) > manifest.MAX_MEMORY_FILES:
             render.info(f"the newest {manifest.MAX_MEMORY_FILES} of {len(headers)} topic files listed "
                         "(what recall sees); --all lists every one")

@@ -57,8 +57,9 @@ def status_cmd(show_events: bool, limit: int | None, all_: bool, min_hours: floa
 
 def _events(memory_dir: str, limit: int, fmt: str) -> None:
     from mem.core.memdir import events
+    from mem.core.memdir.store import MemoryDir
 
-    rows = events.read_events(memory_dir, limit=limit + 1 if limit else None)
+    rows = events.read_events(MemoryDir(memory_dir), limit=limit + 1 if limit else None)
     if limit and len(rows) > limit:
         rows = rows[1:]
         render.info(f"the last {limit} events shown; --all shows every one")

@@ -27,10 +27,11 @@ def client_options(f: Callable) -> Callable:
     @functools.wraps(f)
     def wrapper(*args, url, repo, timeout, where, **kwargs):
         def make():
+            from mem.core.memdir.store import MemoryDir
             from mem.core.team.client import make_config
 
             res = resolve_dir(where)
-            return make_config(res.memory_dir, res.project_root, url=url, repo=repo, timeout=timeout)
+            return make_config(MemoryDir(res.memory_dir), res.project_root, url=url, repo=repo, timeout=timeout)
 
         return f(*args, make_config=make, **kwargs)
 
@@ -103,12 +104,9 @@ def _report_pull(result) -> None:
         render.out(f"updated team/{printable(key)}")
 
 
-def _say_pull(result, memory_dir: str) -> None:
+def _say_pull(result, memory) -> None:
     _warn_skipped(result.skipped)
     if result.overwritten_local:
-        from mem.core.memdir.store import MemoryDir
-
-        memory = MemoryDir(memory_dir)
         op = memory.history.find(result.snapshot) if result.snapshot else None
         note = undo_note(memory, op, f"`mem undo {(result.snapshot or '')[:12]}` brings it back")
     for key in result.overwritten_local:
@@ -170,7 +168,7 @@ def pull_cmd(ctx: click.Context, no_cache: bool, make_config, fmt: str) -> None:
     cfg = make_config()
     result = client.pull(cfg, use_etag=not no_cache)
     render.out_record(result.as_dict(), fmt) if fmt != "text" else _report_pull(result)
-    _say_pull(result, cfg.memory_dir)
+    _say_pull(result, cfg.memory)
     _refused_exit(ctx, result.refused)
 
 
@@ -284,7 +282,7 @@ def _sync(cfg, http, fmt: str):
     pulled = client.pull(cfg, http=http, use_etag=False, keep_local_edits=True)
     if fmt == "text":
         _report_pull(pulled)
-    _say_pull(pulled, cfg.memory_dir)
+    _say_pull(pulled, cfg.memory)
     try:
         return pulled, client.push(cfg, http=http)
     except client.PushFailed as exc:

@@ -267,12 +267,11 @@ def team_tier(resolution, env=None) -> TeamTier:
     if own is not None:
         on, why = module.team_memory_on(resolution.project_root, env)
         return TeamTier(own(resolution.project_root), on, why, True)
-    from mem.core.memdir.layout import team_dir
     from mem.core.memdir.store import MemoryDir
 
-    d = team_dir(resolution.memory_dir)
-    on = MemoryDir(resolution.memory_dir).team_enabled
-    return TeamTier(d, on, "team/ is a directory" if on else "no team/ directory", False)
+    memory = MemoryDir(resolution.memory_dir)
+    on = memory.team_enabled
+    return TeamTier(memory.team_dir, on, "team/ is a directory" if on else "no team/ directory", False)
 
 
 # ---------------------------------------------------------------------------------------------

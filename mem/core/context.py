@@ -35,10 +35,14 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mem.core.memdir.frontmatter import FRONTMATTER_RE, JS_WS, js_trim, strip_frontmatter
 from mem.core.jscompat import cut16, glob_to_regex, len16
 from mem.core.memdir.layout import INDEX_NAME
+
+if TYPE_CHECKING:
+    from mem.core.memdir.store import MemoryDir
 
 KINDS = ("managed", "user", "project", "local", "automem", "teammem")
 #: The CLAUDE.md family: instructions, as opposed to the memory indexes.
@@ -283,7 +287,7 @@ def managed_claude_md(env: Mapping[str, str] | None = None) -> str | None:
 def load_context(
     cwd: str,
     *,
-    memory_dir: str | None = None,
+    memory: MemoryDir | None = None,
     auto_memory: bool = True,
     external_includes: bool | None = None,
     env: Mapping[str, str] | None = None,
@@ -293,14 +297,14 @@ def load_context(
     """Every file an agent started in ``cwd`` loads, in load order.
 
     ``cwd`` is the directory the agent runs in (a Resolution's ``project_root``:
-    realpath, NFC); ``memory_dir`` adds its MEMORY.md (and team/MEMORY.md) when
+    realpath, NFC); ``memory`` (a MemoryDir) adds its MEMORY.md (and team/MEMORY.md) when
     ``auto_memory`` is on; ``team_dir``, a team memory directory of its own (qwen-code's
     ``.qwen/team-memory``), adds its MEMORY.md after it, as the client's system prompt has it. ``external_includes``: None follows includes outside
     ``cwd`` as Claude Code would (user files always, others once approved);
     True follows them all; False follows them from user files only.
     Never raises for a missing or unreadable file: those are in ``skipped``.
 
-    Example: [f.kind for f in load_context("/h/repo", memory_dir="/h/m/").files] == ["project", "automem"]
+    Example: [f.kind for f in load_context("/h/repo", memory=MemoryDir("/h/m/")).files] == ["project", "automem"]
     """
     from mem.clients import claude
     from mem.core import paths
@@ -309,6 +313,7 @@ def load_context(
     home = paths.home_dir(env, home)
     cwd = unicodedata.normalize("NFC", cwd)
     loader = _Loader(cwd, env, home, external_includes)
+    memory_dir = memory.spelled if memory is not None else None  # shown as the client spells it
     ctx = Context(cwd, memory_dir)
 
     managed = managed_claude_md(env)
@@ -339,12 +344,9 @@ def load_context(
         entry = loader.index(os.path.join(memory_dir, INDEX_NAME), "automem")
         if entry is not None:
             ctx.files.append(entry)
-        from mem.core.memdir.layout import team_dir as layout_team_dir
-        from mem.core.team.routing import team_enabled
-
         team_index = (os.path.join(team_dir, INDEX_NAME) if team_dir is not None
                       # a linked team/ is not team memory
-                      else os.path.join(layout_team_dir(memory_dir), INDEX_NAME) if team_enabled(memory_dir) else None)
+                      else os.path.join(memory.team_dir, INDEX_NAME) if memory.team_enabled else None)
         if team_index is not None and not os.path.islink(os.path.dirname(team_index)):
             entry = loader.index(team_index, "teammem")
             if entry is not None:

@@ -245,7 +245,7 @@ def job_spend(memory: MemoryDir, env=None) -> list[JobSpend]:
     from mem.core.memdir.events import read_events
 
     sums: dict[str, list[int]] = {}
-    for event in read_events(memory.root, env=env):
+    for event in read_events(memory, env=env):
         tokens = event.get("tokens")
         if not isinstance(tokens, dict):
             continue
@@ -266,7 +266,7 @@ def budget_use(memory: MemoryDir, env=None) -> list[BudgetUse]:
     from mem.core.memdir.events import read_events
 
     runs: dict[str, list[tuple[int, int, bool, str | None]]] = {}
-    for event in read_events(memory.root, env=env):
+    for event in read_events(memory, env=env):
         detail = event.get("detail")
         spent = detail.get("budget") if isinstance(detail, dict) else None
         if not isinstance(spent, dict):

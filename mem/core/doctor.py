@@ -75,7 +75,7 @@ def check_state(memory: MemoryDir, env: Mapping[str, str] | None = None) -> Chec
         if not os.access(root, os.W_OK | os.X_OK):
             return Check(name, FAIL, f"{root} is not writable by you: no history, no undo",
                          f"chmod u+rwx {root} (or set MEM_STATE_DIR)")
-        history = state_dir(memory.root, env, create=False)  # the history store of this memory directory
+        history = state_dir(memory, env, create=False)  # the history store of this memory directory
         if os.path.lexists(history) and not os.path.isdir(history):
             return Check(name, FAIL, f"the history {history} is not a directory", f"move {history} away")
         if os.path.isdir(history) and not os.access(history, os.W_OK | os.X_OK):
@@ -97,7 +97,7 @@ def check_history(memory: MemoryDir, env: Mapping[str, str] | None = None) -> Ch
     if shutil.which("git", path=(env or os.environ).get("PATH")) is None:
         return Check(name, FAIL, "git is not on PATH: history is off (changes are not recorded, mem undo cannot "
                                  "take them back, mem dream refuses)", "install git")
-    history = History(state_dir(memory.root, env, create=False), memory.root)
+    history = History(state_dir(memory, env, create=False), memory.root)
     why = history.damaged()
     if why:
         return Check(name, FAIL, f"the store {history.git_dir} is damaged: {why}",

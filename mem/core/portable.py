@@ -61,14 +61,14 @@ class ArchiveError(RefusedError):
 # What a memory directory holds, for carrying
 
 
-def carried_files(root: str, *, logs: bool = False, team: bool = False) -> dict[str, str]:
-    """relpath -> absolute path of the files an export or import takes from ``root``, sorted.
+def carried_files(memory, *, logs: bool = False, team: bool = False) -> dict[str, str]:
+    """relpath -> path (as ``memory``, a MemoryDir, spells it) of the files an export or import takes, sorted.
 
     Topic files, indexes and whatever else Claude Code keeps there; daily logs and team/ only
     when asked. Links are refused (an archive never carries one), not followed.
     """
     out = {}
-    for rel, path in sorted(tree_files(root).items()):
+    for rel, path in sorted(tree_files(memory.spelled).items()):
         if (is_log(rel) and not logs) or (is_team(rel) and not team):
             continue
         if os.path.islink(path):
@@ -104,7 +104,7 @@ def export_archive(memory, out, *, layout: str, logs: bool = False, team: bool =
 
     if not os.path.isdir(root):
         raise NotFoundError(f"no memory directory at {root}")
-    files = carried_files(root, logs=logs, team=team)
+    files = carried_files(memory, logs=logs, team=team)
     entries, blobs = [], {}
     if isinstance(out, (str, os.PathLike)) and within(os.path.realpath(os.fspath(out)), os.path.realpath(root)):
         raise UsageError(f"refusing to write the archive inside the memory directory {root}")
@@ -170,7 +170,7 @@ def render_markdown(memory, form: str, *, team: bool = False) -> str:
     if form not in TEXT_FORMATS:
         raise UsageError(f"unknown format {form!r}")
     groups: dict[str | None, list[tuple[str, str, str | None, str]]] = {}
-    for rel, path in carried_files(root, team=team).items():
+    for rel, path in carried_files(memory, team=team).items():
         if not is_memory(rel):
             continue
         from mem.core.memdir.files import read_bytes
@@ -437,14 +437,15 @@ def _sane_mtime(value) -> bool:
             and -(2 ** 31) <= value < 2 ** 34)
 
 
-def read_directory(root: str, layout: str, *, logs: bool = False, team: bool = False) -> Source:
-    """Another memory directory, taken as it is on disk."""
+def read_directory(source, layout: str, *, logs: bool = False, team: bool = False) -> Source:
+    """Another memory directory (``source``, a MemoryDir), taken as it is on disk; nothing is written there."""
+    root = source.spelled
     if not os.path.isdir(root):
         raise NotFoundError(f"no memory directory at {root}")
     from mem.core.memdir.files import RefusedRead, read_bytes
 
     files, mtimes = {}, {}
-    for rel, path in carried_files(root, logs=logs, team=team).items():
+    for rel, path in carried_files(source, logs=logs, team=team).items():
         try:
             files[rel] = read_bytes(path, MAX_FILE_BYTES)
         except RefusedRead as exc:
@@ -464,7 +465,9 @@ def load_source(location: str, *, layout: str | None = None, logs: bool = False,
             base = memory_base(home_dir(), os.environ)
             inside_qwen = os.path.realpath(location).startswith(os.path.realpath(base) + os.sep)
             layout = "qwen" if inside_qwen else "claude"
-        return read_directory(location, layout, logs=logs, team=team)
+        from mem.core.memdir.store import MemoryDir
+
+        return read_directory(MemoryDir(location), layout, logs=logs, team=team)
     return read_archive(location, limits=limits)
 
 

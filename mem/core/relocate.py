@@ -279,7 +279,7 @@ def plan_relocation(old: str, new: str, env=None) -> Relocation:
                 plan.steps.append(Move("move", old_memory, new_memory, note))
             else:
                 target = MemoryDir(new_memory)
-                source = read_directory(old_memory, client, logs=True, team=True)
+                source = read_directory(MemoryDir(old_memory), client, logs=True, team=True)
                 merge = plan_import(target, source, policy="keep",
                                     foreign_hint="move it out of the memory directory, then relocate")
                 if merge.conflicts:
@@ -337,11 +337,11 @@ def apply_relocation(plan: Relocation, args=()) -> None:
         if os.path.lexists(step.target):
             raise RefusedError(f"{step.target} appeared meanwhile: refusing to overwrite it")
         os.makedirs(os.path.dirname(step.target), exist_ok=True)
-        old_states = {d: state_dir(d, create=False) for d in _memory_dirs_in(step.source)}
+        old_states = {d: state_dir(MemoryDir(d), create=False) for d in _memory_dirs_in(step.source)}
         os.rename(step.source, step.target)
         for d, old_state in old_states.items():  # the history and cursors follow their memory directory
             new_dir = step.target + d[len(step.source):]
-            new_state = state_dir(new_dir, create=False)
+            new_state = state_dir(MemoryDir(new_dir), create=False)
             if os.path.isdir(old_state) and not os.path.lexists(new_state):
                 os.rename(old_state, new_state)
     for source, _target, merge in plan.merges:

@@ -91,7 +91,7 @@ def collect(res, *, now: float | None = None, min_hours: float | None = None, mi
     memory = MemoryDir(root)  # the one the parts below ask
     on, why = memory_on(res, env)
     exists = os.path.isdir(root)
-    sdir = state_dir(root, env, create=False)
+    sdir = state_dir(memory, env, create=False)
     headers = _headers(memory) if exists else []
     raw_index = _read(os.path.join(root, INDEX_NAME)) if exists else None
     status = Status(
@@ -378,7 +378,7 @@ def _session_notes(project_root: str, now: float, recent_days: float, env) -> di
 def _last_event(memory: MemoryDir, env) -> dict | None:
     from mem.core.memdir import events
 
-    got = events.read_events(memory.spelled, limit=1, env=env)
+    got = events.read_events(memory, limit=1, env=env)
     return got[-1] if got else None
 
 

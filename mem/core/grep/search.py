@@ -131,16 +131,17 @@ class FileResult:
     rendered: str | None = None  # the groups as output text, when a worker rendered them (groups then empty)
 
 
-def walk(root: str, suffix: str) -> Iterator[tuple[str, str]]:
-    """(path, relpath) of every file ending in ``suffix`` under ``root``, sorted.
+def walk(folder: str, suffix: str) -> Iterator[tuple[str, str]]:
+    """(path, relpath) of every file ending in ``suffix`` under ``folder``, sorted.
 
+    Any folder: a memory directory, a transcript folder, a projects folder, a PATH operand.
     Symlinked directories are not descended into (so link loops cannot
     recurse); symlinked files are read when they lead to a regular file inside
-    ``root``; FIFOs, devices and links out are left out with a warning.
+    ``folder``; FIFOs, devices and links out are left out with a warning.
     """
     from mem.core.memdir.layout import walk_files
 
-    found = [(entry.path, rel) for rel, entry in walk_files(root, suffix)]
+    found = [(entry.path, rel) for rel, entry in walk_files(folder, suffix)]
     found.sort(key=lambda item: item[1])
     yield from found
 
@@ -152,16 +153,17 @@ def _sized(path: str) -> int:
         return 0
 
 
-def dir_targets(root: str, kind: str, *, prefix: str = "", under: str | None = None) -> list[Target]:
-    """Every memory (``*.md``) or transcript (``*.jsonl``) file under ``root``.
+def dir_targets(folder: str, kind: str, *, prefix: str = "", under: str | None = None) -> list[Target]:
+    """Every memory (``*.md``) or transcript (``*.jsonl``) file under ``folder`` (a memory directory,
+    a client's transcript folder or projects folder, a directory named on the command line).
 
-    ``display`` is the path relative to ``root`` after ``prefix``; ``under``
+    ``display`` is the path relative to ``folder`` after ``prefix``; ``under``
     keeps only files whose second path component is that name (the
     ``memory`` or ``chats`` folder of each project under a projects dir).
     """
     suffix = TRANSCRIPT_SUFFIX if kind == "transcript" else MEMORY_SUFFIX
     out = []
-    for path, rel in walk(root, suffix):
+    for path, rel in walk(folder, suffix):
         if under is not None:
             parts = rel.split("/")
             if len(parts) < 3 or parts[1] != under:

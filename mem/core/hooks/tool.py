@@ -44,7 +44,8 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
     root = resolution.memory_dir
     if not memory_on(resolution)[0] or not os.path.isdir(root):
         return HookResult()
-    cache = cache_dir(root)
+    memory = MemoryDir(root)
+    cache = cache_dir(memory)
     headers = manifest.scan(root, cache_dir=cache)
     hits = toolmatch.select(call, toolmatch.memory_triggers(headers, cache))
     messages: list[str] = []
@@ -55,7 +56,6 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
     by_rel = {h.relpath: h for h in headers}
     now = int(time.time() * 1000)
     max_chars = options.max_chars or CONTEXT_LIMIT
-    memory = MemoryDir(root)
     with recall.session(memory, payload.session_id or None) as state:
         shown = {(row.get("relpath"), row.get("tool_pattern")) for row in state.surfaced} if state else set()
         room = recall.MAX_SESSION_BYTES - (state.surfaced_chars if state else 0)

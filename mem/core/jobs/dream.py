@@ -148,11 +148,11 @@ def run(
         raise MemError(f"no memory directory at {memory_dir}")
     today = today or date.today()
     if dry_run:
-        with scratch.scratch_copy(memory, "mem-dream-") as work:
-            _consolidate(result, MemoryDir(work), transcripts_dir, model, gate, progress, today, repo,
-                         lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, work))), budget)
-            result.changes = scratch.compare(memory_dir, work)
-            result.diff = scratch.unified_diff(memory_dir, work)
+        with scratch.scratch_copy(memory, "mem-dream-") as copy:
+            _consolidate(result, copy, transcripts_dir, model, gate, progress, today, repo,
+                         lambda: contextlib.nullcontext((memory_dir, scratch.compare(memory_dir, copy.root))), budget)
+            result.changes = scratch.compare(memory_dir, copy.root)
+            result.diff = scratch.unified_diff(memory_dir, copy.root)
         result.ran = True
         result.duration_s = time.monotonic() - started
         return result
@@ -185,7 +185,7 @@ def run(
     result.duration_s = time.monotonic() - started
     from mem.core.memdir import events
 
-    events.record(memory_dir, "dream", created=result.changes.created, updated=result.changes.updated,
+    events.record(memory, "dream", created=result.changes.created, updated=result.changes.updated,
                   deleted=result.changes.deleted, strategy=mode, tokens=result.tokens,
                   duration=result.duration_s, outcome="budget" if result.stopped_at_budget else "ok",
                   detail={"operation": result.snapshot_id, "gate": gate.reason,

@@ -296,7 +296,7 @@ def find_offline(memory: MemoryDir, query: str, *, limit: int = DEFAULT_LIMIT) -
     if not q.weights:
         return search
     by_rel = {h.relpath: h for h in headers}
-    for hit in _best(offline_index(headers).scores(q), q):
+    for hit in _best(offline_index(memory, headers).scores(q), q):
         h = by_rel[hit.key]
         try:
             found = entries(_read_text(h.path))
@@ -464,7 +464,7 @@ def _json_object(text: str):
     return json.loads(text[start:end + 1])
 
 
-def _fitting(headers: list, query: str, system: str, client) -> list:
+def _fitting(memory: MemoryDir, headers: list, query: str, system: str, client) -> list:
     """``headers``, or as many of them as the model's window takes, the likeliest first.
 
     A directory of thousands of memories lists more than one request holds: the
@@ -482,7 +482,7 @@ def _fitting(headers: list, query: str, system: str, client) -> list:
     if text_tokens(format_manifest(headers)) <= room:
         return headers
     q = ranker.query_terms(search_text(query))
-    order = {hit.key: i for i, hit in enumerate(offline_index(headers).scores(q))} if q.weights else {}
+    order = {hit.key: i for i, hit in enumerate(offline_index(memory, headers).scores(q))} if q.weights else {}
     ranked = sorted(headers, key=lambda h: order.get(h.relpath, len(order)))
     kept, used = [], 0
     for h in ranked:
@@ -519,7 +519,7 @@ def find_with_model(memory: MemoryDir, query: str, *, model: str | None = None, 
             multi[h.relpath] = found
     client = llm.Model(config, log=log)
     system = SELECTOR_SYSTEM.format(limit=limit, confirmation=CONFIRMED if confirmed else UNCONFIRMED)
-    shown = _fitting(headers, query, system, client)
+    shown = _fitting(memory, headers, query, system, client)
     multi = {rel: found for rel, found in multi.items() if rel in {h.relpath for h in shown}}
     response = client.create(
         system=system,
@@ -717,9 +717,9 @@ def apply(memory: MemoryDir, search: Search, chosen: list[Candidate], *, dry_run
         return result
     changes = plan(memory, chosen)
     if dry_run:
-        with scratch.scratch_copy(memory, "mem-forget-") as work:
-            result.deleted, result.updated = _apply(MemoryDir(work), changes)
-            result.diff = scratch.unified_diff(memory.root, work)
+        with scratch.scratch_copy(memory, "mem-forget-") as copy:
+            result.deleted, result.updated = _apply(copy, changes)
+            result.diff = scratch.unified_diff(memory.root, copy.root)
         result.duration_s = time.monotonic() - started
         return result
     for c in changes:  # nobody changed a file between the plan and now
@@ -736,7 +736,7 @@ def apply(memory: MemoryDir, search: Search, chosen: list[Candidate], *, dry_run
         raise
     result.snapshot = memory.last_operation.id if memory.last_operation else None
     result.duration_s = time.monotonic() - started
-    events.record(memory.root, "forget", deleted=result.deleted, updated=result.updated, strategy=search.strategy,
+    events.record(memory, "forget", deleted=result.deleted, updated=result.updated, strategy=search.strategy,
                   tokens=search.tokens, duration=result.duration_s,
                   detail={"query": search.query, "operation": result.snapshot, "model": search.model,
                           "entries": [f"{c.relpath}#{c.entry.index}" for c in chosen if c.entry]})

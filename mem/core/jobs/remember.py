@@ -500,7 +500,7 @@ def remember(request: RememberRequest, *, log: Log | None = None, debug: bool = 
             _agent(request, result, memory, policy, scope, log, debug)
     result.duration_s = time.monotonic() - started
     result.operation = memory.last_operation.id if memory.last_operation else None
-    events.record(memory.root, "remember", created=result.created, updated=result.updated,
+    events.record(memory, "remember", created=result.created, updated=result.updated,
                   strategy=strategy, tokens=result.tokens, duration=result.duration_s,
                   detail={"saved": result.saved, "indexed": result.indexed, "scope": result.scope,
                           "model": result.model, "turns": result.turns, "forced": bool(result.warnings),

@@ -130,7 +130,7 @@ class Job:
 
         if outcome == "ok" and self.stopped_at_budget:
             outcome = "budget"
-        events.record(self.memory.root, self.purpose, created=run.created,
+        events.record(self.memory, self.purpose, created=run.created,
                       updated=run.updated if updated is None else updated, deleted=run.deleted,
                       strategy="model", tokens=run.usage.as_dict() if run.usage is not None else None,
                       duration=self.elapsed, outcome=outcome,

@@ -96,7 +96,9 @@ def update(session_id: str, path: str, transcript, *, model: str | None = None, 
     session.init(path, template)
     before = session.read_notes(path)
     name = os.path.basename(path)
-    toolbox = ToolBox(os.path.dirname(path),
+    from mem.core.memdir.store import MemoryDir
+
+    toolbox = ToolBox(MemoryDir(os.path.dirname(path)),  # the session's folder: its notes are written as memories are
                       policy=WritePolicy(only=(name,), suffixes=(), require_frontmatter=False, exclude=()),
                       tools=("edit",))
     toolbox.note_seen(name)

@@ -270,10 +270,10 @@ class ToolBox:
     that has read its current content.
     """
 
-    def __init__(self, memory: MemoryDir | str, *, read_roots: Iterable[str] = (),
+    def __init__(self, memory: MemoryDir, *, read_roots: Iterable[str] = (),
                  policy: WritePolicy | None = WritePolicy(), tools: Iterable[str] | None = None,
                  transcripts: str | None = None, log: Log | None = None):
-        self.memory = memory if isinstance(memory, MemoryDir) else MemoryDir(memory)
+        self.memory = memory
         roots = [self.memory.root, *(os.path.abspath(r) for r in read_roots if r)]
         # (lexical, real) pairs: a path may be named either way.
         self._roots = [(os.path.normpath(r), os.path.realpath(r)) for r in roots]

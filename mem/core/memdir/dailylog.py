@@ -73,6 +73,6 @@ def append(store, text: str, *, now: float | None = None) -> LogEntry:
     logged = LogEntry(result.path, rel, entry, created=old is None, operation=op.id if op else None)
     from mem.core.memdir import events
 
-    events.record(store.root, "log", created=[rel] if logged.created else [], updated=[] if logged.created else [rel],
+    events.record(store, "log", created=[rel] if logged.created else [], updated=[] if logged.created else [rel],
                   duration=time.monotonic() - started, detail={"operation": logged.operation})
     return logged

@@ -26,7 +26,7 @@ def events_path(env: Mapping[str, str] | None = None) -> str:
 
 
 def record(
-    memory_dir: str,
+    memory,
     command: str,
     *,
     created: Iterable[str] = (),
@@ -39,11 +39,11 @@ def record(
     detail: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> bool:
-    """Append one event; False (and no exception) if the log cannot be written."""
+    """Append one event about ``memory`` (a MemoryDir); False (and no exception) if the log cannot be written."""
     event = {
         "time": now_iso(),
         "command": command,
-        "memory_dir": memory_dir,
+        "memory_dir": memory.root,
         "created": sorted(created),
         "updated": sorted(updated),
         "deleted": sorted(deleted),
@@ -88,15 +88,15 @@ def _rotate(path: str, fd: int) -> None:
         os.replace(path, path + ".1")
 
 
-def read_events(memory_dir: str | None = None, *, limit: int | None = None,
+def read_events(memory=None, *, limit: int | None = None,
                 env: Mapping[str, str] | None = None) -> list[dict]:
-    """Events, oldest first; only those of ``memory_dir`` when given; the last ``limit``.
+    """Events, oldest first; only those of ``memory`` (a MemoryDir) when given; the last ``limit``.
 
     Reads the live log and the one rotated before it, newest line first, and
     stops as soon as ``limit`` events are found.
     """
     path = events_path(env)
-    want = None if memory_dir is None else os.path.normpath(memory_dir)
+    want = None if memory is None else os.path.normpath(memory.root)
     newest_first: list[dict] = []
     for name in (path, path + ".1"):
         try:

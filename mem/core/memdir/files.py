@@ -174,9 +174,12 @@ class NotText(RefusedRead):
     """A file holding a NUL byte, read for an agent's context: a memory is text, this is not."""
 
 
-def within(path: str, root: str) -> bool:
-    """Whether ``path`` is ``root`` or under it (both as given: pass real paths for real answers)."""
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+def within(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or under it (both as given: pass real paths for real answers).
+
+    Any folder: a memory directory, its team/, a state directory, the folders an agent's tools may read.
+    """
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),

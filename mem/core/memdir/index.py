@@ -213,8 +213,12 @@ class IndexProblem:
         return {"code": self.code, "message": self.message, "line": self.line, "relpath": self.relpath}
 
 
-def lint(raw: str | None, root: str, headers: list[MemoryHeader]) -> list[IndexProblem]:
-    """Problems with an index: limits, long lines, dangling, missing and duplicate pointers."""
+def lint(raw: str | None, index_dir: str, headers: list[MemoryHeader]) -> list[IndexProblem]:
+    """Problems with an index: limits, long lines, dangling, missing and duplicate pointers.
+
+    ``index_dir`` is the folder the index sits in, which its pointers are relative to: the memory
+    directory for MEMORY.md, its team/ for team/MEMORY.md (``headers`` scanned from that folder).
+    """
     problems: list[IndexProblem] = []
     topics = indexed_topics(headers)
     if raw is None:
@@ -243,7 +247,7 @@ def lint(raw: str | None, root: str, headers: list[MemoryHeader]) -> list[IndexP
             problems.append(IndexProblem("duplicate-pointer", f"{p.relpath} is already listed on line {seen[p.relpath]}", p.lineno, p.relpath))
             continue
         seen[p.relpath] = p.lineno
-        if not os.path.isfile(os.path.join(root, p.relpath)):
+        if not os.path.isfile(os.path.join(index_dir, p.relpath)):
             problems.append(IndexProblem("dangling-pointer", f"pointer to {p.relpath}, which does not exist", p.lineno, p.relpath))
     for h in topics:
         if h.relpath not in seen:
@@ -280,12 +284,13 @@ def pointer_line(h: MemoryHeader) -> str:
     return head + POINTER_SEPARATOR + hook
 
 
-def rebuild(raw: str | None, root: str, headers: list[MemoryHeader]) -> str:
+def rebuild(raw: str | None, index_dir: str, headers: list[MemoryHeader]) -> str:
     """The index with stale and duplicate pointers dropped and missing ones added.
 
     Hand-written lines for files that still exist stay, in their order; other
     lines (headings, prose) are kept as they are; pointers for topic files
-    without one are appended, sorted by path.
+    without one are appended, sorted by path. ``index_dir``: the folder the index
+    sits in, as for ``lint``.
     """
     raw = raw or ""
     newline = "\r\n" if "\r\n" in raw else "\n"
@@ -298,7 +303,7 @@ def rebuild(raw: str | None, root: str, headers: list[MemoryHeader]) -> str:
     for i, line in enumerate(lines, start=1):
         p = pointers.get(i)
         if p is not None and p.relpath is not None:
-            if p.relpath in seen or not os.path.isfile(os.path.join(root, p.relpath)) or p.relpath.startswith("../"):
+            if p.relpath in seen or not os.path.isfile(os.path.join(index_dir, p.relpath)) or p.relpath.startswith("../"):
                 continue
             seen.add(p.relpath)
         kept.append(line)
@@ -583,10 +588,10 @@ def rebuild_in_place(memory, *, team: bool = False, dry_run: bool = False) -> Re
     import time
 
     from mem.core.memdir import events
-    from mem.core.memdir.layout import TEAM_INDEX, team_dir
+    from mem.core.memdir.layout import TEAM_INDEX
 
     started = time.monotonic()
-    root = team_dir(memory.root) if team else memory.root
+    root = memory.team_dir if team else memory.root
     name = TEAM_INDEX if team else INDEX_NAME
     build = rebuild_team if team else rebuild
     path = os.path.join(root, INDEX_NAME)
@@ -606,7 +611,7 @@ def rebuild_in_place(memory, *, team: bool = False, dry_run: bool = False) -> Re
         written = memory.update_index(lambda current: build(current, root, manifest.scan(root, limit=None)), name=name)
     if written is not None:
         done.written = True
-        events.record(memory.root, "index --rebuild", created=[written.relpath] if written.created else [],
+        events.record(memory, "index --rebuild", created=[written.relpath] if written.created else [],
                       updated=[] if written.created else [written.relpath], duration=time.monotonic() - started,
                       detail={"added": done.added, "removed": done.removed,
                               "operation": memory.last_operation.id if memory.last_operation else None})

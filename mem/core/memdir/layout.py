@@ -133,17 +133,14 @@ def daily_log(now: float | None = None) -> str:
     return f"{LOGS_PREFIX}{t.tm_year:04d}/{t.tm_mon:02d}/{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}.md"
 
 
-def team_dir(root: str) -> str:
-    return os.path.join(root, TEAM_DIR)
+def walk_entries(folder: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
+    """(relpath, entry, is_dir) for everything under ``folder``, breadth first, in directory order.
 
-
-def walk_entries(root: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
-    """(relpath, entry, is_dir) for everything under root, breadth first, in directory order.
-
+    Any folder: a memory directory, its team/, a scratch copy, a folder grep or lint searches.
     Like Node's recursive readdir, symlinked directories are not descended
     into (which also makes link loops harmless); symlinked files are kept.
     """
-    queue = [("", root)]
+    queue = [("", folder)]
     while queue:
         prefix, directory = queue.pop(0)
         try:
@@ -172,13 +169,13 @@ class Skipped(NamedTuple):
 
 
 
-def _skip_reason(entry: os.DirEntry, real_root: str) -> tuple[str, str] | None:
+def _skip_reason(entry: os.DirEntry, real_folder: str) -> tuple[str, str] | None:
     """Why a file met by a walk is not one to read: ("", "") to leave it out without a word (a
     directory), or None when it is a file to read (or fails to stat: its reader reports that)."""
     try:
         if entry.is_symlink():
             target = os.path.realpath(entry.path)
-            if not within(target, real_root):
+            if not within(target, real_folder):
                 return "link-out", f"a symbolic link to {target}, outside the directory"
         if entry.is_file():  # the link's target; the directory entry's own type otherwise (no stat)
             return None
@@ -190,9 +187,9 @@ def _skip_reason(entry: os.DirEntry, real_root: str) -> tuple[str, str] | None:
     return "not-regular", f"{file_kind(mode)}, not a regular file"
 
 
-def walk_files(root: str, suffix: str = "", *, skipped: list[Skipped] | None = None
+def walk_files(folder: str, suffix: str = "", *, skipped: list[Skipped] | None = None
                ) -> Iterator[tuple[str, os.DirEntry]]:
-    """(relpath, entry) of every regular file under root whose name ends in ``suffix``.
+    """(relpath, entry) of every regular file under ``folder`` (any: ``walk_entries``) whose name ends in ``suffix``.
 
     Only regular files, or symbolic links to one inside the directory, are yielded: a FIFO
     would block its reader, a device feed it without end, and a link leading out would read
@@ -200,11 +197,11 @@ def walk_files(root: str, suffix: str = "", *, skipped: list[Skipped] | None = N
     (a ``Notice`` the command prints), or, given ``skipped``, recorded there for the caller to
     report instead.
     """
-    real_root = os.path.realpath(root)
-    for rel, entry, is_dir in walk_entries(root):
+    real_folder = os.path.realpath(folder)
+    for rel, entry, is_dir in walk_entries(folder):
         if is_dir or not entry.name.endswith(suffix):
             continue
-        reason = _skip_reason(entry, real_root)
+        reason = _skip_reason(entry, real_folder)
         if reason is None:
             yield rel, entry
         elif reason[0] and skipped is not None:
@@ -218,20 +215,26 @@ def walk_files(root: str, suffix: str = "", *, skipped: list[Skipped] | None = N
             warnings.warn(Notice(f"{entry.path}: skipped: {reason[1]}"), stacklevel=2)
 
 
-def walk_topic_files(root: str, *, skipped: list[Skipped] | None = None) -> Iterator[tuple[str, os.DirEntry]]:
-    """(relpath, entry) for every ``*.md`` under root except ``MEMORY.md`` (regular files only: ``walk_files``)."""
-    for rel, entry in walk_files(root, TOPIC_SUFFIX, skipped=skipped):
+def walk_topic_files(folder: str, *, skipped: list[Skipped] | None = None) -> Iterator[tuple[str, os.DirEntry]]:
+    """(relpath, entry) for every ``*.md`` under ``folder`` except ``MEMORY.md`` (regular files only: ``walk_files``).
+
+    A memory directory, its team/, another tier's folder (qwen-code's ``.qwen/team-memory``), or one that may
+    be a memory directory (qwen-code's directory of an older version).
+    """
+    for rel, entry in walk_files(folder, TOPIC_SUFFIX, skipped=skipped):
         if entry.name != INDEX_NAME:
             yield rel, entry
 
 
-def tree_files(root: str) -> dict[str, str]:
-    """relpath -> absolute path of every file or link under root (links not followed), content only.
+def tree_files(folder: str) -> dict[str, str]:
+    """relpath -> path of every file or link under ``folder`` (links not followed), content only.
+
+    A memory directory or a scratch copy of one (``scratch.compare`` diffs the two trees).
 
     FIFOs, devices and sockets are no content: copying one would block or never end.
     """
     out: dict[str, str] = {}
-    for rel, entry, is_dir in walk_entries(root):
+    for rel, entry, is_dir in walk_entries(folder):
         try:
             kept = not is_dir and (entry.is_symlink() or entry.is_file(follow_symlinks=False))
         except OSError:

@@ -153,9 +153,12 @@ def skipped_header(skipped: Skipped) -> MemoryHeader:
                         [Problem(skipped.code, skipped.message)])
 
 
-def scan(root: str, *, limit: int | None = MAX_MEMORY_FILES, cache_dir: str | None = None,
+def scan(folder: str, *, limit: int | None = MAX_MEMORY_FILES, cache_dir: str | None = None,
          skipped: list[Skipped] | None = None) -> list[MemoryHeader]:
-    """The manifest: newest first, ``limit`` entries (None for all).
+    """The manifest of the topic files under ``folder``: newest first, ``limit`` entries (None for all).
+
+    ``folder`` is a memory directory, its team/ (relpaths then relative to team/, as team/MEMORY.md's
+    pointers are), or another tier's folder (qwen-code's ``.qwen/team-memory`` in a repository).
 
     With ``cache_dir``, what each file's frontmatter said is kept there between
     runs (see ``HeaderCache``), so a hook called on every prompt opens only the
@@ -164,7 +167,7 @@ def scan(root: str, *, limit: int | None = MAX_MEMORY_FILES, cache_dir: str | No
     """
     cache = HeaderCache(os.path.join(cache_dir, HeaderCache.NAME)) if cache_dir else None
     headers = []
-    for rel, entry in walk_topic_files(root, skipped=skipped):
+    for rel, entry in walk_topic_files(folder, skipped=skipped):
         try:
             st = entry.stat()  # follows a symlinked file, as readFile would
             header = cache.get(entry.path, rel, st) if cache else None

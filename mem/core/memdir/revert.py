@@ -331,7 +331,7 @@ def _event(memory, command: str, started: float, detail: dict) -> None:
 
     op = memory.last_operation
     if op is None:  # nothing was recorded (no git): the line still says what was asked
-        events.record(memory.root, command, duration=time.monotonic() - started, detail={**detail, "operation": None})
+        events.record(memory, command, duration=time.monotonic() - started, detail={**detail, "operation": None})
         return
     record_operation(memory, op, time.monotonic() - started, detail)
 

@@ -13,8 +13,12 @@ import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mem.core.memdir.layout import tree_files
+
+if TYPE_CHECKING:
+    from mem.core.memdir.store import MemoryDir
 
 
 @dataclass(frozen=True)
@@ -31,23 +35,25 @@ class Changes:
 
 
 @contextlib.contextmanager
-def scratch_copy(memory, prefix: str) -> Iterator[str]:
-    """A throwaway copy of ``memory`` (a MemoryDir) for a dry run: its path inside a new temporary directory.
+def scratch_copy(memory: MemoryDir, prefix: str) -> Iterator[MemoryDir]:
+    """A throwaway copy of ``memory`` for a dry run: the MemoryDir of the copy, inside a new temporary directory.
 
     Removed afterwards, with the state directory that index locks taken on it made.
     """
     import tempfile
 
     from mem.core.memdir.state import state_dir
+    from mem.core.memdir.store import MemoryDir
 
     scratch = tempfile.mkdtemp(prefix=prefix)
     work = os.path.join(scratch, "memory")
+    copy = MemoryDir(work)
     try:
         copy_tree(memory.root, work)
-        yield work
+        yield copy
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        shutil.rmtree(state_dir(work, create=False), ignore_errors=True)
+        shutil.rmtree(state_dir(copy, create=False), ignore_errors=True)
 
 
 def _copy(src: str, dst: str) -> None:

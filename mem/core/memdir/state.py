@@ -44,20 +44,20 @@ def _linux_state_root(env: Mapping[str, str]) -> str | None:
     return os.path.join(home.rstrip("/") or "/", ".local", "state", "mem")
 
 
-def state_dir(memory_dir: str, env: Mapping[str, str] | None = None, *, create: bool = True) -> str:
-    """The state directory of one memory directory (created 0700 on demand)."""
+def state_dir(memory, env: Mapping[str, str] | None = None, *, create: bool = True) -> str:
+    """The state directory of ``memory`` (a MemoryDir), created 0700 on demand."""
     from mem.core.paths import state_key
 
-    path = os.path.join(state_root(env), "dirs", state_key(memory_dir))
+    path = os.path.join(state_root(env), "dirs", state_key(memory.root))
     if create:
         os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 
-def cache_dir(memory_dir: str) -> str | None:
-    """``state_dir``, or None where it cannot be made: every cache kept there is optional."""
+def cache_dir(memory) -> str | None:
+    """``state_dir`` of ``memory`` (a MemoryDir), or None where it cannot be made: every cache kept there is optional."""
     try:
-        return state_dir(memory_dir)
+        return state_dir(memory)
     except OSError:
         return None
 
@@ -65,12 +65,12 @@ def cache_dir(memory_dir: str) -> str | None:
 class StateDir:
     """Every path ``mem`` keeps for one memory directory, outside it; nothing is created until asked.
 
-    Example: StateDir("/m").index_lock == state_root() + "/dirs/<key of /m>/index.lock"
+    Example: MemoryDir("/m").state.index_lock == state_root() + "/dirs/<key of /m>/index.lock"
     """
 
-    def __init__(self, memory_dir: str, env: Mapping[str, str] | None = None):
-        self.memory_dir = memory_dir
-        self.path = state_dir(memory_dir, env, create=False)
+    def __init__(self, memory, env: Mapping[str, str] | None = None):
+        self.memory_dir = memory.root
+        self.path = state_dir(memory, env, create=False)
 
     def __repr__(self) -> str:
         return f"StateDir({self.path!r})"

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from mem.core.errors import ForeignFileError, LockedError, MemError, PathEscapeError, PinnedError, SecretError
 from mem.core.memdir.files import atomic_write, fsync_dir, within, read_bytes, read_text
-from mem.core.memdir.layout import INDEX_NAME, PINNED_REASON, TEMP_FILE, foreign_reason, is_pinned
+from mem.core.memdir.layout import INDEX_NAME, PINNED_REASON, TEAM_DIR, TEMP_FILE, foreign_reason, is_pinned
 
 STALE_TEMP_AFTER = 600
 
@@ -55,7 +55,7 @@ class MemoryDir:
         if self._state is None:
             from mem.core.memdir.state import StateDir
 
-            self._state = StateDir(self.root)
+            self._state = StateDir(self)
         return self._state
 
     def __repr__(self) -> str:
@@ -66,11 +66,14 @@ class MemoryDir:
         return os.path.join(self.root, INDEX_NAME)
 
     @property
+    def team_dir(self) -> str:
+        """Where this directory's team tier is (``team/``), whether or not it exists."""
+        return os.path.join(self.root, TEAM_DIR)
+
+    @property
     def team_enabled(self) -> bool:
         """Whether this directory holds a team tier: ``team/`` is a directory (a symbolic link does not count)."""
-        from mem.core.memdir.layout import team_dir
-
-        path = team_dir(self.root)
+        path = self.team_dir
         return os.path.isdir(path) and not os.path.islink(path)
 
     # -- containment --
@@ -312,7 +315,7 @@ def record_operation(memory: MemoryDir, op, duration: float | None = None, detai
     by: dict[str, list[str]] = {"created": [], "updated": [], "deleted": []}
     for c in op.changes:
         by["created" if c.before is None else "deleted" if c.after is None else "updated"].append(c.path)
-    events.record(memory.root, op.command, **by, duration=duration,
+    events.record(memory, op.command, **by, duration=duration,
                   detail={**(detail or {}), "operation": op.id, **({"args": list(op.args)} if op.args else {})})
 
 

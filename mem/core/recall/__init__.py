@@ -123,12 +123,12 @@ def ranker_is_sure(best_score: float) -> bool:
 class RecallResult:
     """What recall did: which selector ran, what it surfaced, or why nothing."""
 
-    def __init__(self, strategy: str, query: str, memory_dir: str, *, recent_tools: Sequence[str] = (),
+    def __init__(self, strategy: str, query: str, memory: MemoryDir, *, recent_tools: Sequence[str] = (),
                  session_id: str | None = None):
         self.strategy = strategy  # model | offline | none
         self.route: str | None = None  # one of ROUTES; None when recall was skipped before choosing
         self.query = query
-        self.memory_dir = memory_dir
+        self.memory_dir = memory.spelled  # shown as the client spells it
         self.selected: list[Surfaced] = []
         self.skipped: str | None = None
         self.fallback_reason: str | None = None
@@ -199,8 +199,7 @@ def recall(
     ``log`` takes the debug line of a model call (the caller gives it with --debug or MEM_DEBUG=1).
     """
     started = time.monotonic()
-    memory_dir = memory.spelled  # shown as the client spells it
-    result = RecallResult("none", query, memory_dir, recent_tools=recent_tools, session_id=session_id)
+    result = RecallResult("none", query, memory, recent_tools=recent_tools, session_id=session_id)
     reason = None if enabled else "auto_memory_disabled"
     reason = reason or skip_reason(query, force=force)
     if reason:
@@ -269,7 +268,9 @@ def _select_user_level(result: RecallResult, query: str, *, limit, state, exclud
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
 
-    headers = manifest.scan(root, cache_dir=cache_dir(root))
+    user = MemoryDir(root)
+    cache = cache_dir(user)
+    headers = manifest.scan(root, cache_dir=cache)
     seen = {os.path.normpath(p) for p in exclude} | (state.surfaced_paths if state is not None else set())
     # a project memory of the same name (a promote --copy) shadows the user-level one
     not_candidates = {h.relpath for h in headers if os.path.normpath(h.path) in seen
@@ -277,7 +278,7 @@ def _select_user_level(result: RecallResult, query: str, *, limit, state, exclud
     by_rel = {h.relpath: h for h in headers}
     now = int(time.time() * 1000) if now_ms is None else now_ms
     items = []
-    for rel, score in select_offline(query, headers, room, cache_dir(root), not_candidates)[:room]:
+    for rel, score in select_offline(user, query, headers, room, cache, not_candidates)[:room]:
         h = by_rel[rel]
         try:
             read = read_for_surfacing(h.path)
@@ -307,7 +308,7 @@ def _select(result: RecallResult, memory: MemoryDir, query: str, *, limit, offli
     from mem.core.memdir.state import cache_dir
 
     root = result.memory_dir
-    headers = manifest.scan(root, cache_dir=cache_dir(root)) if os.path.isdir(root) else []
+    headers = manifest.scan(root, cache_dir=cache_dir(memory)) if os.path.isdir(root) else []
     if not headers:
         result.skipped, result.route = "no_memories", "no-candidates"
         return
@@ -326,7 +327,7 @@ def _select(result: RecallResult, memory: MemoryDir, query: str, *, limit, offli
     # fails, or is late. The whole manifest is indexed so word frequencies stay put in a session.
     from mem.core.recall.ranker import query_terms
 
-    index = offline_index(every, cache_dir(root))
+    index = offline_index(memory, every, cache_dir(memory))
     q = query_terms(query)
     hits = index.scores(q, [d for d in index.docs if d.key in by_rel])  # once: the pick and how sure it is
     chosen: list[tuple[str, float | None]] = [(h.key, h.score) for h in index.worth_surfacing(q, hits, limit)]

@@ -13,6 +13,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mem.core.memdir.store import MemoryDir
 
 
 def read_body(path: str) -> str:
@@ -28,8 +32,8 @@ def read_body(path: str) -> str:
 INDEX_CACHE = "recall-index.marshal"
 
 
-def offline_index(headers: Sequence, cache_dir: str | None = None):
-    """A ranker index over scanned headers (files that cannot be read are left out).
+def offline_index(memory: MemoryDir, headers: Sequence, cache_dir: str | None = None):
+    """A ranker index over headers scanned from ``memory`` (files that cannot be read are left out).
 
     Each memory is matched on its name, description, body and its line in
     MEMORY.md. With ``cache_dir``, the terms of each file are kept there
@@ -39,11 +43,10 @@ def offline_index(headers: Sequence, cache_dir: str | None = None):
     """
     from mem.core.recall import ranker
 
-    root = headers[0].path[: len(headers[0].path) - len(headers[0].relpath)] if headers else ""
-    index_stamp = _index_stamp(root) if headers else []
+    index_stamp = _index_stamp(memory) if headers else []
     cache_path = os.path.join(cache_dir, INDEX_CACHE) if cache_dir else None
     cached, cached_df, cached_stamp = _load_index_cache(cache_path) if cache_path else ({}, None, None)
-    lines: dict[str, str] | None = None if index_stamp == cached_stamp else _index_lines(root)
+    lines: dict[str, str] | None = None if index_stamp == cached_stamp else _index_lines(memory)
     docs = []
     fresh: dict[str, tuple] = {}
     changed = lines is not None and bool(cached)
@@ -60,7 +63,7 @@ def offline_index(headers: Sequence, cache_dir: str | None = None):
             except OSError:
                 continue
             if lines is None:
-                lines = _index_lines(root)
+                lines = _index_lines(memory)
             doc = ranker.make_doc(h.relpath, ranker.name_text(h.relpath, h.name), h.description or "", body,
                                   lines.get(h.relpath, ""))
             changed = True
@@ -73,14 +76,14 @@ def offline_index(headers: Sequence, cache_dir: str | None = None):
     return index
 
 
-def _index_stamp(root: str) -> list:
-    """(name, mtime, size) of each index file: the cached index lines are good while these hold."""
+def _index_stamp(memory: MemoryDir) -> list:
+    """(name, mtime, size) of each index file of ``memory``: the cached index lines are good while these hold."""
     from mem.core.memdir.layout import INDEX_NAME, TEAM_INDEX
 
     out = []
     for name in (INDEX_NAME, TEAM_INDEX):
         try:
-            st = os.stat(os.path.join(root, name))
+            st = os.stat(os.path.join(memory.root, name))
             out.append((name, st.st_mtime_ns, st.st_size))
         except OSError:
             out.append((name, None, None))
@@ -93,15 +96,15 @@ def _index_stamp(root: str) -> list:
 _POINTER = r"^\s*[-*+]\s+\[((?:[^\]\\]|\\.)*)\]\(<?([^)>\s]+)>?(?:\s+\"[^\"]*\")?\)(.*)$"
 
 
-def _index_lines(root: str) -> dict[str, str]:
-    """relpath -> the title and hook of its pointer in MEMORY.md (or team/MEMORY.md)."""
+def _index_lines(memory: MemoryDir) -> dict[str, str]:
+    """relpath -> the title and hook of its pointer in ``memory``'s MEMORY.md (or team/MEMORY.md)."""
     from mem.core.memdir.files import read_text
     from mem.core.memdir.layout import INDEX_NAME, TEAM_INDEX
 
     lines: dict[str, str] = {}
     for name in (INDEX_NAME, TEAM_INDEX):
         try:  # a FIFO index blocked the hook, /dev/zero behind a link filled its memory: typed and capped
-            text = read_text(os.path.join(root, name), errors="replace", inside=root)
+            text = read_text(os.path.join(memory.root, name), errors="replace", inside=memory.root)
         except OSError:
             continue
         prefix = name[: -len(INDEX_NAME)]
@@ -154,13 +157,13 @@ def _save_index_cache(path: str, docs: dict, df: dict, index_stamp: list) -> Non
         pass  # a cache: recall works without it
 
 
-def select_offline(query: str, headers: Sequence, limit: int, cache_dir: str | None = None,
+def select_offline(memory: MemoryDir, query: str, headers: Sequence, limit: int, cache_dir: str | None = None,
                    exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
-    """(relpath, score) of the memories the ranker finds relevant, best first.
+    """(relpath, score) of the memories of ``memory`` the ranker finds relevant, best first.
 
     ``headers`` is the whole manifest (so the cached index stays whole and word
     frequencies do not shift during a session); ``exclude`` holds the relpaths
     that are not candidates.
     """
-    index = offline_index(headers, cache_dir)
+    index = offline_index(memory, headers, cache_dir)
     return [(h.key, h.score) for h in index.rank(query, limit, exclude)]

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 from mem.core.errors import ConfigError, MemError, RefusedError
 from mem.core.memdir.files import read_bytes
-from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, team_dir, walk_entries
+from mem.core.memdir.store import MemoryDir
+from mem.core.memdir.layout import TEAM_PREFIX, is_temp_name, walk_entries
 from mem.core.team import keys
 from mem.core.team.keys import MAX_FILE_SIZE_BYTES, hash_content
 
@@ -80,7 +81,7 @@ class TeamAuthError(ConfigError):
 
 @dataclass(frozen=True)
 class Config:
-    memory_dir: str
+    memory: MemoryDir
     url: str  # the server's base URL, without the API path
     token: str | None
     repo: str
@@ -88,7 +89,7 @@ class Config:
 
     @property
     def team_dir(self) -> str:
-        return team_dir(self.memory_dir)
+        return self.memory.team_dir
 
     @property
     def endpoint(self) -> str:
@@ -111,7 +112,7 @@ def server_url(url: str | None = None, env=None) -> str:
     return url
 
 
-def make_config(memory_dir: str, project_root: str, *, url: str | None = None, repo: str | None = None,
+def make_config(memory: MemoryDir, project_root: str, *, url: str | None = None, repo: str | None = None,
                 token: str | None = None, timeout: float = keys.TIMEOUT, env=None) -> Config:
     env = os.environ if env is None else env
     base = server_url(url, env)
@@ -124,7 +125,7 @@ def make_config(memory_dir: str, project_root: str, *, url: str | None = None, r
     except MemError as exc:
         raise ConfigError(str(exc)) from None
     token = token if token is not None else env.get("MEM_TEAM_TOKEN") or None
-    return Config(os.path.abspath(memory_dir), base, token, repo, timeout)
+    return Config(memory, base, token, repo, timeout)
 
 
 # --- what the client knows of the server ----------------------------------------------------------
@@ -145,16 +146,10 @@ class SyncState:
                 "server_max_entries": self.server_max_entries, "last_pull": self.last_pull, "last_push": self.last_push}
 
 
-def _state_path(memory_dir: str) -> str:
-    from mem.core.memdir.state import StateDir
-
-    return StateDir(memory_dir).team_state
-
-
 def load_state(cfg: Config) -> SyncState:
     """The saved state for this server and repo (a fresh one if it was for another)."""
     try:
-        with open(_state_path(cfg.memory_dir), encoding="utf-8") as fh:
+        with open(cfg.memory.state.team_state, encoding="utf-8") as fh:
             data = json.load(fh)
     except (OSError, ValueError):
         return SyncState(cfg.url, cfg.repo)
@@ -172,16 +167,15 @@ def load_state(cfg: Config) -> SyncState:
 def save_state(cfg: Config, state: SyncState) -> None:
     from mem.core.memdir.store import atomic_write
 
-    path = _state_path(cfg.memory_dir)
+    path = cfg.memory.state.team_state
     atomic_write(path, (json.dumps(state.as_dict(), ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode("utf-8"))
 
 
 @contextlib.contextmanager
 def sync_lock(cfg: Config) -> Iterator[None]:
-    from mem.core.memdir.state import StateDir
     from mem.core.memdir.store import file_lock
 
-    with file_lock(StateDir(cfg.memory_dir).team_lock, wait=True):
+    with file_lock(cfg.memory.state.team_lock, wait=True):
         yield
 
 
@@ -571,8 +565,6 @@ def pull(cfg: Config, *, http: Http | None = None, state: SyncState | None = Non
 
 
 def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local: bool, retries: int, sleep) -> PullResult:
-    from mem.core.memdir.store import MemoryDir
-
     started = time.monotonic()
     result = PullResult(cfg.repo, cfg.url, "unchanged")
     headers = {}
@@ -596,7 +588,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
     result.checksum = st.etag
     result.entry_count = len(entries)
 
-    store = MemoryDir(cfg.memory_dir)
+    store = cfg.memory
     plan: list[tuple[str, str, bool]] = []  # key, content, created
     for key in sorted(entries):
         content = entries[key]
@@ -664,7 +656,7 @@ def _pull(cfg: Config, http: Http, st: SyncState, *, use_etag: bool, keep_local:
 
         result.status = "updated"
         events.record(
-            cfg.memory_dir, "team pull", created=[TEAM_PREFIX + k for k in result.created],
+            cfg.memory, "team pull", created=[TEAM_PREFIX + k for k in result.created],
             updated=[TEAM_PREFIX + k for k in result.updated], duration=time.monotonic() - started,
             detail={"repo": cfg.repo, "version": result.version, "snapshot": result.snapshot,
                     "overwritten_local": [TEAM_PREFIX + k for k in result.overwritten_local]},

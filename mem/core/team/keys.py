@@ -14,7 +14,7 @@ import re
 import unicodedata
 
 from mem.core.errors import PathEscapeError, UsageError
-from mem.core.memdir.layout import TEAM_PREFIX, team_dir
+from mem.core.memdir.layout import TEAM_PREFIX
 
 #: Per file: larger files are skipped on push and on pull, and refused by the server.
 MAX_FILE_SIZE_BYTES = 250_000
@@ -120,7 +120,7 @@ def key_path(store, key: str) -> str:
         real = store.resolve(TEAM_PREFIX + key)
     except PathEscapeError as exc:
         raise InvalidKeyError(key, str(exc)) from None
-    team_real = os.path.realpath(team_dir(store.root))
+    team_real = os.path.realpath(store.team_dir)
     if not real.startswith(team_real.rstrip(os.sep) + os.sep):
         raise InvalidKeyError(key, "resolves outside the team directory")
     return real

@@ -2,7 +2,7 @@
 
 Cheap to import (no network, no YAML): these are the shared pieces.
 
-* ``team_enabled(memory_dir)``: team/ exists (a real directory, not a link) —
+* Whether team/ exists (a real directory, not a link) is asked of the MemoryDir (``team_enabled``):
   then memories are routed by type and team memories are injected, wrapped.
 * ``default_scope(type, convention=…)``: where a new memory of a type goes.
 * ``wrap_team_content(text)``: team memory as it is shown to an agent, inside
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from mem.core.memdir.layout import TEAM_PREFIX, is_team, team_dir
+from mem.core.memdir.layout import TEAM_PREFIX, is_team
 
 TEAM_WRAPPER_OPEN = '<team-memory-content source="shared">'
 TEAM_WRAPPER_CLOSE = "</team-memory-content>"
@@ -33,12 +33,6 @@ DEFAULT_SCOPES = {
     "project": TEAM,
     "reference": TEAM,
 }
-
-
-def team_enabled(memory_dir: str) -> bool:
-    """True when ``<memory dir>/team/`` is a directory (a symlink does not count)."""
-    path = team_dir(memory_dir)
-    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def default_scope(memory_type: str | None, *, convention: bool = False) -> str:
@@ -99,7 +93,7 @@ def team_memories(memory, memory_type: str | None = None) -> list:
 
     if not memory.team_enabled:
         return []
-    headers = manifest.scan(team_dir(memory.root), limit=None)
+    headers = manifest.scan(memory.team_dir, limit=None)
     return [h._replace(relpath=TEAM_PREFIX + h.relpath) for h in headers
             if memory_type is None or h.type == memory_type]
 
