@@ -47,7 +47,7 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 THRESHOLD = 1.0
@@ -675,6 +675,21 @@ def _telling(sets):
     return min(sets, key=lambda s: (sum(map(_commonness, s)), -min(map(len, s))), default=None)
 
 
+def _branches(pattern: re.Pattern) -> list[list]:
+    """``pattern``'s parse tree as alternative sequences, its top-level branch apart (re's parser factors a
+    common prefix out of a pattern's branches: ``\\ba|\\bb`` reads as ``\\b(?:a|b)``)."""
+    p, c = _parser()
+    items = list(p.parse(pattern.pattern, pattern.flags))
+    for i, (op, av) in enumerate(items):
+        inner = av[-1] if op is c.SUBPATTERN and len(av[-1]) == 1 else [(op, av)]
+        (iop, iav), = inner
+        if iop is c.BRANCH:
+            return [items[:i] + list(alt) + items[i + 1:] for alt in iav[1]]
+        if op not in (c.AT, c.ASSERT, c.ASSERT_NOT):  # a branch after text is part of a conjunction
+            break
+    return [items]
+
+
 def _requirements(pattern: re.Pattern, ends: bool = False) -> list[list[frozenset[str]]] | None:
     """What every match of ``pattern`` contains: alternatives (one holds for each match), each a list of
     sets of lower-case strings (the match holds one string of every set); None when a match may hold none.
@@ -735,21 +750,8 @@ def _requirements(pattern: re.Pattern, ends: bool = False) -> list[list[frozense
         needs.append(cur)
         return (None if broke else cur), [n for n in needs if "" not in n]
 
-    def alternatives(items: list) -> list[list]:
-        """``items`` as alternative sequences, its top-level branch apart (re's parser factors a common
-        prefix out of a pattern's branches: ``\\ba|\\bb`` reads as ``\\b(?:a|b)``)."""
-        for i, (op, av) in enumerate(items):
-            inner = av[-1] if op is c.SUBPATTERN and len(av[-1]) == 1 else [(op, av)]
-            (iop, iav), = inner
-            if iop is c.BRANCH:
-                return [items[:i] + list(alt) + items[i + 1:] for alt in iav[1]]
-            if op not in (c.AT, c.ASSERT, c.ASSERT_NOT):  # a branch after text is part of a conjunction
-                break
-        return [items]
-
     out = []
-    branches = alternatives(list(p.parse(pattern.pattern, pattern.flags)))
-    for branch in branches:
+    for branch in _branches(pattern):
         _, needs = seq(branch)
         conjunction = []
         for need in needs:
@@ -942,28 +944,9 @@ _LONG_LINE = 4096
 def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
     """The rules one of whose alternatives has all its sets in ``line`` (lower-cased), in RULES order."""
     if len(line) > _LONG_LINE:
-        # Read once by a trie of every string, not once per string; a string that may run on from the
-        # end of one the trie matched (its matches do not overlap), or too short for the trie, is
-        # looked for on its own (str.find: a character or two at memchr speed), once.
-        every, inside, overlapping = _every()
-        found = set(every.findall(line))
-        sure = frozenset().union(*(inside[s] for s in found))
-        maybe = frozenset().union(*(overlapping[s] for s in found)) - sure
-        candidates = range(len(pre.alternatives))
-        known: dict[str, bool] = {}
-
-        def holds(s: str) -> bool:
-            if s in sure:
-                return True
-            if s not in maybe and len(s) >= _TRIE_MIN:
-                return False
-            if s not in known:
-                known[s] = s in line
-            return known[s]
-
+        holds = _holder(line)
         held = set()
-        for a in candidates:
-            n, sets = pre.alternatives[a]
+        for n, sets in pre.alternatives:
             if n not in held and all(any(map(holds, need)) for need in sets):
                 held.add(n)
         return [pre.rules[n] for n in sorted(held)]
@@ -986,6 +969,31 @@ def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
         else:
             held.add(n)
     return [pre.rules[n] for n in sorted(held)]
+
+
+def _holder(line: str) -> Callable[[str], bool]:
+    """``line.__contains__`` for the strings of the alternatives, for a line over ``_LONG_LINE``.
+
+    The line is read once by a trie of every string, not once per string; a string that may run on from the
+    end of one the trie matched (its matches do not overlap), or too short for the trie, is looked for on
+    its own (str.find: a character or two at memchr speed), once.
+    """
+    every, inside, overlapping = _every()
+    found = set(every.findall(line))
+    sure = frozenset().union(*(inside[s] for s in found))
+    maybe = frozenset().union(*(overlapping[s] for s in found)) - sure
+    known: dict[str, bool] = {}
+
+    def holds(s: str) -> bool:
+        if s in sure:
+            return True
+        if s not in maybe and len(s) >= _TRIE_MIN:
+            return False
+        if s not in known:
+            known[s] = s in line
+        return known[s]
+
+    return holds
 
 
 #: Strings shorter than this are left out of the trie of every string: they would match all along a
