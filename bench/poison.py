@@ -94,14 +94,14 @@ def best(scan, text: str, runs: int) -> tuple[float, float]:
     return wall, cpu
 
 
-#: The last round's CPU ms/MB of scan_text at 1 and 16 MB (bench/RESULTS.md as of commit b1fb97a), for the
-#: "last round" column: that code is not kept to be run again.
+#: The last round's verdict CPU ms/MB at 1 and 16 MB (bench/RESULTS.md as of commit 04b61f2), for the "last round"
+#: column: that code is not kept to be run again.
 LAST_ROUND = {
-    "memory prose": (34, 34), "memory prose, one line": (312, 306), "CJK prose": (8, 9),
-    "`<!-- ` repeated (never closed)": (37, 37), "`<!-- must --> ` repeated": (59, 58),
-    "trigger words in sentences": (618, 647), "trigger words, one line": (603, 563),
-    "`claude.md ` repeated, one line": (42, 44), "`do not tell ` repeated, one line": (116, 109),
-    "`a\\n` repeated (2-byte lines)": (20, 20),
+    "memory prose": (33, 35), "memory prose, one line": (170, 161), "CJK prose": (8, 9),
+    "`<!-- ` repeated (never closed)": (41, 42), "`<!-- must --> ` repeated": (51, 51),
+    "trigger words in sentences": (0, 0), "trigger words, one line": (6, 5),
+    "`claude.md ` repeated, one line": (45, 47), "`do not tell ` repeated, one line": (46, 46),
+    "`a\\n` repeated (2-byte lines)": (21, 21),
 }
 
 
@@ -137,7 +137,7 @@ def main(argv: list[str]) -> int:
     def ratio(row, mode):
         return row[mode, sizes[-1]][1] / max(row[mode, sizes[0]][1], 1e-9)
 
-    head = ("| case | flagged | before (reference scan), 1 MB | last round, 1 / 16 MB | "
+    head = ("| case | flagged | before (reference scan), 1 MB | last round (verdict), 1 / 16 MB | "
             + " | ".join(f"full report, {s} MB" for s in sizes) + f" | {sizes[-1]} / {sizes[0]} | "
             + " | ".join(f"verdict, {s} MB" for s in sizes) + f" | {sizes[-1]} / {sizes[0]} |")
     lines = [head, "|" + "---|" * (2 * len(sizes) + 6)]
@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
         "text already refused, to name its finding). The machine is shared (2 cores, several jobs): wall "
         "time includes waiting for a core. \"before\": wall time of the scan before the one-pass prefilter "
         "(tests/helpers/poison_reference.py), best of 2; \"last round\": the previous version's CPU time "
-        "for the full report (this section as of b1fb97a). The ratio columns divide the largest size's CPU "
+        "for the verdict (this section as of 04b61f2). The ratio columns divide the largest size's CPU "
         "ms/MB by the smallest's: about 1 for a linear scan.",
         "",
         *lines,
@@ -186,25 +186,30 @@ NOTES = """How: each rule's pattern is read once for what every match must conta
 conjunction of sets of strings); one trie of strings, the most telling set of each alternative,
 spots the lines worth a look in one pass over the lower-cased text; a spotted line is tried only by
 the rules one of whose alternatives has all its sets on it. A line over 4 KB with sentence ends in
-it is cut into sentences at each ". " (between the stop and the space): the rules no match of which
-can hold ". " (read from their parse trees: 27 of the 35 line rules) are tried only in the
-sentences the trie spots and that hold what they need, sentence by sentence from the start (a match
-found in a sentence is taken again from the whole line); the others on the whole line, only where a
-string their matches begin with is. The verdict stops at the finding that makes the score reach the
-threshold (weights are multiples of 1/8, so the sum is exact in any order). Findings and verdicts
-are the same as the rule-by-rule scan's (tests/test_poison_equivalence.py, at four thresholds);
-tests/test_poison_speed.py fails if 4x the text takes 8x as long.
+it is cut into sentences at each ". " (between the stop and the space), and how many of them a match
+of each alternative may hold is read from its parse tree. The rules no match of which holds one (27
+of the 35 line rules) are tried only in the sentences the trie spots and that hold what they need,
+sentence by sentence from the start (a match found in a sentence is taken again from the whole line).
+The others are tried where their matches may begin (a string they begin with), in the stretches their
+alternatives may lie in: one holding no ". " in a sentence holding it; one holding at most n, n up to 4
+(action-exfiltrate's `cat ... | curl`, inject-trust-escalation's `(?:\\S+\\s+){0,4}`), in a sentence
+holding its telling string and the n before it, when those and the n after hold all its sets; one
+beginning only at the start of the line (inject-fake-tag's role label) there; one with no bound
+(`git push ... --force`, `gh pr merge ... --admin`, `"allow": [...]`, and action-remote-script's and
+bypass-evasion's, which may hold 199 and 19) on the whole line, when the line holds all its sets. An alternative that may cross a sentence end and that the line does not hold is left
+out: on memory prose only the sentences are read. A distinct sentence is planned once per line, and a
+string holding a character the line lacks is not looked for (a character is found at memchr speed).
+The verdict stops at the finding that makes the score reach the threshold (weights are multiples of
+1/8, so the sum is exact in any order). Findings and verdicts are the same as the rule-by-rule scan's
+(tests/test_poison_equivalence.py, at four thresholds, with matches across sentence ends put at the
+edges of the windows); tests/test_poison_speed.py fails if 4x the text takes 8x as long.
 
-Where the goal is missed, the work left is the rules' own, on text that holds what they look for:
-memory prose on one line still holds, across its megabyte, the strings of the rules that may run
-across a sentence end (action-exfiltrate, inject-trust-escalation ...: a `\\S*` or `[^|\\n]{0,200}` may
-cross one), so they read it end to end, and each of its sentences is looked at by the trie; a line
-with no sentence end (`do not tell ` repeated) is one unit, and a rule whose matches may begin
-anywhere in it (grant-no-need-to-ask, its `(?:you )?` first) is tried by re at every place; 75,000
-comments per MB are each cut once. Trigger-dense text is flagged in its first lines; its full report
-(`mem lint`) weighs about 2,100 findings per MB, each in its clause, and on one line looks at every
-sentence alone, which costs more than reading the line once per string did (the full report of
-`trigger words, one line` is slower than the last round's). All stay linear (ratio columns)."""
+Where the time goes: about 30 ms/MB of every case is re's pass of a trie of strings over the text (the
+spotting trie, or on a long line without sentence ends the trie of every string): re tries the trie at
+each position, 30-40 ns a character. The rest is the rules' own work on text that holds what they look
+for. Trigger-dense text is flagged in its first lines; its full report (`mem lint`) weighs about 2,100
+findings per MB, each in its clause, and on one line looks at every sentence alone. All stay linear
+(ratio columns)."""
 
 
 

@@ -45,10 +45,12 @@ finding that decides; ``mem lint`` builds the full report.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 THRESHOLD = 1.0
 QUOTE_CHARS = 60
@@ -620,8 +622,10 @@ def _quote(text: str) -> str:
 # alternatives its spotted strings stand for are checked set by set (str's ``in``; a line longer than
 # 4 KB is read once by a trie of every string instead), and a rule is tried on the line only when one
 # of its alternatives has all its sets there. No line is split out of the text unless it is spotted.
-# A long line with sentence ends in it is read as a text of sentences is, for the rules whose matches
-# never run across a sentence end (``_LongLine``); ``flags`` stops at the finding that decides.
+# A long line with sentence ends in it is read as a text of sentences is (``_LongLine``): the rules whose
+# matches never run across a sentence end in each sentence, the others where their matches may begin in
+# the few sentences around one holding what they need (how many ends a match may hold is read from the
+# parse tree, ``_shapes``); ``flags`` stops at the finding that decides.
 # tests/test_poison_equivalence.py holds the findings to the rule-by-rule scan's
 # (tests/helpers/poison_reference.py); bench/poison.py (make bench-poison) measures the speed.
 
@@ -673,6 +677,50 @@ def _telling(sets):
     """The set fewest lines of prose hold: its strings rare, long and few."""
     sets = [s for s in sets if s and "" not in s]
     return min(sets, key=lambda s: (sum(map(_commonness, s)), -min(map(len, s))), default=None)
+
+
+def _branches(pattern: re.Pattern) -> list[list]:
+    """``pattern``'s parse tree as alternative sequences, its top-level branch apart (re's parser factors a
+    common prefix out of a pattern's branches: ``\\ba|\\bb`` reads as ``\\b(?:a|b)``)."""
+    p, c = _parser()
+    items = list(p.parse(pattern.pattern, pattern.flags))
+    for i, (op, av) in enumerate(items):
+        inner = av[-1] if op is c.SUBPATTERN and len(av[-1]) == 1 else [(op, av)]
+        (iop, iav), = inner
+        if iop is c.BRANCH:
+            return [items[:i] + list(alt) + items[i + 1:] for alt in iav[1]]
+        if op not in (c.AT, c.ASSERT, c.ASSERT_NOT):  # a branch after text is part of a conjunction
+            break
+    return [items]
+
+
+class _Shape(NamedTuple):
+    """What bounds where the matches of one alternative of a pattern lie, read from its parse tree."""
+
+    #: its matches begin only at the start of the line (``^``)
+    anchored: bool
+    #: how many times at most a match holds ``_STOP`` (``_stops``; ``math.inf``: no bound)
+    stops: float
+    #: how many characters at most a match holds (``math.inf``: no bound)
+    width: float
+
+
+def _shapes(pattern: re.Pattern) -> list[_Shape]:
+    """The ``_Shape`` of each alternative of ``pattern`` (``_branches``, in order)."""
+    p, c = _parser()
+    state = p.parse(pattern.pattern, pattern.flags).state
+    out = []
+    for items in _branches(pattern):
+        anchored = False
+        for op, av in items:
+            if op is c.AT and av in (c.AT_BEGINNING, c.AT_BEGINNING_LINE, c.AT_BEGINNING_STRING):
+                anchored = True
+                break
+            if op not in (c.AT, c.ASSERT, c.ASSERT_NOT):
+                break
+        width = p.SubPattern(state, items).getwidth()[1]
+        out.append(_Shape(anchored, _stops(items), width if width < 1 << 20 else math.inf))
+    return out
 
 
 def _requirements(pattern: re.Pattern, ends: bool = False) -> list[list[frozenset[str]]] | None:
@@ -735,21 +783,8 @@ def _requirements(pattern: re.Pattern, ends: bool = False) -> list[list[frozense
         needs.append(cur)
         return (None if broke else cur), [n for n in needs if "" not in n]
 
-    def alternatives(items: list) -> list[list]:
-        """``items`` as alternative sequences, its top-level branch apart (re's parser factors a common
-        prefix out of a pattern's branches: ``\\ba|\\bb`` reads as ``\\b(?:a|b)``)."""
-        for i, (op, av) in enumerate(items):
-            inner = av[-1] if op is c.SUBPATTERN and len(av[-1]) == 1 else [(op, av)]
-            (iop, iav), = inner
-            if iop is c.BRANCH:
-                return [items[:i] + list(alt) + items[i + 1:] for alt in iav[1]]
-            if op not in (c.AT, c.ASSERT, c.ASSERT_NOT):  # a branch after text is part of a conjunction
-                break
-        return [items]
-
     out = []
-    branches = alternatives(list(p.parse(pattern.pattern, pattern.flags)))
-    for branch in branches:
+    for branch in _branches(pattern):
         _, needs = seq(branch)
         conjunction = []
         for need in needs:
@@ -906,6 +941,10 @@ class _Prefilter:
     alternatives: tuple[tuple[int, tuple[frozenset[str], ...]], ...]
     #: the rules with strings of their own, in RULES order; None: some rule has none (all are tried everywhere)
     rules: tuple[Rule, ...] | None
+    #: for each alternative, the set the spot trie looks for (one of its sets)
+    telling: tuple[frozenset[str], ...] = ()
+    #: for each alternative, its ``_Shape``
+    shapes: tuple[_Shape, ...] = ()
 
 
 @functools.cache
@@ -913,15 +952,18 @@ def _prefilter() -> _Prefilter:
     """The prefilter, worked out once per process from the rules (about 35 ms; the literal prefilter it
     replaced took 14)."""
     rules = [rule for rule in RULES if rule.id != "inject-html-comment"]
-    alternatives, telling = [], []
+    alternatives, telling, shapes = [], [], []
     for n, rule in enumerate(rules):
         required = _requirements(rule.pattern, ends=rule.id not in _rule_starts())
         if required is None:
             return _Prefilter(re.compile("(?!)"), {}, (), None)
-        for conjunction in required:
+        for conjunction, shape in zip(required, _shapes(rule.pattern), strict=True):
             sets = sorted(conjunction, key=lambda need: sum(map(_commonness, need)))  # the rarest first
             alternatives.append((n, tuple(sets)))
             telling.append(_telling(conjunction))
+            if any(_STOP in s for need in sets for s in need):
+                shape = shape._replace(stops=math.inf)  # a string of it may lie across a cut: the whole line
+            shapes.append(shape)
     spot = frozenset().union(*telling)
     by_prefix: dict[str, set[str]] = {}
     for s in spot:
@@ -932,7 +974,8 @@ def _prefilter() -> _Prefilter:
         inside = {s[i:j] for i in range(len(s)) for j in range(i + 1, len(s) + 1)} & spot
         stands_for = inside.union(*(by_prefix.get(s[k:], ()) for k in range(1, len(s))))
         spotted[s] = tuple(a for a, strings in enumerate(telling) if strings & stands_for)
-    return _Prefilter(re.compile(_trie(spot)), spotted, tuple(alternatives), tuple(rules))
+    return _Prefilter(re.compile(_trie(spot)), spotted, tuple(alternatives), tuple(rules), tuple(telling),
+                      tuple(shapes))
 
 
 #: A line longer than this is read once for every string (``_every``), not once per string.
@@ -942,28 +985,9 @@ _LONG_LINE = 4096
 def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
     """The rules one of whose alternatives has all its sets in ``line`` (lower-cased), in RULES order."""
     if len(line) > _LONG_LINE:
-        # Read once by a trie of every string, not once per string; a string that may run on from the
-        # end of one the trie matched (its matches do not overlap), or too short for the trie, is
-        # looked for on its own (str.find: a character or two at memchr speed), once.
-        every, inside, overlapping = _every()
-        found = set(every.findall(line))
-        sure = frozenset().union(*(inside[s] for s in found))
-        maybe = frozenset().union(*(overlapping[s] for s in found)) - sure
-        candidates = range(len(pre.alternatives))
-        known: dict[str, bool] = {}
-
-        def holds(s: str) -> bool:
-            if s in sure:
-                return True
-            if s not in maybe and len(s) >= _TRIE_MIN:
-                return False
-            if s not in known:
-                known[s] = s in line
-            return known[s]
-
+        holds = _holder(line)
         held = set()
-        for a in candidates:
-            n, sets = pre.alternatives[a]
+        for n, sets in pre.alternatives:
             if n not in held and all(any(map(holds, need)) for need in sets):
                 held.add(n)
         return [pre.rules[n] for n in sorted(held)]
@@ -986,6 +1010,52 @@ def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
         else:
             held.add(n)
     return [pre.rules[n] for n in sorted(held)]
+
+
+def _holder(line: str) -> Callable[[str], bool]:
+    """``line.__contains__`` for the strings of the alternatives, for a line over ``_LONG_LINE``.
+
+    The line is read once by a trie of every string, not once per string; a string that may run on from the
+    end of one the trie matched (its matches do not overlap), or too short for the trie, is looked for on
+    its own (str.find: a character or two at memchr speed), once.
+    """
+    every, inside, overlapping = _every()
+    found = set(every.findall(line))
+    sure = frozenset().union(*(inside[s] for s in found))
+    maybe = frozenset().union(*(overlapping[s] for s in found)) - sure
+    contains = _contains(line)
+
+    def holds(s: str) -> bool:
+        if s in sure:
+            return True
+        if s not in maybe and len(s) >= _TRIE_MIN:
+            return False
+        return contains(s)
+
+    return holds
+
+
+def _contains(line: str) -> Callable[[str], bool]:
+    """``line.__contains__``, each string looked for once, and not at all when one of its characters is not in
+    ``line`` (a character is looked for at memchr speed, 50 times faster than a string on a long line)."""
+    known: dict[str, bool] = {}
+
+    def contains(s: str) -> bool:
+        there = known.get(s)
+        if there is None:
+            there = True
+            for ch in s:
+                if ch not in known:
+                    known[ch] = ch in line
+                if not known[ch]:
+                    there = False
+                    break
+            if there and len(s) > 1:
+                there = s in line
+            known[s] = there
+        return there
+
+    return contains
 
 
 #: Strings shorter than this are left out of the trie of every string: they would match all along a
@@ -1026,11 +1096,19 @@ _STOP = ". "
 
 
 def _holds_stop(pattern: re.Pattern) -> bool:
-    """Whether a match of ``pattern`` may hold ``_STOP`` (a full stop followed by a space); True when unsure.
+    """Whether a match of ``pattern`` may hold ``_STOP`` (a full stop followed by a space); True when unsure."""
+    p, _c = _parser()
+    return _stops(list(p.parse(pattern.pattern, pattern.flags))) > 0
+
+
+def _stops(items: list) -> float:
+    """How many times at most a match of the parsed sequence ``items`` holds ``_STOP`` (``math.inf``: no bound,
+    or unsure): a match holding n of them lies in n + 1 sentences of a line cut at each.
 
     Read from the parse tree: for each node, whether it may match nothing, whether its match may begin
-    with a space or end with a full stop, and whether it may hold the pair; a sequence holds it where
-    one node may end with the stop and the next begin with the space. Lookarounds match no text.
+    with a space or end with a full stop, and how many pairs it may hold; a sequence holds one more where
+    one node may end with the stop and the next begin with the space, a repeat one more between each two
+    turns. Lookarounds match no text.
     """
     p, c = _parser()
     dot, space = ord("."), ord(" ")
@@ -1069,42 +1147,46 @@ def _holds_stop(pattern: re.Pattern) -> bool:
         alts = items[0][1][1] if len(items) == 1 and items[0][0] is c.BRANCH else [items]
         return any(len(alt) == 1 and (one(*alt[0]) or (False, False))[1] for alt in map(list, alts))
 
-    # A node: (may be empty, may begin with a space, may end with a full stop, may hold the pair).
-    def seq(items) -> tuple[bool, bool, bool, bool]:
-        empty, first, last, holds = True, False, False, False
+    # A node: (may be empty, may begin with a space, may end with a full stop, how many pairs it may hold).
+    def seq(items) -> tuple[bool, bool, bool, float]:
+        empty, first, last, holds = True, False, False, 0
         for op, av in items:
             if op is c.ASSERT_NOT and av[0] == 1 and not_space(av[1]):
                 last = False  # what comes next is no space: a stop before it does not end a sentence
                 continue
             e, f, l, h = node(op, av)
-            holds = holds or h or (last and f)
+            holds += h + (last and f)
             first = first or (empty and f)
             last = l or (e and last)
             empty = empty and e
         return empty, first, last, holds
 
-    def node(op, av) -> tuple[bool, bool, bool, bool]:
+    def node(op, av) -> tuple[bool, bool, bool, float]:
         chars = one(op, av)
         if chars is not None:
-            return False, chars[1], chars[0], False
-        if op is c.ASSERT_NOT and av[0] == 1 and not_space(av[1]):
-            return True, False, False, False
+            return False, chars[1], chars[0], 0
         if op in (c.AT, c.ASSERT, c.ASSERT_NOT):
-            return True, False, False, False
+            return True, False, False, 0
         if op is c.SUBPATTERN:
             return seq(av[-1])
         if op is c.BRANCH:
             parts = [seq(alt) for alt in av[1]]
-            return tuple(any(part[k] for part in parts) for k in range(4))
+            return (any(part[0] for part in parts), any(part[1] for part in parts), any(part[2] for part in parts),
+                    max(part[3] for part in parts))
         if op in (c.MAX_REPEAT, c.MIN_REPEAT) or op is getattr(c, "POSSESSIVE_REPEAT", None):
             lo, hi, sub = av
+            if hi == 0:
+                return True, False, False, 0
             e, f, l, h = seq(sub)
-            return lo == 0 or e, f, l, h or (hi > 1 and l and f)
+            turns = h + (l and f)  # the pairs one turn may add, the one where it meets the last included
+            if hi >= c.MAXREPEAT:
+                return lo == 0 or e, f, l, math.inf if turns else 0
+            return lo == 0 or e, f, l, hi * h + (hi - 1) * (l and f)
         if getattr(c, "ATOMIC_GROUP", None) is not None and op is c.ATOMIC_GROUP:
             return seq(av)
-        return True, True, True, True  # GROUPREF and the like: unsure
+        return True, True, True, math.inf  # GROUPREF and the like: unsure
 
-    return seq(p.parse(pattern.pattern, pattern.flags))[3]
+    return seq(items)[3]
 
 
 @functools.cache
@@ -1114,22 +1196,162 @@ def _within_sentences() -> frozenset[str]:
     return frozenset(rule.id for rule in RULES if not _holds_stop(rule.pattern))
 
 
+#: An alternative whose matches may hold more sentence ends than this is not looked for in windows of sentences
+#: (each window is read again from each sentence it is looked at from): its rule is tried on the whole line
+#: when the line holds what the alternative needs.
+_WINDOW_STOPS = 4
+#: How many characters of sentences a long line keeps the plans of (``_LongLine.sentences``: sentences repeat).
+_PLANS_CHARS = 1 << 20
+
+# What a long line with sentence ends in it does with an alternative of a rule (``_roles``):
+#: the rule's matches stay in a sentence: tried (``_within``) in each sentence holding the alternative
+_IN_SENTENCE = 0
+#: the same, and the alternative's matches begin only at the start of the line: in the first sentence only
+_AT_START = 1
+#: the rule's matches may run across sentence ends, not this alternative's: tried in a sentence holding it
+_HERE = 2
+#: ... the alternative's run across at most _WINDOW_STOPS: in the sentences around one it is spotted in
+_WINDOW = 3
+#: ... the alternative's without bound: the rule is tried on the whole line when the line holds it
+_WHOLE = 4
+#: ... the alternative's begin only at the start of the line: that place is tried
+_ZERO = 5
+#: (``_LongLine.roles``) one of the last three that cannot match on the line
+_DEAD = 6
+
+
+@functools.cache
+def _roles() -> tuple[int, ...]:
+    """What a long line with sentence ends in it does with each alternative of the prefilter (``_HERE`` ...)."""
+    pre, within, starts = _prefilter(), _within_sentences(), _rule_starts()
+    roles = []
+    for (n, _sets), shape in zip(pre.alternatives, pre.shapes, strict=True):
+        rule = pre.rules[n]
+        if rule.id in within:
+            roles.append(_AT_START if shape.anchored else _IN_SENTENCE)
+        elif rule.id not in starts:
+            roles.append(_WHOLE)  # no places known where its matches begin: only the whole line is read
+        elif shape.anchored:
+            roles.append(_ZERO)
+        elif shape.stops == 0:
+            roles.append(_HERE)
+        elif shape.stops <= _WINDOW_STOPS:
+            roles.append(_WINDOW)
+        else:
+            roles.append(_WHOLE)
+    return tuple(roles)
+
+
+def _plan(sentence: str, pre: _Prefilter, first: bool,
+          roles: Sequence[int]) -> tuple[list[Rule], list[int], list[int]]:
+    """What to try in one sentence (lower-cased) of a long line (``first``: the line's first; ``roles``: the
+    line's): the rules whose matches stay in a sentence one of whose alternatives it holds, in RULES order;
+    the rules (indexes into ``pre.rules``) whose matches may run across sentence ends one of whose
+    alternatives that stay in one it holds; the ``_WINDOW`` alternatives (indexes into ``pre.alternatives``)
+    it holds a telling string of."""
+    inside: set[int] = set()
+    here: set[int] = set()
+    windows: list[int] = []
+    if len(sentence) > _LONG_LINE:
+        contains = _holder(sentence)
+        candidates: Sequence[int] = range(len(pre.alternatives))
+        spotted = [any(map(contains, strings)) for strings in pre.telling]
+    else:
+        contains = sentence.__contains__
+        found: set[int] = set()
+        for s in set(pre.spot.findall(sentence)):
+            found.update(pre.spotted[s])
+        candidates = sorted(found)
+        spotted = None  # a candidate may be one a string spotted stands for: looked for
+    known: dict[frozenset[str], bool] = {}  # alternatives share sets: each looked for once
+    for a in candidates:
+        role = roles[a]
+        if role == _WINDOW:
+            if spotted[a] if spotted is not None else any(map(contains, pre.telling[a])):
+                windows.append(a)
+            continue
+        if role == _IN_SENTENCE or (role == _AT_START and first):
+            into = inside
+        elif role == _HERE:
+            into = here
+        else:
+            continue
+        n, sets = pre.alternatives[a]
+        if n in into:
+            continue
+        for need in sets:
+            there = known.get(need)
+            if there is None:
+                there = known[need] = any(map(contains, need))
+            if not there:
+                break
+        else:
+            into.add(n)
+    return [pre.rules[n] for n in sorted(inside)], sorted(here), windows
+
+
 class _LongLine:
     """What to try on a long line (``folded``: lower-cased) with sentence ends in it, worked out as it is read.
 
-    It is cut into sentences at each ``_STOP`` (between the stop and the space); the sentences the trie
-    spots are looked at alone, as short lines are, for the rules whose matches stay in a sentence
-    (``sentences``); a rule whose matches may run across a sentence end is tried on the whole line when
-    the whole line holds what it needs (``across``).
+    It is cut into sentences at each ``_STOP`` (between the stop and the space), and only the sentences the
+    trie spots are looked at, each as a short line is. A rule whose matches stay in a sentence is tried in
+    each sentence holding one of its alternatives (``sentences``). A rule whose matches may run across
+    sentence ends is tried at the places where its matches may begin (``_Tried``) in the stretches its
+    alternatives may lie in: an alternative whose matches stay in a sentence, in a sentence holding it; one
+    whose matches hold at most n sentence ends, in the n sentences before one the trie spots it in, when
+    that sentence and the n on each side of it hold it; one whose matches begin only at the start of the
+    line, there (``at_start``). A rule with an alternative whose matches run across without bound is tried
+    on the whole line when the line holds that alternative (``whole``). An alternative that may run across
+    that the line does not hold is left out (``roles``): on most lines, only the sentences are read.
     """
 
-    def __init__(self, folded: str, pre: _Prefilter):
-        self.folded, self.pre = folded, pre
+    def __init__(self, line: str, folded: str, pre: _Prefilter):
+        self.line, self.folded, self.pre = line, folded, pre
+        self._roles: tuple[int, ...] | None = None
 
-    def sentences(self) -> Iterator[tuple[int, int, list[Rule]]]:
-        """(start, end, the rules that stay in a sentence worth trying there) for each sentence, in order."""
-        folded, pre, within = self.folded, self.pre, _within_sentences()
-        chosen: dict[str, list[Rule]] = {}
+    def roles(self) -> tuple[int, ...]:
+        """``_roles`` for this line: an alternative whose matches may run across sentence ends is ``_DEAD`` when the
+        line does not hold all its sets (or, one whose matches begin only at the start of the line, when its rule
+        does not match there)."""
+        if self._roles is None:
+            pre, roles, holds = self.pre, list(_roles()), _contains(self.folded)
+            at_zero: dict[int, bool] = {}
+            for a, (n, sets) in enumerate(pre.alternatives):
+                if roles[a] == _ZERO:
+                    if n not in at_zero:
+                        at_zero[n] = pre.rules[n].pattern.match(self.line) is not None
+                    live = at_zero[n]
+                elif roles[a] in (_WINDOW, _WHOLE):
+                    live = all(any(map(holds, need)) for need in sets)
+                else:
+                    continue
+                if not live:
+                    roles[a] = _DEAD
+            self._roles = tuple(roles)
+        return self._roles
+
+    def _with(self, role: int) -> list[int]:
+        """The rules (indexes into ``pre.rules``) with an alternative of ``role`` on this line, in RULES order."""
+        roles = self.roles()
+        return sorted({n for a, (n, _sets) in enumerate(self.pre.alternatives) if roles[a] == role})
+
+    def whole(self) -> list[Rule]:
+        """The rules tried on the whole line: the line holds one of their ``_WHOLE`` alternatives."""
+        return [self.pre.rules[n] for n in self._with(_WHOLE)]
+
+    def at_start(self) -> list[Rule]:
+        """The rules not tried on the whole line that match at the start of the line with an alternative whose
+        matches begin there only and may run across sentence ends: that place is tried first."""
+        whole = set(self._with(_WHOLE))
+        return [self.pre.rules[n] for n in self._with(_ZERO) if n not in whole]
+
+    def sentences(self, done: set[str]) -> Iterator[tuple[int, int, str, list[Rule], list[tuple[Rule, int]]]]:
+        """(start, end, the sentence (lower-cased), the rules that stay in a sentence worth trying there, (rule, lo)
+        for each rule that may run across sentence ends and may begin in [lo, end)) for each sentence the trie
+        spots, in order, leaving out the rules in ``done`` (found) from the stretches."""
+        folded, pre, roles, whole = self.folded, self.pre, self.roles(), set(self._with(_WHOLE))
+        plans: dict[str, tuple[list[Rule], list[int], list[int]]] = {}
+        room = _PLANS_CHARS
         spot, size, pos = pre.spot.search, len(folded), 0
         while (m := spot(folded, pos)) is not None:
             at = m.start()
@@ -1137,28 +1359,98 @@ class _LongLine:
             end = folded.find(_STOP, at)
             end = size if end == -1 else end + 1
             sentence = folded[start:end]
-            rules = chosen.get(sentence)
-            if rules is None:
-                rules = [rule for rule in _rules_for(sentence, pre) if rule.id in within]
-                if len(sentence) < 512 and len(chosen) < 4096:
-                    chosen[sentence] = rules
-            if rules:
-                yield start, end, rules
+            plan = plans.get(sentence) if start else None
+            if plan is None:
+                plan = _plan(sentence, pre, start == 0, roles)
+                if start and len(sentence) <= min(room, _LONG_LINE):
+                    plans[sentence] = plan
+                    room -= len(sentence)
+            in_sentence, here, windows = plan
+            stretches: dict[int, int] = {}
+            for n in here:
+                if n not in whole and pre.rules[n].id not in done:
+                    stretches[n] = start
+            for a in windows:
+                n = pre.alternatives[a][0]
+                if n in whole or pre.rules[n].id in done:
+                    continue
+                lo = self._window(a, start, end)
+                if lo is not None and lo < stretches.get(n, end):
+                    stretches[n] = lo
+            if in_sentence or stretches:
+                yield start, end, sentence, in_sentence, [(pre.rules[n], lo) for n, lo in sorted(stretches.items())]
             pos = end
 
-    def across(self) -> list[Rule]:
-        """The rules whose matches may hold ``_STOP`` and one of whose alternatives the line holds, in RULES order."""
-        folded, pre, within = self.folded, self.pre, _within_sentences()
-        known: dict[str, bool] = {}
+    def _window(self, a: int, start: int, end: int) -> int | None:
+        """Where a match of the ``_WINDOW`` alternative ``a`` holding a string of the sentence [start, end) may begin
+        at the earliest: the start of the sentence as many sentence ends back as its matches may hold (or as many
+        characters back as they may be long); None when those sentences and as many after do not hold all its
+        sets."""
+        folded, (_n, sets), shape = self.folded, self.pre.alternatives[a], self.pre.shapes[a]
+        lo, hi, size = start, end, len(folded)
+        for _ in range(int(shape.stops)):
+            if lo == 0 or lo <= start - shape.width:
+                break
+            lo = folded.rfind(_STOP, 0, lo) + 1
+        for _ in range(int(shape.stops)):
+            if hi == size or hi >= end + shape.width:
+                break
+            stop = folded.find(_STOP, hi)
+            hi = size if stop == -1 else stop + 1
+        for need in sets:
+            if not any(folded.find(s, lo, hi) != -1 for s in need):
+                return None
+        return lo
 
-        def holds(s: str) -> bool:
-            if s not in known:
-                known[s] = s in folded
-            return known[s]
 
-        held = {n for n, sets in pre.alternatives if pre.rules[n].id not in within
-                and all(any(map(holds, need)) for need in sets)}
-        return [pre.rules[n] for n in sorted(held)]
+class _Tried:
+    """A rule whose matches may run across sentence ends, tried on a long line at the places where its matches
+    may begin (``_rule_starts``) in the stretches handed to it, as finditer tries the whole line: each place
+    once, from left to right, on from the end of each match. The stretches are handed over from left to
+    right (each ends after the last), and every match of the rule begins in one of them."""
+
+    def __init__(self, rule: Rule, line: str, folded: str):
+        self.match, self.line, self.folded = rule.pattern.match, line, folded
+        self.strings = _rule_starts()[rule.id][0]
+        self.pos = self.tried = 0  # the end of the last match; where the places tried end
+        #: a sentence -> where in it the strings are (sentences repeat); none when a string may hold a sentence end
+        self.known: dict[str, list[int]] | None = None if any(_STOP in s for s in self.strings) else {}
+        self.room = _PLANS_CHARS
+
+    def matches(self, lo: int, hi: int, sentence: str | None = None, zero: bool = False) -> Iterator[re.Match]:
+        """The matches beginning in [lo, hi) not given yet (``sentence``: the stretch is that sentence of the line,
+        lower-cased; ``zero``: and at the start of the line)."""
+        folded, lo = self.folded, max(lo, self.tried, self.pos)
+        if sentence is not None and self.known is not None and hi - lo == len(sentence):
+            # Where the strings are in a sentence (one ends before the next sentence's space) is the sentence's own.
+            known = self.known.get(sentence)
+            if known is None:
+                known = sorted(self._places(sentence, 0, len(sentence)))
+                if len(sentence) <= self.room:
+                    self.known[sentence] = known
+                    self.room -= len(sentence)
+            places: Sequence[int] = [lo + at for at in known]
+        else:
+            found = self._places(folded, lo, hi)
+            if zero:
+                found.add(0)
+            places = sorted(found)
+        self.tried = max(self.tried, hi)
+        for at in places:
+            if at >= self.pos and (m := self.match(self.line, at)) is not None:
+                self.pos = m.end()
+                yield m
+
+    def _places(self, folded: str, lo: int, hi: int) -> set[int]:
+        """Where a string of the rule begins in ``folded`` in [lo, hi)."""
+        places = set()
+        for s in self.strings:
+            stop = hi + len(s) - 1  # a string beginning before ``hi``
+            at = folded.find(s, lo, stop)
+            while at != -1:
+                places.add(at)
+                at = folded.find(s, at + 1, stop)
+        return places
 
 
 def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str | None]]:
@@ -1180,14 +1472,19 @@ def _candidate_lines(text: str) -> Iterator[tuple[int, str, Sequence[Rule], str 
         end = len(folded) if end == -1 else end
         line = folded[start:end]
         rules = chosen.get(line)
+        original = None
         if rules is None:
-            rules = _rules_for(line, pre) if len(line) <= _LONG_LINE or _STOP not in line else _LongLine(line, pre)
+            if len(line) <= _LONG_LINE or _STOP not in line:
+                rules = _rules_for(line, pre)
+            else:
+                original = text[start:end]
+                rules = _LongLine(original, line, pre)
             if len(line) < 512 and len(chosen) < 4096:
                 chosen[line] = rules
         if rules:
             number += text.count("\n", counted, start)
             counted = start
-            yield number, text[start:end], rules, line
+            yield number, original if original is not None else text[start:end], rules, line
         pos = end + 1
 
 
@@ -1356,13 +1653,24 @@ def _scan_line(line: str, found, rules: Sequence[Rule] | _LongLine = RULES, fold
 
     if isinstance(rules, _LongLine):
         # Sentence by sentence, from the start: a rule's first match that weighs is its first in the line
-        # (and ``flags`` may stop at the first sentences); then the rules that may run across sentences.
+        # (and ``flags`` may stop at the first sentences); then the rules tried on the whole line.
         done: set[str] = set()
-        for start, end, in_sentence in rules.sentences():
+        tried: dict[str, _Tried] = {}
+        for rule in rules.at_start():
+            tried[rule.id] = _Tried(rule, line, folded)
+            if first(rule, tried[rule.id].matches(0, 0, zero=True)):
+                done.add(rule.id)
+        for start, end, sentence, in_sentence, across in rules.sentences(done):
             for rule in in_sentence:
                 if rule.id not in done and first(rule, _within(rule, line, start, end)):
                     done.add(rule.id)
-        for rule in rules.across():
+            for rule, lo in across:
+                if rule.id not in done:
+                    if rule.id not in tried:
+                        tried[rule.id] = _Tried(rule, line, folded)
+                    if first(rule, tried[rule.id].matches(lo, end, sentence if lo == start else None)):
+                        done.add(rule.id)
+        for rule in rules.whole():
             first(rule, _matches(rule, line, folded))
         return
     for rule in rules:
