@@ -653,6 +653,27 @@ def test_config_home_and_bases():
     assert claude.projects_dir({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/h/.claude/projects"
 
 
+def test_claude_home_is_its_config_home():
+    """The one place (getClaudeConfigHomeDir, 2.1.330: `(CLAUDE_CONFIG_DIR ?? join(homedir(),
+    '.claude')).normalize('NFC')`), whoever asks: an empty value is kept, the value is NFC."""
+    for env in ({"HOME": "/h"}, {"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}, {"CLAUDE_CONFIG_DIR": "/c/cafe\u0301"}):
+        assert claude.home(env) == claude.config_home(env)
+    assert claude.home({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == ""
+    assert claude.home({"CLAUDE_CONFIG_DIR": "/c/cafe\u0301"}) == "/c/café"
+
+
+def test_doctor_finds_claude_code_used_under_a_decomposed_config_dir(tmp, env):
+    """CLAUDE_CONFIG_DIR spelt decomposed (NFD): Claude Code writes under the NFC spelling, so that is
+    where doctor looks for "Claude Code has run here" (it needs mem's hooks then)."""
+    from mem.core.doctor import FAIL, check_hooks
+
+    project = tmp / "p"
+    project.mkdir()
+    (tmp / "café" / "projects").mkdir(parents=True)  # what Claude Code made
+    check = check_hooks("claude", str(project), {**env, "CLAUDE_CONFIG_DIR": str(tmp / "cafe\u0301")})
+    assert check.state == FAIL and "not installed" in check.detail
+
+
 def test_claude_config_dir_moves_memory_transcripts_and_user_settings(tmp, env):
     project = tmp / "p"
     project.mkdir()
