@@ -17,7 +17,8 @@ directory a project's is, by whose rule: --dir, MEM_DIR, an agent's, a client's)
 ``project_bases`` (every client's projects, for --all-projects), ``of_payload``
 (who sent a hook payload), ``hook_event``, ``of_layout``, ``payload_layout``,
 ``earlier_memory_dir``, ``team_tier``. No module outside this package compares a
-client's name, or reads a client's switches (tests/test_structure.py).
+client's name, or reads a client's switches (tests/test_structure.py). Every function's
+``env`` is the environment to read, None for the process's (``paths.environ_of``).
 
 A client's own memories (``own_memories`` of codex and gemini) are read as OwnMemory
 records, each to become one mem topic file (``as_files``): ``mem scan --client`` lists
@@ -213,11 +214,9 @@ def user_memory_dir(resolution, env=None) -> tuple[str, str]:
     """(the user-level memory directory for a project's memory, its layout): the client's own user
     tier where it has one (qwen-code 0.24's ``~/.qwen/memories``), else mem's (MEM_USER_DIR, or
     ``<user data dir>/mem/memory``). MEM_USER_DIR names mem's whatever the client."""
-    import os
+    from mem.core.paths import environ_of, user_memory_dir as mems
 
-    from mem.core.paths import user_memory_dir as mems
-
-    environ = os.environ if env is None else env
+    environ = environ_of(env)
     module = of_layout(resolution.layout) if resolution.layout in LAYOUTS else None
     own = getattr(module, "user_memory_dir", None)
     tier = own(environ) if own and not environ.get("MEM_USER_DIR") else None
