@@ -318,7 +318,10 @@ def _explicit_dir(raw: str, home: str, what: str) -> str:
 
 
 class Resolution(NamedTuple):
-    """A project's memory directory, the rule that chose it, and what the rule read on the way."""
+    """A project's memory directory, the rule that chose it, and what the rule read on the way.
+
+    Whether memory is on there is not a field: ``memory_on`` asks the client whose directory it is.
+    """
 
     memory_dir: str  # Claude form ends with exactly one os.sep; qwen's recorded form has none
     rule: str  # which rule decided
@@ -326,12 +329,15 @@ class Resolution(NamedTuple):
     project_root: str
     git_root: str | None
     canonical_git_root: str | None
-    auto_memory_enabled: bool
-    auto_memory_reason: str
     transcripts_dir: str | None
+    #: Claude Code's settings files as resolve read them (claude.Settings: its autoMemoryDirectory and,
+    #: for claude.memory_on, its switch); not in ``as_dict``
+    settings: object = None
 
     def as_dict(self) -> dict:
-        return self._asdict()
+        data = self._asdict()
+        del data["settings"]
+        return data
 
 
 def resolve(
@@ -363,13 +369,12 @@ def resolve(
     git_root = paths.find_git_root(root)
     canonical = paths.resolve_canonical_root(git_root) if git_root is not None else None
     settings = claude.load_settings(root, env=env, home=home, settings_file=settings_file)
-    enabled, reason = claude.auto_memory_enabled(env, settings)
 
     def made(memory: str, rule: str, kind: str) -> Resolution:
         # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
         # Code's unless the directory is qwen-code's (of_layout).
         transcripts = of_layout(kind).transcripts_dir(root, env, home)
-        return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
+        return Resolution(memory, rule, kind, root, git_root, canonical, transcripts, settings)
 
     if dir is not None:
         return made(_explicit_dir(dir, home, "--dir"), "--dir", "dir")

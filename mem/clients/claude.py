@@ -395,9 +395,13 @@ def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None 
 
 
 def memory_on(resolution, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
-    """isAutoMemoryEnabled (``auto_memory_enabled``, read into the resolution by mem.clients.resolve): off, Claude Code loads no
-    MEMORY.md, recalls nothing, extracts nothing, and gives its subagents no memory."""
-    return resolution.auto_memory_enabled, resolution.auto_memory_reason
+    """isAutoMemoryEnabled (``auto_memory_enabled``) over the settings mem.clients.resolve read (--settings
+    among them): off, Claude Code loads no MEMORY.md, recalls nothing, extracts nothing, and gives its
+    subagents no memory."""
+    settings = resolution.settings
+    if settings is None:  # a Resolution made by hand
+        settings = load_settings(resolution.project_root, env=env)
+    return auto_memory_enabled(env, settings)
 
 
 def escapes_hook_context(version: tuple[int, ...] | None) -> bool:
