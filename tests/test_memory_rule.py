@@ -139,5 +139,7 @@ def test_path_and_status_say_the_same(case, run_mem):
     assert ("auto memory is off here" in p.stderr) is not bool(applies), p.stderr
     data = json.loads(run_mem("path", "--project", str(repo), *opts, *layout, "--json", env=env).stdout)
     assert data["memory_on"] is bool(applies)
+    # the older names give the same answer, whichever client's directory it is (they once held Claude Code's switch)
+    assert (data["auto_memory_enabled"], data["auto_memory_reason"]) == (data["memory_on"], data["memory_on_reason"])
     status = json.loads(run_mem("status", "--project", str(repo), *opts, *layout, "--json", env=env).stdout)
     assert (status["auto_memory_enabled"], status["auto_memory_reason"]) == (data["memory_on"], data["memory_on_reason"])

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mem.clients import Resolution, claude, qwen, resolve
+from mem.clients import Resolution, claude, memory_on, qwen, resolve
 from mem.core import paths
 from mem.core.errors import UsageError
 from mem.core.paths import (
@@ -606,20 +606,20 @@ def test_auto_memory_settings_precedence(tmp, env, home):
     project = tmp / "p"
     project.mkdir()
     user = write_json(home / ".claude" / "settings.json", {"autoMemoryEnabled": True})
-    assert resolve(project=str(project), env=env).auto_memory_reason == f"autoMemoryEnabled=true (user settings: {user})"
+    assert memory_on(resolve(project=str(project), env=env), env)[1] == f"autoMemoryEnabled=true (user settings: {user})"
     proj = write_json(project / ".claude" / "settings.json", {"autoMemoryEnabled": False})
     r = resolve(project=str(project), env=env)  # a repo may opt out
-    assert (r.auto_memory_enabled, r.auto_memory_reason) == (False, f"autoMemoryEnabled=false (project settings: {proj})")
+    assert memory_on(r, env) == (False, f"autoMemoryEnabled=false (project settings: {proj})")
     write_json(project / ".claude" / "settings.local.json", {"autoMemoryEnabled": True})
-    assert resolve(project=str(project), env=env).auto_memory_enabled is True
+    assert memory_on(resolve(project=str(project), env=env), env)[0] is True
     flag = write_json(tmp / "flag.json", {"autoMemoryEnabled": False})
-    assert resolve(project=str(project), env=env, settings_file=str(flag)).auto_memory_enabled is False
+    assert memory_on(resolve(project=str(project), env=env, settings_file=str(flag)), env)[0] is False
     write_json(tmp / "managed-settings.json", {"autoMemoryEnabled": True})
-    r = resolve(project=str(project), env=env, settings_file=str(flag))
-    assert r.auto_memory_enabled is True and r.auto_memory_reason.endswith("(policy settings: " + str(tmp / "managed-settings.json") + ")")
+    on, why = memory_on(resolve(project=str(project), env=env, settings_file=str(flag)), env)
+    assert on is True and why.endswith("(policy settings: " + str(tmp / "managed-settings.json") + ")")
     # env beats settings
-    r = resolve(project=str(project), env={**env, "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"})
-    assert r.auto_memory_enabled is False
+    off = {**env, "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
+    assert memory_on(resolve(project=str(project), env=off), off)[0] is False
 
 
 def test_non_boolean_auto_memory_enabled_is_ignored(tmp, env):
@@ -631,8 +631,9 @@ def test_non_boolean_auto_memory_enabled_is_ignored(tmp, env):
 def test_disabled_auto_memory_still_resolves_a_dir(tmp, env, home):
     project = tmp / "p"
     project.mkdir()
-    r = resolve(project=str(project), env={**env, "CLAUDE_CODE_SIMPLE": "1"})
-    assert r.auto_memory_enabled is False
+    simple = {**env, "CLAUDE_CODE_SIMPLE": "1"}
+    r = resolve(project=str(project), env=simple)
+    assert memory_on(r, simple)[0] is False
     assert r.memory_dir == claude_slug_dir(home, project) + "/memory/"
 
 
@@ -653,15 +654,37 @@ def test_config_home_and_bases():
     assert claude.projects_dir({"HOME": "/h", "CLAUDE_CODE_REMOTE_MEMORY_DIR": "/mnt/m"}) == "/h/.claude/projects"
 
 
+def test_claude_home_is_its_config_home():
+    """The one place (getClaudeConfigHomeDir, 2.1.330: `(CLAUDE_CONFIG_DIR ?? join(homedir(),
+    '.claude')).normalize('NFC')`), whoever asks: an empty value is kept, the value is NFC."""
+    for env in ({"HOME": "/h"}, {"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}, {"CLAUDE_CONFIG_DIR": "/c/cafe\u0301"}):
+        assert claude.home(env) == claude.config_home(env)
+    assert claude.home({"CLAUDE_CONFIG_DIR": "", "HOME": "/h"}) == ""
+    assert claude.home({"CLAUDE_CONFIG_DIR": "/c/cafe\u0301"}) == "/c/café"
+
+
+def test_doctor_finds_claude_code_used_under_a_decomposed_config_dir(tmp, env):
+    """CLAUDE_CONFIG_DIR spelt decomposed (NFD): Claude Code writes under the NFC spelling, so that is
+    where doctor looks for "Claude Code has run here" (it needs mem's hooks then)."""
+    from mem.core.doctor import FAIL, check_hooks
+
+    project = tmp / "p"
+    project.mkdir()
+    (tmp / "café" / "projects").mkdir(parents=True)  # what Claude Code made
+    check = check_hooks("claude", str(project), {**env, "CLAUDE_CONFIG_DIR": str(tmp / "cafe\u0301")})
+    assert check.state == FAIL and "not installed" in check.detail
+
+
 def test_claude_config_dir_moves_memory_transcripts_and_user_settings(tmp, env):
     project = tmp / "p"
     project.mkdir()
     cfg = tmp / "cfg"
     write_json(cfg / "settings.json", {"autoMemoryEnabled": False})
-    r = resolve(project=str(project), env={**env, "CLAUDE_CONFIG_DIR": str(cfg)})
+    moved = {**env, "CLAUDE_CONFIG_DIR": str(cfg)}
+    r = resolve(project=str(project), env=moved)
     assert r.memory_dir == f"{cfg}/projects/{sanitize_path(str(project))}/memory/"
     assert r.transcripts_dir == f"{cfg}/projects/{sanitize_path(str(project))}"
-    assert r.auto_memory_enabled is False
+    assert memory_on(r, moved)[0] is False
 
 
 def test_remote_memory_dir_moves_memory_but_not_transcripts(tmp, env, home):
@@ -689,6 +712,14 @@ def test_agent_memory_scopes(tmp, make_repo, env, home):
     assert claude.agent_memory_dir("a:b:c", "local", str(sub), remote) == (
         f"/mnt/r/projects/{sanitize_path(str(repo))}/agent-memory-local/a-b-c/"
     )
+
+
+def test_the_scope_option_offers_claude_codes_agent_scopes():
+    """--scope's choices repeat claude.AGENT_SCOPES (mem --help does not import the claude module:
+    about 6.5 ms more): they must not drift apart."""
+    from mem.cli.common import SCOPES
+
+    assert SCOPES == claude.AGENT_SCOPES
 
 
 def test_agent_memory_through_resolve(tmp, env, home):
@@ -799,12 +830,10 @@ def test_as_dict_is_snake_case_and_complete(tmp, env):
         "project_root",
         "git_root",
         "canonical_git_root",
-        "auto_memory_enabled",
-        "auto_memory_reason",
         "transcripts_dir",
     ]
     assert json.loads(json.dumps(d)) == d
-    assert Resolution(**d) == r
+    assert Resolution(**d, settings=r.settings) == r
 
 
 # ---------------------------------------------------------------------------------------------

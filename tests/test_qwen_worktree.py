@@ -122,6 +122,38 @@ def test_qwen_codes_own_dirs_move_with_its_environment(tmp_path):
     assert settings_path("qwen", "user", str(project), env) == f"{tmp_path}/qh/settings.json"
 
 
+def test_no_env_given_means_the_process_environment(tmp_path, monkeypatch):
+    """env=None is the process's environment in every qwen function, as everywhere in mem.clients
+    (paths.environ_of): the same answers as given os.environ explicitly."""
+    project = tmp_path / "p"
+    project.mkdir()
+    root, home = str(project), paths.home_dir()
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qh"))
+    assert qwen.global_dir(home) == f"{tmp_path}/qh"
+    monkeypatch.setenv("QWEN_RUNTIME_DIR", str(tmp_path / "rt"))
+    monkeypatch.setenv("QWEN_CODE_MEMORY_BASE_DIR", str(tmp_path / "mb"))
+    slug = paths.sanitize_path(root)
+    assert qwen.runtime_dir(home) == f"{tmp_path}/rt"
+    assert qwen.memory_base(home) == f"{tmp_path}/mb"
+    assert qwen.keyed_memory_dir(root, home) == f"{tmp_path}/mb/projects/{slug}/memory"
+    assert qwen.user_tier_dir(home) == f"{tmp_path}/mb/memories"
+    assert qwen.transcripts_dir(root) == f"{tmp_path}/rt/projects/{slug}/chats"
+    assert qwen.memory_dir(root, None, None)[0] == f"{tmp_path}/mb/projects/{slug}/memory"
+    for name in ("global_dir", "runtime_dir", "memory_base", "user_tier_dir"):
+        assert getattr(qwen, name)(home) == getattr(qwen, name)(home, os.environ), name
+
+
+def test_mem_path_follows_qwen_home_in_the_environment(tmp_path, monkeypatch, run_mem):
+    """The public entry: QWEN_HOME set in the environment mem runs in moves qwen-code's directories."""
+    project = tmp_path / "p"
+    project.mkdir()
+    monkeypatch.setenv("QWEN_HOME", str(tmp_path / "qh"))
+    doc = json.loads(run_mem("path", "--layout", "qwen", "--project", str(project), "--json").stdout)
+    slug = paths.sanitize_path(str(project))
+    assert (doc["memory_dir"], doc["transcripts_dir"]) == (f"{tmp_path}/qh/projects/{slug}/memory",
+                                                           f"{tmp_path}/qh/projects/{slug}/chats")
+
+
 def test_a_qwen_code_projects_user_level_is_its_user_tier(tmp_path, run_mem):
     """qwen-code 0.24.4 puts ~/.qwen/memories/MEMORY.md into every session's system prompt (seen with the
     real client): for its projects, that is the user level mem path --user names and promote moves to."""

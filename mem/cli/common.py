@@ -10,6 +10,8 @@ import click
 
 from mem.clients import LAYOUT_CHOICES
 
+#: --scope's choices: mem.clients.claude.AGENT_SCOPES, repeated because importing that module at
+#: ``mem --help`` costs about 6.5 ms (mem.core.paths, messages); tests/test_paths.py keeps them equal.
 SCOPES = ("user", "project", "local")
 
 

@@ -66,6 +66,8 @@ def path_cmd(ctx: click.Context, orphans: bool, user_level: bool, team_level: bo
     data = res.as_dict()
     data["exists"] = os.path.isdir(res.memory_dir)
     data["memory_on"], data["memory_on_reason"] = memory_on(res)
+    # the names mem status publishes the answer under, and path did before memory_on
+    data["auto_memory_enabled"], data["auto_memory_reason"] = data["memory_on"], data["memory_on_reason"]
     data["earlier_memory_dir"] = earlier_memory_dir(res)
     if fmt == "text":
         render.out(res.memory_dir)

@@ -17,7 +17,8 @@ directory a project's is, by whose rule: --dir, MEM_DIR, an agent's, a client's)
 ``project_bases`` (every client's projects, for --all-projects), ``of_payload``
 (who sent a hook payload), ``hook_event``, ``of_layout``, ``payload_layout``,
 ``earlier_memory_dir``, ``team_tier``. No module outside this package compares a
-client's name, or reads a client's switches (tests/test_structure.py).
+client's name, or reads a client's switches (tests/test_structure.py). Every function's
+``env`` is the environment to read, None for the process's (``paths.environ_of``).
 
 A client's own memories (``own_memories`` of codex and gemini) are read as OwnMemory
 records, each to become one mem topic file (``as_files``): ``mem scan --client`` lists
@@ -213,11 +214,9 @@ def user_memory_dir(resolution, env=None) -> tuple[str, str]:
     """(the user-level memory directory for a project's memory, its layout): the client's own user
     tier where it has one (qwen-code 0.24's ``~/.qwen/memories``), else mem's (MEM_USER_DIR, or
     ``<user data dir>/mem/memory``). MEM_USER_DIR names mem's whatever the client."""
-    import os
+    from mem.core.paths import environ_of, user_memory_dir as mems
 
-    from mem.core.paths import user_memory_dir as mems
-
-    environ = os.environ if env is None else env
+    environ = environ_of(env)
     module = of_layout(resolution.layout) if resolution.layout in LAYOUTS else None
     own = getattr(module, "user_memory_dir", None)
     tier = own(environ) if own and not environ.get("MEM_USER_DIR") else None
@@ -318,7 +317,10 @@ def _explicit_dir(raw: str, home: str, what: str) -> str:
 
 
 class Resolution(NamedTuple):
-    """A project's memory directory, the rule that chose it, and what the rule read on the way."""
+    """A project's memory directory, the rule that chose it, and what the rule read on the way.
+
+    Whether memory is on there is not a field: ``memory_on`` asks the client whose directory it is.
+    """
 
     memory_dir: str  # Claude form ends with exactly one os.sep; qwen's recorded form has none
     rule: str  # which rule decided
@@ -326,12 +328,15 @@ class Resolution(NamedTuple):
     project_root: str
     git_root: str | None
     canonical_git_root: str | None
-    auto_memory_enabled: bool
-    auto_memory_reason: str
     transcripts_dir: str | None
+    #: Claude Code's settings files as resolve read them (claude.Settings: its autoMemoryDirectory and,
+    #: for claude.memory_on, its switch); not in ``as_dict``
+    settings: object = None
 
     def as_dict(self) -> dict:
-        return self._asdict()
+        data = self._asdict()
+        del data["settings"]
+        return data
 
 
 def resolve(
@@ -363,13 +368,12 @@ def resolve(
     git_root = paths.find_git_root(root)
     canonical = paths.resolve_canonical_root(git_root) if git_root is not None else None
     settings = claude.load_settings(root, env=env, home=home, settings_file=settings_file)
-    enabled, reason = claude.auto_memory_enabled(env, settings)
 
     def made(memory: str, rule: str, kind: str) -> Resolution:
         # Transcripts stay where the client writes them, whichever memory dir was chosen: Claude
         # Code's unless the directory is qwen-code's (of_layout).
         transcripts = of_layout(kind).transcripts_dir(root, env, home)
-        return Resolution(memory, rule, kind, root, git_root, canonical, enabled, reason, transcripts)
+        return Resolution(memory, rule, kind, root, git_root, canonical, transcripts, settings)
 
     if dir is not None:
         return made(_explicit_dir(dir, home, "--dir"), "--dir", "dir")

@@ -84,13 +84,18 @@ HOOK_GROUPS = (
 # Its homes
 
 def config_home(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
-    """getClaudeConfigHomeDir: CLAUDE_CONFIG_DIR ?? ~/.claude, NFC (an empty value is used as is).
+    """getClaudeConfigHomeDir: CLAUDE_CONFIG_DIR ?? ~/.claude, NFC. An empty value is used as is, as
+    Claude Code's ``??`` keeps it (2.1.330): its files are then relative to its working directory.
 
     Example: config_home({"HOME": "/home/u"}) == "/home/u/.claude"
     """
     env = paths.environ_of(env)
     raw = env["CLAUDE_CONFIG_DIR"] if "CLAUDE_CONFIG_DIR" in env else paths.posix_join(paths.home_dir(env, home), ".claude")
     return paths.nfc(raw)
+
+
+#: The client's home, there when it has run here (mem doctor): its config home, the one rule.
+home = config_home
 
 
 def memory_base(env: Mapping[str, str] | None = None, home: str | None = None) -> str:
@@ -350,12 +355,6 @@ def memory_dir(
 # ---------------------------------------------------------------------------------------------
 # Its directories
 
-def home(env: Mapping[str, str] | None = None) -> str:
-    """~/.claude, or CLAUDE_CONFIG_DIR: there when the client has run here."""
-    env = os.environ if env is None else env
-    return env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".claude")
-
-
 def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
     """The memory directory of a project root when no setting moves it, keyed by its main repository
     (a worktree shares it), without a trailing separator.
@@ -396,9 +395,13 @@ def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None 
 
 
 def memory_on(resolution, env: Mapping[str, str] | None = None) -> tuple[bool, str]:
-    """isAutoMemoryEnabled (``auto_memory_enabled``, read into the resolution by mem.clients.resolve): off, Claude Code loads no
-    MEMORY.md, recalls nothing, extracts nothing, and gives its subagents no memory."""
-    return resolution.auto_memory_enabled, resolution.auto_memory_reason
+    """isAutoMemoryEnabled (``auto_memory_enabled``) over the settings mem.clients.resolve read (--settings
+    among them): off, Claude Code loads no MEMORY.md, recalls nothing, extracts nothing, and gives its
+    subagents no memory."""
+    settings = resolution.settings
+    if settings is None:  # a Resolution made by hand
+        settings = load_settings(resolution.project_root, env=env)
+    return auto_memory_enabled(env, settings)
 
 
 def escapes_hook_context(version: tuple[int, ...] | None) -> bool:

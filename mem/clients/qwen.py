@@ -60,10 +60,6 @@ HOOK_GROUPS = (
 )
 
 
-def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
-    return os.environ if env is None else env
-
-
 # ---------------------------------------------------------------------------------------------
 # Its directories
 
@@ -73,7 +69,7 @@ def global_dir(home: str, env: Mapping[str, str] | None = None) -> str:
 
     Example: global_dir("/home/u") == "/home/u/.qwen"
     """
-    given = paths.environ_of(env).get("QWEN_HOME") if env is not None else None
+    given = paths.environ_of(env).get("QWEN_HOME")
     return _qwen_path(given, home) if given else paths.posix_join(home, ".qwen")
 
 
@@ -88,7 +84,7 @@ def runtime_dir(home: str, env: Mapping[str, str] | None = None) -> str:
 
     Example: runtime_dir("/h", {"QWEN_RUNTIME_DIR": "/rt"}) == "/rt"
     """
-    given = paths.environ_of(env).get("QWEN_RUNTIME_DIR") if env is not None else None
+    given = paths.environ_of(env).get("QWEN_RUNTIME_DIR")
     return _qwen_path(given, home) if given else global_dir(home, env)
 
 
@@ -98,7 +94,7 @@ def memory_base(home: str, env: Mapping[str, str] | None = None) -> str:
 
     Example: memory_base("/h", {"QWEN_CODE_MEMORY_BASE_DIR": "/m"}) == "/m"
     """
-    given = paths.environ_of(env).get("QWEN_CODE_MEMORY_BASE_DIR") if env is not None else None
+    given = paths.environ_of(env).get("QWEN_CODE_MEMORY_BASE_DIR")
     return _qwen_path(given, home) if given else runtime_dir(home, env)
 
 
@@ -200,14 +196,13 @@ def project_bases(env: Mapping[str, str] | None = None) -> tuple[str, str]:
 
     Example: project_bases({"HOME": "/h"}) == ("/h/.qwen/projects", "/h/.qwen/projects")
     """
-    home, environ = paths.home_dir(env), paths.environ_of(env)
-    return (paths.posix_join(memory_base(home, environ), "projects"),
-            paths.posix_join(runtime_dir(home, environ), "projects"))
+    home = paths.home_dir(env)
+    return paths.posix_join(memory_base(home, env), "projects"), paths.posix_join(runtime_dir(home, env), "projects")
 
 
 def home(env: Mapping[str, str] | None = None) -> str:
     """~/.qwen (or QWEN_HOME): there when the client has run here."""
-    return global_dir(paths.home_dir(env), _env(env))
+    return global_dir(paths.home_dir(env), env)
 
 
 def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: str | None = None) -> str:
@@ -219,13 +214,13 @@ def default_memory_dir(root: str, env: Mapping[str, str] | None = None, home: st
     git_root = paths.find_git_root(root)
     canonical = paths.resolve_canonical_root(git_root) if git_root else None
     key = memory_key(root, git_root, canonical, env)[0]
-    return keyed_memory_dir(key, paths.home_dir(env, home), _env(env))
+    return keyed_memory_dir(key, paths.home_dir(env, home), env)
 
 
 def user_memory_dir(env: Mapping[str, str] | None = None) -> str | None:
     """The user tier (``~/.qwen/memories``, whose MEMORY.md 0.24 puts into every session's system
     prompt, seen with 0.24.4); None for 0.15, which has none."""
-    env = _env(env)
+    env = paths.environ_of(env)
     release = installed_version(env)
     if release is not None and release < PER_WORKTREE:
         return None
@@ -240,7 +235,7 @@ def earlier_memory_dir(resolution, env: Mapping[str, str] | None = None) -> str 
     worktree, main = resolution.git_root, resolution.canonical_git_root
     if not (worktree and main) or worktree == main:
         return None
-    old = keyed_memory_dir(main, paths.home_dir(env), _env(env))
+    old = keyed_memory_dir(main, paths.home_dir(env), env)
     if os.path.normpath(old) == os.path.normpath(resolution.memory_dir) or not os.path.isdir(old):
         return None
     here = os.path.isdir(resolution.memory_dir) and next(iter(walk_topic_files(resolution.memory_dir)), None)
@@ -252,7 +247,7 @@ def project_folder(root: str, env: Mapping[str, str] | None = None, home: str | 
 
     Example: project_folder("/h/repo/sub", home="/h") == "/h/.qwen/projects/-h-repo-sub"
     """
-    return os.path.dirname(transcripts_dir(root, _env(env), home))
+    return os.path.dirname(transcripts_dir(root, env, home))
 
 
 def settings_file(scope: str, project: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -263,7 +258,7 @@ def settings_file(scope: str, project: str | None = None, env: Mapping[str, str]
     from mem.core.errors import UsageError
 
     if scope == "user":
-        return os.path.join(global_dir(paths.home_dir(env), _env(env)), "settings.json")
+        return os.path.join(global_dir(paths.home_dir(env), env), "settings.json")
     if scope == "local":
         raise UsageError("qwen-code has no local settings file; use --scope user or project")
     return os.path.join(paths.project_root(project or os.getcwd()), ".qwen", "settings.json")
@@ -356,7 +351,7 @@ def team_memory_on(project: str, env: Mapping[str, str] | None = None) -> tuple[
     """Whether qwen-code 0.24 reads and writes the team tier of a project, and why: opt-in,
     ``QWEN_CODE_MEMORY_TEAM`` ('1' / '0') over ``memory.enableTeamMemory`` (the project's
     settings over the user's; default off), as getTeamMemoryEnabled in 0.24.4."""
-    override = _env(env).get("QWEN_CODE_MEMORY_TEAM")
+    override = paths.environ_of(env).get("QWEN_CODE_MEMORY_TEAM")
     if override in ("0", "1"):
         return override == "1", f"QWEN_CODE_MEMORY_TEAM={override}"
     for scope in ("project", "user"):
