@@ -188,3 +188,23 @@ def test_status_names_a_crontab_it_cannot_read_and_still_reports_the_rest(tools,
     assert report["crontab_problem"].startswith("crontab -l failed (exit 1)") and report["ok"] is False
     healthy = json.loads(run_mem("cron", "status", "--json").stdout)
     assert healthy["crontab_problem"] is None
+
+
+@pytest.mark.parametrize("unit_kind", ["latin1", "directory", "huge"])
+def test_a_unit_file_mem_cannot_read_is_named_not_a_crash(tools, run_mem, isolated_env, tmp_path, unit_kind):
+    """A mem-dream.service that is not UTF-8, is a directory or is over the cap: `mem status` and `mem cron
+    status` name it and go on (status exited 70 on it after scheduled_via began to read units)."""
+    from mem.core import cron
+
+    unit = next(u for u in cron.unit_files([], "00:00") if u.endswith(".service"))
+    os.makedirs(os.path.dirname(unit), exist_ok=True)
+    if unit_kind == "directory":
+        os.mkdir(unit)
+    else:
+        Path(unit).write_bytes(b"[Service]\nExecStart=caf\xe9\n" if unit_kind == "latin1" else b"#" * (2 << 20))
+    project = tmp_path / "proj"
+    project.mkdir()
+    p = run_mem("status", cwd=str(project))
+    assert p.returncode == 0, p.stderr
+    report = json.loads(run_mem("cron", "status", "--json").stdout)
+    assert [j["via"] for j in report["jobs"]] == ["systemd"] and report["ok"] is False

@@ -212,3 +212,16 @@ def test_over_http_the_repositorys_transport_settings_are_refused(over_http, run
     assert server.seen == [] and _tip(served) == tip
     assert "the repository's own git configuration sets" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "s3cret-token" not in r.stderr and "planted" not in r.stderr and "leaked" not in r.stderr
+
+
+@pytest.mark.parametrize("key", ["fetch.bundleURI", "bundle.mode"])
+def test_a_bundle_the_repository_names_is_refused(team, run_mem, key):
+    """git 2.40 and later download a repository-configured bundle (fetch.bundleURI, a bundle list's
+    bundle.*) from any host before the fetch: the sync refuses it as it refuses a proxy. (git here is
+    2.39, which does not read the key, so this shows the refusal, not a download.)"""
+    remote, mine, _ = team
+    git("config", key, "https://bundles.example.invalid/team.bundle" if key == "fetch.bundleURI" else "all", cwd=mine)
+    tip = _tip(remote)
+    _memory(mine, "dashboards", "Latency dashboard is grafana/d/latency")
+    r = run_mem("team", "sync", "--git", cwd=str(mine))
+    assert r.returncode == 4 and key.lower() in r.stderr and _tip(remote) == tip

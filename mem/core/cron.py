@@ -177,7 +177,10 @@ def scheduled(env: Mapping[str, str] | None = None) -> tuple[list[dict], str | N
         problem = str(exc)
     for unit in unit_files([], "00:00", env=env):
         if unit.endswith(".service") and os.path.exists(unit):
-            m = re.search(r"^ExecStart=(.*)$", _read_small(unit), re.M)
+            try:
+                m = re.search(r"^ExecStart=(.*)$", _read_small(unit, errors="replace"), re.M)
+            except (MemError, OSError):  # not a regular file, over the cap: no command seen in it
+                m = None
             jobs.append({"via": "systemd", "entry": m.group(1) if m else unit})
     return jobs, problem
 
@@ -450,10 +453,10 @@ def _planned(mem: list[str], at: str, via: str, wait: bool, env: Mapping[str, st
     return Result("systemd", bool(writes), timer, job_command(mem, wait, env), path, cron_log(env)), writes
 
 
-def _read_small(path: str) -> str:
+def _read_small(path: str, errors: str = "strict") -> str:
     from mem.core.memdir.files import read_text
 
-    return read_text(path, 1 << 20)
+    return read_text(path, 1 << 20, errors=errors)
 
 
 def uninstall(*, via: str = "auto", env: Mapping[str, str] | None = None, dry_run: bool = False) -> list[str]:

@@ -36,7 +36,8 @@ URLs (``url.<base>.insteadOf`` / ``pushInsteadOf``: a push sent to another host)
 (``http[.<url>].proxy``, ``remote.<name>.proxy``), TLS trust (``http.sslVerify``, ``sslCAInfo``, a
 client certificate, a pinned key), headers or cookies (``http.extraHeader``, ``http.cookieFile``:
 any file of the user's sent as cookies), a DNS override (``http.curloptResolve``), redirects, or a
-remote helper (``remote.<name>.vcs``) makes ``user_transport`` refuse before git starts
+remote helper (``remote.<name>.vcs``), or a bundle to download first (``fetch.bundleURI``, ``bundle.*``:
+git 2.40 and later fetch it from any host before the remote) makes ``user_transport`` refuse before git starts
 (RepositoryTransportError names the keys). Only a few ``http.*`` knobs that change no destination,
 trust or content pass (``_HTTP_HARMLESS``). The user's global and system files may set all of it.
 The remote's ``url`` and ``pushurl`` are the repository's: they are what its remote is, and
@@ -123,8 +124,8 @@ _REPOSITORY_SCOPES = ("local", "worktree")
 #: ``http[.<url>].<var>`` settings that change no destination, trust, header or cookie: a repository may set them.
 _HTTP_HARMLESS = frozenset({"postbuffer", "lowspeedlimit", "lowspeedtime", "maxrequests", "minsessions", "version"})
 _HTTP_SETTING = re.compile(r"http\.(?:.*\.)?([^.]+)", re.IGNORECASE)
-_REPOSITORY_TRANSPORT = re.compile(r"url\..*\.(?:insteadof|pushinsteadof)|remote\..*\.(?:proxy|proxyauthmethod|vcs)",
-                                   re.IGNORECASE)
+_REPOSITORY_TRANSPORT = re.compile(r"url\..*\.(?:insteadof|pushinsteadof)|remote\..*\.(?:proxy|proxyauthmethod|vcs)"
+                                   r"|fetch\.bundleuri|bundle\..*", re.IGNORECASE)
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
 
 

@@ -235,8 +235,8 @@ def undo(memory, ref: str | None = None, *, force: bool = False, dry_run: bool =
     if not history.available():
         from mem.core.memdir.history import HistoryUnavailable
 
-        raise HistoryUnavailable("undo needs git on PATH: history is off without it, so no change was recorded "
-                                 "that could be taken back")
+        raise HistoryUnavailable("undo needs git on PATH: mem's history is kept in git, so without it no change "
+                                 "can be taken back (nothing was changed)")
     # Under the index lock: a writer adding its pointer now waits, so the MEMORY.md planned is the one written.
     with memory.index_lock():
         history.sync()  # what changed outside mem is recorded before anything is put back
