@@ -334,7 +334,7 @@ def test_a_flag_span_is_of_the_file_its_sentence_names():
 def test_a_memory_is_about_reading_when_a_rule_of_it_names_reading():
     logging = "use the logger, not print, in service code\nIn service code (src/), never leave `print()` calls."
     assert not shell("grep -rn 'print(' src/", logging) and not hit("Read", {"file_path": "/r/src/a.py"}, logging)
-    deploy = "Deploys are run with `scripts/deploy.sh <env>`; it reads DEPLOY_ENV."
+    deploy = "Deploys go through `scripts/deploy.sh <env>`; it reads DEPLOY_ENV."  # ("run with" it: what to do)
     assert not shell("cat scripts/deploy.sh", deploy) and shell("scripts/deploy.sh prod", deploy)
 
 
@@ -452,3 +452,75 @@ def test_a_rule_against_a_target_is_met_by_a_call_that_names_it():
     assert shell("kubectl --context prod-eu delete pod x", text) and shell("kubectl apply -f a.yaml --context=prod-eu", text)
     assert not shell("kubectl --context staging-eu delete pod x", text)
     assert shell("docker-compose up", "The old `docker-compose` binary is not installed on the CI runners.")
+
+
+def test_what_a_sentence_says_to_do_things_with_is_no_trigger():
+    text = "Do not run `rm -rf` on anything except build output (build/). Move other things to trash with `gio trash`."
+    assert hit("Bash", {"command": "rm -rf data/old"}, text)
+    assert not hit("Bash", {"command": "gio trash data/old"}, text)
+
+
+def test_a_call_that_runs_the_prescribed_script_or_uses_its_file_complies():
+    text = "---\ndescription: deploys go through scripts/deploy.sh\n---\nDeploys are run with `scripts/deploy.sh <env>`."
+    assert not hit("Bash", {"command": "scripts/deploy.sh staging"}, text)
+    assert not hit("Bash", {"command": "bash scripts/deploy.sh prod"}, text)
+    assert hit("Edit", {"file_path": "/r/scripts/deploy.sh", "new_string": "set -e"}, text)
+    text = ("Never run `terraform apply -auto-approve`. Run `terraform plan -out plan.tfplan`, show the plan, and "
+            "apply that file after the user agrees.")
+    assert not hit("Bash", {"command": "terraform -chdir=infra apply plan.tfplan"}, text)
+    assert hit("Bash", {"command": "terraform -chdir=infra apply -target=module.redis"}, text)
+    assert hit("Bash", {"command": "terraform apply -auto-approve plan.tfplan"}, text)
+
+
+def test_a_whole_file_that_defines_what_it_must_complies():
+    text = "Every migration file under `migrations/` must implement `downgrade()` as well as `upgrade()`."
+    both = "def upgrade():\n    op.add_column('a', c)\n\n\ndef downgrade():\n    op.drop_column('a', 'c')\n"
+    assert not hit("Write", {"file_path": "/r/migrations/versions/1_a.py", "content": both}, text)
+    stub = "def upgrade():\n    op.add_column('a', c)\n\n\ndef downgrade():\n    pass\n"
+    assert hit("Write", {"file_path": "/r/migrations/versions/1_a.py", "content": stub}, text)
+    assert hit("Write", {"file_path": "/r/migrations/versions/1_a.py", "content": both.split("\n\n\n")[0]}, text)
+    assert hit("Edit", {"file_path": "/r/migrations/versions/1_a.py", "new_string": both}, text)  # an applied one
+    assert not hit("Write", {"file_path": "/r/src/a.py", "content": "x = upgrade()\n"}, text)  # no code trigger
+
+
+def test_a_command_that_only_names_a_path_does_not_act_on_it():
+    text = "`.env` holds live credentials. Never print it (`cat`, Read), never write secrets into it."
+    assert hit("Bash", {"command": "grep STRIPE .env"}, text)
+    assert not hit("Bash", {"command": "git check-ignore -v .env"}, text)
+    assert not hit("Bash", {"command": "ls -l .env"}, text)
+
+
+def test_a_query_that_only_reads_is_a_read():
+    text = "The staging database is db-staging.internal. Migrations are applied there by CI, never by hand with psql."
+    assert not hit("Bash", {"command": "psql -h db-staging.internal -c \"SELECT count(*) FROM o WHERE t > now()\""},
+                   text)
+    assert hit("Bash", {"command": "psql -h db-staging.internal -c \"ALTER TABLE o ADD COLUMN n text\""}, text)
+    assert hit("Bash", {"command": "psql -h db-staging.internal -c \"SELECT 1\" > out.txt"}, text)
+
+
+def test_a_manifest_edit_meets_a_rule_about_adding_packages_only_when_it_adds_one():
+    text = "Ask the user before adding any new dependency (a new package in package.json, `pnpm add`)."
+    assert hit("Edit", {"file_path": "/r/package.json", "new_string": '    "dayjs": "^1.11.0",\n'}, text)
+    assert not hit("Edit", {"file_path": "/r/package.json", "new_string": '    "build": "tsc && vite build",\n'}, text)
+
+
+def test_a_text_already_in_the_style_asked_for_complies():
+    text = "`docs/release-notes/` のリリースノートは、です・ます調で書くこと。"
+    path = "/r/docs/release-notes/1.md"
+    assert not hit("Write", {"file_path": path, "content": "# 1.0\n\n- 返金に対応しました。\n- 表示を改善します\n"}, text)
+    assert hit("Write", {"file_path": path, "content": "# 1.0\n\n- 返金に対応しました。\n- 表示の改善\n"}, text)
+    assert hit("Edit", {"file_path": path, "new_string": ""}, text)
+
+
+def test_a_commit_message_with_the_body_asked_for_complies():
+    text = ("Commit messages: imperative subject, a blank line, then a body that says why.\n\n"
+            "**How to apply:** whenever you write a `git commit -m`.")
+    assert hit("Bash", {"command": "git commit -m 'fix stuff'"}, text)
+    assert not hit("Bash", {"command": "git commit -m 'Fix totals' -m 'Rounding was per line. SHOP-1'"}, text)
+    assert not hit("Bash", {"command": "git commit -m \"Fix totals\n\nRounding was per line.\""}, text)
+
+
+def test_a_plus_refspec_is_a_forced_push():
+    text = "Never run `git push --force` (or `git push -f`) on main."
+    assert hit("Bash", {"command": "git push origin +main"}, text)
+    assert not hit("Bash", {"command": "git push origin main"}, text)
