@@ -524,3 +524,42 @@ def test_a_plus_refspec_is_a_forced_push():
     text = "Never run `git push --force` (or `git push -f`) on main."
     assert hit("Bash", {"command": "git push origin +main"}, text)
     assert not hit("Bash", {"command": "git push origin main"}, text)
+
+
+def test_staging_printing_or_feeding_a_file_is_not_changing_it():
+    lock = "Never edit `pnpm-lock.yaml` by hand: regenerate it with the package manager."
+    assert hit("Edit", {"file_path": "/r/pnpm-lock.yaml", "new_string": "x"}, lock)
+    assert not hit("Bash", {"command": "git add package.json pnpm-lock.yaml"}, lock)
+    frozen = "The payments service (`services/payments/`) is frozen: no changes there."
+    assert not hit("Bash", {"command": "sed -n 1,40p services/payments/app/refunds.py"}, frozen)
+    assert hit("Bash", {"command": "sed -i s/5/6/ services/payments/app/refunds.py"}, frozen)
+    translations = "`locales/zh-CN.json` 由翻译团队维护，不要用机器翻译直接覆盖或批量修改。"
+    assert not hit("Bash", {"command": "jq '.\"cart.title\"' locales/zh-CN.json"}, translations)
+    assert not hit("Bash", {"command": "python -m json.tool locales/zh-CN.json > /dev/null"}, translations)
+    assert hit("Bash", {"command": "jq . locales/en.json > locales/zh-CN.json"}, translations)
+    env = "`.env` holds live credentials. Never print it (`cat`, Read), never write secrets into it."
+    assert not hit("Bash", {"command": "docker compose --env-file .env up -d"}, env)
+    assert not hit("Bash", {"command": "source .env && pytest -x -q"}, env)
+    assert hit("Bash", {"command": "echo 'KEY=sk_live_1' >> .env"}, env)
+
+
+def test_a_manifest_edit_of_its_metadata_adds_no_package():
+    text = "Ask the user before adding any new dependency (a new package in pyproject.toml or package.json, `pnpm add`)."
+    assert not hit("Edit", {"file_path": "/r/package.json", "new_string": '  "version": "2.6.0",\n'}, text)
+    assert not hit("Edit", {"file_path": "/r/pyproject.toml", "new_string": 'version = "2.6.0"\n'}, text)
+    assert hit("Edit", {"file_path": "/r/pyproject.toml", "new_string": 'requests = "^2.31"\n'}, text)
+
+
+def test_git_restore_is_git_checkout():
+    text = "Never run `git reset --hard`, `git checkout -- .` or `git clean -fd`: the user has uncommitted work."
+    assert hit("Bash", {"command": "git restore ."}, text)
+    assert not hit("Bash", {"command": "git restore --staged ."}, text)
+
+
+def test_a_dry_run_does_nothing_and_prose_only_mentions():
+    text = "Always pass `--context` to `kubectl`, and never `kubectl apply` against the prod-eu context without asking."
+    assert hit("Bash", {"command": "kubectl --context prod-eu apply -f k8s/prod"}, text)
+    assert not hit("Bash", {"command": "kubectl --context prod-eu apply -f k8s/prod --dry-run=server"}, text)
+    force = "Never run `git push --force` (or `git push -f`) on main."
+    assert not hit("Edit", {"file_path": "/r/README.md", "new_string": "Never `git push --force` on main."}, force)
+    assert hit("Write", {"file_path": "/r/scripts/sync.sh", "content": "git push --force origin main\n"}, force)

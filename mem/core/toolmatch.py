@@ -98,7 +98,15 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   complies with a rule that names only its path; a commit message with a body (a second ``-m``, a
   blank line) complies with a "whenever you write a `git commit -m`" rule that asks for "a blank
   line, then a body";
-* ``git push origin +main`` is a forced push (``--force``, ``-f``).
+* ``git push origin +main`` is a forced push (``--force``, ``-f``), and ``git restore .`` is ``git
+  checkout -- .`` (not with ``--staged``);
+* staging a file (``git add``), printing it with a stream editor (``sed -n``, ``jq``; not ``sed -i``)
+  or feeding it to a program (``source .env``, ``--env-file .env``, ``python -m json.tool x >
+  /dev/null``) does not change it: ``> /dev/null`` and ``2>&1`` write no file, and "never write
+  secrets into them" is about changing the file;
+* a manifest's metadata (``"version": "2.6.0"``) declares no package;
+* a ``--dry-run`` does nothing, and prose (``README.md``, ``*.txt``) mentions a command or code
+  without running it: only a rule that names the file is met there.
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -145,7 +153,7 @@ RULES = frozenset((
     "argument",          # a placeholder needs an argument: `pip install <new>`
     "adds-package",      # adding a package is one rule across package managers, and a manifest edit adds one or not
     "two-things",        # forbidding two things one command does is about the command
-    "looks",             # a command named with what it does does not meet a call that only looks
+    "looks",             # a command named with what it does does not meet a call that only looks (or --dry-run)
     "shell-reads",       # `cat`, `grep`, `git log`, `psql -c "SELECT ..."` only read, as Read does
     "scope",             # an unquoted directory scopes (in src/) or excludes (except build/)
     "clauses",           # CJK clauses, and more ways to say what to do instead (goes in, 先改)
@@ -164,9 +172,10 @@ RULES = frozenset((
                          # prescribed script, or uses its file: `apply plan.tfplan`) complies
     "requirements",      # "always pass `--context` to `kubectl`": a call of kubectl without it
     "conditions",        # `scripts/seed.py` with `--env production` in one sentence: the flag is the rule, not the path
-    "versioned-names",   # `pip3`, `pip3.11` are `pip`
+    "versioned-names",   # `pip3`, `pip3.11` are `pip`; `git restore` is `git checkout --` (one command, two names)
     "runs",              # a file run or fed to a program (`python x.py`, `psql -f x.sql`) is not changed by it
-    "scripts",           # in a script's text (Makefile, *.sh) a command named alone is met at the start of a line
+    "scripts",           # in a script's text (Makefile, *.sh) a command named alone is met at the start of a line;
+                         # in prose (*.md, *.txt) a command or code is mentioned, not run
     "writes-nothing",    # "whenever you write a `git commit -m`" is not met by a commit that writes no message (--no-edit)
     "must-do",           # "must update `docs/openapi.yaml`", 必须同步更新 `docs/openapi.yaml`: what to do, not a trigger
     "objects",           # "`@patch` on repository classes": code in a text that does not name them is not on them
@@ -196,6 +205,8 @@ _SHELL_SPLIT = re.compile(r"[\s;|&()<>`'\"=]+")
 _SEGMENTS = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|(&&|\|\||[;|&\n(]|\$\()")
 #: What runs a command rather than being it: ``sudo``, ``env``, ``A=b``, ``time``.
 _WRAPPER = re.compile(r"\s*(?:(?:sudo|env|time|nohup|exec|command)(?:\s+-u\s+\S+|\s+-\S+)*\s+|[A-Za-z_]\w*=\S*\s+)")
+#: Redirections that write no file: ``> /dev/null``, ``2>&1``.
+_NO_WRITE = re.compile(r"\d*>>?\s*/dev/null\b|\d*>&\d")
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _PLACEHOLDER = re.compile(r"<[^>]*>|\.\.\.")
 #: Sentences of a memory: a code span's sentence says whether it is the rule or what to do instead;
@@ -238,11 +249,13 @@ _POLITE_END = re.compile(r"(?:ます|ました|ません|ませんでした|で�
 #: "a blank line, then a body that says why": a message with a body.
 _BODY_RULE = re.compile(r"\bblank line\b[^.]*\bbody\b", re.I)
 #: An edit of a manifest that declares a package: `"dayjs": "^1.11.0"`, `"httpx>=0.27"`, `dependencies = [`.
-_DEPENDENCY = re.compile(r"(?im)\bdependencies\b|^\s*\"[@\w./-]+\"\s*:\s*\"(?:[\^~<>=*\d]|workspace:|npm:)"
-                         r"|^\s*\"[a-z0-9][\w.\[\],-]*\s*(?:[<>=!~]=|[<>@])|^\s*[\w-]+\s*=\s*(?:\"[\^~<>=*\d]|\{\s*version)")
+_METADATA = r"(?:version|name|description|license|readme|main|type|private|author|homepage|python|node|requires-python)"
+_DEPENDENCY = re.compile(r"(?im)\bdependencies\b|^\s*\"(?!" + _METADATA + r"\")[@\w./-]+\"\s*:\s*\"(?:[\^~<>=*\d]|workspace:|npm:)"
+                         r"|^\s*\"[a-z0-9][\w.\[\],-]*\s*(?:[<>=!~]=|[<>@])|^\s*(?!" + _METADATA + r"\b)[\w-]+\s*=\s*"
+                         r"(?:\"[\^~<>=*\d]|\{\s*version)")
 #: Commands that name a path without reading or changing what is in it.
 _NAMES_ONLY = frozenset("ls stat test file du realpath readlink basename dirname".split())
-_GIT_NAMES_ONLY = frozenset("check-ignore check-attr ls-files status".split())
+_GIT_NAMES_ONLY = frozenset("check-ignore check-attr ls-files status add".split())  # `git add` stages what is there
 #: Database clients, and what a query that only reads starts with.
 _DB_CLIENTS = frozenset("psql mysql mariadb sqlite3".split())
 _SQL_READS = frozenset("select show explain describe \\d \\dt \\l".split())
@@ -273,13 +286,16 @@ _ACTS = frozenset("apply delete create edit patch replace scale rollout run exec
                   "clean set update upgrade deploy destroy drop ci uninstall publish build start stop restart up down init "
                   "cp mv checkout merge rebase".split())
 #: Commands that check files without changing them (unless told to fix): a path a rule guards is not touched.
-_CHECKERS = frozenset("pytest mypy pyright flake8 pylint tsc jest vitest ruff eslint".split())
+_CHECKERS = frozenset("pytest mypy pyright flake8 pylint tsc jest vitest ruff eslint yamllint shellcheck actionlint "
+                      "hadolint json.tool".split())
 #: Programs that run or read the file they are given (its script, or its -f): they do not change it.
-_RUNNERS = frozenset("python python3 node bash sh zsh ruby perl php deno psql mysql sqlite3".split())
+_RUNNERS = frozenset("python python3 node bash sh zsh ruby perl php deno psql mysql sqlite3 source .".split())
+#: Programs that print what they read unless told to write in place (``sed -i``, ``yq -i``).
+_STREAM_READERS = frozenset("sed awk jq yq".split())
 _SCRIPT_FILE = re.compile(r"\.(?:py|sh|bash|rb|pl|js|mjs|ts)$")
 #: A memory about changing a file (never edit it, no changes there, 変更する場合) ...
-_CHANGE = re.compile(r"\b(?:edit|edited|edits|editing|modify|modified|change|changes|changed|implement)\b"
-                     r"|変更|修改|编辑|覆盖|書き換", re.I)
+_CHANGE = re.compile(r"\b(?:edit|edited|edits|editing|modify|modified|change|changes|changed|implement"
+                     r"|write \w+ (?:in)?to)\b|変更|修改|编辑|覆盖|書き換|写入|書き込", re.I)
 #: ... and not about running it ("never run", 実行しないこと).
 _RUN = re.compile(r"\b(?:run|runs|execute|executed|deploys?)\b|実行|运行|执行", re.I)
 #: A sentence saying when that names writing ("whenever you write a `git commit -m`") ...
@@ -287,6 +303,8 @@ _WRITE = re.compile(r"\b(?:write|writes|writing|wrote)\b|書く|書き|写", re.
 #: ... is not met by a call whose flags say it writes nothing: git's ways to commit keeping or deriving the message.
 _WRITES_NOTHING = frozenset(("--no-edit", "--fixup", "--squash", "--reuse-message"))
 #: Files whose lines are commands: a command named alone is met there at the start of a line.
+#: Prose, where a command or code is mentioned rather than run.
+_PROSE = re.compile(r"\.(?:md|markdown|rst|txt|adoc)$")
 _SCRIPT_PATH = re.compile(r"(?:^|/)(?:makefile|gnumakefile|dockerfile|[^/]*\.(?:sh|bash|mk))$|(?:^|/)\.github/workflows/")
 #: How each package manager adds a package: ``pip install <new>`` and ``pnpm add`` are one rule.
 _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "install"), "poetry": ("add",),
@@ -720,6 +738,8 @@ def _segment(text: str, cwd: str) -> Segment | None:
         flags.update(("--force", "-f"))  # `git push origin +main` forces main
     if "versioned-names" in RULES and re.fullmatch(r"pip\d[\d.]*", name):
         name = "pip"  # pip3, pip3.11
+    if "versioned-names" in RULES and name == "git" and pieces[1:2] == ["restore"] and not flags & {"--staged", "-s"}:
+        pieces[1:2] = ["checkout", "--"]  # `git restore .` discards the working tree's changes, as `git checkout -- .`
     if name.startswith("python") and len(pieces) > 2 and pieces[1] == "-m":
         name = pieces[2]  # python -m pytest runs pytest
     pieces[0] = name
@@ -727,8 +747,8 @@ def _segment(text: str, cwd: str) -> Segment | None:
 
 
 def _reads_only(segments: Sequence[Segment], command: str) -> bool:
-    if not segments or ">" in (_QUOTED.sub("", command) if "shell-reads" in RULES else command):
-        return False  # a redirection (not `created_at > now()` in a query)
+    if not segments or ">" in (_NO_WRITE.sub("", _QUOTED.sub("", command)) if "shell-reads" in RULES else command):
+        return False  # a redirection (not `created_at > now()` in a query, nor `> /dev/null`)
     for s in segments:
         if s.command == "git" and s.looks:
             continue
@@ -736,6 +756,9 @@ def _reads_only(segments: Sequence[Segment], command: str) -> bool:
             continue
         if "shell-reads" in RULES and _reads_query(s):
             continue
+        if "shell-reads" in RULES and s.command in _STREAM_READERS and not any(
+                f.startswith(("-i", "--in-place")) for f in s.flags):
+            continue  # `sed -n 1,40p x`, `jq . x`: printed, not written
         if s.command not in _READERS:
             return False
     return True
@@ -878,6 +901,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         if on and call.kind != "shell" and not any(o in call.text.lower() for o in on):
             return 0.0  # `MagicMock()` for SMTP is not on the repository classes
         return weight if _code_in(code, call.text) else 0.0
+    if not paths and call.kind != "shell" and "scripts" in RULES and any(_PROSE.search(p) for p in call.paths):
+        return 0.0  # README.md saying "never `git push --force`" mentions the command, runs nothing
     if call.kind != "shell":
         if command and "scripts" in RULES and "requires" not in shape and call.kind != "read" and any(
                 _SCRIPT_PATH.search(p) for p in call.paths):
@@ -909,6 +934,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         call_flags = s.flags - excused if excused and not s.tokens.intersection(targets) else s.flags
         if outside and _all_outside(s, outside):
             continue  # `rm -rf build dist`: "except build output (build/, dist/)"
+        if "looks" in RULES and "--dry-run" in s.flags and "--dry-run" not in flags:
+            continue  # `kubectl apply --dry-run=server`: shows what it would do, does nothing
         if command and (s.command != command or (s.looks and "acts" in shape)):
             continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
         if not all(lit in s.tokens for lit in literals):
@@ -1001,13 +1028,17 @@ def _defines(text: str, name: str) -> bool:
 def _runs(s: Segment, paths: Sequence[str]) -> bool:
     """Whether the segment runs the guarded paths it names (`python x.py`, `psql -f x.sql`, `./x.sh`) rather than
     passing them where they may be written (`--out locales/zh-CN.json`)."""
-    if s.command not in _RUNNERS and not _SCRIPT_FILE.search(s.command):
+    if s.command not in _RUNNERS and not _SCRIPT_FILE.search(s.command) and not (
+            "runs" in RULES and any(p.startswith("--") and p.endswith("-file") for p in s.pieces)):
         return False
-    if s.command not in _RUNNERS:
+    run: list[str] = []
+    if s.command not in _RUNNERS and _SCRIPT_FILE.search(s.command):
         run = s.paths[:1]  # the script is the command
-    else:
+    elif s.command in _RUNNERS:
         args = [p for p in s.pieces[1:] if not _is_flag(p)]
         run = args[:1] + [p for prev, p in zip(s.pieces, s.pieces[1:]) if prev in ("-f", "--file")]
+    if "runs" in RULES:  # `docker compose --env-file .env up`: a file given to a program to read
+        run += [p for prev, p in zip(s.pieces, s.pieces[1:]) if prev.startswith("--") and prev.endswith("-file")]
     run = [_norm_path(p) for p in run]
     return all(_path_applies(p, run) for p in paths if _path_applies(p, s.paths))
 
