@@ -563,3 +563,10 @@ def test_a_dry_run_does_nothing_and_prose_only_mentions():
     force = "Never run `git push --force` (or `git push -f`) on main."
     assert not hit("Edit", {"file_path": "/r/README.md", "new_string": "Never `git push --force` on main."}, force)
     assert hit("Write", {"file_path": "/r/scripts/sync.sh", "content": "git push --force origin main\n"}, force)
+
+
+def test_a_text_carrying_the_marker_asked_for_complies():
+    text = "`locales/zh-CN.json` 由翻译团队维护，不要用机器翻译直接覆盖或批量修改，只添加新的键并标注待翻译。"
+    path = "/r/locales/zh-CN.json"
+    assert hit("Edit", {"file_path": path, "new_string": '  "cart.title": "购物车",\n'}, text)
+    assert not hit("Edit", {"file_path": path, "new_string": '  "gift.note": "[待翻译] Gift note",\n'}, text)

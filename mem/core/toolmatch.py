@@ -94,8 +94,9 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   reads, as ``cat`` does; a ``>`` inside quotes is no redirection;
 * a path in a sentence about adding a package ("a new package in package.json, `pnpm add`") is a
   manifest: an edit or write of it is met only when its text declares a package;
-* a text already in the style a rule asks for (です・ます調: every sentence ending in です/ます)
-  complies with a rule that names only its path; a commit message with a body (a second ``-m``, a
+* a text already in the style a rule asks for (です・ます調: every sentence ending in です/ます),
+  or carrying the marker it asks for (标注待翻译, "mark them as TODO"), complies with a rule that
+  names only its path; a commit message with a body (a second ``-m``, a
   blank line) complies with a "whenever you write a `git commit -m`" rule that asks for "a blank
   line, then a body";
 * ``git push origin +main`` is a forced push (``--force``, ``-f``), and ``git restore .`` is ``git
@@ -246,6 +247,9 @@ _STUB = re.compile(r"pass|\.\.\.|raise\s+NotImplementedError(?:\(.*\))?|return|\
 #: "です・ます調で書く" (敬体): the polite style, whose sentences end so.
 _POLITE_RULE = re.compile(r"です・?ます|敬体")
 _POLITE_END = re.compile(r"(?:ます|ました|ません|ませんでした|です|でした|ましょう|でしょう|ください)[。！？!?）)」]*$")
+#: "只添加新的键并标注待翻译", "mark them as TODO": the marker a text that does what the rule asks carries.
+_MARKER = re.compile(r"(?:标注|标记|マークを付け|mark(?:ed)?\s+(?:them\s+|it\s+)?(?:as|with))\s*[「“\"'`]?([^\s，。、,.;:「」“”\"'`]{2,20})",
+                     re.I)
 #: "a blank line, then a body that says why": a message with a body.
 _BODY_RULE = re.compile(r"\bblank line\b[^.]*\bbody\b", re.I)
 #: An edit of a manifest that declares a package: `"dayjs": "^1.11.0"`, `"httpx>=0.27"`, `dependencies = [`.
@@ -442,7 +446,8 @@ def triggers(text: str) -> list[tuple]:
     # the functions it must define, the polite style; and the sentences that are about adding a package, whose
     # paths are the manifests (`package.json`) an edit of which must add one.
     asks = [f"def={d}" for d in dict.fromkeys(defines)] + (
-        ["polite"] if "asked-text" in rules and _POLITE_RULE.search(text) else [])
+        ["polite"] if "asked-text" in rules and _POLITE_RULE.search(text) else []) + (
+        [f"mark={m}" for m in _MARKER.findall(_CODE_SPAN.sub(" ", text))] if "asked-text" in rules else [])
     body = "asked-text" in rules and bool(_BODY_RULE.search(text))
     adding = {n for span, quoted, n in spans if quoted and len(span.split()) >= 2
               and span.split()[1] in _ADDS_PACKAGE.get(span.split()[0], ())} if "adds-package" in rules else set()
@@ -885,6 +890,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             return 0.0  # a script of package.json changed: no package added
         if "polite" in marks and _polite(call.text):
             return 0.0  # release notes already in です・ます
+        if any(x.startswith("mark=") and x[5:].lower() in call.text.lower() for x in marks):
+            return 0.0  # a key added and marked 待翻译, as the memory asks
         defs = [x[4:] for x in marks if x.startswith("def=")]
         if defs and call.kind == "write" and all(_defines(call.text, d) for d in defs):
             return 0.0  # a new migration with both upgrade() and downgrade()
