@@ -570,3 +570,11 @@ def test_a_text_carrying_the_marker_asked_for_complies():
     path = "/r/locales/zh-CN.json"
     assert hit("Edit", {"file_path": path, "new_string": '  "cart.title": "购物车",\n'}, text)
     assert not hit("Edit", {"file_path": path, "new_string": '  "gift.note": "[待翻译] Gift note",\n'}, text)
+
+
+def test_what_follows_a_cd_is_what_acts_there():
+    frozen = "The payments service (`services/payments/`) is frozen: no changes there."
+    assert not hit("Bash", {"command": "cd services/payments && pytest -x -q"}, frozen)
+    assert hit("Bash", {"command": "cd services/payments && sed -i s/5/6/ app/x.py"}, frozen)
+    env = "`.env` holds live credentials. Never print it (`cat`, Read), never write secrets into it."
+    assert not hit("Bash", {"command": "chmod 600 .env"}, env)

@@ -88,8 +88,9 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
 * what a rule says a file must implement ("must implement `downgrade()` as well as `upgrade()`") is
   no trigger, and a whole file written (Write) that defines each of them with more than a stub
   (``pass``, ``...``) complies;
-* a command that only names a path (``ls``, ``stat``, ``test``, ``git check-ignore``, ``git
-  ls-files``) neither reads nor changes it: a rule that names only the path is not met;
+* a command that only names a path (``ls``, ``stat``, ``test``, ``chmod``, ``git check-ignore``,
+  ``git ls-files``) neither reads nor changes it: a rule that names only the path is not met; after
+  ``cd`` a path is acted on by what follows (``cd services/payments && pytest`` only checks);
 * a database client running a query that only reads (``psql -c "SELECT ..."``, no ``-f``) only
   reads, as ``cat`` does; a ``>`` inside quotes is no redirection;
 * a path in a sentence about adding a package ("a new package in package.json, `pnpm add`") is a
@@ -258,7 +259,7 @@ _DEPENDENCY = re.compile(r"(?im)\bdependencies\b|^\s*\"(?!" + _METADATA + r"\")[
                          r"|^\s*\"[a-z0-9][\w.\[\],-]*\s*(?:[<>=!~]=|[<>@])|^\s*(?!" + _METADATA + r"\b)[\w-]+\s*=\s*"
                          r"(?:\"[\^~<>=*\d]|\{\s*version)")
 #: Commands that name a path without reading or changing what is in it.
-_NAMES_ONLY = frozenset("ls stat test file du realpath readlink basename dirname".split())
+_NAMES_ONLY = frozenset("ls stat test file du realpath readlink basename dirname cd pushd chmod chown".split())
 _GIT_NAMES_ONLY = frozenset("check-ignore check-attr ls-files status add".split())  # `git add` stages what is there
 #: Database clients, and what a query that only reads starts with.
 _DB_CLIENTS = frozenset("psql mysql mariadb sqlite3".split())
@@ -896,11 +897,14 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         if defs and call.kind == "write" and all(_defines(call.text, d) for d in defs):
             return 0.0  # a new migration with both upgrade() and downgrade()
     if paths and not (literals or flags) and call.kind == "shell":
-        touching = [s for s in call.segments if any(_path_applies(p, s.paths) for p in paths)]
-        if "checks" in RULES and all(_checks(s) for s in touching):
-            return 0.0  # `pytest services/payments/` does not change the frozen service
-        if "checks" in RULES and all(_names_only(s) for s in touching):
-            return 0.0  # `git check-ignore .env`, `ls -l .env`: named, not read or changed
+        touching = []
+        for i, s in enumerate(call.segments):
+            if any(_path_applies(p, s.paths) for p in paths):
+                # `cd services/payments && pytest -x -q`: what acts there is what follows the cd
+                inside = call.segments[i + 1:] if "checks" in RULES and s.command in ("cd", "pushd") else ()
+                touching += inside or [s]
+        if "checks" in RULES and all(_checks(s) or _names_only(s) for s in touching):
+            return 0.0  # `pytest services/payments/`, `git check-ignore .env`: named, not changed
         if "changes" in shape.split() and ">" not in call.text and all(_checks(s) or _runs(s, paths) for s in touching):
             return 0.0  # `python batch/nightly_report.py --dry-run`, `psql -f migrations/x.sql`: run, not changed
     if code:
