@@ -578,3 +578,12 @@ def test_what_follows_a_cd_is_what_acts_there():
     assert hit("Bash", {"command": "cd services/payments && sed -i s/5/6/ app/x.py"}, frozen)
     env = "`.env` holds live credentials. Never print it (`cat`, Read), never write secrets into it."
     assert not hit("Bash", {"command": "chmod 600 .env"}, env)
+
+
+def test_a_host_is_met_by_a_call_that_connects_to_act_on_it():
+    text = "The staging database is db-staging.internal. Migrations are applied there by CI, never by hand with psql."
+    assert hit("Bash", {"command": "psql -h db-staging.internal -f migrations/0050.sql"}, text)
+    assert hit("Bash", {"command": "DATABASE_URL=postgresql://u@db-staging.internal/shop alembic upgrade head"}, text)
+    assert not hit("Bash", {"command": "pg_dump -h db-staging.internal shop > /tmp/s.sql"}, text)
+    assert not hit("Bash", {"command": "ping -c 1 db-staging.internal"}, text)
+    assert not hit("Edit", {"file_path": "/r/config/staging.yaml", "new_string": "db_host: db-staging.internal"}, text)

@@ -107,6 +107,8 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   /dev/null``) does not change it: ``> /dev/null`` and ``2>&1`` write no file, and "never write
   secrets into them" is about changing the file;
 * a manifest's metadata (``"version": "2.6.0"``) declares no package;
+* a host name (db-staging.internal) is met by a shell call that connects to it to act: not by a
+  file that names it (a config, a workflow) nor by a probe or a dump (``ping``, ``pg_dump``);
 * a ``--dry-run`` does nothing, and prose (``README.md``, ``*.txt``) mentions a command or code
   without running it: only a rule that names the file is met there.
 
@@ -151,7 +153,7 @@ TRIGGERS_CACHE = "tool-triggers.marshal"
 RULES = frozenset((
     "as-written",        # a command's words as written, in one segment of the call
     "code",              # code as code: `print()` is `print(`, `@patch` a decorator
-    "hosts",             # host names outside code spans (db-staging.internal)
+    "hosts",             # host names outside code spans (db-staging.internal), met by a call that connects to act
     "argument",          # a placeholder needs an argument: `pip install <new>`
     "adds-package",      # adding a package is one rule across package managers, and a manifest edit adds one or not
     "two-things",        # forbidding two things one command does is about the command
@@ -308,6 +310,8 @@ _WRITE = re.compile(r"\b(?:write|writes|writing|wrote)\b|書く|書き|写", re.
 #: ... is not met by a call whose flags say it writes nothing: git's ways to commit keeping or deriving the message.
 _WRITES_NOTHING = frozenset(("--no-edit", "--fixup", "--squash", "--reuse-message"))
 #: Files whose lines are commands: a command named alone is met there at the start of a line.
+#: Commands that reach a host without changing anything on it: probes, lookups, dumps.
+_PROBES = frozenset("ping nc ncat telnet dig nslookup host traceroute mtr pg_isready pg_dump mysqldump ssh-keyscan".split())
 #: Prose, where a command or code is mentioned rather than run.
 _PROSE = re.compile(r"\.(?:md|markdown|rst|txt|adoc)$")
 _SCRIPT_PATH = re.compile(r"(?:^|/)(?:makefile|gnumakefile|dockerfile|[^/]*\.(?:sh|bash|mk))$|(?:^|/)\.github/workflows/")
@@ -495,6 +499,7 @@ def triggers(text: str) -> list[tuple]:
         if not quoted and not _is_path(span):
             code = _code_pattern(span.lower(), False)  # a host name
             pieces = []
+            shape.append(f"host={span.lower()}")
         elif len(pieces) == 1 and _is_code(pieces[0]) and "code" in rules:
             piece = pieces[0]
             code = _code_pattern(piece, piece.endswith("()") and piece[:-2] in with_args)
@@ -907,13 +912,21 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             return 0.0  # `pytest services/payments/`, `git check-ignore .env`: named, not changed
         if "changes" in shape.split() and ">" not in call.text and all(_checks(s) or _runs(s, paths) for s in touching):
             return 0.0  # `python batch/nightly_report.py --dry-run`, `psql -f migrations/x.sql`: run, not changed
+    if not paths and call.kind != "shell" and "scripts" in RULES and any(_PROSE.search(p) for p in call.paths):
+        return 0.0  # README.md saying "never `git push --force`" mentions the command, runs nothing
+    host = next((x[5:] for x in shape.split() if x.startswith("host=")), "")
+    if host and "hosts" in RULES:
+        # a host is where a call acts: a client connecting to it, not a file naming it or a probe of it
+        if call.kind != "shell":
+            return 0.0
+        naming = [s for s in call.segments if any(host in p for p in s.pieces)]
+        if naming and all(s.command in _PROBES for s in naming):
+            return 0.0
     if code:
         on = [x[3:] for x in shape.split() if x.startswith("on=")]
         if on and call.kind != "shell" and not any(o in call.text.lower() for o in on):
             return 0.0  # `MagicMock()` for SMTP is not on the repository classes
         return weight if _code_in(code, call.text) else 0.0
-    if not paths and call.kind != "shell" and "scripts" in RULES and any(_PROSE.search(p) for p in call.paths):
-        return 0.0  # README.md saying "never `git push --force`" mentions the command, runs nothing
     if call.kind != "shell":
         if command and "scripts" in RULES and "requires" not in shape and call.kind != "read" and any(
                 _SCRIPT_PATH.search(p) for p in call.paths):
