@@ -407,7 +407,7 @@ def main() -> int:
                 "without changing it; after `cd` what follows acts), shell-reads (`psql -c \"SELECT ...\"`, "
                 "`sed -n`, `jq` only read; `> /dev/null` writes nothing), runs (`source .env`, `--env-file .env` "
                 "feed a file to a program), adds-package (a manifest edit that declares no package adds none), "
-                "looks (`--dry-run` does nothing), scripts (prose such as README.md mentions a command, runs "
+                "looks (`--dry-run`, `--help`, `--version` do nothing), code (a comment line is not code), scripts (prose such as README.md mentions a command, runs "
                 "nothing), hosts (db-staging.internal is met by a client that connects to act, not by a config naming it, `ping` or `pg_dump`), refspec (`git push origin +main` forces) and versioned-names (`git restore .` is "
                 "`git checkout -- .`). "
                 "So heldout-3's figures above are not blind"

@@ -587,3 +587,11 @@ def test_a_host_is_met_by_a_call_that_connects_to_act_on_it():
     assert not hit("Bash", {"command": "pg_dump -h db-staging.internal shop > /tmp/s.sql"}, text)
     assert not hit("Bash", {"command": "ping -c 1 db-staging.internal"}, text)
     assert not hit("Edit", {"file_path": "/r/config/staging.yaml", "new_string": "db_host: db-staging.internal"}, text)
+
+
+def test_help_and_version_do_nothing_and_a_comment_is_not_code():
+    assert not hit("Bash", {"command": "docker-compose --version"}, "The old `docker-compose` binary is not installed.")
+    assert hit("Bash", {"command": "docker-compose up -d"}, "The old `docker-compose` binary is not installed.")
+    text = "In service code (src/), never leave `print()` calls."
+    assert not hit("Edit", {"file_path": "/r/src/a.py", "new_string": "# print(x) while debugging\nlog.debug(x)"}, text)
+    assert hit("Edit", {"file_path": "/r/src/a.py", "new_string": "print(x)  # debugging"}, text)

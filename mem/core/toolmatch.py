@@ -109,7 +109,8 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
 * a manifest's metadata (``"version": "2.6.0"``) declares no package;
 * a host name (db-staging.internal) is met by a shell call that connects to it to act: not by a
   file that names it (a config, a workflow) nor by a probe or a dump (``ping``, ``pg_dump``);
-* a ``--dry-run`` does nothing, and prose (``README.md``, ``*.txt``) mentions a command or code
+* a ``--dry-run``, ``--help`` or ``--version`` does nothing, code in a comment line (``# print(x)``)
+  is not run, and prose (``README.md``, ``*.txt``) mentions a command or code
   without running it: only a rule that names the file is met there.
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
@@ -310,6 +311,10 @@ _WRITE = re.compile(r"\b(?:write|writes|writing|wrote)\b|書く|書き|写", re.
 #: ... is not met by a call whose flags say it writes nothing: git's ways to commit keeping or deriving the message.
 _WRITES_NOTHING = frozenset(("--no-edit", "--fixup", "--squash", "--reuse-message"))
 #: Files whose lines are commands: a command named alone is met there at the start of a line.
+#: Flags with which a command shows what it would do, or how it is used, and does nothing.
+_DOES_NOTHING = frozenset(("--dry-run", "--help", "--version"))
+#: A line that is only a comment (``# print(x)``, ``// TODO``): code there is not run.
+_COMMENT_LINE = re.compile(r"(?m)^[ \t]*(?:#(?!!)|//).*$")
 #: Commands that reach a host without changing anything on it: probes, lookups, dumps.
 _PROBES = frozenset("ping nc ncat telnet dig nslookup host traceroute mtr pg_isready pg_dump mysqldump ssh-keyscan".split())
 #: Prose, where a command or code is mentioned rather than run.
@@ -926,7 +931,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         on = [x[3:] for x in shape.split() if x.startswith("on=")]
         if on and call.kind != "shell" and not any(o in call.text.lower() for o in on):
             return 0.0  # `MagicMock()` for SMTP is not on the repository classes
-        return weight if _code_in(code, call.text) else 0.0
+        text = _COMMENT_LINE.sub("", call.text) if call.kind != "shell" and "code" in RULES else call.text
+        return weight if _code_in(code, text) else 0.0
     if call.kind != "shell":
         if command and "scripts" in RULES and "requires" not in shape and call.kind != "read" and any(
                 _SCRIPT_PATH.search(p) for p in call.paths):
@@ -958,8 +964,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         call_flags = s.flags - excused if excused and not s.tokens.intersection(targets) else s.flags
         if outside and _all_outside(s, outside):
             continue  # `rm -rf build dist`: "except build output (build/, dist/)"
-        if "looks" in RULES and "--dry-run" in s.flags and "--dry-run" not in flags:
-            continue  # `kubectl apply --dry-run=server`: shows what it would do, does nothing
+        if "looks" in RULES and s.flags & _DOES_NOTHING and not s.flags & _DOES_NOTHING.intersection(flags):
+            continue  # `kubectl apply --dry-run=server`, `rm -rf --help`: shows, does nothing
         if command and (s.command != command or (s.looks and "acts" in shape)):
             continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
         if not all(lit in s.tokens for lit in literals):
