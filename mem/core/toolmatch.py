@@ -252,13 +252,14 @@ _STUB = re.compile(r"pass|\.\.\.|raise\s+NotImplementedError(?:\(.*\))?|return|\
 _POLITE_RULE = re.compile(r"です・?ます|敬体")
 _POLITE_END = re.compile(r"(?:ます|ました|ません|ませんでした|です|でした|ましょう|でしょう|ください)[。！？!?）)」]*$")
 #: "只添加新的键并标注待翻译", "mark them as TODO": the marker a text that does what the rule asks carries.
-_MARKER = re.compile(r"(?:标注|标记|マークを付け|mark(?:ed)?\s+(?:them\s+|it\s+)?(?:as|with))\s*[「“\"'`]?([^\s，。、,.;:「」“”\"'`]{2,20})",
-                     re.I)
+_MARKER = re.compile(r"(?:标注|标记|マークを付け|mark(?:ed)?\s+(?:them\s+|it\s+)?(?:as|with))"
+                     r"\s*[「“\"'`]?([^\s，。、,.;:「」“”\"'`]{2,20})", re.I)
 #: "a blank line, then a body that says why": a message with a body.
 _BODY_RULE = re.compile(r"\bblank line\b[^.]*\bbody\b", re.I)
 #: An edit of a manifest that declares a package: `"dayjs": "^1.11.0"`, `"httpx>=0.27"`, `dependencies = [`.
 _METADATA = r"(?:version|name|description|license|readme|main|type|private|author|homepage|python|node|requires-python)"
-_DEPENDENCY = re.compile(r"(?im)\bdependencies\b|^\s*\"(?!" + _METADATA + r"\")[@\w./-]+\"\s*:\s*\"(?:[\^~<>=*\d]|workspace:|npm:)"
+_DEPENDENCY = re.compile(r"(?im)\bdependencies\b"
+                         r"|^\s*\"(?!" + _METADATA + r"\")[@\w./-]+\"\s*:\s*\"(?:[\^~<>=*\d]|workspace:|npm:)"
                          r"|^\s*\"[a-z0-9][\w.\[\],-]*\s*(?:[<>=!~]=|[<>@])|^\s*(?!" + _METADATA + r"\b)[\w-]+\s*=\s*"
                          r"(?:\"[\^~<>=*\d]|\{\s*version)")
 #: Commands that name a path without reading or changing what is in it.
@@ -267,7 +268,8 @@ _GIT_NAMES_ONLY = frozenset("check-ignore check-attr ls-files status add".split(
 #: Database clients, and what a query that only reads starts with.
 _DB_CLIENTS = frozenset("psql mysql mariadb sqlite3".split())
 _SQL_READS = frozenset("select show explain describe \\d \\dt \\l".split())
-_SQL_WRITES = frozenset("insert update delete alter create drop truncate grant revoke copy merge vacuum reindex".split())
+_SQL_WRITES = frozenset("insert update delete alter create drop truncate grant revoke copy merge vacuum "
+                        "reindex".split())
 #: "Always pass `--context` to `kubectl`": every call of the command must have the flag.
 _ALWAYS = re.compile(r"^\W*always\s+(?:pass|use|give|set|add|name|run\s+with)\b", re.I)
 #: What a rule names as its target ("on main", "against the prod-eu context"): a call of it is not excused
@@ -316,7 +318,8 @@ _DOES_NOTHING = frozenset(("--dry-run", "--help", "--version"))
 #: A line that is only a comment (``# print(x)``, ``// TODO``): code there is not run.
 _COMMENT_LINE = re.compile(r"(?m)^[ \t]*(?:#(?!!)|//).*$")
 #: Commands that reach a host without changing anything on it: probes, lookups, dumps.
-_PROBES = frozenset("ping nc ncat telnet dig nslookup host traceroute mtr pg_isready pg_dump mysqldump ssh-keyscan".split())
+_PROBES = frozenset("ping nc ncat telnet dig nslookup host traceroute mtr pg_isready pg_dump mysqldump "
+                    "ssh-keyscan".split())
 #: Prose, where a command or code is mentioned rather than run.
 _PROSE = re.compile(r"\.(?:md|markdown|rst|txt|adoc)$")
 _SCRIPT_PATH = re.compile(r"(?:^|/)(?:makefile|gnumakefile|dockerfile|[^/]*\.(?:sh|bash|mk))$|(?:^|/)\.github/workflows/")
@@ -425,7 +428,8 @@ def triggers(text: str) -> list[tuple]:
         if "via" in rules and _INSTRUMENT.search(sentence) and not _RULE.search(sentence):
             prescribed += _CODE_SPAN.findall(sentence)  # "move them to trash with `gio trash`" (its scope still counts)
         else:
-            spans += [(span, True, n) for span in _rule_spans(sentence, following, prescribed, required, rules, defines)]
+            spans += [(span, True, n)
+                      for span in _rule_spans(sentence, following, prescribed, required, rules, defines)]
         if _FORBID.search(sentence):
             plain_here = _CODE_SPAN.sub(" ", sentence)
             named_here = [t.lower() for t in _TARGET.findall(plain_here) if t.lower() not in _NOT_TARGETS]
@@ -639,7 +643,8 @@ def _rule_spans(sentence: str, following: str, prescribed: list[str], required: 
             named = [x for x in _CODE_SPAN.findall(region) if re.fullmatch(r"[A-Za-z_][\w.]*\(\)", x)]
             if named:  # "must implement `downgrade()` as well as `upgrade()`": what a file must define, no trigger
                 defines += [x[:-2].rsplit(".", 1)[-1] for x in named]
-                out += _CODE_SPAN.findall(clause[:define.start()]) + [x for x in _CODE_SPAN.findall(rest) if x not in named]
+                out += _CODE_SPAN.findall(clause[:define.start()])
+                out += [x for x in _CODE_SPAN.findall(rest) if x not in named]
                 continue
         must = _MUST_DO.search(clause) if "must-do" in rules else None
         if must and not _FORBID.search(clause):
