@@ -335,7 +335,7 @@ def test_a_flag_span_is_of_the_file_its_sentence_names():
 def test_a_memory_is_about_reading_when_a_rule_of_it_names_reading():
     logging = "use the logger, not print, in service code\nIn service code (src/), never leave `print()` calls."
     assert not shell("grep -rn 'print(' src/", logging) and not hit("Read", {"file_path": "/r/src/a.py"}, logging)
-    deploy = "Deploys are run with `scripts/deploy.sh <env>`; it reads DEPLOY_ENV."
+    deploy = "Deploys go through `scripts/deploy.sh <env>`; it reads DEPLOY_ENV."  # ("run with" it: what to do)
     assert not shell("cat scripts/deploy.sh", deploy) and shell("scripts/deploy.sh prod", deploy)
 
 
@@ -453,3 +453,146 @@ def test_a_rule_against_a_target_is_met_by_a_call_that_names_it():
     assert shell("kubectl --context prod-eu delete pod x", text) and shell("kubectl apply -f a.yaml --context=prod-eu", text)
     assert not shell("kubectl --context staging-eu delete pod x", text)
     assert shell("docker-compose up", "The old `docker-compose` binary is not installed on the CI runners.")
+
+
+def test_what_a_sentence_says_to_do_things_with_is_no_trigger():
+    text = "Do not run `rm -rf` on anything except build output (build/). Move other things to trash with `gio trash`."
+    assert hit("Bash", {"command": "rm -rf data/old"}, text)
+    assert not hit("Bash", {"command": "gio trash data/old"}, text)
+
+
+def test_a_call_that_runs_the_prescribed_script_or_uses_its_file_complies():
+    text = "---\ndescription: deploys go through scripts/deploy.sh\n---\nDeploys are run with `scripts/deploy.sh <env>`."
+    assert not hit("Bash", {"command": "scripts/deploy.sh staging"}, text)
+    assert not hit("Bash", {"command": "bash scripts/deploy.sh prod"}, text)
+    assert hit("Edit", {"file_path": "/r/scripts/deploy.sh", "new_string": "set -e"}, text)
+    text = ("Never run `terraform apply -auto-approve`. Run `terraform plan -out plan.tfplan`, show the plan, and "
+            "apply that file after the user agrees.")
+    assert not hit("Bash", {"command": "terraform -chdir=infra apply plan.tfplan"}, text)
+    assert hit("Bash", {"command": "terraform -chdir=infra apply -target=module.redis"}, text)
+    assert hit("Bash", {"command": "terraform apply -auto-approve plan.tfplan"}, text)
+
+
+def test_a_whole_file_that_defines_what_it_must_complies():
+    text = "Every migration file under `migrations/` must implement `downgrade()` as well as `upgrade()`."
+    both = "def upgrade():\n    op.add_column('a', c)\n\n\ndef downgrade():\n    op.drop_column('a', 'c')\n"
+    assert not hit("Write", {"file_path": "/r/migrations/versions/1_a.py", "content": both}, text)
+    stub = "def upgrade():\n    op.add_column('a', c)\n\n\ndef downgrade():\n    pass\n"
+    assert hit("Write", {"file_path": "/r/migrations/versions/1_a.py", "content": stub}, text)
+    assert hit("Write", {"file_path": "/r/migrations/versions/1_a.py", "content": both.split("\n\n\n")[0]}, text)
+    assert hit("Edit", {"file_path": "/r/migrations/versions/1_a.py", "new_string": both}, text)  # an applied one
+    assert not hit("Write", {"file_path": "/r/src/a.py", "content": "x = upgrade()\n"}, text)  # no code trigger
+
+
+def test_a_command_that_only_names_a_path_does_not_act_on_it():
+    text = "`.env` holds live credentials. Never print it (`cat`, Read), never write secrets into it."
+    assert hit("Bash", {"command": "grep STRIPE .env"}, text)
+    assert not hit("Bash", {"command": "git check-ignore -v .env"}, text)
+    assert not hit("Bash", {"command": "ls -l .env"}, text)
+
+
+def test_a_query_that_only_reads_is_a_read():
+    text = "The staging database is db-staging.internal. Migrations are applied there by CI, never by hand with psql."
+    assert not hit("Bash", {"command": "psql -h db-staging.internal -c \"SELECT count(*) FROM o WHERE t > now()\""},
+                   text)
+    assert hit("Bash", {"command": "psql -h db-staging.internal -c \"ALTER TABLE o ADD COLUMN n text\""}, text)
+    assert hit("Bash", {"command": "psql -h db-staging.internal -c \"SELECT 1\" > out.txt"}, text)
+
+
+def test_a_manifest_edit_meets_a_rule_about_adding_packages_only_when_it_adds_one():
+    text = "Ask the user before adding any new dependency (a new package in package.json, `pnpm add`)."
+    assert hit("Edit", {"file_path": "/r/package.json", "new_string": '    "dayjs": "^1.11.0",\n'}, text)
+    assert not hit("Edit", {"file_path": "/r/package.json", "new_string": '    "build": "tsc && vite build",\n'}, text)
+
+
+def test_a_text_already_in_the_style_asked_for_complies():
+    text = "`docs/release-notes/` のリリースノートは、です・ます調で書くこと。"
+    path = "/r/docs/release-notes/1.md"
+    assert not hit("Write", {"file_path": path, "content": "# 1.0\n\n- 返金に対応しました。\n- 表示を改善します\n"}, text)
+    assert hit("Write", {"file_path": path, "content": "# 1.0\n\n- 返金に対応しました。\n- 表示の改善\n"}, text)
+    assert hit("Edit", {"file_path": path, "new_string": ""}, text)
+
+
+def test_a_commit_message_with_the_body_asked_for_complies():
+    text = ("Commit messages: imperative subject, a blank line, then a body that says why.\n\n"
+            "**How to apply:** whenever you write a `git commit -m`.")
+    assert hit("Bash", {"command": "git commit -m 'fix stuff'"}, text)
+    assert not hit("Bash", {"command": "git commit -m 'Fix totals' -m 'Rounding was per line. SHOP-1'"}, text)
+    assert not hit("Bash", {"command": "git commit -m \"Fix totals\n\nRounding was per line.\""}, text)
+
+
+def test_a_plus_refspec_is_a_forced_push():
+    text = "Never run `git push --force` (or `git push -f`) on main."
+    assert hit("Bash", {"command": "git push origin +main"}, text)
+    assert not hit("Bash", {"command": "git push origin main"}, text)
+
+
+def test_staging_printing_or_feeding_a_file_is_not_changing_it():
+    lock = "Never edit `pnpm-lock.yaml` by hand: regenerate it with the package manager."
+    assert hit("Edit", {"file_path": "/r/pnpm-lock.yaml", "new_string": "x"}, lock)
+    assert not hit("Bash", {"command": "git add package.json pnpm-lock.yaml"}, lock)
+    frozen = "The payments service (`services/payments/`) is frozen: no changes there."
+    assert not hit("Bash", {"command": "sed -n 1,40p services/payments/app/refunds.py"}, frozen)
+    assert hit("Bash", {"command": "sed -i s/5/6/ services/payments/app/refunds.py"}, frozen)
+    translations = "`locales/zh-CN.json` 由翻译团队维护，不要用机器翻译直接覆盖或批量修改。"
+    assert not hit("Bash", {"command": "jq '.\"cart.title\"' locales/zh-CN.json"}, translations)
+    assert not hit("Bash", {"command": "python -m json.tool locales/zh-CN.json > /dev/null"}, translations)
+    assert hit("Bash", {"command": "jq . locales/en.json > locales/zh-CN.json"}, translations)
+    env = "`.env` holds live credentials. Never print it (`cat`, Read), never write secrets into it."
+    assert not hit("Bash", {"command": "docker compose --env-file .env up -d"}, env)
+    assert not hit("Bash", {"command": "source .env && pytest -x -q"}, env)
+    assert hit("Bash", {"command": "echo 'KEY=sk_live_1' >> .env"}, env)
+
+
+def test_a_manifest_edit_of_its_metadata_adds_no_package():
+    text = "Ask the user before adding any new dependency (a new package in pyproject.toml or package.json, `pnpm add`)."
+    assert not hit("Edit", {"file_path": "/r/package.json", "new_string": '  "version": "2.6.0",\n'}, text)
+    assert not hit("Edit", {"file_path": "/r/pyproject.toml", "new_string": 'version = "2.6.0"\n'}, text)
+    assert hit("Edit", {"file_path": "/r/pyproject.toml", "new_string": 'requests = "^2.31"\n'}, text)
+
+
+def test_git_restore_is_git_checkout():
+    text = "Never run `git reset --hard`, `git checkout -- .` or `git clean -fd`: the user has uncommitted work."
+    assert hit("Bash", {"command": "git restore ."}, text)
+    assert not hit("Bash", {"command": "git restore --staged ."}, text)
+
+
+def test_a_dry_run_does_nothing_and_prose_only_mentions():
+    text = "Always pass `--context` to `kubectl`, and never `kubectl apply` against the prod-eu context without asking."
+    assert hit("Bash", {"command": "kubectl --context prod-eu apply -f k8s/prod"}, text)
+    assert not hit("Bash", {"command": "kubectl --context prod-eu apply -f k8s/prod --dry-run=server"}, text)
+    force = "Never run `git push --force` (or `git push -f`) on main."
+    assert not hit("Edit", {"file_path": "/r/README.md", "new_string": "Never `git push --force` on main."}, force)
+    assert hit("Write", {"file_path": "/r/scripts/sync.sh", "content": "git push --force origin main\n"}, force)
+
+
+def test_a_text_carrying_the_marker_asked_for_complies():
+    text = "`locales/zh-CN.json` 由翻译团队维护，不要用机器翻译直接覆盖或批量修改，只添加新的键并标注待翻译。"
+    path = "/r/locales/zh-CN.json"
+    assert hit("Edit", {"file_path": path, "new_string": '  "cart.title": "购物车",\n'}, text)
+    assert not hit("Edit", {"file_path": path, "new_string": '  "gift.note": "[待翻译] Gift note",\n'}, text)
+
+
+def test_what_follows_a_cd_is_what_acts_there():
+    frozen = "The payments service (`services/payments/`) is frozen: no changes there."
+    assert not hit("Bash", {"command": "cd services/payments && pytest -x -q"}, frozen)
+    assert hit("Bash", {"command": "cd services/payments && sed -i s/5/6/ app/x.py"}, frozen)
+    env = "`.env` holds live credentials. Never print it (`cat`, Read), never write secrets into it."
+    assert not hit("Bash", {"command": "chmod 600 .env"}, env)
+
+
+def test_a_host_is_met_by_a_call_that_connects_to_act_on_it():
+    text = "The staging database is db-staging.internal. Migrations are applied there by CI, never by hand with psql."
+    assert hit("Bash", {"command": "psql -h db-staging.internal -f migrations/0050.sql"}, text)
+    assert hit("Bash", {"command": "DATABASE_URL=postgresql://u@db-staging.internal/shop alembic upgrade head"}, text)
+    assert not hit("Bash", {"command": "pg_dump -h db-staging.internal shop > /tmp/s.sql"}, text)
+    assert not hit("Bash", {"command": "ping -c 1 db-staging.internal"}, text)
+    assert not hit("Edit", {"file_path": "/r/config/staging.yaml", "new_string": "db_host: db-staging.internal"}, text)
+
+
+def test_help_and_version_do_nothing_and_a_comment_is_not_code():
+    assert not hit("Bash", {"command": "docker-compose --version"}, "The old `docker-compose` binary is not installed.")
+    assert hit("Bash", {"command": "docker-compose up -d"}, "The old `docker-compose` binary is not installed.")
+    text = "In service code (src/), never leave `print()` calls."
+    assert not hit("Edit", {"file_path": "/r/src/a.py", "new_string": "# print(x) while debugging\nlog.debug(x)"}, text)
+    assert hit("Edit", {"file_path": "/r/src/a.py", "new_string": "print(x)  # debugging"}, text)

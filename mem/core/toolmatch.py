@@ -79,6 +79,39 @@ surfaced from ``MIN_WEIGHT``. Besides the spans as written:
   ``--context``) manages it and needs no such flag.
 * a rule "against" a target ("never `kubectl delete` against the prod-eu context") is met by a
   call that names it (``--context prod-eu``), unless the rule widens it ("or any branch ...").
+* what a sentence that neither forbids nor requires says to do things *with* ("move other things to
+  trash with `gio trash`", "deploys are run with `scripts/deploy.sh <env>`") is a prescription;
+* a call that runs a prescribed script (``scripts/deploy.sh staging``) or, with the prescribed
+  command, uses the file it names (``terraform apply plan.tfplan`` after "`terraform plan -out
+  plan.tfplan` ... apply that file") complies: a path named alone, or an action without its flags
+  (``terraform apply``), is not met by it;
+* what a rule says a file must implement ("must implement `downgrade()` as well as `upgrade()`") is
+  no trigger, and a whole file written (Write) that defines each of them with more than a stub
+  (``pass``, ``...``) complies;
+* a command that only names a path (``ls``, ``stat``, ``test``, ``chmod``, ``git check-ignore``,
+  ``git ls-files``) neither reads nor changes it: a rule that names only the path is not met; after
+  ``cd`` a path is acted on by what follows (``cd services/payments && pytest`` only checks);
+* a database client running a query that only reads (``psql -c "SELECT ..."``, no ``-f``) only
+  reads, as ``cat`` does; a ``>`` inside quotes is no redirection;
+* a path in a sentence about adding a package ("a new package in package.json, `pnpm add`") is a
+  manifest: an edit or write of it is met only when its text declares a package;
+* a text already in the style a rule asks for (です・ます調: every sentence ending in です/ます),
+  or carrying the marker it asks for (标注待翻译, "mark them as TODO"), complies with a rule that
+  names only its path; a commit message with a body (a second ``-m``, a
+  blank line) complies with a "whenever you write a `git commit -m`" rule that asks for "a blank
+  line, then a body";
+* ``git push origin +main`` is a forced push (``--force``, ``-f``), and ``git restore .`` is ``git
+  checkout -- .`` (not with ``--staged``);
+* staging a file (``git add``), printing it with a stream editor (``sed -n``, ``jq``; not ``sed -i``)
+  or feeding it to a program (``source .env``, ``--env-file .env``, ``python -m json.tool x >
+  /dev/null``) does not change it: ``> /dev/null`` and ``2>&1`` write no file, and "never write
+  secrets into them" is about changing the file;
+* a manifest's metadata (``"version": "2.6.0"``) declares no package;
+* a host name (db-staging.internal) is met by a shell call that connects to it to act: not by a
+  file that names it (a config, a workflow) nor by a probe or a dump (``ping``, ``pg_dump``);
+* a ``--dry-run``, ``--help`` or ``--version`` does nothing, code in a comment line (``# print(x)``)
+  is not run, and prose (``README.md``, ``*.txt``) mentions a command or code
+  without running it: only a rule that names the file is met there.
 
 Each of these is named in ``RULES``, so that bench/toolcall.py --cv can choose the rules on
 some splits of the labelled set and measure them on another.
@@ -113,7 +146,7 @@ TEXT_CHARS = 4096
 #: The memory types a tool call can surface.
 TYPES = ("feedback", "project")
 #: Bump when the triggers a memory gives change: cached triggers of older versions are rebuilt.
-TRIGGERS_VERSION = 5
+TRIGGERS_VERSION = 6
 TRIGGERS_CACHE = "tool-triggers.marshal"
 
 #: The matcher's rules past the first version's (code spans, paths and flags as triggers), each named so
@@ -121,15 +154,15 @@ TRIGGERS_CACHE = "tool-triggers.marshal"
 RULES = frozenset((
     "as-written",        # a command's words as written, in one segment of the call
     "code",              # code as code: `print()` is `print(`, `@patch` a decorator
-    "hosts",             # host names outside code spans (db-staging.internal)
+    "hosts",             # host names outside code spans (db-staging.internal), met by a call that connects to act
     "argument",          # a placeholder needs an argument: `pip install <new>`
-    "adds-package",      # adding a package is one rule across package managers
+    "adds-package",      # adding a package is one rule across package managers, and a manifest edit adds one or not
     "two-things",        # forbidding two things one command does is about the command
-    "looks",             # a command named with what it does does not meet a call that only looks
-    "shell-reads",       # `cat`, `grep`, `git log` only read, as Read does
+    "looks",             # a command named with what it does does not meet a call that only looks (or --dry-run)
+    "shell-reads",       # `cat`, `grep`, `git log`, `psql -c "SELECT ..."` only read, as Read does
     "scope",             # an unquoted directory scopes (in src/) or excludes (except build/)
     "clauses",           # CJK clauses, and more ways to say what to do instead (goes in, 先改)
-    "refspec",           # HEAD:release/2.5 names both sides
+    "refspec",           # HEAD:release/2.5 names both sides; +main is a forced push
     "action-alone",      # `terraform apply -auto-approve` is about `terraform apply` too
     "subcommand-flags",  # a flag alone is of the subcommand the memory names (`git commit -n`)
     "when-action",       # "whenever you write a `git commit -m`": the action is the trigger, the flag its usual form
@@ -137,20 +170,24 @@ RULES = frozenset((
     "phrases",           # in a file's text, a span of several words is a phrase (`SELECT *`), not a bag of words
     "flag-of",           # a flag span is of the file its sentence names (`scripts/seed.py` ... `--env production`)
     "reading-rules",     # a memory is about reading when a rule of it names reading (`cat`, Read), not "print"
-    "checks",            # a checker (pytest, mypy, ruff check) on a path does not change it: a path alone is not met
+    "checks",            # a checker (pytest, mypy) or a lister (ls, git check-ignore) on a path does not change it
     "references",        # `utcnow()` is met by `default=datetime.utcnow` too (a function passed, called later)
-    "via",               # "Patch via `patches/`" says what to do instead
-    "prescriptions",     # "run `make proto`", "log with `logger`": what to do; a call that does it complies
+    "via",               # "Patch via `patches/`", "trash them with `gio trash`" say what to do instead
+    "prescriptions",     # "run `make proto`", "log with `logger`": what to do; a call that does it (or runs the
+                         # prescribed script, or uses its file: `apply plan.tfplan`) complies
     "requirements",      # "always pass `--context` to `kubectl`": a call of kubectl without it
     "conditions",        # `scripts/seed.py` with `--env production` in one sentence: the flag is the rule, not the path
-    "versioned-names",   # `pip3`, `pip3.11` are `pip`
+    "versioned-names",   # `pip3`, `pip3.11` are `pip`; `git restore` is `git checkout --` (one command, two names)
     "runs",              # a file run or fed to a program (`python x.py`, `psql -f x.sql`) is not changed by it
-    "scripts",           # in a script's text (Makefile, *.sh) a command named alone is met at the start of a line
+    "scripts",           # in a script's text (Makefile, *.sh) a command named alone is met at the start of a line;
+                         # in prose (*.md, *.txt) a command or code is mentioned, not run
     "writes-nothing",    # "whenever you write a `git commit -m`" is not met by a commit that writes no message (--no-edit)
     "must-do",           # "must update `docs/openapi.yaml`", 必须同步更新 `docs/openapi.yaml`: what to do, not a trigger
     "objects",           # "`@patch` on repository classes": code in a text that does not name them is not on them
     "managed",           # a call that names what a required flag names (`current-context`) manages it, needs none
     "targets",           # "never `kubectl delete` against the prod-eu context": a call that does not name prod-eu
+    "asked-text",        # a text that already has what a rule asks of it complies: the functions it must implement
+                         # (not as stubs), the style (です・ます), the commit message's body
 ))
 
 #: Tool names of both clients, by what the tool does.
@@ -173,6 +210,9 @@ _SHELL_SPLIT = re.compile(r"[\s;|&()<>`'\"=]+")
 _SEGMENTS = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|(&&|\|\||[;|&\n(]|\$\()")
 #: What runs a command rather than being it: ``sudo``, ``env``, ``A=b``, ``time``.
 _WRAPPER = re.compile(r"\s*(?:(?:sudo|env|time|nohup|exec|command)(?:\s+-u\s+\S+|\s+-\S+)*\s+|[A-Za-z_]\w*=\S*\s+)")
+#: Redirections that write no file: ``> /dev/null``, ``2>&1``.
+_NO_WRITE = re.compile(r"\d*>>?\s*/dev/null\b|\d*>&\d")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _PLACEHOLDER = re.compile(r"<[^>]*>|\.\.\.")
 #: Sentences of a memory: a code span's sentence says whether it is the rule or what to do instead;
 #: in Chinese and Japanese a clause (after ，) says it.
@@ -183,6 +223,8 @@ _SENTENCE_WHOLE = re.compile(r"(?<=[.;!?。！？；])\s+|\n+|(?<=[。！？；]
 _ALTERNATIVE = re.compile(r"\binstead\b|\buse\b|\b(?:go|goes|belongs?) (?:in|into|under)\b|\bhow to apply\b"
                           r"|改用|先改|先在|改为|请用|请使用|应使用|代わりに|を使う|を使って", re.I)
 _VIA = re.compile(r"\bvia\b", re.I)
+#: "Move other things to trash with `gio trash`", "deploys are run with `scripts/deploy.sh <env>`": the instrument.
+_INSTRUMENT = re.compile(r"\bwith\s+`")
 _ALTERNATIVE_FIRST = re.compile(r"\binstead\b|\buse\b|\bgoes? in\b|\bhow to apply\b|改用|代わりに", re.I)
 #: ... unless the sentence also forbids, requires or says when: then its spans are the rule.
 _RULE = re.compile(r"\b(?:never|not|no|avoid|must|only|always|ask|when|whenever)\b|n't|不要|禁止|必须|不得|不能|しない",
@@ -200,6 +242,34 @@ _PRESCRIBE_FIRST = re.compile(r"^\W*(?:run|use|pass|log with|store)\b", re.I)
 #: "Must update `docs/openapi.yaml`" (必须同步更新 ...): what follows is what to do.
 _MUST_DO = re.compile(r"\bmust\s+(?:also\s+)?(?:update|run|use)\b|必须(?:同步)?(?:更新|使用|运行|执行)|必ず(?:更新|使用|実行)",
                       re.I)
+#: "Must implement `downgrade()`": what follows are definitions a file must have.
+_MUST_DEFINE = re.compile(r"\bmust\s+(?:also\s+)?(?:implement|define|provide|have)\b|必须(?:实现|定义)|必ず(?:実装|定義)", re.I)
+#: A definition in Python or JavaScript: ``def downgrade():``, ``function downgrade(`` (group 1: its indentation).
+_DEFINITION = r"(?m)^([ \t]*)(?:async\s+)?(?:def|function)\s+{}\s*\("
+#: A body that only stands in for one: ``pass``, ``...``, ``raise NotImplementedError``.
+_STUB = re.compile(r"pass|\.\.\.|raise\s+NotImplementedError(?:\(.*\))?|return|\{\s*\}|\}|[\"']{3}.*[\"']{3}|#.*|//.*")
+#: "です・ます調で書く" (敬体): the polite style, whose sentences end so.
+_POLITE_RULE = re.compile(r"です・?ます|敬体")
+_POLITE_END = re.compile(r"(?:ます|ました|ません|ませんでした|です|でした|ましょう|でしょう|ください)[。！？!?）)」]*$")
+#: "只添加新的键并标注待翻译", "mark them as TODO": the marker a text that does what the rule asks carries.
+_MARKER = re.compile(r"(?:标注|标记|マークを付け|mark(?:ed)?\s+(?:them\s+|it\s+)?(?:as|with))"
+                     r"\s*[「“\"'`]?([^\s，。、,.;:「」“”\"'`]{2,20})", re.I)
+#: "a blank line, then a body that says why": a message with a body.
+_BODY_RULE = re.compile(r"\bblank line\b[^.]*\bbody\b", re.I)
+#: An edit of a manifest that declares a package: `"dayjs": "^1.11.0"`, `"httpx>=0.27"`, `dependencies = [`.
+_METADATA = r"(?:version|name|description|license|readme|main|type|private|author|homepage|python|node|requires-python)"
+_DEPENDENCY = re.compile(r"(?im)\bdependencies\b"
+                         r"|^\s*\"(?!" + _METADATA + r"\")[@\w./-]+\"\s*:\s*\"(?:[\^~<>=*\d]|workspace:|npm:)"
+                         r"|^\s*\"[a-z0-9][\w.\[\],-]*\s*(?:[<>=!~]=|[<>@])|^\s*(?!" + _METADATA + r"\b)[\w-]+\s*=\s*"
+                         r"(?:\"[\^~<>=*\d]|\{\s*version)")
+#: Commands that name a path without reading or changing what is in it.
+_NAMES_ONLY = frozenset("ls stat test file du realpath readlink basename dirname cd pushd chmod chown".split())
+_GIT_NAMES_ONLY = frozenset("check-ignore check-attr ls-files status add".split())  # `git add` stages what is there
+#: Database clients, and what a query that only reads starts with.
+_DB_CLIENTS = frozenset("psql mysql mariadb sqlite3".split())
+_SQL_READS = frozenset("select show explain describe \\d \\dt \\l".split())
+_SQL_WRITES = frozenset("insert update delete alter create drop truncate grant revoke copy merge vacuum "
+                        "reindex".split())
 #: "Always pass `--context` to `kubectl`": every call of the command must have the flag.
 _ALWAYS = re.compile(r"^\W*always\s+(?:pass|use|give|set|add|name|run\s+with)\b", re.I)
 #: What a rule names as its target ("on main", "against the prod-eu context"): a call of it is not excused
@@ -226,13 +296,16 @@ _ACTS = frozenset("apply delete create edit patch replace scale rollout run exec
                   "clean set update upgrade deploy destroy drop ci uninstall publish build start stop restart up down init "
                   "cp mv checkout merge rebase".split())
 #: Commands that check files without changing them (unless told to fix): a path a rule guards is not touched.
-_CHECKERS = frozenset("pytest mypy pyright flake8 pylint tsc jest vitest ruff eslint".split())
+_CHECKERS = frozenset("pytest mypy pyright flake8 pylint tsc jest vitest ruff eslint yamllint shellcheck actionlint "
+                      "hadolint json.tool".split())
 #: Programs that run or read the file they are given (its script, or its -f): they do not change it.
-_RUNNERS = frozenset("python python3 node bash sh zsh ruby perl php deno psql mysql sqlite3".split())
+_RUNNERS = frozenset("python python3 node bash sh zsh ruby perl php deno psql mysql sqlite3 source .".split())
+#: Programs that print what they read unless told to write in place (``sed -i``, ``yq -i``).
+_STREAM_READERS = frozenset("sed awk jq yq".split())
 _SCRIPT_FILE = re.compile(r"\.(?:py|sh|bash|rb|pl|js|mjs|ts)$")
 #: A memory about changing a file (never edit it, no changes there, 変更する場合) ...
-_CHANGE = re.compile(r"\b(?:edit|edited|edits|editing|modify|modified|change|changes|changed|implement)\b"
-                     r"|変更|修改|编辑|覆盖|書き換", re.I)
+_CHANGE = re.compile(r"\b(?:edit|edited|edits|editing|modify|modified|change|changes|changed|implement"
+                     r"|write \w+ (?:in)?to)\b|変更|修改|编辑|覆盖|書き換|写入|書き込", re.I)
 #: ... and not about running it ("never run", 実行しないこと).
 _RUN = re.compile(r"\b(?:run|runs|execute|executed|deploys?)\b|実行|运行|执行", re.I)
 #: A sentence saying when that names writing ("whenever you write a `git commit -m`") ...
@@ -240,6 +313,15 @@ _WRITE = re.compile(r"\b(?:write|writes|writing|wrote)\b|書く|書き|写", re.
 #: ... is not met by a call whose flags say it writes nothing: git's ways to commit keeping or deriving the message.
 _WRITES_NOTHING = frozenset(("--no-edit", "--fixup", "--squash", "--reuse-message"))
 #: Files whose lines are commands: a command named alone is met there at the start of a line.
+#: Flags with which a command shows what it would do, or how it is used, and does nothing.
+_DOES_NOTHING = frozenset(("--dry-run", "--help", "--version"))
+#: A line that is only a comment (``# print(x)``, ``// TODO``): code there is not run.
+_COMMENT_LINE = re.compile(r"(?m)^[ \t]*(?:#(?!!)|//).*$")
+#: Commands that reach a host without changing anything on it: probes, lookups, dumps.
+_PROBES = frozenset("ping nc ncat telnet dig nslookup host traceroute mtr pg_isready pg_dump mysqldump "
+                    "ssh-keyscan".split())
+#: Prose, where a command or code is mentioned rather than run.
+_PROSE = re.compile(r"\.(?:md|markdown|rst|txt|adoc)$")
 _SCRIPT_PATH = re.compile(r"(?:^|/)(?:makefile|gnumakefile|dockerfile|[^/]*\.(?:sh|bash|mk))$|(?:^|/)\.github/workflows/")
 #: How each package manager adds a package: ``pip install <new>`` and ``pnpm add`` are one rule.
 _ADDS_PACKAGE = {"pip": ("install",), "pip3": ("install",), "uv": ("add", "install"), "poetry": ("add",),
@@ -334,6 +416,7 @@ def triggers(text: str) -> list[tuple]:
     only_at: dict[int, list[str]] = {}  # the one target a sentence's rule is about
     objects: dict[int, list[str]] = {}  # what a sentence's forbidden code is on ("`@patch` on repository classes")
     required: list[tuple[list[str], list[str]]] = []  # (flags, commands) of "always pass `--context` to `kubectl`"
+    defines: list[str] = []  # what a file the memory is about must define ("must implement `downgrade()`")
     rules = RULES
     sentences, alternative = (_SENTENCE, _ALTERNATIVE) if "clauses" in rules else (_SENTENCE_WHOLE, _ALTERNATIVE_FIRST)
     split = sentences.split(text)
@@ -342,7 +425,11 @@ def triggers(text: str) -> list[tuple]:
             prescribed += _CODE_SPAN.findall(sentence)
             continue  # what to do instead: a call that does it needs no reminder
         following = split[n + 1] if n + 1 < len(split) else ""
-        spans += [(span, True, n) for span in _rule_spans(sentence, following, prescribed, required, rules)]
+        if "via" in rules and _INSTRUMENT.search(sentence) and not _RULE.search(sentence):
+            prescribed += _CODE_SPAN.findall(sentence)  # "move them to trash with `gio trash`" (its scope still counts)
+        else:
+            spans += [(span, True, n)
+                      for span in _rule_spans(sentence, following, prescribed, required, rules, defines)]
         if _FORBID.search(sentence):
             plain_here = _CODE_SPAN.sub(" ", sentence)
             named_here = [t.lower() for t in _TARGET.findall(plain_here) if t.lower() not in _NOT_TARGETS]
@@ -369,6 +456,15 @@ def triggers(text: str) -> list[tuple]:
     scope_t, outside_t = tuple(dict.fromkeys(scope)), tuple(dict.fromkeys(outside))
     changing = "runs" in rules and any(_CHANGE.search(x) for x in split) and not any(
         _RUN.search(_CODE_SPAN.sub(" ", x)) and _RULE.search(x) for x in split)
+    # What a rule about the memory's files asks of their text (a path trigger is not met by a text that does it):
+    # the functions it must define, the polite style; and the sentences that are about adding a package, whose
+    # paths are the manifests (`package.json`) an edit of which must add one.
+    asks = [f"def={d}" for d in dict.fromkeys(defines)] + (
+        ["polite"] if "asked-text" in rules and _POLITE_RULE.search(text) else []) + (
+        [f"mark={m}" for m in _MARKER.findall(_CODE_SPAN.sub(" ", text))] if "asked-text" in rules else [])
+    body = "asked-text" in rules and bool(_BODY_RULE.search(text))
+    adding = {n for span, quoted, n in spans if quoted and len(span.split()) >= 2
+              and span.split()[1] in _ADDS_PACKAGE.get(span.split()[0], ())} if "adds-package" in rules else set()
     files_of: dict[int, list[str]] = {}  # the paths each sentence names in a span of their own
     for span, quoted, n in spans:
         if quoted and len(span.split()) == 1 and _is_path(span) and "*" not in span:
@@ -412,6 +508,7 @@ def triggers(text: str) -> list[tuple]:
         if not quoted and not _is_path(span):
             code = _code_pattern(span.lower(), False)  # a host name
             pieces = []
+            shape.append(f"host={span.lower()}")
         elif len(pieces) == 1 and _is_code(pieces[0]) and "code" in rules:
             piece = pieces[0]
             code = _code_pattern(piece, piece.endswith("()") and piece[:-2] in with_args)
@@ -460,8 +557,9 @@ def triggers(text: str) -> list[tuple]:
             action = literals[:2]  # the command and its subcommand, not their arguments
             # "whenever you write a `git commit -m`" is about writing: a commit that writes nothing is not it
             writes = "writes" if n in when and "writes-nothing" in rules and _WRITE.search(split[n]) else ""
+            marks = [writes, "body" if body and n in when else "", "partial" if "prescriptions" in rules else ""]
             partial = (tuple(dict.fromkeys(ranker.terms(" ".join(action)))), (), (), float(len(action)), "", (),
-                       tuple(action), "", writes, scope_t, outside_t, "")
+                       tuple(action), "", " ".join(m for m in marks if m), scope_t, outside_t, "")
             if partial not in found:
                 found.append(partial)
         if paths and not literals and verbs.get(n) and "cjk-verbs" in rules:
@@ -480,6 +578,10 @@ def triggers(text: str) -> list[tuple]:
             shape += [f"on={o}" for o in objects[n]]  # `@patch` on repository classes
         if changing and paths and not literals and not flags:
             shape.append("changes")  # a memory about changing the path: running it is no change
+        if paths and not literals and not flags:
+            shape += asks + (["manifest"] if n in adding else [])
+        if body and n in when:
+            shape.append("body")  # "whenever you write a `git commit -m`" of a memory that asks for a body
         key = (tuple(dict.fromkeys(words)), tuple(dict.fromkeys(flags)), tuple(dict.fromkeys(paths)), weight, command,
                commands, tuple(literals), code, " ".join(shape), where, () if paths else outside_t, phrase)
         if key not in found:
@@ -505,10 +607,12 @@ def triggers(text: str) -> list[tuple]:
     return [t if len(t) > PRESCRIBED else (*t, does, targets_t, ()) for t in found]
 
 
-def _rule_spans(sentence: str, following: str, prescribed: list[str], required: list, rules: frozenset) -> list[str]:
+def _rule_spans(sentence: str, following: str, prescribed: list[str], required: list, rules: frozenset,
+               defines: list[str] | None = None) -> list[str]:
     """The code spans of a rule's sentence that state the rule; those of its clauses that say what to do go to
-    ``prescribed``, those of an "always pass `--context` to `kubectl`" clause to ``required``. ``following``: the
-    next sentence ("log with `logger`;" then "never leave `print()`" is one rule in two)."""
+    ``prescribed``, those of an "always pass `--context` to `kubectl`" clause to ``required``, the functions a
+    "must implement `downgrade()`" clause names to ``defines``. ``following``: the next sentence ("log with
+    `logger`;" then "never leave `print()`" is one rule in two)."""
     prescribes = "prescriptions" in rules
     if not rules & {"prescriptions", "requirements", "must-do"}:
         return _CODE_SPAN.findall(sentence)
@@ -531,6 +635,17 @@ def _rule_spans(sentence: str, following: str, prescribed: list[str], required: 
             if flags and commands:
                 required.append((flags, commands))
                 continue
+        define = _MUST_DEFINE.search(clause) if "asked-text" in rules and defines is not None else None
+        if define:
+            rest = clause[define.end():]
+            stop = _FORBID.search(rest)
+            region = rest[:stop.start()] if stop else rest
+            named = [x for x in _CODE_SPAN.findall(region) if re.fullmatch(r"[A-Za-z_][\w.]*\(\)", x)]
+            if named:  # "must implement `downgrade()` as well as `upgrade()`": what a file must define, no trigger
+                defines += [x[:-2].rsplit(".", 1)[-1] for x in named]
+                out += _CODE_SPAN.findall(clause[:define.start()])
+                out += [x for x in _CODE_SPAN.findall(rest) if x not in named]
+                continue
         must = _MUST_DO.search(clause) if "must-do" in rules else None
         if must and not _FORBID.search(clause):
             prescribed += _CODE_SPAN.findall(clause[must.end():])  # 必须同步更新 `docs/openapi.yaml`
@@ -548,12 +663,15 @@ def _rule_spans(sentence: str, following: str, prescribed: list[str], required: 
 
 
 def _prescription(span: str) -> tuple:
-    """What doing a prescribed span takes: (literals, flags, phrase) (`pytest -x -q`, `--force-with-lease`, `## Unreleased`)."""
+    """What doing a prescribed span takes: (literals, flags, phrase, files) (`pytest -x -q`, `--force-with-lease`,
+    `## Unreleased`; files: the script it runs or a file it names, `scripts/deploy.sh`, `plan.tfplan`)."""
     pieces = _PLACEHOLDER.sub(" ", span).split()
     literals = tuple(p.lower() for p in pieces if not _is_flag(p) and not _is_path(p))
     flags = tuple(p.split("=", 1)[0].lower() for p in pieces if _is_flag(p))
     phrase = r"\s+".join(re.escape(p) for p in span.split()) if span.strip() else ""
-    return (literals, flags, phrase)
+    files = tuple(_norm_path(p) for i, p in enumerate(pieces) if not _is_flag(p) and (
+        _is_path(p) or (i > 1 and re.fullmatch(r"[\w-]+\.[a-z]\w*", p.lower()))))
+    return (literals, flags, phrase, files)
 
 
 # --- a tool call ------------------------------------------------------------------
@@ -636,8 +754,13 @@ def _segment(text: str, cwd: str) -> Segment | None:
     if not pieces:
         return None
     name = pieces[0].rstrip("/").rsplit("/", 1)[-1]
+    if "refspec" in RULES and name == "git" and "push" in pieces[1:3] and any(
+            p.startswith("+") and len(p) > 1 for p in pieces[2:]):
+        flags.update(("--force", "-f"))  # `git push origin +main` forces main
     if "versioned-names" in RULES and re.fullmatch(r"pip\d[\d.]*", name):
         name = "pip"  # pip3, pip3.11
+    if "versioned-names" in RULES and name == "git" and pieces[1:2] == ["restore"] and not flags & {"--staged", "-s"}:
+        pieces[1:2] = ["checkout", "--"]  # `git restore .` discards the working tree's changes, as `git checkout -- .`
     if name.startswith("python") and len(pieces) > 2 and pieces[1] == "-m":
         name = pieces[2]  # python -m pytest runs pytest
     pieces[0] = name
@@ -645,13 +768,18 @@ def _segment(text: str, cwd: str) -> Segment | None:
 
 
 def _reads_only(segments: Sequence[Segment], command: str) -> bool:
-    if not segments or ">" in command:
-        return False
+    if not segments or ">" in (_NO_WRITE.sub("", _QUOTED.sub("", command)) if "shell-reads" in RULES else command):
+        return False  # a redirection (not `created_at > now()` in a query, nor `> /dev/null`)
     for s in segments:
         if s.command == "git" and s.looks:
             continue
         if s.command == "find" and not s.tokens & {"-delete", "-exec", "-execdir"}:
             continue
+        if "shell-reads" in RULES and _reads_query(s):
+            continue
+        if "shell-reads" in RULES and s.command in _STREAM_READERS and not any(
+                f.startswith(("-i", "--in-place")) for f in s.flags):
+            continue  # `sed -n 1,40p x`, `jq . x`: printed, not written
         if s.command not in _READERS:
             return False
     return True
@@ -763,6 +891,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
     does, targets, missing = (t[PRESCRIBED], t[TARGETS], t[MISSING]) if len(t) > PRESCRIBED else ((), (), ())
     if paths and not (literals or flags or code or phrase) and does and _complies(call, does):
         return 0.0  # `make proto && git diff src/generated/`: it does what the memory says to do
+    if "partial" in shape.split() and does and _complies(call, does):
+        return 0.0  # `terraform apply plan.tfplan`: the action alone, done as the memory says
     if scope and not any(_path_applies(d, call.paths) for d in scope):
         return 0.0  # "in service code (src/)": a call elsewhere
     if outside and call.kind != "shell" and call.paths and all(
@@ -770,17 +900,44 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         return 0.0  # "except build output (build/)"
     if paths and not all(_path_applies(p, call.paths) for p in paths):
         return 0.0
+    if paths and not (literals or flags) and call.kind in ("edit", "write"):
+        marks = shape.split()
+        if "manifest" in marks and not _DEPENDENCY.search(call.text):
+            return 0.0  # a script of package.json changed: no package added
+        if "polite" in marks and _polite(call.text):
+            return 0.0  # release notes already in です・ます
+        if any(x.startswith("mark=") and x[5:].lower() in call.text.lower() for x in marks):
+            return 0.0  # a key added and marked 待翻译, as the memory asks
+        defs = [x[4:] for x in marks if x.startswith("def=")]
+        if defs and call.kind == "write" and all(_defines(call.text, d) for d in defs):
+            return 0.0  # a new migration with both upgrade() and downgrade()
     if paths and not (literals or flags) and call.kind == "shell":
-        touching = [s for s in call.segments if any(_path_applies(p, s.paths) for p in paths)]
-        if "checks" in RULES and all(_checks(s) for s in touching):
-            return 0.0  # `pytest services/payments/` does not change the frozen service
+        touching = []
+        for i, s in enumerate(call.segments):
+            if any(_path_applies(p, s.paths) for p in paths):
+                # `cd services/payments && pytest -x -q`: what acts there is what follows the cd
+                inside = call.segments[i + 1:] if "checks" in RULES and s.command in ("cd", "pushd") else ()
+                touching += inside or [s]
+        if "checks" in RULES and all(_checks(s) or _names_only(s) for s in touching):
+            return 0.0  # `pytest services/payments/`, `git check-ignore .env`: named, not changed
         if "changes" in shape.split() and ">" not in call.text and all(_checks(s) or _runs(s, paths) for s in touching):
             return 0.0  # `python batch/nightly_report.py --dry-run`, `psql -f migrations/x.sql`: run, not changed
+    if not paths and call.kind != "shell" and "scripts" in RULES and any(_PROSE.search(p) for p in call.paths):
+        return 0.0  # README.md saying "never `git push --force`" mentions the command, runs nothing
+    host = next((x[5:] for x in shape.split() if x.startswith("host=")), "")
+    if host and "hosts" in RULES:
+        # a host is where a call acts: a client connecting to it, not a file naming it or a probe of it
+        if call.kind != "shell":
+            return 0.0
+        naming = [s for s in call.segments if any(host in p for p in s.pieces)]
+        if naming and all(s.command in _PROBES for s in naming):
+            return 0.0
     if code:
         on = [x[3:] for x in shape.split() if x.startswith("on=")]
         if on and call.kind != "shell" and not any(o in call.text.lower() for o in on):
             return 0.0  # `MagicMock()` for SMTP is not on the repository classes
-        return weight if _code_in(code, call.text) else 0.0
+        text = _COMMENT_LINE.sub("", call.text) if call.kind != "shell" and "code" in RULES else call.text
+        return weight if _code_in(code, text) else 0.0
     if call.kind != "shell":
         if command and "scripts" in RULES and "requires" not in shape and call.kind != "read" and any(
                 _SCRIPT_PATH.search(p) for p in call.paths):
@@ -812,6 +969,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
         call_flags = s.flags - excused if excused and not s.tokens.intersection(targets) else s.flags
         if outside and _all_outside(s, outside):
             continue  # `rm -rf build dist`: "except build output (build/, dist/)"
+        if "looks" in RULES and s.flags & _DOES_NOTHING and not s.flags & _DOES_NOTHING.intersection(flags):
+            continue  # `kubectl apply --dry-run=server`, `rm -rf --help`: shows, does nothing
         if command and (s.command != command or (s.looks and "acts" in shape)):
             continue  # `kubectl` alone: where it is the command (and does something, if the memory says what)
         if not all(lit in s.tokens for lit in literals):
@@ -821,6 +980,8 @@ def _applies(call: ToolCall, t: Sequence) -> float:
             continue  # `kubectl --context staging-eu delete pod x`: not against prod-eu
         if "writes" in shape.split() and s.flags & _WRITES_NOTHING:
             continue  # `git commit --amend --no-edit` writes no message
+        if "body" in shape.split() and _has_body(call.text):
+            continue  # a commit message with a body, as the memory asks
         if not all(_flag_in(f, call_flags) for f in flags):
             continue
         if "any-path" in shape and not (s.paths or "." in s.tokens):
@@ -841,12 +1002,60 @@ def _applies(call: ToolCall, t: Sequence) -> float:
 def _complies(call: ToolCall, does: Sequence) -> bool:
     """Whether the call does one of the things a memory says to do: a command with its flags in one of its
     segments (`make proto`), or the span in a file's text (`## Unreleased`)."""
-    for literals, flags, phrase in does:
+    for literals, flags, phrase, *rest in does:
+        files = rest[0] if rest and "prescriptions" in RULES else ()
         if call.kind == "shell":
             if literals and any(all(lit in s.tokens for lit in literals) and all(f in s.flags for f in flags)
                                 for s in call.segments):
                 return True
+            # `scripts/deploy.sh staging` runs the script it says to; `terraform apply plan.tfplan` applies its plan
+            for s in call.segments:
+                if literals and s.command == literals[0] and any(f in s.tokens for f in files):
+                    return True
+                if not literals and files and _path_applies(files[0], s.paths) and _runs(s, files[:1]):
+                    return True
         elif phrase and _code_in(phrase, call.text):
+            return True
+    return False
+
+
+def _names_only(s: Segment) -> bool:
+    """Whether the segment only names its paths (`ls -l .env`, `git check-ignore .env`), reading and changing none."""
+    if s.command == "git":
+        return len(s.pieces) > 1 and s.pieces[1] in _GIT_NAMES_ONLY
+    return s.command in _NAMES_ONLY
+
+
+def _reads_query(s: Segment) -> bool:
+    """Whether a database client runs only a query that reads (`psql -c "SELECT count(*) ..."`), no file of SQL."""
+    if s.command not in _DB_CLIENTS or s.flags & {"-f", "--file"} or "<" in s.pieces:
+        return False
+    return bool(s.tokens & _SQL_READS) and not s.tokens & _SQL_WRITES
+
+
+def _has_body(text: str) -> bool:
+    """Whether a commit's message has a body: a second ``-m`` or a blank line in it."""
+    return len(re.findall(r"(?<!\S)(?:-m|--message)(?=[\s=]|$)", text)) >= 2 or bool(re.search(r"\n[ \t]*\n", text))
+
+
+def _polite(text: str) -> bool:
+    """Whether every sentence of a Japanese text (past headings) ends in です・ます (and it has one)."""
+    lines = [re.sub(r"^\s*(?:[-*+・]|\d+\.)\s*", "", ln).strip() for ln in text.splitlines()
+             if _CJK.search(ln) and not ln.lstrip().startswith("#")]
+    ends = [x for ln in lines for x in re.split(r"(?<=[。！？])", ln) if x.strip()]
+    return bool(ends) and all(_POLITE_END.search(x.strip()) for x in ends)
+
+
+def _defines(text: str, name: str) -> bool:
+    """Whether the text defines ``name`` with a body that is more than a stub (`pass`, `...`)."""
+    for m in re.finditer(_DEFINITION.format(re.escape(name)), text):
+        indent = len(m.group(1).expandtabs())
+        body = []
+        for line in text[m.end():].splitlines()[1:]:
+            if line.strip() and len(line) - len(line.lstrip()) <= indent:
+                break
+            body.append(line.strip())
+        if any(x and not _STUB.fullmatch(x) for x in body):
             return True
     return False
 
@@ -854,13 +1063,17 @@ def _complies(call: ToolCall, does: Sequence) -> bool:
 def _runs(s: Segment, paths: Sequence[str]) -> bool:
     """Whether the segment runs the guarded paths it names (`python x.py`, `psql -f x.sql`, `./x.sh`) rather than
     passing them where they may be written (`--out locales/zh-CN.json`)."""
-    if s.command not in _RUNNERS and not _SCRIPT_FILE.search(s.command):
+    if s.command not in _RUNNERS and not _SCRIPT_FILE.search(s.command) and not (
+            "runs" in RULES and any(p.startswith("--") and p.endswith("-file") for p in s.pieces)):
         return False
-    if s.command not in _RUNNERS:
+    run: list[str] = []
+    if s.command not in _RUNNERS and _SCRIPT_FILE.search(s.command):
         run = s.paths[:1]  # the script is the command
-    else:
+    elif s.command in _RUNNERS:
         args = [p for p in s.pieces[1:] if not _is_flag(p)]
         run = args[:1] + [p for prev, p in zip(s.pieces, s.pieces[1:]) if prev in ("-f", "--file")]
+    if "runs" in RULES:  # `docker compose --env-file .env up`: a file given to a program to read
+        run += [p for prev, p in zip(s.pieces, s.pieces[1:]) if prev.startswith("--") and prev.endswith("-file")]
     run = [_norm_path(p) for p in run]
     return all(_path_applies(p, run) for p in paths if _path_applies(p, s.paths))
 
