@@ -12,6 +12,12 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# The test modules pytest rewrites, and the modules of mem they import, are kept as .pyc files even where
+# PYTHONDONTWRITEBYTECODE is set (these helpers' machine sets it): otherwise the controller and every xdist
+# worker rewrote and compiled them all again on every run (collection 9.2 s → 3.1 s of CPU a process here),
+# and every `mem` the tests start compiled mem's modules again. The files go to __pycache__ (ignored by git).
+sys.dont_write_bytecode = False
+
 # Variables from the developer's shell that would change how mem resolves or behaves.
 _LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "CODEX_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_", "GCE_",
                    "GOOGLE_")
