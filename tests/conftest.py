@@ -45,6 +45,11 @@ def _fast_temp_root() -> str | None:
 
 
 def pytest_configure(config):
+    # xdist's --dist loadfile hands out the files with the most tests first, so the few slow ones (builds,
+    # installs) started last and ran alone at the end; kept in collection order (pytest_collection_modifyitems
+    # puts them first) they start at once. The same as --no-loadscope-reorder (pytest-xdist 3.6).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     if config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
         return
     root = _fast_temp_root()
@@ -54,8 +59,8 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """The files with slow tests (artefact builds, installs) first, most slow tests first, each file's tests
-    together and in order: with `make test`'s --dist loadfile a worker takes files in this order, and
-    test_zipapp.py, last by name, started when the rest was done and ran alone for minutes."""
+    together and in order: with `make test`'s --dist loadfile the workers take files in this order
+    (pytest_configure), so the slow ones start at once and the end is many small files on both workers."""
     from collections import Counter
 
     slow = Counter(str(item.path) for item in items if item.get_closest_marker("slow"))
