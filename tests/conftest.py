@@ -12,9 +12,60 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# The test modules pytest rewrites, and the modules of mem they import, are kept as .pyc files even where
+# PYTHONDONTWRITEBYTECODE is set (these helpers' machine sets it): otherwise the controller and every xdist
+# worker rewrote and compiled them all again on every run (collection 9.2 s → 3.1 s of CPU a process here),
+# and every `mem` the tests start compiled mem's modules again. The files go to __pycache__ (ignored by git).
+sys.dont_write_bytecode = False
+
 # Variables from the developer's shell that would change how mem resolves or behaves.
 _LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "CODEX_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_", "GCE_",
                    "GOOGLE_")
+
+#: Where tmp_path lives when the run names no other place (--basetemp, PYTEST_DEBUG_TEMPROOT):
+#: MEM_TEST_TMPDIR, else a RAM file system with room to spare. Every write of mem fsyncs its file
+#: and directory; on this machine's shared disk that was most of the history tests' time
+#: (tests/test_history_kill.py 31 s on /tmp, 13 s on /dev/shm). MEM_TEST_TMPDIR= (empty) keeps
+#: the system's temporary directory.
+_FAST_TMP = "/dev/shm"
+_FAST_TMP_ROOM = 4 << 30
+
+
+def _fast_temp_root() -> str | None:
+    named = os.environ.get("MEM_TEST_TMPDIR")
+    if named is not None:
+        return named or None
+    try:
+        st = os.statvfs(_FAST_TMP)
+    except OSError:
+        return None
+    if st.f_bavail * st.f_frsize < _FAST_TMP_ROOM or not os.access(_FAST_TMP, os.W_OK | os.X_OK):
+        return None
+    return _FAST_TMP
+
+
+def pytest_configure(config):
+    # xdist's --dist loadfile hands out the files with the most tests first, so the few slow ones (builds,
+    # installs) started last and ran alone at the end; kept in collection order (pytest_collection_modifyitems
+    # puts them first) they start at once. The same as --no-loadscope-reorder (pytest-xdist 3.6).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+    if config.option.basetemp or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    root = _fast_temp_root()
+    if root:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = root  # read by tmp_path_factory; xdist's workers get their basetemp under it
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files with slow tests (artefact builds, installs) first, most slow tests first, each file's tests
+    together and in order: with `make test`'s --dist loadfile the workers take files in this order
+    (pytest_configure), so the slow ones start at once and the end is many small files on both workers."""
+    from collections import Counter
+
+    slow = Counter(str(item.path) for item in items if item.get_closest_marker("slow"))
+    order = {path: i for i, path in enumerate(dict.fromkeys(str(item.path) for item in items))}
+    items.sort(key=lambda item: (-slow[str(item.path)], order[str(item.path)]))
 
 
 @pytest.fixture(autouse=True)

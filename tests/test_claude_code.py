@@ -70,6 +70,27 @@ def test_the_relay_claude_code_starts_reaches_the_server_in_mems_process(box, tm
     assert not os.path.exists(server.dir)
 
 
+def test_a_closed_server_leaves_no_thread_that_could_answer_a_later_socket(box):
+    """close() left the accept thread running: blocked in accept(), or about to call it on the closed socket's
+    file descriptor number, which the next socket of the process reuses (a later job's server, a model
+    connection): a suite run hung on a model request that thread had accepted."""
+    import socket
+    import threading
+
+    before = set(threading.enumerate())
+    server = mcp_tools.ToolServer(box)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:  # one connection: the loop goes round once
+        client.connect(server.path)
+        client.sendall(json.dumps(rpc(1, "ping")).encode() + b"\n")
+        assert json.loads(client.makefile("rb").readline())["id"] == 1
+    server.close()
+    deadline = time.monotonic() + 5
+    while (left := [t for t in set(threading.enumerate()) - before if t.name.endswith("(_accept)")]) and \
+            time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert left == []
+
+
 def test_the_command_line_allows_mems_tools_and_nothing_built_in():
     args = claude_code.argv("/bin/claude", model="claude-sonnet-5-5", system="sys", max_turns=7,
                             tools=["read", "write"], mcp_config={"mcpServers": {}})

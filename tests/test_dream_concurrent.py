@@ -14,7 +14,7 @@ from conftest import write_memory
 from fakeapi import error_body
 
 
-def test_saves_made_while_a_dream_fails_all_stay(mem_exe, memdir, fake_api):
+def test_saves_made_while_a_dream_fails_all_stay(mem_exe, memdir, fake_api, run_mem):
     write_memory(memdir, "a.md", name="a", description="first memory", body="Alpha.\n")
     write_memory(memdir, "b.md", name="b", description="second memory", body="Beta.\n")
     (memdir / "MEMORY.md").write_text("- [a](a.md) — first memory\n- [b](b.md) — second memory\n")
@@ -22,7 +22,7 @@ def test_saves_made_while_a_dream_fails_all_stay(mem_exe, memdir, fake_api):
     fake_api.reply_tool_uses(("write", {"file_path": "dream-made.md", "content": dream_file}),
                              ("delete", {"file_path": "b.md"}))
     for _ in range(3):  # the call and its two retries: overloaded, slowly, while the others save
-        fake_api.reply(error_body("overloaded_error", "Overloaded"), status=529, delay=4)
+        fake_api.reply(error_body("overloaded_error", "Overloaded"), status=529, delay=2)
     env = {**os.environ, "ANTHROPIC_BASE_URL": fake_api.url}
     dream = subprocess.Popen([mem_exe, "dream", "--force"], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
@@ -33,12 +33,11 @@ def test_saves_made_while_a_dream_fails_all_stay(mem_exe, memdir, fake_api):
     saved = []
     for i in range(12):
         name = f"saved meanwhile {i}"
-        r = subprocess.run([mem_exe, "remember", "--offline", "--type", "project", "--name", name,
-                            "--description", f"note {i} saved while the dream ran", f"Fact number {i}."],
-                           env=env, capture_output=True, text=True, timeout=60)
+        r = run_mem("remember", "--offline", "--type", "project", "--name", name,
+                    "--description", f"note {i} saved while the dream ran", f"Fact number {i}.", env=env)
         assert r.returncode == 0, r.stderr
         saved.append(r.stdout.strip())
-        assert subprocess.run([mem_exe, "log", f"entry {i}"], env=env, capture_output=True, timeout=60).returncode == 0
+        assert run_mem("log", f"entry {i}", env=env).returncode == 0
         if i == 2:
             assert dream.poll() is None, "the saves must overlap the dream"
     out, err = dream.communicate(timeout=60)

@@ -338,13 +338,14 @@ def test_make_test_stops_the_postgresql_it_started(pg_base):
     env.pop("MEM_TEST_PG_URL", None)
     env.pop("MEM_TEST_PG_KEEP", None)
     one = "tests/test_first_run.py::test_the_readme_runs_scripts_with_python3"
-    r = subprocess.run(["make", "-s", "-C", str(ROOT), "test", f"TESTS={one}"], capture_output=True, text=True,
+    serial = "PARALLEL="  # one test: no worker processes to start for it (about 3 s each run)
+    r = subprocess.run(["make", "-s", "-C", str(ROOT), "test", f"TESTS={one}", serial], capture_output=True, text=True,
                        env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (base / "data" / "PG_VERSION").exists(), r.stderr  # it was started for the tests
     assert not (base / "data" / "postmaster.pid").exists() and "stopped PostgreSQL" in r.stderr
     # MEM_TEST_PG_KEEP=1 keeps it; `scripts/ci-postgres.sh stop` stops it
-    r = subprocess.run(["make", "-s", "-C", str(ROOT), "test", f"TESTS={one}"], capture_output=True, text=True,
+    r = subprocess.run(["make", "-s", "-C", str(ROOT), "test", f"TESTS={one}", serial], capture_output=True, text=True,
                        env={**env, "MEM_TEST_PG_KEEP": "1"}, timeout=300)
     assert r.returncode == 0 and (base / "data" / "postmaster.pid").exists()
     r = subprocess.run(["bash", str(ROOT / "scripts" / "ci-postgres.sh"), "stop"], capture_output=True, text=True,

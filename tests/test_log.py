@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 
 import pytest
+from helpers import forked
 
 from mem.core.memdir import dailylog, layout
 from mem.core.memdir.store import MemoryDir
@@ -35,9 +35,10 @@ def test_empty_and_secret_refused(memdir):
     assert not (memdir / "logs").exists()
 
 
-def test_concurrent_appends_lose_nothing(mem_exe, memdir):
-    procs = [subprocess.Popen([mem_exe, "log", f"entry {i}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for i in range(12)]
-    assert all(p.wait() == 0 for p in procs)
+def test_concurrent_appends_lose_nothing(memdir):
+    # twelve processes at once (forked from this one: started together, no Python start-up to stagger them)
+    procs = [forked.Forked(["log", f"entry {i}"]) for i in range(12)]
+    assert all(p.wait().returncode == 0 for p in procs)
     files = list((memdir / "logs").rglob("*.md"))
     text = "".join(f.read_text() for f in files)
     assert sorted(int(line.rsplit(" ", 1)[1]) for line in text.splitlines()) == list(range(12))

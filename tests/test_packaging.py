@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import _LEAKY_PREFIXES as LEAKY_PREFIXES
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN_PAGES = sorted(p.name for p in (ROOT / "man").glob("*.1"))
@@ -59,16 +60,51 @@ def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
         assert found == str(man1 / "mem-lint.1")
 
 
-@pytest.mark.slow
-def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp_path, isolated_env):
-    # The README's `make install PREFIX=~/.local`, from a new account: mem runs, man finds its pages, a login
-    # bash its completion, zsh its _mem after the README's fpath line.
-    src = tmp_path / "src"
+def build_zipapp(tmp: Path, env: dict) -> tuple[Path, Path]:
+    """A copy of the sources and the zipapp built from it: (sources, zipapp)."""
+    src = tmp / "src"
     src.mkdir()
     copy_sources(src)
-    zipapp = tmp_path / "mem.pyz"
+    zipapp = tmp / "mem.pyz"
     subprocess.run([sys.executable, str(src / "scripts" / "build_zipapp.py"), str(zipapp)], check=True,
-                   capture_output=True, timeout=600)
+                   capture_output=True, timeout=600, env=env)
+    return src, zipapp
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    """What the module's tests install, built at once when its first test starts (each mostly waits on pip):
+    the zipapp from a copy of the sources, mem's wheel, and a venv holding the newest pipx. Futures."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    # Each gets its environment now: the tests' own (a HOME each) come and go while the builds run.
+    zipapp_tmp = tmp_path_factory.mktemp("zipapp")
+    (zipapp_tmp / "home").mkdir()
+    with ThreadPoolExecutor(3) as pool:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(LEAKY_PREFIXES)}
+        yield {"zipapp": pool.submit(build_zipapp, zipapp_tmp, {**clean, "HOME": str(zipapp_tmp / "home")}),
+               "wheel": pool.submit(build_wheel, tmp_path_factory, dict(os.environ)),
+               "pipx": pool.submit(install_current_pipx, tmp_path_factory, {**os.environ, "PIP_CACHE_DIR": PIP_CACHE})}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _start_builds(request):
+    """Only where a test of this module needs one (a -k that picks the man-page test builds nothing)."""
+    if any(name in ("builds", "wheel", "current_pipx", "zipapp_build") for item in request.session.items
+           if item.module is request.module for name in item.fixturenames):
+        request.getfixturevalue("builds")
+
+
+@pytest.fixture
+def zipapp_build(builds) -> tuple[Path, Path]:
+    return builds["zipapp"].result()
+
+
+@pytest.mark.slow
+def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp_path, isolated_env, zipapp_build):
+    # The README's `make install PREFIX=~/.local`, from a new account: mem runs, man finds its pages, a login
+    # bash its completion, zsh its _mem after the README's fpath line.
+    src, zipapp = zipapp_build
     home = fresh_home(tmp_path)
     prefix = home / ".local"
     p = subprocess.run(["make", "-C", str(src), "install", f"PREFIX={prefix}", f"ZIPAPP={zipapp}"],
@@ -135,28 +171,39 @@ PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip"
 PIP_SETTINGS = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
 
 
-@pytest.fixture(scope="session")
-def wheel(tmp_path_factory) -> Path:
-    """mem's wheel, built once a session from a copy of the sources (~2 s)."""
+def build_wheel(tmp_path_factory, env: dict) -> Path:
+    """mem's wheel, built from a copy of the sources (~2 s)."""
     src = copy_sources(tmp_path_factory.mktemp("wheel-src"))
     out = tmp_path_factory.mktemp("wheel")
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-                        "--wheel-dir", str(out), str(src)], capture_output=True, text=True, timeout=600)
+                        "--wheel-dir", str(out), str(src)], capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stderr
     (built,) = out.glob("mem-*.whl")
     return built
 
 
-@pytest.fixture(scope="session")
-def current_pipx(tmp_path_factory) -> Path:
-    """The bin directory of a throwaway venv holding the newest pipx from PyPI."""
+def install_current_pipx(tmp_path_factory, env: dict) -> tuple[Path, str]:
+    """The bin directory of a throwaway venv holding the newest pipx from PyPI, and pip's complaint if it failed."""
     venv = tmp_path_factory.mktemp("pipx-venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300, env=env)
     p = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "pipx"], capture_output=True, text=True, timeout=600, env={**os.environ, "PIP_CACHE_DIR": PIP_CACHE})
-    if p.returncode != 0:
-        pytest.skip(f"pipx could not be installed from PyPI: {p.stderr.strip()[-300:]}")
-    return venv / "bin"
+                        "pipx"], capture_output=True, text=True, timeout=600, env=env)
+    return venv / "bin", ("" if p.returncode == 0 else p.stderr.strip()[-300:])
+
+
+@pytest.fixture
+def wheel(builds) -> Path:
+    """mem's wheel, built once for the module."""
+    return builds["wheel"].result()
+
+
+@pytest.fixture
+def current_pipx(builds) -> Path:
+    """The bin directory of a throwaway venv holding the newest pipx from PyPI."""
+    bin_dir, failed = builds["pipx"].result()
+    if failed:
+        pytest.skip(f"pipx could not be installed from PyPI: {failed}")
+    return bin_dir
 
 
 def fresh_home(tmp_path: Path) -> Path:

@@ -50,9 +50,23 @@ def other_python() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def two_builds(tmp_path_factory):
+def builds(tmp_path_factory):
+    """The module's builds, all at once: each mostly waits for pip's index and its build environment (16 s, 8 s
+    of it CPU). Two of this tree from different paths, and one for another Python when there is one."""
+    from concurrent.futures import ThreadPoolExecutor
+
     tmp = tmp_path_factory.mktemp("zipapp")
-    return build_from_copy(tmp, "a"), build_from_copy(tmp, "elsewhere-b")
+    python = other_python()
+    with ThreadPoolExecutor(3) as pool:
+        a, b = pool.submit(build_from_copy, tmp, "a"), pool.submit(build_from_copy, tmp, "elsewhere-b")
+        theirs = pool.submit(build_from_copy, tmp, "other", python) if python else None
+        yield a, b, python, theirs
+
+
+@pytest.fixture(scope="module")
+def two_builds(builds):
+    a, b, _, _ = builds
+    return a.result(), b.result()
 
 
 def test_two_builds_from_different_paths_are_identical(two_builds):
@@ -177,14 +191,14 @@ def test_run_directly_where_python3_is_another_version_it_says_so_in_one_line(tw
     assert r.returncode == 0 and r.stdout.startswith("mem "), r.stderr
 
 
-def test_one_zipapp_per_python_each_runs_on_its_own_and_refuses_the_other(two_builds, tmp_path, memdir):
-    python = other_python()
+def test_one_zipapp_per_python_each_runs_on_its_own_and_refuses_the_other(builds, two_builds, tmp_path, memdir):
+    _, _, python, their_build = builds
     if python is None:
         pytest.skip("no second Python (3.10 or later, with pip) on this machine; set MEM_TEST_OTHER_PYTHON")
     theirs_version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                                     capture_output=True, text=True, check=True).stdout.strip()
     ours = two_builds[0]
-    theirs = build_from_copy(tmp_path, "other", python)
+    theirs = their_build.result()
     assert theirs.name == f"mem-py{theirs_version}.pyz"
     assert theirs.read_bytes().startswith(b"#!/usr/bin/env -S python3 -sE\n")
     write_memory(memdir, "a.md", name="a", description="deploys go through staging", type="project")

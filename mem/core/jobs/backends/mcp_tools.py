@@ -118,7 +118,8 @@ class ToolServer:
         self._sock.listen(4)
         self._lock = threading.Lock()  # one tool call at a time: the box keeps one record
         self._closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
 
     def mcp_config(self) -> dict:
         """The ``--mcp-config`` that makes Claude Code start the relay to this server."""
@@ -152,8 +153,15 @@ class ToolServer:
                         return
 
     def close(self) -> None:
+        # The accept thread ends before the socket's descriptor is let go: left blocked in accept(), or about
+        # to call it, it would accept on whatever socket of this process gets that descriptor number next.
         self._closed = True
         try:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked accept() (EINVAL)
+            except OSError:
+                pass
+            self._acceptor.join(timeout=5)
             self._sock.close()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
