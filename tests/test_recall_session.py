@@ -147,3 +147,17 @@ def test_a_session_leaves_the_cached_index_whole(memdir):
     r = recall.recall(MemoryDir(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
     assert len(r.selected) == 1 and r.candidates == 2
     assert os.stat(cache).st_mtime_ns == before
+
+
+def test_the_session_state_is_written_without_waiting_for_the_disk(memdir, monkeypatch):
+    # The state is written on every prompt that surfaces something; an fsync pair costs ~10 ms on
+    # a busy disk. A state lost with the machine only lets a memory surface again, so it is not
+    # synced, and it still lands whole (temp file + rename) and is read back by the next prompt.
+    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
+    recall.recall(MemoryDir(memdir), "unrelated words", offline=True, session_id="warm")  # the caches, synced
+    synced = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")))
+    first = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    assert [s.relpath for s in first.selected] == ["a.md"] and synced == []
+    assert json.loads(open(recall.session_file(MemoryDir(memdir), "s1"), encoding="utf-8").read())["surfaced"]
+    assert recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1").selected == []

@@ -89,7 +89,9 @@ def _save_state(state: SessionState, memory: MemoryDir) -> None:
         "surfaced": state.surfaced,
     }
     os.makedirs(os.path.dirname(state.path), mode=0o700, exist_ok=True)
-    atomic_write(state.path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+    # Not synced to disk: a state lost with the machine only lets a memory surface again, and a
+    # damaged one starts the session over (_load_state); the prompt waits for none of it.
+    atomic_write(state.path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"), durable=False)
 
 
 def _save_state_if_possible(state: SessionState, memory: MemoryDir) -> None:
