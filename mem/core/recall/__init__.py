@@ -25,7 +25,7 @@ index over a memory directory and its cache), ``surfacing`` (Claude Code's
 blocks and the output budget), ``sessions`` (a session's state and what its
 transcript says), ``model`` (the model selector, imported only when it is asked).
 
-uses: recall's parts below, memdir (manifest, state, store), jobs.llm (credentials), verifynotes (stale
+uses: recall's parts below, memdir (manifest, state, store), jobs.credentials, jobs.llm (ModelError), verifynotes (stale
 notes), paths (the user-level memory).
 """
 
@@ -332,13 +332,14 @@ def _select(result: RecallResult, memory: MemoryDir, query: str, *, limit, offli
     chosen: list[tuple[str, float | None]] = [(h.key, h.score) for h in index.worth_surfacing(q, hits, limit)]
     result.strategy, result.route = "offline", "offline"
     if not offline:
-        from mem.core.jobs import llm
+        from mem.core.jobs.credentials import has_credentials
 
-        if not llm.has_credentials():
+        if not has_credentials():
             result.fallback_reason = "no_credentials"
         elif not always_ask and ranker_is_sure(hits[0].score if hits else 0.0):
             result.route = "offline-confident"
         else:
+            from mem.core.jobs import llm
             from mem.core.recall.model import select_with_model
 
             try:
