@@ -63,12 +63,15 @@ def find_credentials(env: Mapping[str, str] | None = None, backend: str | None =
 def _credentials(name: str, env: Mapping[str, str], cwd: str | None, run_helper: bool,
                  seen: dict | None = None) -> Credentials | None:
     if name in ("bedrock", "vertex"):
-        from mem.core.jobs.backends import bedrock, vertex
-        from mem.core.jobs.backends.claude_settings import merged_env
+        from mem.core.jobs.backends.claude_settings import CLOUD_SWITCHES, merged_env, truthy
 
         seen = {} if seen is None else seen
         if "merged" not in seen:
             seen["merged"] = merged_env(env, cwd)
+        if not truthy(seen["merged"][0].get(CLOUD_SWITCHES[name])):
+            return None  # as the backend's ``find`` would say, without loading it and the Anthropic backend under it
+        from mem.core.jobs.backends import bedrock, vertex
+
         cloud = (bedrock if name == "bedrock" else vertex).find(env, cwd, seen["merged"])
         if cloud is None:
             return None
