@@ -7,7 +7,8 @@ start-up) and handed to core/hooks/recall.py. Any other command line, or one thi
 not take whole (another option, a value out of range, an option before ``recall``), goes to the
 click group, which gives the same result more slowly: the two paths share the flow.
 
-uses: hooks.recall, hooks.payload, errors, env (the debug rule); cli (everything else)
+uses: hooks.recall, hooks.payload, errors, env (the debug rule), jobs.backends (NAMES, for --backend only); cli
+(everything else)
 """
 
 from __future__ import annotations
@@ -58,11 +59,14 @@ def parse_recall_hook(argv: list[str]) -> dict | None:
 
 
 def _typed(seen: dict) -> dict:
-    from mem.core.jobs.backends import NAMES
-
-    for key, choices in (*_CHOICES.items(), ("backend", NAMES)):
+    for key, choices in _CHOICES.items():
         if key in seen and seen[key] not in choices:
             raise ValueError(key)
+    if "backend" in seen:  # the backends' names only then: their package is no part of a keyless prompt
+        from mem.core.jobs.backends import NAMES
+
+        if seen["backend"] not in NAMES:
+            raise ValueError("backend")
     out = dict(seen)
     for key, kind, low in (("limit", int, 1), ("max_chars", int, 1), ("timeout", float, None), ("deadline", float, None)):
         if key in out:
