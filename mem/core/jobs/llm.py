@@ -14,7 +14,7 @@ then ``MEM_MODEL``, then what the backend's configuration names (recall also hon
 ConfigError). Each job's budget (output tokens, temperature, timeout, SDK retries) is in
 ``JOBS``. The calls go through the backend, which carries the model's window and output limit.
 
-uses: errors, credentials (which backend is configured), backends (ModelConfig, ModelError),
+uses: errors, credentials (which backend is configured), backends.protocol (ModelConfig, ModelError),
 backends.anthropic, backends.openai, backends.bedrock, backends.vertex, backends.claude_code
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from mem.core.errors import ConfigError
-from mem.core.jobs.backends import ModelConfig, ModelError, reply_text
+from mem.core.jobs.backends.protocol import ModelConfig, ModelError, reply_text
 from mem.core.jobs.backends.anthropic import takes_temperature
 from mem.core.jobs.credentials import DETECTION, Credentials, configured_backends, find_credentials, has_credentials
 

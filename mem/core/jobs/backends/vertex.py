@@ -21,7 +21,7 @@ The SDK's Vertex client needs google-auth: the ``mem[vertex]`` extra; without it
 ``require_extra`` is a ConfigError naming it. Nothing here imports it or the SDK until a request
 is made; the recall hook only reads the variables.
 
-uses: errors (ConfigError), backends (ModelError), backends.anthropic (AnthropicBackend),
+uses: errors (ConfigError), backends.protocol (ModelError), backends.anthropic (AnthropicBackend),
 backends.claude_settings (CLOUD_SWITCHES, merged_env, models, truthy, origin,
 refuse_project_endpoint); anthropic and google-auth, only in
 ``make_client``
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mem.core.errors import ConfigError
-from mem.core.jobs.backends import ModelError
+from mem.core.jobs.backends.protocol import ModelError
 from mem.core.jobs.backends.anthropic import AnthropicBackend
 from mem.core.jobs.backends.claude_settings import CLOUD_SWITCHES
 
