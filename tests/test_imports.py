@@ -169,3 +169,7 @@ def test_the_keyless_prompt_hook_loads_only_what_it_uses(memdir):
     assert "deploy.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "mem.core.jobs.credentials" in loaded  # it did ask whether a model is configured
     assert sorted(set(KEYLESS_HOOK_DOES_NOT_LOAD) & set(loaded)) == []
+    # nor the types the model backends share (its package is loaded: find_claude, the config readers)
+    from mem.core.jobs.llm import ModelConfig, ModelError
+
+    assert ModelError.__module__ not in loaded and ModelConfig.__module__ not in loaded
