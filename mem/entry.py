@@ -7,7 +7,7 @@ start-up) and handed to core/hooks/recall.py. Any other command line, or one thi
 not take whole (another option, a value out of range, an option before ``recall``), goes to the
 click group, which gives the same result more slowly: the two paths share the flow.
 
-uses: hooks.recall, hooks.payload, errors, env (the debug rule), jobs.backends (NAMES, for --backend only); cli
+uses: hooks.recall, hooks.payload, errors, env (Env: the debug rule, handed to the flow), jobs.backends (NAMES, for --backend only); cli
 (everything else)
 """
 
@@ -100,9 +100,10 @@ def _telling_notices(run, *args):
 
 def recall_hook(options: dict) -> int:
     """``mem recall --hook``: the memories for the prompt on stdout; never fails the prompt (exit 0)."""
-    from mem.env import debug_enabled
+    from mem.env import Env
 
-    debug = bool(options.get("debug")) or debug_enabled()
+    env = Env.from_process(("recall",), debug_flag=bool(options.get("debug")))
+    debug = env.debug
     if options.get("backend"):
         os.environ["MEM_BACKEND"] = options["backend"]  # as --backend does on click's path
     try:
@@ -120,7 +121,7 @@ def recall_hook(options: dict) -> int:
                  "agent": options.get("agent"), "scope": options.get("scope"),
                  "settings_file": options.get("settings_file")}
         payload = read_payload(events=RECALL_EVENTS, notice=lambda hint: sys.stderr.write(f"mem: {hint}\n"))
-        result = _telling_notices(flow.on_prompt, payload, where, recall_options)
+        result = _telling_notices(flow.on_prompt, payload, where, recall_options, env)
         for message in result.messages:
             sys.stderr.write(f"mem: {message}\n")
         if result.output:
