@@ -18,6 +18,9 @@ into ``&lt;``; qwen-code
 (0.15.10 and 0.24.4) escapes every ``<`` and ``>``. ``escapes_context`` says
 which case a payload comes from, so a hook can send tags only where they
 arrive as tags.
+
+uses: errors (UsageError), clients (who sent a payload, its layout and escaping), paths (hook_resolution),
+memdir.state (hook_stamp), memdir.files (open_regular)
 """
 
 from __future__ import annotations

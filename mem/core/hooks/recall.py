@@ -6,7 +6,7 @@ that applies to the tool call (hooks/tool.py). The caller reads the payload,
 calls ``on_prompt`` (or ``on_session_start``) and prints the ``HookResult``: this module writes
 to no stream. It imports no click, so the lean entry point (mem/entry.py) can call it directly.
 
-uses: clients (memory_on), env (Env: variables and clock), hooks.payload, hooks.tool, paths (resolution),
+uses: clients (memory_on), env (Env: variables and clock), hooks.payload (hook_resolution: paths), hooks.tool,
 recall, memdir.store
 """
 

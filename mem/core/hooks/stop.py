@@ -8,7 +8,7 @@ credentials (once, before anything is read or started), the session (the payload
 ``--session`` names one), and whether the extraction runs here or detached. ``on_stop_notes`` is
 the same event for the session notes (`mem session update --hook`): updated when due.
 
-uses: hooks.payload, env (Env), paths (resolution), jobs.llm (credentials), jobs.extract, jobs.background,
+uses: hooks.payload (hook_resolution: paths), env (Env), jobs.llm (credentials), jobs.extract, jobs.background,
 jobs.session_update, session, memdir.store
 """
 

@@ -9,7 +9,8 @@ tool pattern (``shell:git push``, ``edit:migrations/versions``), in the session'
 state and within its budget, and renders them as prompt recall does. A call that matches
 nothing (most do) costs a manifest scan and the cached triggers, and writes nothing.
 
-uses: clients (memory_on), env (Env), hooks.payload, toolmatch, recall (session state, surfacing), paths (resolution), memdir.manifest, memdir.state
+uses: clients (memory_on), env (Env), hooks.payload (hook_resolution: paths), toolmatch, recall (session state,
+surfacing), memdir.manifest, memdir.state
 """
 
 from __future__ import annotations
