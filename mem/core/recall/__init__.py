@@ -273,7 +273,8 @@ def _select_user_level(result: RecallResult, query: str, *, limit, state, exclud
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
 
-    headers = manifest.scan(root, cache_dir=cache_dir(root))
+    cache = cache_dir(root)  # once: each asks realpath and a digest of the path
+    headers = manifest.scan(root, cache_dir=cache)
     seen = {os.path.normpath(p) for p in exclude} | (state.surfaced_paths if state is not None else set())
     # a project memory of the same name (a promote --copy) shadows the user-level one
     not_candidates = {h.relpath for h in headers if os.path.normpath(h.path) in seen
@@ -281,7 +282,7 @@ def _select_user_level(result: RecallResult, query: str, *, limit, state, exclud
     by_rel = {h.relpath: h for h in headers}
     now = int(time.time() * 1000) if now_ms is None else now_ms
     items = []
-    for rel, score in select_offline(query, headers, room, cache_dir(root), not_candidates)[:room]:
+    for rel, score in select_offline(query, headers, room, cache, not_candidates)[:room]:
         h = by_rel[rel]
         try:
             read = read_for_surfacing(h.path)
@@ -311,7 +312,9 @@ def _select(result: RecallResult, memory: MemoryDir, query: str, *, limit, offli
     from mem.core.memdir.state import cache_dir
 
     root = result.memory_dir
-    headers = manifest.scan(root, cache_dir=cache_dir(root)) if os.path.isdir(root) else []
+    is_dir = os.path.isdir(root)
+    cache = cache_dir(root) if is_dir else None  # once: each asks realpath and a digest of the path
+    headers = manifest.scan(root, cache_dir=cache) if is_dir else []
     if not headers:
         result.skipped, result.route = "no_memories", "no-candidates"
         return
@@ -330,7 +333,7 @@ def _select(result: RecallResult, memory: MemoryDir, query: str, *, limit, offli
     # fails, or is late. The whole manifest is indexed so word frequencies stay put in a session.
     from mem.core.recall.ranker import query_terms
 
-    index = offline_index(every, cache_dir(root))
+    index = offline_index(every, cache)
     q = query_terms(query)
     hits = index.scores(q, [d for d in index.docs if d.key in by_rel])  # once: the pick and how sure it is
     chosen: list[tuple[str, float | None]] = [(h.key, h.score) for h in index.worth_surfacing(q, hits, limit)]
