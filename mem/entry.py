@@ -7,7 +7,8 @@ start-up) and handed to core/hooks/recall.py. Any other command line, or one thi
 not take whole (another option, a value out of range, an option before ``recall``), goes to the
 click group, which gives the same result more slowly: the two paths share the flow.
 
-uses: hooks.recall, hooks.payload, errors, env (the debug rule); cli (everything else)
+uses: hooks.recall, hooks.payload, errors, env (Env: the debug rule, handed to the flow), jobs.backends (NAMES, for --backend only); cli
+(everything else)
 """
 
 from __future__ import annotations
@@ -58,11 +59,14 @@ def parse_recall_hook(argv: list[str]) -> dict | None:
 
 
 def _typed(seen: dict) -> dict:
-    from mem.core.jobs.backends import NAMES
-
-    for key, choices in (*_CHOICES.items(), ("backend", NAMES)):
+    for key, choices in _CHOICES.items():
         if key in seen and seen[key] not in choices:
             raise ValueError(key)
+    if "backend" in seen:  # the backends' names only then: their package is no part of a keyless prompt
+        from mem.core.jobs.backends import NAMES
+
+        if seen["backend"] not in NAMES:
+            raise ValueError("backend")
     out = dict(seen)
     for key, kind, low in (("limit", int, 1), ("max_chars", int, 1), ("timeout", float, None), ("deadline", float, None)):
         if key in out:
@@ -96,9 +100,10 @@ def _telling_notices(run, *args):
 
 def recall_hook(options: dict) -> int:
     """``mem recall --hook``: the memories for the prompt on stdout; never fails the prompt (exit 0)."""
-    from mem.env import debug_enabled
+    from mem.env import Env
 
-    debug = bool(options.get("debug")) or debug_enabled()
+    env = Env.from_process(("recall",), debug_flag=bool(options.get("debug")))
+    debug = env.debug
     if options.get("backend"):
         os.environ["MEM_BACKEND"] = options["backend"]  # as --backend does on click's path
     try:
@@ -116,7 +121,7 @@ def recall_hook(options: dict) -> int:
                  "agent": options.get("agent"), "scope": options.get("scope"),
                  "settings_file": options.get("settings_file")}
         payload = read_payload(events=RECALL_EVENTS, notice=lambda hint: sys.stderr.write(f"mem: {hint}\n"))
-        result = _telling_notices(flow.on_prompt, payload, where, recall_options)
+        result = _telling_notices(flow.on_prompt, payload, where, recall_options, env)
         for message in result.messages:
             sys.stderr.write(f"mem: {message}\n")
         if result.output:

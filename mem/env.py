@@ -48,13 +48,13 @@ class Env:
         self.command = command
 
     @classmethod
-    def from_process(cls, command: tuple[str, ...] = ()) -> Env:
+    def from_process(cls, command: tuple[str, ...] = (), *, debug_flag: bool = False) -> Env:
         """This process's environment, streams and working directory, read now."""
         try:
             cwd = os.getcwd()
         except OSError:  # the directory was removed under us: commands that need it say so
             cwd = ""
-        return cls(os.environ, sys.stdin, sys.stdout, sys.stderr, cwd, command=tuple(command))
+        return cls(os.environ, sys.stdin, sys.stdout, sys.stderr, cwd, command=tuple(command), debug_flag=debug_flag)
 
     @property
     def debug(self) -> bool:

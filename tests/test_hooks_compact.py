@@ -49,3 +49,23 @@ def test_a_session_start_that_is_no_compaction_gives_nothing(tmp_path):
     payload = _payload("003-SessionStart.json", tmp_path, source="startup")
     _notes(session.notes_path(payload.session_id, str(tmp_path)))
     assert on_compact(payload) == HookResult()
+
+
+def test_the_flow_reads_the_notes_and_the_state_where_the_given_environment_says(tmp_path):
+    # The caller's Env, not os.environ: another CLAUDE_CONFIG_DIR holds the notes, another
+    # MEM_STATE_DIR the session's update state.
+    import os
+
+    from mem.env import Env
+
+    environ = {**os.environ, "CLAUDE_CONFIG_DIR": str(tmp_path / "other-claude"),
+               "MEM_STATE_DIR": str(tmp_path / "other-state")}
+    start = _payload("003-SessionStart.json", tmp_path)
+    _notes(session.notes_path(start.session_id, str(tmp_path), environ))
+    assert not os.path.exists(session.notes_path(start.session_id, str(tmp_path)))  # not where the process looks
+    out = json.loads(on_compact(start, env=Env(environ)).output)["hookSpecificOutput"]
+    assert "Porting the parser; tests pass." in out["additionalContext"]
+    pre = _payload("001-PreCompact.json", tmp_path)
+    assert on_compact(pre, env=Env(environ)) == HookResult()
+    assert session.load_state(pre.session_id, environ)["compactions"] == 1
+    assert "compactions" not in session.load_state(pre.session_id)

@@ -110,3 +110,17 @@ def test_session_notes_stop_hook_keeps_stdout_empty_with_json(run_mem, tmp_path,
                           "transcript_path": str(SESSION_FIX / "06-compact.jsonl")})
     r = run_mem("session", "update", "--hook", "--json", input=payload)
     assert r.returncode == 0 and r.stdout == "" and "not updating" in r.stderr  # the client reads a Stop hook's stdout
+
+
+def test_on_stop_asks_the_environment_it_is_given(transcript, tmp_path):
+    # The caller's Env, not os.environ: its switch turns auto memory off for the project (no
+    # credentials needed to say so), and without it the missing credentials are its to report.
+    import os
+
+    from mem.env import Env
+
+    environ = {k: v for k, v in os.environ.items() if k != "MEM_DIR"}
+    result = on_stop(_payload(transcript, tmp_path), {}, env=Env({**environ, "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}))
+    assert result.messages == ("skipped: auto memory is turned off for this project",)
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        on_stop(_payload(transcript, tmp_path), {}, env=Env(environ))

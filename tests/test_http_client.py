@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mem.core.jobs.backends import ModelError
+from mem.core.jobs.backends.protocol import ModelError
 from mem.core.jobs.backends.http import exchange
 
 

@@ -148,3 +148,28 @@ def test_a_cloud_configuration_loads_no_cloud_sdk_until_a_request(monkeypatch):
         assert json.loads(out)[0]["backend"] in ("bedrock", "vertex") and loaded == []
         for name in switch:
             monkeypatch.delenv(name)
+
+
+#: Modules the keyless prompt hook once loaded and does not use (issue #26): each one here was
+#: taken off its path and must not come back. The model factory, the protocol backends and the
+#: cloud ones load only when a backend is configured (jobs/credentials.py).
+KEYLESS_HOOK_DOES_NOT_LOAD = (
+    "mem.core.jobs.llm", "mem.core.jobs.backends.anthropic", "mem.core.jobs.backends.bedrock",
+    "mem.core.jobs.backends.vertex",
+)
+
+
+def test_the_keyless_prompt_hook_loads_only_what_it_uses(memdir):
+    from conftest import write_memory
+
+    write_memory(memdir, "deploy.md", name="deploy", description="how we deploy to staging", type="project")
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=("mem",), input=payload)
+    assert "deploy.md" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "mem.core.jobs.credentials" in loaded  # it did ask whether a model is configured
+    assert sorted(set(KEYLESS_HOOK_DOES_NOT_LOAD) & set(loaded)) == []
+    # nor the types the model backends share (its package is loaded: find_claude, the config readers)
+    from mem.core.jobs.llm import ModelConfig, ModelError
+
+    assert ModelError.__module__ not in loaded and ModelConfig.__module__ not in loaded

@@ -315,3 +315,26 @@ def test_hook_output():
     out = json.loads(hooks.render_output("SessionStart", "<system-reminder>\nx — ü\n</system-reminder>"))
     assert out == {"hookSpecificOutput": {"hookEventName": "SessionStart",
                                           "additionalContext": "<system-reminder>\nx — ü\n</system-reminder>"}}
+
+
+def test_the_prompt_flow_runs_in_process_with_the_environment_and_clock_it_is_given(memdir, tmp_path):
+    # The flow asks its caller's Env, not os.environ and the wall clock: the memory directory comes
+    # from the given MEM_DIR (not the process's), the memory's age and the session's record from the clock.
+    from mem.core.hooks import HookPayload
+    from mem.core.hooks.recall import RecallOptions, on_prompt
+    from mem.env import Env
+
+    saved = 1_700_000_000.0
+    other = tmp_path / "other-memories"
+    write_memory(other, "deploy.md", name="deploy", description="how we deploy to staging", type="project",
+                 mtime=saved)
+    write_memory(memdir, "deploy-here.md", name="deploy", description="how we deploy to staging", type="project")
+    environ = {**os.environ, "MEM_DIR": str(other)}
+    clock = lambda: saved + 3 * 86400 + 60  # noqa: E731 - three days and a minute after it was saved
+    payload = HookPayload("s1", None, str(tmp_path), "UserPromptSubmit", prompt="how do we deploy to staging?")
+    result = on_prompt(payload, {}, RecallOptions(offline=True), Env(environ, cwd=str(tmp_path), clock=clock))
+    context = json.loads(result.output)["hookSpecificOutput"]["additionalContext"]
+    assert f"Memory: {other / 'deploy.md'}:" in context and "deploy-here.md" not in context
+    assert "3 days old" in context
+    state = json.loads(Path(recall.session_file(MemoryDir(other), "s1")).read_text())
+    assert state["surfaced"][0]["time"].startswith("2023-11-17T22:14")  # the clock's time, not now's

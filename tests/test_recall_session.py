@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 
 from conftest import write_memory
 from mem.core.memdir.store import MemoryDir
@@ -107,16 +108,6 @@ def test_a_damaged_state_file_starts_the_session_over(memdir):
     assert json.loads(open(path).read())["surfaced"][0]["relpath"] == "a.md"
 
 
-def test_old_session_files_are_pruned_when_a_new_session_starts(memdir):
-    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
-    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="old")
-    old = recall.session_file(MemoryDir(memdir), "old")
-    os.utime(old, (1_000_000_000, 1_000_000_000))
-    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="new")
-    assert not os.path.exists(old)
-    assert _state_files(memdir) == ["new.json"]
-
-
 def test_concurrent_hooks_of_one_session_never_repeat_or_corrupt(memdir, mem_exe):
     for i in range(6):
         write_memory(memdir, f"m{i}.md", name=f"m{i}", description=f"staging deploy rule number {i}", body=f"rule {i}\n")
@@ -147,3 +138,45 @@ def test_a_session_leaves_the_cached_index_whole(memdir):
     r = recall.recall(MemoryDir(memdir), "staging deploy rule number", offline=True, session_id="s", limit=1)
     assert len(r.selected) == 1 and r.candidates == 2
     assert os.stat(cache).st_mtime_ns == before
+
+
+def test_the_session_state_is_written_without_waiting_for_the_disk(memdir, monkeypatch):
+    # The state is written on every prompt that surfaces something; an fsync pair costs ~10 ms on
+    # a busy disk. A state lost with the machine only lets a memory surface again, so it is not
+    # synced, and it still lands whole (temp file + rename) and is read back by the next prompt.
+    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
+    recall.recall(MemoryDir(memdir), "unrelated words", offline=True, session_id="warm")  # the caches, synced
+    synced = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")))
+    first = recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1")
+    assert [s.relpath for s in first.selected] == ["a.md"] and synced == []
+    assert json.loads(open(recall.session_file(MemoryDir(memdir), "s1"), encoding="utf-8").read())["surfaced"]
+    assert recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="s1").selected == []
+
+
+def test_old_sessions_are_pruned_at_most_once_a_day(memdir):
+    # A session's first prompt removes the states untouched for 30 days; the scan stats every
+    # session's file (~1 ms for a month of them), so it runs once a day, not on every new session.
+    write_memory(memdir, "a.md", name="a", description="staging deploy timeouts", body="x\n")
+    folder = os.path.dirname(recall.session_file(MemoryDir(memdir), "x"))
+    os.makedirs(folder, exist_ok=True)
+    month_ago = time.time() - 31 * 86400
+
+    def old_session(name):
+        path = os.path.join(folder, name + ".json")
+        with open(path, "w") as fh:
+            fh.write("{}")
+        os.utime(path, (month_ago, month_ago))
+        return path
+
+    first = old_session("old-1")
+    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="new-1")
+    assert not os.path.exists(first)
+    second = old_session("old-2")
+    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="new-2")
+    assert os.path.exists(second)  # pruned today already
+    stamp = os.path.join(folder, recall.sessions.PRUNED_STAMP)
+    os.utime(stamp, (time.time() - 2 * 86400,) * 2)
+    recall.recall(MemoryDir(memdir), "staging deploy timeouts", offline=True, session_id="new-3")
+    assert not os.path.exists(second)
+    assert _state_files(memdir) == ["new-1.json", "new-2.json", "new-3.json"]

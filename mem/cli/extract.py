@@ -75,7 +75,7 @@ def extract_cmd(transcript: str | None, session: str | None, ignore_cursor: bool
         payload = read_hook_payload(require=("session_id", "transcript_path"))
         options = StopOptions(session=session, background=background, wait=wait, no_queue=no_queue, model=model,
                               max_turns=max_turns, timeout=timeout, ignore_cursor=ignore_cursor, debug=debug, budget=budget)
-        for message in on_stop(payload, where, options, log=log).messages:
+        for message in on_stop(payload, where, options, log=log, env=current_env()).messages:
             render.info(message)
         return
     resolution = resolve_dir(where)

@@ -89,7 +89,7 @@ def recall_cmd(ctx: click.Context, query: tuple[str, ...], limit: int, offline: 
     if hook:
         if query or fmt != "text":
             raise UsageError("--hook reads the prompt from the payload on stdin; it takes no QUERY, --json or --jsonl")
-        _hook(where, limit=limit, offline=offline, model=model, timeout=timeout, deadline=until,
+        _hook(where, current_env(), limit=limit, offline=offline, model=model, timeout=timeout, deadline=until,
               always_ask=always_ask, tools=tools, force=force, max_chars=max_chars, debug=current_env().debug)
         return
 
@@ -153,14 +153,14 @@ def _reset(session_id: str, where: dict, fmt: str) -> None:
     render.info(f"session {session_id}: " + ("forgot what it surfaced" if existed else "nothing recorded"))
 
 
-def _hook(where: dict, **options) -> None:
+def _hook(where: dict, env, **options) -> None:
     """UserPromptSubmit → the memories for the prompt; PreToolUse → the feedback that applies to the tool call;
     SessionStart after a compaction → reset the session."""
     from mem.cli.common import read_hook_payload
     from mem.core.hooks import RECALL_EVENTS, recall as recall_hook
 
     payload = read_hook_payload(events=RECALL_EVENTS)
-    result = recall_hook.on_prompt(payload, where, recall_hook.RecallOptions(**options))
+    result = recall_hook.on_prompt(payload, where, recall_hook.RecallOptions(**options), env)
     for message in result.messages:
         render.info(message)
     if result.output:

@@ -8,7 +8,7 @@ import sys
 import click
 
 from mem import render
-from mem.cli.common import format_options
+from mem.cli.common import current_env, format_options
 from mem.cli.model import backend_option, budget_option
 from mem.core.errors import ExitCode, NotFoundError, UsageError
 
@@ -182,7 +182,7 @@ def update_cmd(ctx, session_id, project, file_, transcript, if_due, hook, model,
         from mem.core.hooks.stop import on_stop_notes
 
         result = on_stop_notes(read_hook_payload(require=("session_id", "transcript_path")), file_, model=model,
-                               budget=budget)
+                               budget=budget, env=current_env())
         for message in result.messages:
             render.info(message)
         return
@@ -220,7 +220,7 @@ def compact_cmd(session_id, project, file_, hook, fmt) -> None:
         from mem.cli.common import read_hook_payload
         from mem.core.hooks.compact import COMPACT_EVENTS, on_compact
 
-        result = on_compact(read_hook_payload(events=COMPACT_EVENTS), file_)
+        result = on_compact(read_hook_payload(events=COMPACT_EVENTS), file_, current_env())
         if result.output:
             render.out(result.output)
         return

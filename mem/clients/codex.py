@@ -109,9 +109,10 @@ def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None 
 
 #: Codex's memory folders under CODEX_HOME, the current pipeline's first.
 MEMORY_ROOTS = ("memories_v2", "memories")
-#: An ad-hoc note's file name, as Codex's tool checks it.
-NOTE_NAME = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-([a-z0-9][a-z0-9-]{0,79})\.md$")
-TASK_GROUP = re.compile(r"^# Task Group:[ \t]*(.*)$", re.M)
+#: An ad-hoc note's file name, as Codex's tool checks it. This module's patterns are compiled on
+#: first use (re's cache), not at import: the recall hook loads the module for every payload.
+NOTE_NAME = r"^(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})-([a-z0-9][a-z0-9-]{0,79})\.md$"
+TASK_GROUP = r"(?m)^# Task Group:[ \t]*(.*)$"
 
 
 def own_memories(project: str | None = None, env: Mapping[str, str] | None = None) -> list:
@@ -127,7 +128,7 @@ def own_memories(project: str | None = None, env: Mapping[str, str] | None = Non
     for root in (os.path.join(home(env), r) for r in MEMORY_ROOTS):
         notes = os.path.join(root, "extensions", "ad_hoc", "notes")
         for name in sorted(os.listdir(notes)) if os.path.isdir(notes) else ():
-            m = NOTE_NAME.match(name)
+            m = re.match(NOTE_NAME, name)
             path = os.path.join(notes, name)
             text = read_text(path) if m and not os.path.islink(path) else None
             if text and text.strip():
@@ -140,7 +141,7 @@ def own_memories(project: str | None = None, env: Mapping[str, str] | None = Non
                                    "profile, preferences, tips, what is in its memory", "user", body + "\n", path))
         path = os.path.join(root, INDEX_NAME)  # Codex's handbook, named as mem's index is
         text = None if os.path.islink(path) else read_text(path)
-        starts = [m for m in TASK_GROUP.finditer(text or "")]
+        starts = [m for m in re.finditer(TASK_GROUP, text or "")]
         for i, m in enumerate(starts):
             block = text[m.start():starts[i + 1].start() if i + 1 < len(starts) else len(text)].strip()
             scope = re.search(r"^scope:[ \t]*(.+)$", block, re.M)
@@ -152,9 +153,9 @@ def own_memories(project: str | None = None, env: Mapping[str, str] | None = Non
 
 
 #: A table header of config.toml's hooks: ``[[hooks.Stop]]``, ``[[hooks.Stop.hooks]]``.
-_TOML_HOOK_TABLE = re.compile(r"^\s*\[\[\s*hooks\.([A-Za-z]+)(?:\.hooks)?\s*\]\]\s*(?:#.*)?$")
-_TOML_TABLE = re.compile(r"^\s*\[")
-_TOML_COMMAND = re.compile(r"""^\s*command\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*')\s*(?:#.*)?$""")
+_TOML_HOOK_TABLE = r"^\s*\[\[\s*hooks\.([A-Za-z]+)(?:\.hooks)?\s*\]\]\s*(?:#.*)?$"
+_TOML_TABLE = r"^\s*\["
+_TOML_COMMAND = r"""^\s*command\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*')\s*(?:#.*)?$"""
 
 
 def other_hooks(env: Mapping[str, str] | None = None) -> list[tuple[str, str, str]]:
@@ -167,14 +168,14 @@ def other_hooks(env: Mapping[str, str] | None = None) -> list[tuple[str, str, st
     found = []
     event = None
     for line in (read_text(path) or "").splitlines():
-        table = _TOML_HOOK_TABLE.match(line)
+        table = re.match(_TOML_HOOK_TABLE, line)
         if table:
             event = table.group(1)
             continue
-        if _TOML_TABLE.match(line):
+        if re.match(_TOML_TABLE, line):
             event = None
             continue
-        command = _TOML_COMMAND.match(line) if event else None
+        command = re.match(_TOML_COMMAND, line) if event else None
         if command:
             raw = command.group(1)
             try:

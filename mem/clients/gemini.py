@@ -70,8 +70,10 @@ WHOLE_FILE = True  # a log of updates: read with parse_records once it is all in
 TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 #: How the user-role text Gemini CLI injects begins (its context, not what a person typed).
 INJECTED = ("<session_context>",)
-#: What hooks added to a prompt: Gemini CLI records it inside the user's own message.
-HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>\s*", re.S)
+#: What hooks added to a prompt: Gemini CLI records it inside the user's own message. This module's
+#: patterns are compiled on first use (re's cache), not at import: the recall hook loads the module
+#: for every payload (mem.clients.of_payload, core/transcripts.py).
+HOOK_CONTEXT = r"(?s)<hook_context>.*?</hook_context>\s*"
 
 
 def hooks_off(settings: dict) -> str | None:
@@ -122,8 +124,8 @@ def hooks_disabled_by(project: str | None = None, env: Mapping[str, str] | None 
 
 #: The section save_memory keeps in the global GEMINI.md.
 MEMORY_SECTION = "## Gemini Added Memories"
-BULLET = re.compile(r"^[ \t]*[-*+][ \t]+(.+?)[ \t]*$")
-LINK = re.compile(r"\]\(([^)\s]+\.md)\)")
+BULLET = r"^[ \t]*[-*+][ \t]+(.+?)[ \t]*$"
+LINK = r"\]\(([^)\s]+\.md)\)"
 
 
 def own_memories(project: str | None = None, env: Mapping[str, str] | None = None) -> list:
@@ -143,7 +145,7 @@ def own_memories(project: str | None = None, env: Mapping[str, str] | None = Non
         end = len(text) if end < 0 else end
         first = text.count("\n", 0, start) + 1
         for n, line in enumerate(text[start:end].split("\n")[1:], first + 1):
-            m = BULLET.match(line)
+            m = re.match(BULLET, line)
             if m:
                 fact = m.group(1)
                 found.append(OwnMemory(f"gemini-{slug(fact, 40) or 'memory'}", first_line(fact), "user", fact + "\n",
@@ -154,12 +156,12 @@ def own_memories(project: str | None = None, env: Mapping[str, str] | None = Non
         text = read_text(index) or ""
         pointers: dict[str, str] = {}
         for n, line in enumerate(text.split("\n"), 1):
-            m = BULLET.match(line)
+            m = re.match(BULLET, line)
             if not m:
                 continue
-            link = LINK.search(m.group(1))
+            link = re.search(LINK, m.group(1))
             if link:
-                pointers[os.path.basename(link.group(1))] = first_line(LINK.sub("", m.group(1)).replace("[", ""))
+                pointers[os.path.basename(link.group(1))] = first_line(re.sub(LINK, "", m.group(1)).replace("[", ""))
                 continue
             fact = m.group(1)
             found.append(OwnMemory(f"gemini-{slug(fact, 40) or 'memory'}", first_line(fact), "project", fact + "\n",
@@ -284,7 +286,7 @@ def _messages(obj: dict, answered: set[str]) -> list[Message]:
         return out
     if kind == "user":
         blocks = [b for b in blocks if not (b.type == "tool_result" and b.id in answered)]
-        blocks = [b._replace(text=HOOK_CONTEXT.sub("", b.text)) if b.type == "text" else b for b in blocks]
+        blocks = [b._replace(text=re.sub(HOOK_CONTEXT, "", b.text)) if b.type == "text" else b for b in blocks]
         blocks = [b for b in blocks if b.type != "text" or b.text.strip()]
         if not blocks:
             return []

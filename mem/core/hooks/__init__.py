@@ -18,6 +18,7 @@ from mem.core.hooks.payload import (  # noqa: F401 - the package's interface
     subcommand,
     mark_fired,
     hook_where,
+    hook_resolution,
     render_output,
     parse_version,
     client_version,

@@ -18,12 +18,15 @@ into ``&lt;``; qwen-code
 (0.15.10 and 0.24.4) escapes every ``<`` and ``>``. ``escapes_context`` says
 which case a payload comes from, so a hook can send tags only where they
 arrive as tags.
+
+uses: errors (UsageError), clients (who sent a payload, its layout and escaping; resolve_options for hook_resolution),
+memdir.state (hook_stamp), memdir.files (open_regular)
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TextIO
 
 from mem.core.errors import UsageError
@@ -218,6 +221,14 @@ def hook_where(where: dict, payload: HookPayload) -> dict:
     if where.get("layout", "auto") == "auto":
         where["layout"] = payload_layout(payload.client)
     return where
+
+
+def hook_resolution(where: dict, payload: HookPayload, environ: Mapping[str, str] | None = None):
+    """The Resolution (mem/core/paths.py) of a hook call's memory directory: ``hook_where``'s options,
+    resolved with ``environ``'s variables (the process's when None)."""
+    from mem.clients import resolve_options
+
+    return resolve_options({**hook_where(where, payload), "env": environ})
 
 
 def render_output(event: str, additional_context: str | None) -> str:

@@ -6,7 +6,8 @@ that applies to the tool call (hooks/tool.py). The caller reads the payload,
 calls ``on_prompt`` (or ``on_session_start``) and prints the ``HookResult``: this module writes
 to no stream. It imports no click, so the lean entry point (mem/entry.py) can call it directly.
 
-uses: clients (resolve_options, memory_on), hooks.payload, hooks.tool, recall, memdir.store
+uses: clients (memory_on), env (Env: variables and clock), hooks.payload (hook_resolution: clients.resolve_options), hooks.tool,
+recall, memdir.store
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from mem.clients import memory_on
+from mem.env import Env
 from mem.core.hooks.payload import (  # noqa: F401 - HookResult: part of this flow's interface
-    CONTEXT_LIMIT, NOT_READ, HookPayload, HookResult, escapes_context, hook_where, render_output)
+    CONTEXT_LIMIT, NOT_READ, HookPayload, HookResult, escapes_context, hook_resolution, render_output)
 
 #: How long the hook holds a prompt, at most, waiting for the model (seconds since mem started).
 HOOK_DEADLINE = 2.0
@@ -61,33 +63,38 @@ def debug_line(what: str, result) -> str:
             f"duration={result.duration:.3f}s")
 
 
-def on_session_start(payload: HookPayload, where: dict) -> HookResult:
+def on_session_start(payload: HookPayload, where: dict, env: Env | None = None) -> HookResult:
     """SessionStart: a compaction drops the surfaced memories from the context, so they may be shown again."""
     from mem.core import recall
     from mem.core.memdir.store import MemoryDir
-    from mem.clients import resolve_options
 
     if payload.source == "compact" and payload.session_id:
-        resolution = resolve_options(hook_where(where, payload))
+        resolution = hook_resolution(where, payload, (env or Env.from_process()).environ)
         recall.reset_session(MemoryDir(resolution.memory_dir), payload.session_id)
     return HookResult()
 
 
-def on_prompt(payload: HookPayload, where: dict, options: RecallOptions) -> HookResult:
-    """UserPromptSubmit: the memories relevant to the prompt, as the hook JSON the client reads."""
+def on_prompt(payload: HookPayload, where: dict, options: RecallOptions, env: Env | None = None) -> HookResult:
+    """UserPromptSubmit: the memories relevant to the prompt, as the hook JSON the client reads.
+
+    ``env``: the caller's environment (its variables, and its clock for the memories' ages and
+    the session's record); the process's when None. Example, in a test::
+
+        on_prompt(payload, {"dir": "/m"}, RecallOptions(offline=True), Env({"HOME": "/h"}, clock=lambda: 1.8e9))
+    """
     from mem.core import recall
     from mem.core.memdir.store import MemoryDir
-    from mem.clients import resolve_options
 
+    env = env or Env.from_process()
     if payload.hook_event_name == "SessionStart":
-        return on_session_start(payload, where)
+        return on_session_start(payload, where, env)
     if payload.hook_event_name == "PreToolUse":
         from mem.core.hooks.tool import on_tool
 
-        return on_tool(payload, where, options)
-    resolution = resolve_options(hook_where(where, payload))
+        return on_tool(payload, where, options, env)
+    resolution = hook_resolution(where, payload, env.environ)
     memory = MemoryDir(resolution.memory_dir)
-    enabled, prompt = memory_on(resolution)[0], payload.prompt or ""
+    enabled, prompt = memory_on(resolution, env.environ)[0], payload.prompt or ""
     messages: list[str] = []
     tools = list(options.tools)
     exclude: set[str] = set()
@@ -106,8 +113,8 @@ def on_prompt(payload: HookPayload, where: dict, options: RecallOptions) -> Hook
         memory, prompt, limit=options.limit, offline=options.offline, model=options.model,
         timeout=options.timeout, deadline=options.deadline, always_ask=options.always_ask, recent_tools=tools,
         session_id=payload.session_id or None, exclude=exclude, force=options.force,
-        max_chars=options.max_chars or CONTEXT_LIMIT, enabled=enabled,
-        log=(lambda line: messages.append(f"debug: {line}")) if options.debug else None,
+        max_chars=options.max_chars or CONTEXT_LIMIT, enabled=enabled, now_ms=int(env.clock() * 1000),
+        log=(lambda line: messages.append(f"debug: {line}")) if options.debug else None, env=env.environ,
     )
     if options.debug:
         messages.append(debug_line("hook", result))

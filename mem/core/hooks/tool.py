@@ -9,15 +9,15 @@ tool pattern (``shell:git push``, ``edit:migrations/versions``), in the session'
 state and within its budget, and renders them as prompt recall does. A call that matches
 nothing (most do) costs a manifest scan and the cached triggers, and writes nothing.
 
-uses: clients (resolve_options, memory_on), hooks.payload, toolmatch, recall (session state, surfacing), memdir.manifest, memdir.state
+uses: clients (memory_on), env (Env), hooks.payload (hook_resolution: clients.resolve_options), toolmatch, recall (session state,
+surfacing), memdir.manifest, memdir.state
 """
 
 from __future__ import annotations
 
-import time
-
 from mem.clients import memory_on
-from mem.core.hooks.payload import CONTEXT_LIMIT, HookPayload, HookResult, escapes_context, hook_where, render_output
+from mem.env import Env
+from mem.core.hooks.payload import CONTEXT_LIMIT, HookPayload, HookResult, escapes_context, hook_resolution, render_output
 
 
 def tool_label(tool_name: str) -> str:
@@ -25,24 +25,25 @@ def tool_label(tool_name: str) -> str:
     return "".join(c for c in tool_name if c.isalnum() or c in "_-")[:40] or "tool"
 
 
-def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
+def on_tool(payload: HookPayload, where: dict, options, env: Env | None = None) -> HookResult:
     """PreToolUse: the feedback (and project) memories that apply to this call, as the hook JSON the client reads.
 
-    ``options``: the hook's ``RecallOptions`` (``max_chars`` and ``debug`` are read)."""
+    ``options``: the hook's ``RecallOptions`` (``max_chars`` and ``debug`` are read); ``env``: the
+    caller's environment and clock (the process's when None), as for ``hooks.recall.on_prompt``."""
     import os
 
     from mem.core import recall, toolmatch
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
     from mem.core.memdir.store import MemoryDir
-    from mem.clients import resolve_options
 
+    env = env or Env.from_process()
     call = toolmatch.read_call(payload.tool_name, payload.tool_input, payload.cwd)
     if call is None:
         return HookResult()
-    resolution = resolve_options(hook_where(where, payload))
+    resolution = hook_resolution(where, payload, env.environ)
     root = resolution.memory_dir
-    if not memory_on(resolution)[0] or not os.path.isdir(root):
+    if not memory_on(resolution, env.environ)[0] or not os.path.isdir(root):
         return HookResult()
     memory = MemoryDir(root)
     cache = cache_dir(memory)
@@ -54,7 +55,7 @@ def on_tool(payload: HookPayload, where: dict, options) -> HookResult:
     if not hits:
         return HookResult("", tuple(messages))
     by_rel = {h.relpath: h for h in headers}
-    now = int(time.time() * 1000)
+    now = int(env.clock() * 1000)
     max_chars = options.max_chars or CONTEXT_LIMIT
     with recall.session(memory, payload.session_id or None) as state:
         shown = {(row.get("relpath"), row.get("tool_pattern")) for row in state.surfaced} if state else set()

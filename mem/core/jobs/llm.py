@@ -14,8 +14,8 @@ then ``MEM_MODEL``, then what the backend's configuration names (recall also hon
 ConfigError). Each job's budget (output tokens, temperature, timeout, SDK retries) is in
 ``JOBS``. The calls go through the backend, which carries the model's window and output limit.
 
-uses: errors, backends (ModelConfig, ModelError), backends.anthropic, backends.openai,
-backends.claude_settings, backends.qwen, backends.bedrock, backends.vertex, backends.claude_code
+uses: errors, credentials (which backend is configured), backends.protocol (ModelConfig, ModelError),
+backends.anthropic, backends.openai, backends.bedrock, backends.vertex, backends.claude_code
 """
 
 from __future__ import annotations
@@ -26,10 +26,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from mem.core.errors import ConfigError
-from mem.core.jobs.backends import ModelConfig, ModelError, reply_text
+from mem.core.jobs.backends.protocol import ModelConfig, ModelError, reply_text
 from mem.core.jobs.backends.anthropic import takes_temperature
+from mem.core.jobs.credentials import DETECTION, Credentials, configured_backends, find_credentials, has_credentials
 
-__all__ = ["ModelConfig", "ModelError", "takes_temperature"]  # their home is backends/; jobs name them here
+# their homes are backends/ and credentials.py; jobs name them here
+__all__ = ["ModelConfig", "ModelError", "takes_temperature", "DETECTION", "Credentials", "find_credentials",
+           "has_credentials", "configured_backends"]
 
 #: The newest Sonnet the pinned SDK knows (checked against its deprecation list in the tests).
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -87,98 +90,6 @@ JOBS: dict[str, JobSettings] = {
                          max_turns=40, deadline_s=20 * 60.0, retries=2,
                          input_budget=1_000_000, output_budget=100_000),
 }
-
-
-class Credentials(NamedTuple):
-    """Which backend, with what, and why: the answer ``mem model`` prints (never the secret)."""
-
-    backend: str  # a name of backends.NAMES
-    api_key: str | None
-    auth_token: str | None
-    base_url: str | None
-    model: str | None  # the model this configuration names, if it names one
-    source: str  # where the credentials came from: "env ANTHROPIC_API_KEY", "~/.qwen/settings.json ..."
-    reason: str  # why this backend: "--backend", "MEM_BACKEND", "detected"
-    recall_model: str | None = None  # the recall selector's model, when the configuration names one
-    options: dict | None = None  # a cloud backend's settings (ModelConfig.options); may hold secrets
-
-
-#: How backends are detected when neither --backend nor MEM_BACKEND names one, in this order:
-#: a cloud switched on first (Claude Code then sends nothing to the Anthropic API), a key or a
-#: server configured for mem's own loop next; Claude Code's CLI (one process per job, seconds of
-#: start-up) only when nothing else is.
-DETECTION = ("bedrock", "vertex", "anthropic", "claude-settings", "openai", "claude-code")
-
-
-def find_credentials(env: Mapping[str, str] | None = None, backend: str | None = None,
-                     cwd: str | None = None, *, run_helper: bool = True) -> Credentials | None:
-    """The backend ``backend`` (else MEM_BACKEND, else the first of DETECTION configured) with its
-    credentials, or None when it has none. ConfigError for a backend name that does not exist.
-
-    ``run_helper=False`` does not run Claude Code's apiKeyHelper (its key is then None): enough
-    to say which backend and why."""
-    env = os.environ if env is None else env
-    reason = "--backend" if backend else "MEM_BACKEND" if env.get("MEM_BACKEND") else "detected"
-    backend = backend or env.get("MEM_BACKEND") or None
-    if backend is not None and backend not in DETECTION:
-        raise ConfigError(f"no backend named {backend!r} ({reason}); backends: {', '.join(DETECTION)}")
-    seen: dict = {}  # Claude Code's merged environment, read once for bedrock and vertex
-    for name in (backend,) if backend else DETECTION:
-        found = _credentials(name, env, cwd, run_helper, seen)
-        if found is not None:
-            return found._replace(reason=reason)
-    return None
-
-
-def _credentials(name: str, env: Mapping[str, str], cwd: str | None, run_helper: bool,
-                 seen: dict | None = None) -> Credentials | None:
-    if name in ("bedrock", "vertex"):
-        from mem.core.jobs.backends import bedrock, vertex
-        from mem.core.jobs.backends.claude_settings import merged_env
-
-        seen = {} if seen is None else seen
-        if "merged" not in seen:
-            seen["merged"] = merged_env(env, cwd)
-        cloud = (bedrock if name == "bedrock" else vertex).find(env, cwd, seen["merged"])
-        if cloud is None:
-            return None
-        return Credentials(name, cloud.api_key, None, cloud.base_url, cloud.model, cloud.source, "",
-                           cloud.recall_model, cloud.options)
-    if name == "anthropic":
-        key, token = env.get("ANTHROPIC_API_KEY") or None, env.get("ANTHROPIC_AUTH_TOKEN") or None
-        if not (key or token):
-            return None
-        return Credentials("anthropic", key, token, env.get("ANTHROPIC_BASE_URL") or None, None,
-                           "env ANTHROPIC_API_KEY" if key else "env ANTHROPIC_AUTH_TOKEN", "")
-    if name == "claude-settings":
-        from mem.core.jobs.backends import claude_settings
-
-        found = claude_settings.find(env, cwd, run_helper=run_helper)
-        if found is None:
-            return None
-        return Credentials("claude-settings", found.api_key, found.auth_token, found.base_url, found.model,
-                           found.source, "", found.recall_model)
-    if name == "claude-code":
-        from mem.core.jobs.backends import find_claude
-
-        exe = find_claude(env)
-        if exe is None:
-            return None
-        return Credentials("claude-code", None, None, None, None, f"Claude Code's own login ({exe})", "")
-    from mem.core.jobs.backends import qwen
-
-    found = qwen.find(env, cwd)
-    if found is None:
-        return None
-    return Credentials("openai", found.api_key, None, found.base_url, found.model, found.source, "")
-
-
-def has_credentials(env: Mapping[str, str] | None = None) -> bool:
-    """Whether any backend is configured (``find_credentials`` finds one)."""
-    try:
-        return find_credentials(env, run_helper=False) is not None
-    except ConfigError:
-        return True  # a misspelt MEM_BACKEND: the job's own model_config says so (exit 3)
 
 
 def choose_model(purpose: str, override: str | None = None, env: Mapping[str, str] | None = None,
@@ -367,10 +278,3 @@ def probe(backend: str, env: Mapping[str, str] | None = None, cwd: str | None = 
         return row
     row["ok"], row["latency_s"] = True, round(time.monotonic() - started, 3)
     return row
-
-
-def configured_backends(env: Mapping[str, str] | None = None, cwd: str | None = None) -> list[str]:
-    """Every backend whose configuration is present here, in detection order."""
-    env = os.environ if env is None else env
-    seen: dict = {}
-    return [name for name in DETECTION if _credentials(name, env, cwd, False, seen) is not None]

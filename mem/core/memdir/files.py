@@ -23,9 +23,15 @@ def current_umask() -> int:
     return mask
 
 
-def atomic_write(path: str, data: bytes, *, plain: bool = False) -> None:
+def atomic_write(path: str, data: bytes, *, plain: bool = False, durable: bool = True) -> None:
     """temp file in the same directory, fsync, rename; the old mode is kept (``plain``: without its
-    run, set-id and sticky bits, as a memory file never needs them)."""
+    run, set-id and sticky bits, as a memory file never needs them).
+
+    ``durable=False`` skips both fsyncs, for bookkeeping the next run can do without (the recall
+    hook's session state, written on every prompt): a crashed process still leaves the old file or
+    the new one, and only a crash of the machine may lose the write. An fsync pair costs 0.7 ms
+    on an idle disk here and ~10 ms (median) on a busy one.
+    """
     parent, name = os.path.split(path)
     try:
         mode = os.stat(path).st_mode & 0o7777
@@ -41,7 +47,8 @@ def atomic_write(path: str, data: bytes, *, plain: bool = False) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
         os.fchmod(fd, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -50,7 +57,8 @@ def atomic_write(path: str, data: bytes, *, plain: bool = False) -> None:
         raise
     finally:
         os.close(fd)
-    fsync_dir(parent)
+    if durable:
+        fsync_dir(parent)
 
 
 def remove_dead_temps(path: str) -> list[str]:

@@ -25,7 +25,7 @@ index over a memory directory and its cache), ``surfacing`` (Claude Code's
 blocks and the output budget), ``sessions`` (a session's state and what its
 transcript says), ``model`` (the model selector, imported only when it is asked).
 
-uses: recall's parts below, memdir (manifest, state, store), jobs.llm (credentials), verifynotes (stale
+uses: recall's parts below, memdir (manifest, state, store), jobs.credentials, jobs.llm (ModelError), verifynotes (stale
 notes), paths (the user-level memory).
 """
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from mem.core.errors import ConfigError
 from mem.core.memdir.store import MemoryDir
@@ -189,6 +189,7 @@ def recall(
     now_ms: int | None = None,
     log: Callable[[str], None] | None = None,
     enabled: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> RecallResult:
     """Select and surface the memories relevant to ``query``.
 
@@ -197,6 +198,8 @@ def recall(
     or always with ``always_ask``; if it has not answered by ``deadline`` (a
     ``time.monotonic()`` instant) or within ``timeout``, the ranker's selection is surfaced.
     ``log`` takes the debug line of a model call (the caller gives it with --debug or MEM_DEBUG=1).
+    ``env``: the environment variables that say whether a model is configured and where the
+    user-level memory is (the process's by default); ``now_ms`` the clock's time (now by default).
     """
     started = time.monotonic()
     result = RecallResult("none", query, memory, recent_tools=recent_tools, session_id=session_id)
@@ -213,9 +216,9 @@ def recall(
             return _done(result, started)
         _select(result, memory, query, limit=limit, offline=offline, model=model, timeout=timeout, deadline=deadline,
                 always_ask=always_ask, state=state, exclude=exclude, max_chars=max_chars, now_ms=now_ms,
-                log=log)
+                log=log, env=env)
         _select_user_level(result, query, limit=limit, state=state, exclude=exclude, max_chars=max_chars,
-                           now_ms=now_ms)
+                           now_ms=now_ms, env=env)
         if state is not None and result.selected:
             now = int(time.time() * 1000) if now_ms is None else now_ms
             for item in result.selected:
@@ -253,7 +256,8 @@ def stale_notes(memory: MemoryDir, headers: Sequence) -> dict[str, str]:
 USER_LEVEL_LABEL = "User-level memory (the user's own, shared by all their projects):"
 
 
-def _select_user_level(result: RecallResult, query: str, *, limit, state, exclude, max_chars, now_ms) -> None:
+def _select_user_level(result: RecallResult, query: str, *, limit, state, exclude, max_chars, now_ms,
+                       env=None) -> None:
     """After the project's own, the user-level memories (``mem promote``) for the slots left, labelled.
 
     The offline ranker chooses them, with its threshold: no second model call on the prompt's path.
@@ -261,7 +265,7 @@ def _select_user_level(result: RecallResult, query: str, *, limit, state, exclud
     """
     from mem.core.paths import user_memory_dir
 
-    root = user_memory_dir()
+    root = user_memory_dir(env)
     room = limit - len(result.selected)
     if room <= 0 or not os.path.isdir(root) or os.path.normpath(root) == os.path.normpath(result.memory_dir):
         return
@@ -269,7 +273,7 @@ def _select_user_level(result: RecallResult, query: str, *, limit, state, exclud
     from mem.core.memdir.state import cache_dir
 
     user = MemoryDir(root)
-    cache = cache_dir(user)
+    cache = cache_dir(user)  # once: each asks realpath and a digest of the path
     headers = manifest.scan(root, cache_dir=cache)
     seen = {os.path.normpath(p) for p in exclude} | (state.surfaced_paths if state is not None else set())
     # a project memory of the same name (a promote --copy) shadows the user-level one
@@ -303,12 +307,14 @@ def _done(result: RecallResult, started: float) -> RecallResult:
 
 
 def _select(result: RecallResult, memory: MemoryDir, query: str, *, limit, offline, model, timeout, deadline,
-            always_ask, state, exclude, max_chars, now_ms, log) -> None:
+            always_ask, state, exclude, max_chars, now_ms, log, env=None) -> None:
     from mem.core.memdir import manifest
     from mem.core.memdir.state import cache_dir
 
     root = result.memory_dir
-    headers = manifest.scan(root, cache_dir=cache_dir(memory)) if os.path.isdir(root) else []
+    is_dir = os.path.isdir(root)
+    cache = cache_dir(memory) if is_dir else None  # once: each asks realpath and a digest of the path
+    headers = manifest.scan(root, cache_dir=cache) if is_dir else []
     if not headers:
         result.skipped, result.route = "no_memories", "no-candidates"
         return
@@ -327,19 +333,20 @@ def _select(result: RecallResult, memory: MemoryDir, query: str, *, limit, offli
     # fails, or is late. The whole manifest is indexed so word frequencies stay put in a session.
     from mem.core.recall.ranker import query_terms
 
-    index = offline_index(memory, every, cache_dir(memory))
+    index = offline_index(memory, every, cache)
     q = query_terms(query)
     hits = index.scores(q, [d for d in index.docs if d.key in by_rel])  # once: the pick and how sure it is
     chosen: list[tuple[str, float | None]] = [(h.key, h.score) for h in index.worth_surfacing(q, hits, limit)]
     result.strategy, result.route = "offline", "offline"
     if not offline:
-        from mem.core.jobs import llm
+        from mem.core.jobs.credentials import has_credentials
 
-        if not llm.has_credentials():
+        if not has_credentials(env):
             result.fallback_reason = "no_credentials"
         elif not always_ask and ranker_is_sure(hits[0].score if hits else 0.0):
             result.route = "offline-confident"
         else:
+            from mem.core.jobs import llm
             from mem.core.recall.model import select_with_model
 
             try:

@@ -20,8 +20,12 @@ from mem.core.recall.surfacing import Surfaced
 MAX_SESSION_BYTES = 60 * 1024  # compared with UTF-16 units of surfaced content
 #: How much of a transcript's end is read for recent tools and files already read.
 TRANSCRIPT_TAIL_BYTES = 512 * 1024
-#: Session state files untouched this long are removed when a new session starts.
+#: Session state files untouched this long are removed when a new session starts,
 SESSION_MAX_AGE_S = 30 * 86400
+#: at most this often: the scan stats every session's file (0.75 ms for 270 sessions), and a
+#: session's first prompt waits for it. The stamp file's mtime says when it last ran.
+PRUNE_EVERY_S = 86400
+PRUNED_STAMP = ".pruned"
 
 _SAFE_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
 
@@ -89,7 +93,9 @@ def _save_state(state: SessionState, memory: MemoryDir) -> None:
         "surfaced": state.surfaced,
     }
     os.makedirs(os.path.dirname(state.path), mode=0o700, exist_ok=True)
-    atomic_write(state.path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"))
+    # Not synced to disk: a state lost with the machine only lets a memory surface again, and a
+    # damaged one starts the session over (_load_state); the prompt waits for none of it.
+    atomic_write(state.path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8"), durable=False)
 
 
 def _save_state_if_possible(state: SessionState, memory: MemoryDir) -> None:
@@ -128,8 +134,18 @@ def session(memory: MemoryDir, session_id: str | None) -> Iterator[SessionState 
         _prune_sessions(os.path.dirname(path))
 
 
-def _prune_sessions(directory: str) -> None:
-    cutoff = time.time() - SESSION_MAX_AGE_S
+def _prune_sessions(directory: str, now: float | None = None) -> None:
+    now = time.time() if now is None else now
+    stamp = os.path.join(directory, PRUNED_STAMP)
+    try:
+        if 0 <= now - os.stat(stamp).st_mtime < PRUNE_EVERY_S:
+            return
+    except OSError:
+        pass  # never pruned here: now
+    with contextlib.suppress(OSError):
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT, 0o600))
+        os.utime(stamp, (now, now))
+    cutoff = now - SESSION_MAX_AGE_S
     try:
         with os.scandir(directory) as it:
             old = [e.path for e in it if e.name.endswith(".json") and e.stat().st_mtime < cutoff]

@@ -7,7 +7,7 @@ auth, a timeout, no connection, any other status with its code. Only the configu
 and base URL are used, never ones the SDK would find in mem's environment. The window and the largest output
 come from ``budget.MODEL_LIMITS`` (and ``MEM_CONTEXT_WINDOW``/``MEM_MAX_OUTPUT_TOKENS``).
 
-uses: backends (ModelConfig, ModelError), budget (limits_for); anthropic, only in ``create``
+uses: backends.protocol (ModelConfig, ModelError), budget (limits_for); anthropic, only in ``create``
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mem.core.jobs.backends import ModelConfig, ModelError
+from mem.core.jobs.backends.protocol import ModelConfig, ModelError
 
 
 def takes_temperature(model: str) -> bool:

@@ -24,8 +24,8 @@ The SDK's Bedrock client needs boto3 and botocore: the ``mem[bedrock]`` extra. W
 ``require_extra`` is a ConfigError naming it. Nothing here imports them or the SDK until a
 request is made; the recall hook only reads the variables.
 
-uses: errors (ConfigError), backends (ModelConfig, ModelError), backends.anthropic
-(AnthropicBackend), backends.claude_settings (merged_env, models, truthy, origin,
+uses: errors (ConfigError), backends.protocol (ModelError), backends.anthropic
+(AnthropicBackend), backends.claude_settings (CLOUD_SWITCHES, merged_env, models, truthy, origin,
 refuse_project_endpoint, label, helper_key); anthropic and boto3, only in ``make_client``
 """
 
@@ -36,13 +36,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from mem.core.errors import ConfigError
-from mem.core.jobs.backends import ModelError
+from mem.core.jobs.backends.protocol import ModelError
 from mem.core.jobs.backends.anthropic import AnthropicBackend
+from mem.core.jobs.backends.claude_settings import CLOUD_SWITCHES
 
 #: The model when the configuration names none: a cross-region inference profile every
 #: commercial region offers.
 DEFAULT_MODEL = "global.anthropic.claude-sonnet-5-5"
-SWITCH = "CLAUDE_CODE_USE_BEDROCK"
+SWITCH = CLOUD_SWITCHES["bedrock"]
 INSTALL = "pip install 'mem[bedrock]'"
 
 

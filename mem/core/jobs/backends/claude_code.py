@@ -24,7 +24,7 @@ JSON schema asked for (``output_config``) is stated in the system prompt, and th
 process's environment only (the e2e tests point it at a local server this way, so no key is ever
 in mem's own environment).
 
-uses: errors, backends (ModelError, Reply, Block, find_claude), backends.mcp_tools (tool_name), budget (limits),
+uses: errors, backends (find_claude), backends.protocol (ModelError, Reply, Block), backends.mcp_tools (tool_name), budget (limits),
 memdir.files (read_text), memdir.state (state_root)
 """
 
@@ -42,7 +42,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from mem.core.errors import ConfigError
-from mem.core.jobs.backends import Block, ModelError, Reply, find_claude
+from mem.core.jobs.backends import find_claude
+from mem.core.jobs.backends.protocol import Block, ModelError, Reply
 
 #: Claude Code's built-in tools (2.1.197 to 2.1.330), every one disallowed by name as well.
 BUILTIN_TOOLS = ("Agent", "Bash", "BashOutput", "Edit", "ExitPlanMode", "Glob", "Grep", "KillShell", "LS",

@@ -28,6 +28,11 @@ from typing import Any, NamedTuple
 
 from mem.core.errors import ConfigError
 
+#: The switches that send Claude Code's requests to a cloud instead of the Anthropic API, by the
+#: backend that follows them (``truthy`` in the merged environment); backends.bedrock and
+#: backends.vertex read the rest of each cloud's configuration.
+CLOUD_SWITCHES = {"bedrock": "CLAUDE_CODE_USE_BEDROCK", "vertex": "CLAUDE_CODE_USE_VERTEX"}
+
 #: Claude Code's default cache time for the helper's output.
 DEFAULT_TTL_MS = 5 * 60 * 1000
 #: How long the helper may run.

@@ -6,7 +6,7 @@ OpenAI-compatible request go this way; and not through http.client either, whose
 package, ssl) is ~10 ms of a ~40 ms hook: a request goes over a socket of its own, wrapped with
 ssl's default context for https, and only a proxy's CONNECT tunnel is left to http.client.
 
-uses: socket, json, backends (ModelError); http.client only through a proxy
+uses: socket, json, backends.protocol (ModelError); http.client only through a proxy
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import socket
 import time
 from typing import Any
 
-from mem.core.jobs.backends import ModelError
+from mem.core.jobs.backends.protocol import ModelError
 
 #: Longest error text kept from a server's answer.
 ERROR_CHARS = 200

@@ -28,7 +28,7 @@ The answer is translated back. Providers differ, and each difference is handled 
   largest output is a quarter of the window, at most the job's own, so extraction windows
   and agent budgets shrink to fit.
 
-uses: backends (Block, ModelConfig, ModelError, Reply), backends.http, budget (estimates, Limits)
+uses: backends.protocol (Block, ModelConfig, ModelError, Reply), backends.http, budget (estimates, Limits)
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from mem.core.jobs.backends import Block, ModelConfig, ModelError, Reply
+from mem.core.jobs.backends.protocol import Block, ModelConfig, ModelError, Reply
 from mem.core.jobs.backends.http import error_text, exchange
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

@@ -21,8 +21,8 @@ The SDK's Vertex client needs google-auth: the ``mem[vertex]`` extra; without it
 ``require_extra`` is a ConfigError naming it. Nothing here imports it or the SDK until a request
 is made; the recall hook only reads the variables.
 
-uses: errors (ConfigError), backends (ModelError), backends.anthropic (AnthropicBackend),
-backends.claude_settings (merged_env, models, truthy, origin,
+uses: errors (ConfigError), backends.protocol (ModelError), backends.anthropic (AnthropicBackend),
+backends.claude_settings (CLOUD_SWITCHES, merged_env, models, truthy, origin,
 refuse_project_endpoint); anthropic and google-auth, only in
 ``make_client``
 """
@@ -34,12 +34,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from mem.core.errors import ConfigError
-from mem.core.jobs.backends import ModelError
+from mem.core.jobs.backends.protocol import ModelError
 from mem.core.jobs.backends.anthropic import AnthropicBackend
+from mem.core.jobs.backends.claude_settings import CLOUD_SWITCHES
 
 #: The model when the configuration names none.
 DEFAULT_MODEL = "claude-sonnet-5-5"
-SWITCH = "CLAUDE_CODE_USE_VERTEX"
+SWITCH = CLOUD_SWITCHES["vertex"]
 INSTALL = "pip install 'mem[vertex]'"
 
 
