@@ -190,6 +190,38 @@ def test_qwen_code_in_a_linked_worktree_uses_the_folder_mem_path_names(session, 
     assert listed == (["worktree-only.md"] if own else ["go-indent.md", "staging-deploys.md", "worktree-only.md"])
 
 
+def test_a_dream_leaves_qwen_codes_pinned_files_as_they_are(session, server):
+    """qwen-code 0.24 keeps files under a top-level pinned/ out of its extraction and dream: a `mem dream`
+    on the folder the client loads leaves them byte for byte (though one repeats a topic file, which
+    the dream would merge), fixes the index around them, and the client loads the index it left."""
+    if session.client != "qwen" or tuple(int(p) for p in session.version.split(".")) < (0, 24):
+        pytest.skip("pinned/ is qwen-code 0.24's")
+    env = {**session.env(), "PATH": f"{session.exe.parent}:{session.env()['PATH']}"}
+    where = driver.mem_cmd("path", "--project", str(session.repo), "--layout", "qwen", "--json", env=env)
+    assert where.returncode == 0, where.stderr
+    memory = Path(json.loads(where.stdout)["memory_dir"])
+    memory.mkdir(parents=True, exist_ok=True)
+    (memory / "pinned").mkdir()
+    write_memory(memory / "pinned", "release-freeze", "no deploys during the release freeze", "Freeze: no deploys.")
+    write_memory(memory, "release-freeze", "no deploys during the release freeze", "Freeze: no deploys.")
+    pinned = memory / "pinned" / "release-freeze.md"
+    before = (pinned.read_bytes(), pinned.stat().st_mtime_ns)
+    (memory / "MEMORY.md").write_text("- [Gone](gone.md) — a pointer to nothing\n")
+    dream = driver.mem_cmd("dream", "--force", "--project", str(session.repo), "--layout", "qwen", "--json", env=env)
+    assert dream.returncode == 0, dream.stderr
+    assert (pinned.read_bytes(), pinned.stat().st_mtime_ns) == before
+    index = (memory / "MEMORY.md").read_text()
+    # pinned files are indexed like others when MEMORY.md is rebuilt (qwen-code 0.24's memory.md says so)
+    assert "gone.md" not in index and "(release-freeze.md)" in index and "(pinned/release-freeze.md)" in index
+    scan = driver.mem_cmd("scan", "--json", "--project", str(session.repo), "--layout", "qwen", env=env)
+    assert "pinned/release-freeze.md" in [r["relpath"] for r in json.loads(scan.stdout)]
+    server.main[:] = [Reply(text="ok")]
+    run = session.run("say ok")
+    assert run.returncode == 0, run.stderr
+    systems = [system_text(b) for b in driver.main_requests(run)]
+    assert systems and all("no deploys during the release freeze" in s for s in systems)
+
+
 def test_qwen_code_reads_the_team_tier_where_mem_path_team_names_it(session, server):
     """qwen-code 0.24 with memory.enableTeamMemory puts the team tier's MEMORY.md into the system prompt:
     the directory mem path --team names, whose memories mem scan lists."""
