@@ -262,6 +262,13 @@ class History:
         except FileNotFoundError:
             return []
 
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the history lock: no recorded change of the directory lands meanwhile (a relocate
+        removing the directories it emptied, while a writer of the old session saves)."""
+        with self._locked():
+            yield
+
     def operations(self, path: str | None = None, limit: int | None = None) -> list[Operation]:
         """Recorded operations, newest first; with ``path``, only those that changed it."""
         ops = [op for _, op in self._records()]
