@@ -1,6 +1,8 @@
 """Undo and relocate while writers save (issue #31), looped: nothing lost, and the history agreeing with the disk.
 
 Each round starts from a fresh directory; the races are probabilistic, so they run several rounds.
+One interleaving they found is pinned at the end: two operations committing in the other order
+than they changed MEMORY.md.
 Before the fixes of issue #31, one round lost 2 pointers of 60 saves (undo) and 4-5 memories of 4-5
 saved during a move (relocate), in 3 of 3 runs.
 """
@@ -8,6 +10,7 @@ saved during a move (relocate), in 3 of 3 runs.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import shutil
 from pathlib import Path
 
@@ -107,3 +110,40 @@ def test_relocate_while_the_old_session_saves_loses_nothing(tmp_path, iteration)
         assert (new_memory / f"topic_{n}.md").exists() and f"(topic_{n}.md)" in (new_memory / "MEMORY.md").read_text()
     for d in dirs:
         assert_history_agrees(str(d))
+
+
+def _hold_open(root: str, wrote, go) -> None:
+    memory = MemoryDir(root)
+    with memory.operation("remember", ["slow"]):
+        memory.update_index(lambda old: old + "- [Slow](slow.md) — committed last\n")
+        wrote.set()
+        assert go.wait(60)  # the operation commits only after the other one has changed the index and committed
+
+
+def _after_it(root: str, wrote, go) -> None:
+    assert wrote.wait(60)
+    memory = MemoryDir(root)
+    with memory.operation("remember", ["quick"]):
+        memory.update_index(lambda old: old + "- [Quick](quick.md) — changed the index second, committed first\n")
+    go.set()
+
+
+def test_operations_that_commit_out_of_order_are_listed_in_the_order_they_changed_the_files(tmp_path):
+    # The race above, pinned: a writer's operation commits (spawning git) after it let go of the index
+    # lock, so another writer's later change of MEMORY.md can be committed first. Dated by its commit,
+    # the slow operation was listed as the newest change of MEMORY.md while the disk held the quick one's
+    # (the race test failed 2 of 7 runs at load 5), and `mem restore MEMORY.md --at 0s` put back an index
+    # without the quick memory's pointer.
+    from mem.core.memdir.history import blob_oid
+    from mem.core.memdir.revert import version_at
+
+    root = str(tmp_path / "memory")
+    os.mkdir(root)
+    MemoryDir(root).write("MEMORY.md", "- [Seed](seed.md) — first\n")
+    ctx = multiprocessing.get_context("fork")
+    wrote, go = ctx.Event(), ctx.Event()
+    _run_all([ctx.Process(target=_hold_open, args=(root, wrote, go)), ctx.Process(target=_after_it, args=(root, wrote, go))])
+    history = MemoryDir(root).history
+    assert [op.args for op in history.operations("MEMORY.md")][:2] == [["quick"], ["slow"]]
+    assert version_at(history, "MEMORY.md", "0s")[0] == blob_oid((tmp_path / "memory" / "MEMORY.md").read_bytes())
+    assert_history_agrees(root)

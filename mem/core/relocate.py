@@ -15,6 +15,7 @@ uses: paths, clients (each client's new folders, transcripts), memdir (store, la
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -345,16 +346,25 @@ def apply_relocation(plan: Relocation, args=()) -> None:
             if os.path.isdir(old_state) and not os.path.lexists(new_state):
                 os.rename(old_state, new_state)
     for source, _target, merge in plan.merges:
-        _remove_merged(MemoryDir(source), merge.source.files, args, plan.new)
-        from mem.core.memdir.layout import DREAM_LOCK
+        old = MemoryDir(source)
+        _remove_merged(old, merge.source.files, args, plan.new)
+        # A writer of the old session may be saving: with the history lock held it either has
+        # written (the directory is not empty, so it stays) or writes after (and makes it again).
+        with old.history.exclusive() if old.history.available() else contextlib.nullcontext():
+            _remove_emptied(source)
 
-        if os.path.isfile(os.path.join(source, DREAM_LOCK)):
-            os.unlink(os.path.join(source, DREAM_LOCK))
-        for dirpath, _dirs, _files_ in sorted(os.walk(source), key=lambda w: -len(w[0])):
-            try:
-                os.rmdir(dirpath)
-            except OSError:
-                pass
+
+def _remove_emptied(source: str) -> None:
+    """Remove the dream lock and the directories left empty in a memory directory merged away."""
+    from mem.core.memdir.layout import DREAM_LOCK
+
+    if os.path.isfile(os.path.join(source, DREAM_LOCK)):
+        os.unlink(os.path.join(source, DREAM_LOCK))
+    for dirpath, _dirs, _files_ in sorted(os.walk(source), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            pass
 
 
 def _remove_merged(old, merged: dict[str, bytes], args, moved_to: str) -> None:

@@ -16,7 +16,9 @@ Layout of ``<state_dir>``::
     history.lock          flock held around every change to the store
     history.git.damaged-*  a store git could no longer read, set aside (history starts again)
 
-An operation is a parentless commit under ``refs/ops/<time_ns>-<id>``. Its
+An operation is a parentless commit under ``refs/ops/<time_ns>-<id>``, dated by
+its last change (taken under the history lock, so operations running at once are
+listed in the order they changed the files, whichever committed first). Its
 message is the operation as one JSON object; its tree names every blob the
 operation needs (``<n>.before`` / ``<n>.after``) so garbage collection keeps
 exactly those. Dropping an operation is deleting its ref.
@@ -260,6 +262,13 @@ class History:
         except FileNotFoundError:
             return []
 
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the history lock: no recorded change of the directory lands meanwhile (a relocate
+        removing the directories it emptied, while a writer of the old session saves)."""
+        with self._locked():
+            yield
+
     def operations(self, path: str | None = None, limit: int | None = None) -> list[Operation]:
         """Recorded operations, newest first; with ``path``, only those that changed it."""
         ops = [op for _, op in self._records()]
@@ -470,20 +479,26 @@ class History:
 
     def _record_entries(self, header: dict, entries: list[dict], journal_id: str, *,
                         interrupted: bool) -> tuple[Operation | None, Operation | None]:
-        """Commit a journal's entries: the outside changes it found, then its own; returns (outside, own)."""
+        """Commit a journal's entries: the outside changes it found, then its own; returns (outside, own).
+
+        The operations are dated by the journal's last change, not by the commit: two operations
+        running at once commit in either order, and the history must list them in the order their
+        changes happened (the newest change of a file is what it holds).
+        """
         outside, own = _net_changes(entries)
         specs = []
         if outside:
             specs.append((OUTSIDE, [], {}, outside))
         if own:
             specs.append((header["command"], header["args"], header["meta"], own))
-        ops = self._commit(specs, journal_id, interrupted=interrupted)
+        changed_at = [e["at"] for e in entries if isinstance(e.get("at"), int)]  # a journal before "at": commit time
+        ops = self._commit(specs, journal_id, interrupted=interrupted, at=max(changed_at, default=None))
         return (ops[0] if outside else None), (ops[-1] if own else None)
 
     def _commit(self, specs: list[tuple[str, list[str], dict, list[Change]]], suffix: str, *,
-                interrupted: bool) -> list[Operation]:
-        """Record operations (command, args, meta, changes) in this order, all or none."""
-        now = time.time_ns()
+                interrupted: bool, at: int | None = None) -> list[Operation]:
+        """Record operations (command, args, meta, changes) in this order, all or none, dated ``at`` (ns; default now)."""
+        now = time.time_ns() if at is None else at
         records = [
             (f"refs/ops/{now + n:020d}-{suffix}",
              Operation("", _iso(now + n), command, list(args), changes, interrupted, meta.get("undoes"), meta))
@@ -744,6 +759,9 @@ class Journal:
                 blobs[new_oid] = new
             lines.append({"path": path, "before": old_oid, "after": WITHHELD if new_withheld else new_oid,
                           "before_mode": old_mode, "after_mode": new_mode})
+            # when, in the order the history lock gives every change of the directory: the operation's date
+            at = time.time_ns()
+            lines = [{**line, "at": at} for line in lines]
             h._store(blobs)
             first = self._count
             self._append(lines)

@@ -148,7 +148,13 @@ class MemoryDir:
             data = keep_modified_true(old, data)
         parent = os.path.dirname(real)
         self._makedirs(parent)
-        self._record(rel, real, old, data, lambda: atomic_write(real, data, plain=True))
+
+        def apply() -> None:
+            # again under the history lock: a relocate may have removed the emptied directory meanwhile
+            self._makedirs(parent)
+            atomic_write(real, data, plain=True)
+
+        self._record(rel, real, old, data, apply)
         return WriteResult(real, rel, created=created, changed=True)
 
     def delete(self, target: str, *, allow_index: bool = False) -> str:
