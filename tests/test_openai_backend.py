@@ -129,6 +129,22 @@ def test_errors_map_to_mem_kinds(fake_openai, status, text, kind):
     assert "test-openai-key" not in str(exc.value)
 
 
+@pytest.mark.parametrize(("answer", "said"), [
+    ({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+     "200 application/json, an object with type, role, content"),
+    ({"choices": []}, "200 application/json, an object with choices, usage"),  # the fake adds usage
+    ("<html>gateway</html>", "200 application/json, 20 characters of text")])
+def test_an_answer_that_is_not_a_chat_completion_says_what_came(fake_openai, answer, said):
+    # a 200 that is not a completion (another server on the port, a body the close cut short): the error
+    # says what came, by shape only (an echoing server would show the key), so a flaky run tells where it came from
+    fake_openai.reply(answer)
+    with pytest.raises(llm.ModelError) as exc:
+        llm.model_for("forget").create(messages=[{"role": "user", "content": "hi"}])
+    assert exc.value.kind == "bad_response"
+    assert str(exc.value) == f"the model server's answer is not a chat completion ({said})"
+    assert "test-openai-key" not in str(exc.value) and "gateway" not in str(exc.value)
+
+
 def test_a_slow_server_is_a_timeout(fake_openai):
     fake_openai.reply_text("late", delay=3)
     with pytest.raises(llm.ModelError) as exc:

@@ -169,9 +169,26 @@ class OpenAIBackend:
                              retry_after=answer.retry_after, usage=_sum_usage(used, _chat_usage(answer.data)))
         data = answer.data
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise ModelError("the model server's answer is not a chat completion", "bad_response",
+            raise ModelError(f"the model server's answer is not a chat completion ({_shape(answer)})", "bad_response",
                              usage=_sum_usage(used, _chat_usage(data)))
         return data
+
+
+def _shape(answer) -> str:
+    """What an answer that is not a completion holds, by shape only: its status, content type and
+    top-level keys (or length), never its values (a server that echoes the request would show the key)."""
+    kind = (answer.headers.get("content-type") or "no content type").split(";")[0].strip()[:40]
+    data = answer.data
+    if isinstance(data, dict):
+        keys = [str(k)[:20] for k in list(data)[:6]]
+        what = f"an object with {', '.join(keys)}" if keys else "an empty object"
+    elif isinstance(data, str):
+        what = f"{len(data):,} characters of text"
+    elif isinstance(data, list):
+        what = f"a list of {len(data):,} items"
+    else:
+        what = type(data).__name__
+    return f"{answer.status} {kind}, {what}"
 
 
 # --- translation ---------------------------------------------------------------------------------
