@@ -173,3 +173,18 @@ def test_the_keyless_prompt_hook_loads_only_what_it_uses(memdir):
     from mem.core.jobs.llm import ModelConfig, ModelError
 
     assert ModelError.__module__ not in loaded and ModelConfig.__module__ not in loaded
+
+
+def test_the_installed_hook_walks_path_for_qwen_without_shutil(tmp_path, monkeypatch):
+    # As `mem hooks install` writes it: no --dir, the project's memory found by the clients' rules,
+    # which ask for the installed qwen-code's version on every prompt. shutil.which would load
+    # shutil, bz2, lzma and fnmatch (~2 ms); paths.which walks PATH. ASCII paths need no unicodedata.
+    monkeypatch.delenv("MEM_DIR", raising=False)
+    project = tmp_path / "repo"
+    project.mkdir()
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(project),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    heavy = ("mem", "shutil", "bz2", "lzma", "unicodedata")  # not fnmatch: the editable install's finder loads it
+    _, loaded = probe("recall", "--hook", heavy=heavy, input=payload)
+    assert "mem.clients.qwen" in loaded  # it did ask qwen's rules, so the next line means something
+    assert sorted(set(heavy[1:]) & set(loaded)) == []
