@@ -20,11 +20,14 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from mem.clients import Group
 from mem.core import paths
 from mem.core.messages import Block, Message
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "qwen"
 #: The client's name for people.
