@@ -198,11 +198,14 @@ def test_the_hooks_load_no_typing(memdir):
     write_memory(memdir, "deploy.md", name="deploy", description="how we deploy to staging", type="project")
     write_memory(memdir, "feedback_no_force_push.md", name="no-force-push", description="never force-push",
                  type="feedback", body="Never run `git push --force` on main.\n")
-    prompt = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir),
+    # with a transcript, as the clients send one: the hook reads the recent tool calls from it
+    transcript = os.path.join(os.path.dirname(__file__), "fixtures", "hooks", "claude-code", "transcript-05.jsonl")
+    prompt = json.dumps({"session_id": "s1", "transcript_path": transcript, "cwd": str(memdir),
                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
-    tool = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(memdir), "hook_event_name": "PreToolUse",
+    tool = json.dumps({"session_id": "s1", "transcript_path": transcript, "cwd": str(memdir), "hook_event_name": "PreToolUse",
                        "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}, "tool_use_id": "t1"})
     for payload, surfaced in ((prompt, "deploy.md"), (tool, "feedback_no_force_push.md")):
         out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=("typing", "mem"), input=payload)
         assert surfaced in json.loads(out)["hookSpecificOutput"]["additionalContext"]
         assert "mem.core.record" in loaded and "typing" not in loaded
+        assert payload == tool or "mem.core.transcripts" in loaded  # it did read the transcript
