@@ -16,7 +16,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import TextIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 
 def debug_enabled(environ: Mapping[str, str] | None = None) -> bool:

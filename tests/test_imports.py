@@ -173,3 +173,39 @@ def test_the_keyless_prompt_hook_loads_only_what_it_uses(memdir):
     from mem.core.jobs.llm import ModelConfig, ModelError
 
     assert ModelError.__module__ not in loaded and ModelConfig.__module__ not in loaded
+
+
+def test_the_installed_hook_walks_path_for_qwen_without_shutil(tmp_path, monkeypatch):
+    # As `mem hooks install` writes it: no --dir, the project's memory found by the clients' rules,
+    # which ask for the installed qwen-code's version on every prompt. shutil.which would load
+    # shutil, bz2, lzma and fnmatch (~2 ms); paths.which walks PATH. ASCII paths need no unicodedata.
+    monkeypatch.delenv("MEM_DIR", raising=False)
+    project = tmp_path / "repo"
+    project.mkdir()
+    payload = json.dumps({"session_id": "s1", "transcript_path": None, "cwd": str(project),
+                          "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    heavy = ("mem", "shutil", "bz2", "lzma", "unicodedata", "typing")  # not fnmatch: the editable install's finder loads it
+    _, loaded = probe("recall", "--hook", heavy=heavy, input=payload)
+    assert "mem.clients.qwen" in loaded  # it did ask qwen's rules, so the next line means something
+    assert sorted(set(heavy[1:]) & set(loaded)) == []
+
+
+def test_the_hooks_load_no_typing(memdir):
+    # typing (with its warnings) costs the hook ~2 ms and each typing.NamedTuple class three times a
+    # collections.namedtuple: the hook's modules build theirs on mem.core.record.Record.
+    from conftest import write_memory
+
+    write_memory(memdir, "deploy.md", name="deploy", description="how we deploy to staging", type="project")
+    write_memory(memdir, "feedback_no_force_push.md", name="no-force-push", description="never force-push",
+                 type="feedback", body="Never run `git push --force` on main.\n")
+    # with a transcript, as the clients send one: the hook reads the recent tool calls from it
+    transcript = os.path.join(os.path.dirname(__file__), "fixtures", "hooks", "claude-code", "transcript-05.jsonl")
+    prompt = json.dumps({"session_id": "s1", "transcript_path": transcript, "cwd": str(memdir),
+                         "hook_event_name": "UserPromptSubmit", "prompt": "how do we deploy to staging?"})
+    tool = json.dumps({"session_id": "s1", "transcript_path": transcript, "cwd": str(memdir), "hook_event_name": "PreToolUse",
+                       "tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}, "tool_use_id": "t1"})
+    for payload, surfaced in ((prompt, "deploy.md"), (tool, "feedback_no_force_push.md")):
+        out, loaded = probe("recall", "--hook", "--dir", str(memdir), heavy=("typing", "mem"), input=payload)
+        assert surfaced in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+        assert "mem.core.record" in loaded and "typing" not in loaded
+        assert payload == tool or "mem.core.transcripts" in loaded  # it did read the transcript

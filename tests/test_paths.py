@@ -917,3 +917,39 @@ def test_prop_long_is_capped_and_hashed(s):
 def test_prop_hash_matches_reference(s):
     assert string_hash(s) == reference_hash(s)
     assert -(2**31) <= string_hash(s) < 2**31
+
+
+@pytest.mark.parametrize("s", [
+    "", "/home/u/repo", "/home/u/cafe\u0301", "/home/u/caf\u00e9", "/tmp/\u1100\u1161\u11a8", "/tmp/\ud55c",
+    "/x/A\u030a\u212b", "/x/\U0001f600/e\u0301\u0323", "/x/\ufb01le", "/x/\u0344",
+])
+def test_nfc_is_unicodedata_nfc_and_leaves_ascii_as_it_is(s):
+    import unicodedata
+
+    assert paths.nfc(s) == unicodedata.normalize("NFC", s)
+    if s.isascii():
+        assert paths.nfc(s) is s
+
+
+@given(st.text())
+@settings(max_examples=300)
+def test_nfc_agrees_with_unicodedata_on_any_text(s):
+    import unicodedata
+
+    assert paths.nfc(s) == unicodedata.normalize("NFC", s)
+
+
+def test_which_walks_path_as_shutil_which_finds_an_executable(tmp_path):
+    import shutil
+
+    a, b, c = (tmp_path / n for n in "abc")
+    for d in (a, b, c):
+        d.mkdir()
+    (a / "tool").write_text("#!/bin/sh\n")  # not executable: skipped
+    (b / "tool").mkdir()  # a directory: skipped
+    (c / "tool").write_text("#!/bin/sh\n")
+    (c / "tool").chmod(0o755)
+    path = os.pathsep.join(map(str, (a, b, c)))
+    assert paths.which("tool", {"PATH": path}) == str(c / "tool") == shutil.which("tool", path=path)
+    assert paths.which("tool", {"PATH": str(a)}) is None
+    assert paths.which("sh", {}) == shutil.which("sh", path=os.defpath)  # PATH unset: os.defpath

@@ -25,7 +25,7 @@ records, each to become one mem topic file (``as_files``): ``mem scan --client``
 them and ``mem import --client`` lands them through the write path.
 
 uses: core.paths and core.errors lazily (resolve, user_memory_dir), core.memdir.frontmatter (render_new), core.memdir.files
-(read_text), core.memdir.layout and core.team.routing (team_tier: is team/ a directory) lazily; the client modules: core.messages, core.paths, and core.memdir lazily
+(read_text), core.memdir.layout and core.team.routing (team_tier: is team/ a directory) lazily, core.record; the client modules: core.messages, core.paths, and core.memdir lazily
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
+
+from mem.core.record import Record
 
 #: The clients mem installs hooks for (``mem hooks install --client``).
 HOOKED = ("claude", "qwen", "codex", "gemini")
@@ -43,7 +44,7 @@ LAYOUTS = ("claude", "qwen")
 WITH_INSTRUCTIONS_FILE = ("codex", "gemini")
 
 
-class Group(NamedTuple):
+class Group(Record):
     """One matcher group of one hook event: the handlers mem adds, as (arguments, timeout in s,
     or None for the client's default)."""
 
@@ -61,7 +62,7 @@ DESCRIPTION_MAX = 150
 SLUG_MAX = 60
 
 
-class OwnMemory(NamedTuple):
+class OwnMemory(Record):
     """One memory a client keeps in its own files, as mem will store it."""
 
     name: str  # the topic file's stem: kebab case, the client's name first (codex-..., gemini-...)
@@ -231,7 +232,7 @@ def escapes_hook_context(name: str, version: tuple[int, ...] | None) -> bool:
     return rule(version)
 
 
-class TeamTier(NamedTuple):
+class TeamTier(Record):
     """A project's team memory: where it is, whether the client reads it, and why."""
 
     memory_dir: str
@@ -316,7 +317,7 @@ def _explicit_dir(raw: str, home: str, what: str) -> str:
     return path if path.endswith(os.sep) else path + os.sep
 
 
-class Resolution(NamedTuple):
+class Resolution(Record):
     """A project's memory directory, the rule that chose it, and what the rule read on the way.
 
     Whether memory is on there is not a field: ``memory_on`` asks the client whose directory it is.

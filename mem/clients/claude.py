@@ -11,7 +11,7 @@ object per line: ``user`` / ``assistant`` lines (one content block per line;
 blocks of one API message share ``message.id``), ``attachment`` lines,
 ``system`` lines (``compact_boundary``), and bookkeeping lines without a uuid.
 
-uses: core.messages, core.paths, core.errors; core.memdir.files lazily (--settings)
+uses: core.messages, core.paths, core.errors, core.record; core.memdir.files lazily (--settings)
 """
 
 from __future__ import annotations
@@ -20,12 +20,16 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, NamedTuple
 
 from mem.clients import Group
 from mem.core import paths
 from mem.core.errors import UsageError
 from mem.core.messages import _NO_INPUT, Block, Message
+from mem.core.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "claude"
 #: The client's name for people.
@@ -119,7 +123,7 @@ def projects_dir(env: Mapping[str, str] | None = None, home: str | None = None) 
 # ---------------------------------------------------------------------------------------------
 # Settings files
 
-class SettingsSource(NamedTuple):
+class SettingsSource(Record):
     name: str  # "policy" | "flag" | "local" | "project" | "user"
     path: str | None  # the file read; None for inline --settings JSON
     data: Mapping | None  # None when the file is absent, unreadable or not a JSON object
@@ -129,7 +133,7 @@ class SettingsSource(NamedTuple):
         return f"{self.name} settings: {self.path if self.path is not None else 'inline JSON'}"
 
 
-class Settings(NamedTuple):
+class Settings(Record):
     sources: tuple[SettingsSource, ...]  # highest precedence first
 
     def first(self, key: str, names=SETTING_SOURCES, accept=lambda v: v is not None):

@@ -40,9 +40,12 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from mem.core.messages import Block, Message
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The instructions file the client loads from the project (``mem prompt --client gemini --write``).
 INSTRUCTIONS_FILE = "GEMINI.md"

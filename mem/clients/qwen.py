@@ -20,11 +20,14 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from mem.clients import Group
 from mem.core import paths
 from mem.core.messages import Block, Message
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "qwen"
 #: The client's name for people.
@@ -118,12 +121,11 @@ def installed_version(env: Mapping[str, str] | None = None) -> tuple[int, ...] |
     Example: installed_version({"MEM_QWEN_VERSION": "0.24.4"}) == (0, 24, 4)
     """
     import json
-    import shutil
 
     env = paths.environ_of(env)
     if env.get("MEM_QWEN_VERSION"):
         return _parse_version(env["MEM_QWEN_VERSION"])
-    exe = shutil.which("qwen", path=env.get("PATH"))
+    exe = paths.which("qwen", env)  # not shutil.which: the recall hook asks this on every prompt
     if exe is None:
         return None
     directory = os.path.dirname(os.path.realpath(exe))

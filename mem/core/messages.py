@@ -1,14 +1,14 @@
 """The message model every transcript reader produces: a Message of Blocks, whichever client wrote it.
 
-uses: nothing of mem (mem/core/transcripts.py and mem/clients/* build these).
+uses: core.record (mem/core/transcripts.py and mem/clients/* build these).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from mem.core.record import Record
 
 
-class Block(NamedTuple):
+class Block(Record):
     type: str  # text | tool_use | tool_result | thinking | image | other
     text: str = ""
     name: str = ""  # tool name (tool_use, and tool_result when the client records it)
@@ -20,7 +20,7 @@ class Block(NamedTuple):
 _NO_INPUT: dict = Block._field_defaults["input"]  # the shared empty input
 
 
-class Message(NamedTuple):
+class Message(Record):
     uuid: str | None
     role: str  # user | assistant | system
     blocks: list[Block]

@@ -5,8 +5,8 @@ Example: find_project_dir("/h/.claude/projects", "/h/repo") == "/h/.claude/proje
 The user's home, sanitizePath (with its hash for long names) and a project's folder
 under a ``projects/`` dir, the project root and the canonical git root (read from the files, as
 Claude Code does; git is never run), validating a configured memory path, reading a JSON settings
-object, and the keys and places of mem's own state. Which directory a project's memory is, by
-whose rules, is mem/clients/ (``resolve``, and each client's module).
+object, finding an executable on PATH (without shutil), and the keys and places of mem's own
+state. Which directory a project's memory is, by whose rules, is mem/clients/ (``resolve``, and each client's module).
 Path arithmetic follows Node's POSIX `path` module (normalize/join/resolve), not os.path, because
 the two differ on leading `//` and trailing separators and the results must match byte for byte.
 
@@ -19,7 +19,6 @@ import os
 import re
 import stat
 import sys
-import unicodedata
 from collections.abc import Mapping
 
 from mem.core.jscompat import code_units, js_trim, len16
@@ -76,7 +75,14 @@ def sanitize_path(name: str) -> str:
 
 
 def nfc(s: str) -> str:
-    """Unicode NFC, as Claude Code normalizes every path it keys by."""
+    """Unicode NFC, as Claude Code normalizes every path it keys by.
+
+    Example: nfc("/home/u/cafe\u0301") == "/home/u/caf\u00e9"
+    """
+    if s.isascii():  # ASCII is its own NFC: most paths, and the recall hook need not load unicodedata
+        return s
+    import unicodedata
+
     return unicodedata.normalize("NFC", s)
 
 
@@ -146,6 +152,21 @@ def posix_dirname(p: str) -> str:
 def posix_basename(p: str) -> str:
     """path.posix.basename (trailing separators ignored)."""
     return p.rstrip("/").rpartition("/")[2]
+
+
+def which(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The executable ``name`` on ``env``'s PATH (os.defpath when it is unset or empty), or None.
+
+    A walk of PATH rather than shutil.which: importing shutil (with bz2, lzma and fnmatch) costs the
+    recall hook about 2 ms on every prompt.
+
+    Example: which("sh", {"PATH": "/usr/bin:/bin"}) == "/usr/bin/sh"
+    """
+    for folder in (environ_of(env).get("PATH") or os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def _realpath_strict(p: str) -> str:

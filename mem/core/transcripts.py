@@ -16,10 +16,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from typing import Any, NamedTuple
 
 from mem.clients import claude, codex, gemini, qwen
 from mem.core.messages import _NO_INPUT, FILE_KEYS, Block, Message, tool_file  # noqa: F401  (re-exported: the readers' model)
+from mem.core.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Clients read by a module of their own (mem/clients/), by the format name they give.
 CLIENT_READERS = {c.FORMAT: c for c in (codex, gemini)}
@@ -30,7 +34,7 @@ LINE_READERS = {c.FORMAT: c.parse for c in (claude, qwen, codex, gemini)}
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "write_file", "edit", "replace", "NotebookEdit"})
 
 
-class Transcript(NamedTuple):
+class Transcript(Record):
     format: str  # claude | qwen | codex | gemini | plain | empty
     messages: list[Message]
     session_id: str | None = None

@@ -20,16 +20,20 @@ which case a payload comes from, so a hook can send tags only where they
 arrive as tags.
 
 uses: errors (UsageError), clients (who sent a payload, its layout and escaping; resolve_options for hook_resolution),
-memdir.state (hook_stamp), memdir.files (open_regular)
+memdir.state (hook_stamp), memdir.files (open_regular), record
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple, TextIO
 
 from mem.core.errors import UsageError
+from mem.core.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 #: Claude Code swaps longer hook output for a "<persisted-output>" stub (UTF-16 units).
 OUTPUT_LIMIT = 10_000
@@ -47,7 +51,7 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "PreCompact"
 RECALL_EVENTS = ("UserPromptSubmit", "SessionStart", "PreToolUse")
 
 
-class HookPayload(NamedTuple):
+class HookPayload(Record):
     """One hook invocation's stdin, the fields we use picked out; ``raw`` keeps the rest."""
 
     session_id: str
@@ -204,7 +208,7 @@ def mark_fired(payload: HookPayload, argv: list[str] | None = None) -> None:
         pass
 
 
-class HookResult(NamedTuple):
+class HookResult(Record):
     """What a hook prints: ``output`` on stdout ("" for nothing), each of ``messages`` as one stderr line."""
 
     output: str = ""

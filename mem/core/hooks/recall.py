@@ -7,7 +7,7 @@ calls ``on_prompt`` (or ``on_session_start``) and prints the ``HookResult``: thi
 to no stream. It imports no click, so the lean entry point (mem/entry.py) can call it directly.
 
 uses: clients (memory_on), env (Env: variables and clock), hooks.payload (hook_resolution: clients.resolve_options), hooks.tool,
-recall, memdir.store
+recall, memdir.store, record
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from mem.clients import memory_on
 from mem.env import Env
 from mem.core.hooks.payload import (  # noqa: F401 - HookResult: part of this flow's interface
     CONTEXT_LIMIT, NOT_READ, HookPayload, HookResult, escapes_context, hook_resolution, render_output)
+from mem.core.record import Record
 
 #: How long the hook holds a prompt, at most, waiting for the model (seconds since mem started).
 HOOK_DEADLINE = 2.0
 
 
-class RecallOptions(NamedTuple):
+class RecallOptions(Record):
     """How to recall: `mem recall`'s options. ``deadline`` is a ``time.monotonic()`` instant or None."""
 
     limit: int = 5

@@ -6,7 +6,7 @@ The backend is ``--backend`` / ``MEM_BACKEND``, else the first configured of ``D
 (llm.py's docstring says why in that order). The recall hook asks ``has_credentials`` on every
 prompt, so this module is apart from the factory: a keyless prompt loads no protocol module.
 
-uses: errors (ConfigError); backends.bedrock, backends.vertex, backends.claude_settings,
+uses: errors (ConfigError), record; backends.bedrock, backends.vertex, backends.claude_settings,
 backends.qwen and backends (find_claude) lazily, each when its turn in DETECTION comes
 """
 
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from mem.core.errors import ConfigError
+from mem.core.record import Record
 
 
-class Credentials(NamedTuple):
+class Credentials(Record):
     """Which backend, with what, and why: the answer ``mem model`` prints (never the secret)."""
 
     backend: str  # a name of backends.NAMES

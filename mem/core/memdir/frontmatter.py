@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any, NamedTuple
 
 from mem.core.jscompat import JS_WHITESPACE as JS_WS  # JavaScript's \s, as a character-class body
 from mem.core.jscompat import js_trim  # noqa: F401 - part of this module's interface
+from mem.core.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 FRONTMATTER_RE = re.compile(rf"^---[{JS_WS}]*\n([\s\S]*?)---[{JS_WS}]*\n?")
 
@@ -157,7 +161,7 @@ def quote_problematic_values(frontmatter_text: str) -> str:
     return "\n".join(out)
 
 
-class Parsed(NamedTuple):
+class Parsed(Record):
     """The result of parsing a text's frontmatter the way Claude Code does."""
 
     data: dict  # {} when absent or unparseable

@@ -22,9 +22,9 @@ import re
 import stat
 import time
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from mem.core.memdir.files import file_kind, within
+from mem.core.record import Record
 
 #: The index file, at the top of the memory directory and of team/.
 INDEX_NAME = "MEMORY.md"
@@ -159,7 +159,7 @@ def walk_entries(folder: str) -> Iterator[tuple[str, os.DirEntry, bool]]:
             yield rel, entry, is_dir
 
 
-class Skipped(NamedTuple):
+class Skipped(Record):
     """A file a walk met and left out: not a regular file, or a link leading out of the directory."""
 
     relpath: str

@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, NamedTuple
 
 from mem.core.memdir.files import MAX_HEAD_BYTES, open_regular
 from mem.core.memdir.layout import Skipped, is_log, is_pinned, walk_topic_files
 from mem.core.jscompat import iso_utc_ms, now_iso  # noqa: F401 - now_iso: part of this module's interface
+from mem.core.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_MEMORY_FILES = 200
 FRONTMATTER_MAX_LINES = 30
 
 
-class Problem(NamedTuple):
+class Problem(Record):
     code: str
     message: str
 
@@ -29,7 +33,7 @@ class Problem(NamedTuple):
         return {"code": self.code, "message": self.message}
 
 
-class MemoryHeader(NamedTuple):
+class MemoryHeader(Record):
     """One topic file as the scanner sees it (``warnings`` is filled in place by the checks)."""
 
     path: str

@@ -18,16 +18,16 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
 
 from mem.core.errors import ForeignFileError, LockedError, MemError, PathEscapeError, PinnedError, SecretError
 from mem.core.memdir.files import atomic_write, fsync_dir, within, read_bytes, read_text
 from mem.core.memdir.layout import INDEX_NAME, PINNED_REASON, TEAM_DIR, TEMP_FILE, foreign_reason, is_pinned
+from mem.core.record import Record
 
 STALE_TEMP_AFTER = 600
 
 
-class WriteResult(NamedTuple):
+class WriteResult(Record):
     path: str  # absolute path written (symlinks inside the root resolved)
     relpath: str  # relative to the memory directory, with '/' separators
     created: bool

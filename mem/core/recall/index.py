@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
 if TYPE_CHECKING:
     from mem.core.memdir.store import MemoryDir
 

@@ -7,7 +7,7 @@ with the jobs (ModelConfig, ModelError, a reply's blocks) are in ``protocol``: t
 own module stays light, because the recall hook loads it on every prompt to learn whether a
 model is configured (jobs/credentials.py) and must not pay for the types then.
 
-uses: nothing beyond the standard library
+uses: core.paths lazily (find_claude walks PATH with paths.which)
 """
 
 from __future__ import annotations
@@ -20,11 +20,7 @@ NAMES = ("bedrock", "vertex", "anthropic", "claude-settings", "openai", "claude-
 
 def find_claude(env: Mapping[str, str]) -> str | None:
     """The ``claude`` executable on ``env``'s PATH, or None (the claude-code backend's one requirement;
-    a walk of PATH rather than shutil.which, which the recall hook would pay for on every prompt)."""
-    import os
+    paths.which: a walk of PATH rather than shutil.which, which the recall hook would pay for on every prompt)."""
+    from mem.core import paths
 
-    for folder in (env.get("PATH") or os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder or ".", "claude")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return paths.which("claude", env)

@@ -15,7 +15,7 @@ and never put in an error message. ``ANTHROPIC_BASE_URL`` and the model variable
 recall selector takes ``ANTHROPIC_DEFAULT_SONNET_MODEL`` first, as Claude Code's does) come from
 the same merged environment.
 
-uses: errors (ConfigError), clients.claude (load_settings), paths (project_root), memdir.state (state_root), memdir.files
+uses: errors (ConfigError), clients.claude (load_settings), paths (project_root), memdir.state (state_root), memdir.files, record
 """
 
 from __future__ import annotations
@@ -24,9 +24,13 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, NamedTuple
 
 from mem.core.errors import ConfigError
+from mem.core.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The switches that send Claude Code's requests to a cloud instead of the Anthropic API, by the
 #: backend that follows them (``truthy`` in the merged environment); backends.bedrock and
@@ -40,7 +44,7 @@ HELPER_TIMEOUT = 30.0
 CACHE_NAME = "api-key-helper.json"
 
 
-class Found(NamedTuple):
+class Found(Record):
     api_key: str | None
     auth_token: str | None
     base_url: str | None

@@ -14,7 +14,7 @@ the model ``OPENAI_MODEL``, else ``model.name``. One refusal qwen-code makes thr
 trust, which mem cannot ask about: a base URL from a project's .env is not used at all (ConfigError),
 so a repository cannot have the user's key, or the memories a job sends, go to its own server.
 
-uses: memdir.files (read_text: capped, regular files only)
+uses: memdir.files (read_text: capped, regular files only), record
 """
 
 from __future__ import annotations
@@ -22,13 +22,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+
+from mem.core.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the recall hook's path)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: A settings or .env file larger than this is not a configuration file.
 MAX_BYTES = 1 << 20
 
 
-class Found(NamedTuple):
+class Found(Record):
     api_key: str | None
     base_url: str | None
     model: str | None
