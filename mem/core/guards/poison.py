@@ -982,6 +982,19 @@ def _prefilter() -> _Prefilter:
 _LONG_LINE = 4096
 
 
+def _holds(sets, known: dict[frozenset[str], bool], contains) -> bool:
+    """Whether a line holds, for each of an alternative's sets of strings, one of them (``contains``:
+    the line's ``__contains__``; ``known``: the sets already looked for in it, shared by alternatives)."""
+    for need in sets:
+        there = known.get(need)
+        if there is None:
+            there = known[need] = any(map(contains, need))
+        if not there:
+            return False
+    return True
+
+
+
 def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
     """The rules one of whose alternatives has all its sets in ``line`` (lower-cased), in RULES order."""
     if len(line) > _LONG_LINE:
@@ -999,15 +1012,7 @@ def _rules_for(line: str, pre: _Prefilter) -> list[Rule]:
     contains = line.__contains__
     for a in sorted(candidates):
         n, sets = pre.alternatives[a]
-        if n in held:
-            continue
-        for need in sets:
-            there = known.get(need)
-            if there is None:
-                there = known[need] = any(map(contains, need))
-            if not there:
-                break
-        else:
+        if n not in held and _holds(sets, known, contains):
             held.add(n)
     return [pre.rules[n] for n in sorted(held)]
 
@@ -1277,15 +1282,7 @@ def _plan(sentence: str, pre: _Prefilter, first: bool,
         else:
             continue
         n, sets = pre.alternatives[a]
-        if n in into:
-            continue
-        for need in sets:
-            there = known.get(need)
-            if there is None:
-                there = known[need] = any(map(contains, need))
-            if not there:
-                break
-        else:
+        if n not in into and _holds(sets, known, contains):
             into.add(n)
     return [pre.rules[n] for n in sorted(inside)], sorted(here), windows
 
