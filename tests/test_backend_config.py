@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from mem.core.errors import ConfigError
-from mem.core.jobs import llm
+from mem.core.jobs import credentials, llm
 
 
 def env_of(home, **more) -> dict:
@@ -33,7 +33,7 @@ def test_qwen_settings_and_home_env_file(tmp_path):
     (home / ".qwen" / ".env").write_text("# qwen\nexport OPENAI_API_KEY='sk-from-dotenv'\n")
     project = tmp_path / "proj"
     project.mkdir()
-    found = llm.find_credentials(env_of(home), cwd=str(project))
+    found = credentials.find_credentials(env_of(home), cwd=str(project))
     assert (found.backend, found.api_key, found.base_url, found.model) == \
         ("openai", "sk-from-dotenv", "http://127.0.0.1:9/v1", "qwen3-coder")
     assert found.source.startswith("~/.qwen/.env OPENAI_API_KEY") and "~/.qwen/settings.json" in found.source
@@ -50,12 +50,12 @@ def test_qwen_env_files_in_qwen_code_order(tmp_path):
     (project / ".qwen" / ".env").write_text("OPENAI_API_KEY=from-project-qwen\n")
     (project / ".env").write_text("OPENAI_API_KEY=from-project-plain\n")
     (home / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=home-model\n")
-    found = llm.find_credentials(env_of(home), cwd=str(project / "sub"))
+    found = credentials.find_credentials(env_of(home), cwd=str(project / "sub"))
     # the nearest directory's .qwen/.env wins and ends the walk (the parent's .env is not read);
     # the home files follow
     assert (found.api_key, found.base_url, found.model) == ("from-project-qwen", "http://127.0.0.1:9/v1", "home-model")
     # a variable in the environment is never replaced by a file
-    found = llm.find_credentials(env_of(home, OPENAI_API_KEY="from-env"), cwd=str(project / "sub"))
+    found = credentials.find_credentials(env_of(home, OPENAI_API_KEY="from-env"), cwd=str(project / "sub"))
     assert (found.api_key, found.source) == ("from-env", "env OPENAI_API_KEY")
 
 
@@ -64,7 +64,7 @@ def test_qwen_model_provider_env_key(tmp_path):
     write_json(home / ".qwen" / "settings.json", {
         "model": {"name": "glm-4"},
         "modelProviders": {"openai": [{"id": "glm-4", "envKey": "GLM_KEY", "baseUrl": "http://127.0.0.1:9/v1"}]}})
-    found = llm.find_credentials(env_of(home, GLM_KEY="glm-secret"), cwd=str(tmp_path))
+    found = credentials.find_credentials(env_of(home, GLM_KEY="glm-secret"), cwd=str(tmp_path))
     assert (found.api_key, found.base_url, found.model, found.source.split(";")[0]) == \
         ("glm-secret", "http://127.0.0.1:9/v1", "glm-4", "env GLM_KEY")
 
@@ -72,7 +72,7 @@ def test_qwen_model_provider_env_key(tmp_path):
 def test_a_qwen_set_up_for_another_protocol_is_not_taken(tmp_path):
     home = tmp_path / "home"
     write_json(home / ".qwen" / "settings.json", {"security": {"auth": {"selectedType": "qwen-oauth"}}})
-    assert llm.find_credentials(env_of(home), cwd=str(tmp_path)) is None
+    assert credentials.find_credentials(env_of(home), cwd=str(tmp_path)) is None
     with pytest.raises(ConfigError) as exc:
         llm.model_config("extract", env=env_of(home), cwd=str(tmp_path))
     assert "ANTHROPIC_API_KEY" in str(exc.value) and "OPENAI_API_KEY" in str(exc.value)
@@ -88,11 +88,11 @@ def test_an_openai_backend_without_a_model_is_a_config_error(tmp_path):
 
 def test_backend_choice_order(tmp_path):
     env = env_of(tmp_path, ANTHROPIC_API_KEY="a-key", OPENAI_API_KEY="o-key", OPENAI_MODEL="m")
-    assert llm.find_credentials(env, cwd=str(tmp_path)).backend == "anthropic"
-    assert llm.find_credentials({**env, "MEM_BACKEND": "openai"}, cwd=str(tmp_path)).reason == "MEM_BACKEND"
-    assert llm.find_credentials(env, "openai", cwd=str(tmp_path)).backend == "openai"
+    assert credentials.find_credentials(env, cwd=str(tmp_path)).backend == "anthropic"
+    assert credentials.find_credentials({**env, "MEM_BACKEND": "openai"}, cwd=str(tmp_path)).reason == "MEM_BACKEND"
+    assert credentials.find_credentials(env, "openai", cwd=str(tmp_path)).backend == "openai"
     with pytest.raises(ConfigError):
-        llm.find_credentials(env, "azure", cwd=str(tmp_path))
+        credentials.find_credentials(env, "azure", cwd=str(tmp_path))
 
 
 # --- Claude Code --------------------------------------------------------------------------------
@@ -114,12 +114,12 @@ def test_claude_settings_env_blocks_in_the_clients_precedence(tmp_path):
     write_json(project / ".claude" / "settings.json", {"env": {"ANTHROPIC_MODEL": "project-model"}})
     # a key in the project's directory is not taken (a cloned repository may carry settings.local.json)
     write_json(project / ".claude" / "settings.local.json", {"env": {"ANTHROPIC_API_KEY": "local-key"}})
-    found = llm.find_credentials(env, cwd=str(project))
+    found = credentials.find_credentials(env, cwd=str(project))
     assert (found.backend, found.api_key, found.model, found.base_url) == \
         ("claude-settings", "user-key", "project-model", "http://127.0.0.1:9")
     assert found.source == "~/.claude/settings.json env ANTHROPIC_API_KEY"
     write_json(managed, {"env": {"ANTHROPIC_MODEL": "policy-model"}})
-    found = llm.find_credentials({**env, "MEM_MANAGED_SETTINGS": str(managed)}, cwd=str(project))
+    found = credentials.find_credentials({**env, "MEM_MANAGED_SETTINGS": str(managed)}, cwd=str(project))
     assert found.model == "policy-model"
     config = llm.model_config("extract", env=env, cwd=str(project))
     assert (config.backend, config.model, config.api_key) == ("claude-settings", "project-model", "user-key")
@@ -133,7 +133,7 @@ def test_claude_model_variables(tmp_path):
     assert llm.model_config("extract", env=env, cwd=str(project)).model == "opus-y"
     assert llm.model_config("recall", env=env, cwd=str(project)).model == "sonnet-x"
     assert llm.model_config("extract", env={**env, "MEM_MODEL": "mine"}, cwd=str(project)).model == "mine"
-    assert llm.find_credentials(env, cwd=str(project)).source.endswith("settings.json env ANTHROPIC_AUTH_TOKEN")
+    assert credentials.find_credentials(env, cwd=str(project)).source.endswith("settings.json env ANTHROPIC_AUTH_TOKEN")
 
 
 def test_api_key_helper_runs_once_per_ttl_and_its_cache_is_private(tmp_path):
@@ -141,17 +141,17 @@ def test_api_key_helper_runs_once_per_ttl_and_its_cache_is_private(tmp_path):
     counter = tmp_path / "runs"
     write_json(home / ".claude" / "settings.json",
                {"apiKeyHelper": f"echo run >> {counter}; echo helper-secret-123"})
-    first = llm.find_credentials(env, cwd=str(project))
+    first = credentials.find_credentials(env, cwd=str(project))
     assert (first.api_key, first.auth_token, first.source) == ("helper-secret-123", "helper-secret-123",
                                                                "apiKeyHelper (~/.claude/settings.json)")
-    llm.find_credentials(env, cwd=str(project))
+    credentials.find_credentials(env, cwd=str(project))
     assert counter.read_text().count("run") == 1  # the second came from the cache
     cache = home / "state" / "api-key-helper.json"
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
-    llm.find_credentials({**env, "CLAUDE_CODE_API_KEY_HELPER_TTL_MS": "0"}, cwd=str(project))
+    credentials.find_credentials({**env, "CLAUDE_CODE_API_KEY_HELPER_TTL_MS": "0"}, cwd=str(project))
     assert counter.read_text().count("run") == 2  # no cache: run again
     # knowing which backend does not run it
-    assert llm.has_credentials(env) and llm.find_credentials(env, run_helper=False, cwd=str(project)).api_key is None
+    assert credentials.has_credentials(env) and credentials.find_credentials(env, run_helper=False, cwd=str(project)).api_key is None
 
 
 def test_a_failing_api_key_helper_says_so_without_its_output(tmp_path):
@@ -170,19 +170,19 @@ def test_a_projects_env_file_cannot_send_the_users_key_elsewhere(tmp_path):
     project.mkdir()
     (project / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=m\n")
     with pytest.raises(ConfigError) as exc:
-        llm.find_credentials(env_of(home, OPENAI_API_KEY="users-own-key"), cwd=str(project))
+        credentials.find_credentials(env_of(home, OPENAI_API_KEY="users-own-key"), cwd=str(project))
     assert "users-own-key" not in str(exc.value) and "OPENAI_BASE_URL" in str(exc.value)
     # nor with a key of its own, or none: the user's memories would still go to its server
     for text in ("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_API_KEY=project-key\nOPENAI_MODEL=m\n",
                  "OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=m\n"):
         (project / ".env").write_text(text)
         with pytest.raises(ConfigError, match="a server the repository chose"):
-            llm.find_credentials(env_of(home), cwd=str(project))
+            credentials.find_credentials(env_of(home), cwd=str(project))
     # the user's own ~/.qwen/.env may name one
     (home / ".qwen").mkdir(parents=True, exist_ok=True)
     (home / ".qwen" / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nOPENAI_MODEL=m\n")
     (project / ".env").write_text("OPENAI_MODEL=m\n")
-    assert llm.find_credentials(env_of(home), cwd=str(project)).base_url == "http://127.0.0.1:9/v1"
+    assert credentials.find_credentials(env_of(home), cwd=str(project)).base_url == "http://127.0.0.1:9/v1"
 
 
 def test_the_projects_committed_claude_settings_cannot_send_the_users_key_elsewhere(tmp_path):
@@ -190,19 +190,19 @@ def test_the_projects_committed_claude_settings_cannot_send_the_users_key_elsewh
     write_json(home / ".claude" / "settings.json", {"env": {"ANTHROPIC_API_KEY": "users-own-key"}})
     write_json(project / ".claude" / "settings.json", {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
     with pytest.raises(ConfigError) as exc:
-        llm.find_credentials(env, cwd=str(project))
+        credentials.find_credentials(env, cwd=str(project))
     assert "users-own-key" not in str(exc.value) and "ANTHROPIC_BASE_URL" in str(exc.value)
     # nor may settings.local.json (a repository can carry it too), nor a key of the repository's own
     (project / ".claude" / "settings.json").unlink()
     write_json(project / ".claude" / "settings.local.json", {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
                                                                      "ANTHROPIC_AUTH_TOKEN": "repo-token"}})
     with pytest.raises(ConfigError, match="a server the repository chose"):
-        llm.find_credentials(env, cwd=str(project))
+        credentials.find_credentials(env, cwd=str(project))
     # the user's own settings may
     write_json(home / ".claude" / "settings.json", {"env": {"ANTHROPIC_API_KEY": "users-own-key",
                                                           "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}})
     (project / ".claude" / "settings.local.json").unlink()
-    assert llm.find_credentials(env, cwd=str(project)).base_url == "http://127.0.0.1:9"
+    assert credentials.find_credentials(env, cwd=str(project)).base_url == "http://127.0.0.1:9"
 
 
 def test_recall_falls_back_when_the_backend_cannot_be_used(tmp_path, memdir, monkeypatch):
@@ -240,14 +240,14 @@ def test_a_repositorys_settings_cannot_make_mem_run_a_command(tmp_path, settings
                 "AWS_SHARED_CREDENTIALS_FILE": str(aws_config), "AWS_PROFILE": "default",
                 "GOOGLE_APPLICATION_CREDENTIALS": str(gcp), "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES": "1"}})
     with pytest.raises(ConfigError, match="is not run"):
-        llm.find_credentials({k: v for k, v in env.items()}, backend="claude-settings", cwd=str(project))
+        credentials.find_credentials({k: v for k, v in env.items()}, backend="claude-settings", cwd=str(project))
     with pytest.raises(ConfigError, match="awsCredentialExport in .* is not run"):
-        llm.find_credentials(env, backend="bedrock", cwd=str(project))
+        credentials.find_credentials(env, backend="bedrock", cwd=str(project))
     # without the commands, the variables that would make an SDK run one are not taken from the repository
     data = json.loads((project / settings_file).read_text())
     del data["apiKeyHelper"], data["awsCredentialExport"]
     write_json(project / settings_file, data)
-    found = llm.find_credentials(env, backend="bedrock", cwd=str(project))
+    found = credentials.find_credentials(env, backend="bedrock", cwd=str(project))
     assert found is not None and "AWS_PROFILE" not in found.source and "boto3's default chain" in found.source
     for args in (("model", "--json"), ("model", "test"), ("extract", "--transcript", str(project / "none.jsonl"))):
         run_mem(*args, env={**env, "PATH": os.environ["PATH"]}, cwd=str(project))

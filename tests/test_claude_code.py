@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from mem.core.jobs import llm
+from mem.core.jobs import credentials, llm
 from mem.core.jobs.tools import ToolBox, WritePolicy
 from mem.core.memdir.store import MemoryDir
 from mem.core.jobs.backends import claude_code, mcp_tools
@@ -125,13 +125,13 @@ def fake_claude(tmp_path, script: str) -> str:
 def test_detected_last_only_when_claude_is_on_path(tmp_path):
     folder = fake_claude(tmp_path, "exit 0\n")
     env = {"PATH": f"{folder}:/usr/bin:/bin", "HOME": str(tmp_path)}
-    found = llm.find_credentials(env)
+    found = credentials.find_credentials(env)
     assert found.backend == "claude-code" and found.reason == "detected" and folder in found.source
-    assert llm.find_credentials({**env, "ANTHROPIC_API_KEY": "sk-ant-x"}).backend == "anthropic"
-    assert llm.find_credentials({**env, "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}).backend == "openai"
-    assert llm.find_credentials({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}) is None
-    assert llm.find_credentials({**env, "ANTHROPIC_API_KEY": "k"}, backend="claude-code").backend == "claude-code"
-    assert llm.DETECTION[-1] == "claude-code"
+    assert credentials.find_credentials({**env, "ANTHROPIC_API_KEY": "sk-ant-x"}).backend == "anthropic"
+    assert credentials.find_credentials({**env, "OPENAI_API_KEY": "k", "OPENAI_MODEL": "m"}).backend == "openai"
+    assert credentials.find_credentials({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}) is None
+    assert credentials.find_credentials({**env, "ANTHROPIC_API_KEY": "k"}, backend="claude-code").backend == "claude-code"
+    assert credentials.DETECTION[-1] == "claude-code"
 
 
 def model(tmp_path):

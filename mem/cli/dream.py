@@ -61,7 +61,7 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, budget: str 
       mem dream --offline            # no key: merge exact duplicates, repair the index, report
       0 4 * * * mem dream --all-projects -q
     """
-    from mem.core.jobs import llm
+    from mem.core.jobs import credentials, llm
 
     if undo:
         from mem.cli.undo import report as report_undo
@@ -69,9 +69,9 @@ def dream_cmd(ctx: click.Context, offline: bool, model: str | None, budget: str 
         memory = memory_of(where)
         report_undo(revert.undo(memory, dry_run=dry_run), "undo", dry_run, fmt, memory)
         return
-    if model and not offline and not llm.has_credentials():
+    if model and not offline and not credentials.has_credentials():
         llm.model_config("dream", model)  # raises the ConfigError naming ANTHROPIC_API_KEY (exit 3)
-    mode = "mechanical" if offline or not llm.has_credentials() else "agent"
+    mode = "mechanical" if offline or not credentials.has_credentials() else "agent"
     if mode == "mechanical" and not offline and not quiet:
         render.info("no ANTHROPIC_API_KEY: running the mechanical consolidation (exact duplicates, index, findings); --offline says so quietly")
     if repo and all_projects:

@@ -88,9 +88,9 @@ def eval_cmd(ctx: click.Context, cases_file: str | None, transcripts: str | None
 
     selectors = ["offline"]
     if not offline:
-        from mem.core.jobs import llm
+        from mem.core.jobs import credentials
 
-        if llm.has_credentials():
+        if credentials.has_credentials():
             selectors.append("model")
         else:
             render.info("no API key: the model selector is left out (set ANTHROPIC_API_KEY)")

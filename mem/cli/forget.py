@@ -47,7 +47,7 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
       mem forget --yes feedback-testing.md && mem undo
     """
     from mem.cli.common import current_env
-    from mem.core.jobs import forget, llm
+    from mem.core.jobs import credentials, forget, llm
     from mem.core.errors import NotFoundError, UsageError
 
     from mem.core.memdir.files import read_stream_text  # capped: stdin may be /dev/zero
@@ -58,7 +58,7 @@ def forget_cmd(query: tuple[str, ...], yes: bool, dry_run: bool, offline: bool, 
         raise UsageError("not at a terminal: use --yes to forget every candidate, or --dry-run to see them")
     memory = memory_of(where)
     strategy = "offline"
-    if not offline and (model or llm.has_credentials()):
+    if not offline and (model or credentials.has_credentials()):
         llm.model_config("forget", model)  # --model without a key: exit 3
         strategy = "model"
     search = forget.find(memory, text, strategy=strategy, model=model, limit=limit, timeout=timeout,

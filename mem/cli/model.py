@@ -112,10 +112,10 @@ def test_cmd(ctx: click.Context, backend: str | None, timeout: float, fmt: str) 
       mem model test --backend openai --json
     """
     from mem.core.errors import ConfigError
-    from mem.core.jobs import llm
+    from mem.core.jobs import credentials, llm
 
     chosen = backend or ctx.parent.params.get("backend") or os.environ.get("MEM_BACKEND")
-    names = [chosen] if chosen else llm.configured_backends()
+    names = [chosen] if chosen else credentials.configured_backends()
     if not names:
         raise ConfigError(llm.NO_CREDENTIALS)
     rows = [llm.probe(name, timeout=timeout) for name in names]

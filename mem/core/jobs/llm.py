@@ -28,11 +28,10 @@ from typing import Any, NamedTuple
 from mem.core.errors import ConfigError
 from mem.core.jobs.backends.protocol import ModelConfig, ModelError, reply_text
 from mem.core.jobs.backends.anthropic import takes_temperature
-from mem.core.jobs.credentials import DETECTION, Credentials, configured_backends, find_credentials, has_credentials
+from mem.core.jobs.credentials import find_credentials
 
-# their homes are backends/ and credentials.py; jobs name them here
-__all__ = ["ModelConfig", "ModelError", "takes_temperature", "DETECTION", "Credentials", "find_credentials",
-           "has_credentials", "configured_backends"]
+# their home is backends/; jobs name them here
+__all__ = ["ModelConfig", "ModelError", "takes_temperature"]
 
 #: The newest Sonnet the pinned SDK knows (checked against its deprecation list in the tests).
 DEFAULT_MODEL = "claude-sonnet-5-5"

@@ -146,12 +146,12 @@ def slug(name: str) -> str:
 
 def strategy_for(request: RememberRequest) -> str:
     """``offline`` or ``model``; UsageError naming what the offline strategy lacks without a model."""
-    from mem.core.jobs import llm
+    from mem.core.jobs import credentials, llm
 
     missing = request.missing
     if not missing:
         return "offline"
-    if not request.offline and (request.model or llm.has_credentials()):
+    if not request.offline and (request.model or credentials.has_credentials()):
         llm.model_config("remember", request.model)  # --model without a key: ConfigError (exit 3)
         return "model"
     if request.update and (request.file or request.name):
