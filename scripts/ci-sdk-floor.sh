@@ -25,7 +25,9 @@ if [ ! -x "$VENV/bin/mem" ] || ! "$VENV/bin/python" -c 'import xdist, boto3, goo
 fi
 echo "ci-sdk-floor: anthropic $("$VENV/bin/python" -c 'import anthropic; print(anthropic.__version__)')" >&2
 # The default model is newer than the floor's list of known models, and needs not be in it.
-exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n auto --dist loadfile \
+# Two workers per core, as make test: the model tests mostly wait on their local servers.
+workers=$((2 * $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)))
+exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n "$workers" --dist loadfile \
     --deselect tests/test_llm.py::test_default_model_is_known_and_not_deprecated \
     tests/test_llm.py tests/test_recall_model.py tests/test_agent.py tests/test_agent_loop.py \
     tests/test_extract.py tests/test_extract_cli.py tests/test_remember.py tests/test_forget.py \
