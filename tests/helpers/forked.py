@@ -8,6 +8,11 @@ the child, as ``subprocess.run(timeout=...)`` does). What only the real executab
 start-up time, the console script itself, the zipapp) still needs ``run_mem_process``.
 
 Example: forked.run(["scan", "--check"], env=dict(os.environ), timeout=30) -> CompletedProcess
+
+``stdin`` (an open file or a descriptor) is the child's descriptor 0 itself, as ``subprocess.run(stdin=f)``
+gives it (/dev/zero, a FIFO); ``preexec_fn`` runs in the child before the command, as subprocess's does (a
+resource limit). A limit on the address space counts the test process's own (about 190 MB here), which a
+fresh interpreter has not mapped: a bound it keeps in a child it keeps with room to spare alone.
 """
 
 from __future__ import annotations
@@ -86,7 +91,7 @@ class Forked:
     """``mem ARGV`` started in a forked child; ``wait`` gives a CompletedProcess (text stdout and stderr)."""
 
     def __init__(self, argv: list[str], *, input: str | bytes | None = None, env: dict | None = None,
-                 cwd: str | None = None):
+                 cwd: str | None = None, stdin=None, preexec_fn=None):
         self.args = ["mem", *argv]
         env = dict(os.environ) if env is None else env
         _preload()
@@ -99,10 +104,14 @@ class Forked:
             try:
                 for fd, (r, w) in enumerate(pipes):
                     os.dup2(r if fd == 0 else w, fd)
+                if stdin is not None:
+                    os.dup2(stdin if isinstance(stdin, int) else stdin.fileno(), 0)
                 for r, w in pipes:
                     os.close(r)
                     os.close(w)
                 signal.signal(signal.SIGINT, signal.default_int_handler)
+                if preexec_fn is not None:
+                    preexec_fn()
                 code = _child(argv, env, cwd)
             except BaseException:  # noqa: BLE001 - a child must not run on into the test runner
                 import traceback
@@ -179,6 +188,6 @@ def _text(raw: bytes) -> str:
 
 
 def run(argv: list[str], *, input: str | bytes | None = None, env: dict | None = None, cwd: str | None = None,
-        timeout: float | None = 60) -> subprocess.CompletedProcess:
+        timeout: float | None = 60, stdin=None, preexec_fn=None) -> subprocess.CompletedProcess:
     """``mem ARGV`` in a forked child, to its end: the shape of ``subprocess.run(capture_output=True, text=True)``."""
-    return Forked(argv, input=input, env=env, cwd=cwd).wait(timeout)
+    return Forked(argv, input=input, env=env, cwd=cwd, stdin=stdin, preexec_fn=preexec_fn).wait(timeout)
