@@ -394,9 +394,9 @@ def test_forget_promises_undo_only_when_undo_would_bring_it_back(run_mem, memdir
 
 
 @pytest.mark.parametrize("by_id", [False, True])
-def test_an_undo_killed_half_way_is_finished_by_the_retry(mem_exe, run_mem, memdir, by_id):
+def test_an_undo_killed_half_way_is_finished_by_the_retry(run_mem, memdir, by_id):
     """Issue #31: after kill -9 mid-undo, plain `mem undo` reversed the partial undo and `undo ID` refused."""
-    import signal
+    from helpers import forked
 
     remember(run_mem, "Seed", "Seed fact.")
     for attempt in range(40):
@@ -405,10 +405,10 @@ def test_an_undo_killed_half_way_is_finished_by_the_retry(mem_exe, run_mem, memd
         topic = memdir / f"topic-{attempt}.md"
         if not topic.exists():
             topic = next(p for p in memdir.glob("*.md") if p.name != "MEMORY.md" and f"Fact {attempt}." in p.read_text())
-        proc = subprocess.Popen([mem_exe, "undo"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = forked.Forked(["undo"])  # a process of its own to kill, forked: no Python start-up to pay
         while proc.poll() is None and (memdir / "MEMORY.md").read_bytes() == index:
             pass
-        proc.send_signal(signal.SIGKILL)
+        proc.kill()
         proc.wait()
         if topic.exists() and (memdir / "MEMORY.md").read_bytes() != index:
             break  # cut between the index and the topic file
