@@ -10,7 +10,8 @@ start-up time, the console script itself, the zipapp) still needs ``run_mem_proc
 Example: forked.run(["scan", "--check"], env=dict(os.environ), timeout=30) -> CompletedProcess
 
 ``stdin`` (an open file or a descriptor) is the child's descriptor 0 itself, as ``subprocess.run(stdin=f)``
-gives it (/dev/zero, a FIFO); ``preexec_fn`` runs in the child before the command, as subprocess's does (a
+gives it (/dev/zero, a FIFO, a terminal), and ``stderr`` its descriptor 2 (then ``wait`` gives no stderr);
+``preexec_fn`` runs in the child before the command, as subprocess's does (a
 resource limit). A limit on the address space counts the test process's own (about 190 MB here), which a
 fresh interpreter has not mapped: a bound it keeps in a child it keeps with room to spare alone.
 """
@@ -91,7 +92,7 @@ class Forked:
     """``mem ARGV`` started in a forked child; ``wait`` gives a CompletedProcess (text stdout and stderr)."""
 
     def __init__(self, argv: list[str], *, input: str | bytes | None = None, env: dict | None = None,
-                 cwd: str | None = None, stdin=None, preexec_fn=None):
+                 cwd: str | None = None, stdin=None, stderr=None, preexec_fn=None):
         self.args = ["mem", *argv]
         env = dict(os.environ) if env is None else env
         _preload()
@@ -104,8 +105,9 @@ class Forked:
             try:
                 for fd, (r, w) in enumerate(pipes):
                     os.dup2(r if fd == 0 else w, fd)
-                if stdin is not None:
-                    os.dup2(stdin if isinstance(stdin, int) else stdin.fileno(), 0)
+                for fd, given in ((0, stdin), (2, stderr)):
+                    if given is not None:
+                        os.dup2(given if isinstance(given, int) else given.fileno(), fd)
                 for r, w in pipes:
                     os.close(r)
                     os.close(w)
