@@ -18,6 +18,8 @@ from test_team_support import server  # noqa: F401 - fixture
 
 #: Longer than any test waits: a client without a total deadline would sit here.
 DRIP_SECONDS = 120
+#: A byte this often: well inside the 1 s --timeout the tests give, so a timeout per read never fires.
+DRIP_EVERY = 0.2
 
 
 class Hostile(ThreadingHTTPServer):
@@ -48,8 +50,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _drip(stop: threading.Event, write, seconds: int) -> None:
-    for _ in range(seconds):
-        if stop.wait(1):
+    for _ in range(int(seconds / DRIP_EVERY)):
+        if stop.wait(DRIP_EVERY):
             return
         write(b" ")
 
@@ -140,10 +142,10 @@ def pull(mem_exe, srv: Hostile, memdir, *args: str, limit: float = 60):
 @pytest.mark.parametrize("behaviour", [drip_body, drip_headers], ids=["body", "headers"])
 def test_a_dripping_server_cannot_hold_pull_past_its_timeout(behaviour, hostile, mem_exe, memdir):
     srv = hostile(behaviour)
-    p, took = pull(mem_exe, srv, memdir, "--timeout", "3")
+    p, took = pull(mem_exe, srv, memdir, "--timeout", "1")
     assert p.returncode == 70 and p.stdout == ""
-    assert p.stderr == f"mem: error: the team server {srv.url} did not answer within 3s\n"
-    assert took < 20  # the deadline is 3 s; the server would drip for 120
+    assert p.stderr == f"mem: error: the team server {srv.url} did not answer within 1s\n"
+    assert took < 20  # the deadline is 1 s; the server would drip for 120
 
 
 def test_an_endless_answer_is_cut_at_the_size_cap(hostile, mem_exe, memdir):
