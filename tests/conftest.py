@@ -91,6 +91,8 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
     monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    # and once, not three times with a backoff between (3 s a refused chain); read when google.auth is imported
+    monkeypatch.setenv("GCE_METADATA_DETECT_RETRIES", "1")
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
