@@ -176,6 +176,21 @@ def run_mem(request, run_mem_process):
     return run
 
 
+@pytest.fixture
+def run_mem_forked(run_mem_process):
+    """Run ``mem`` in a child forked from the test process (tests/helpers/forked.py), with ``run_mem``'s shape:
+    a process of its own (its own pid, its own once-per-process state) without a Python start-up.
+    With MEM_TEST_PROCESS=1 it is the real executable, as ``run_mem`` is."""
+    if os.environ.get("MEM_TEST_PROCESS"):
+        return run_mem_process
+    from helpers import forked
+
+    def run(*args: str, input: str | None = None, env: dict | None = None, cwd: str | None = None):
+        return forked.run(list(args), input=input, env={**os.environ, **(env or {})}, cwd=cwd)
+
+    return run
+
+
 def git(*args: str, cwd: Path | str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
