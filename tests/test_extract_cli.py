@@ -58,6 +58,17 @@ def forked_extract(*args: str) -> forked.Forked:
     return forked.Forked(["extract", *args])
 
 
+def open_files() -> set[str]:
+    """What this process has open, by path."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # closed meanwhile
+            pass
+    return found
+
+
 def lock_held_by_other(memdir: Path) -> bool:
     from mem.core.jobs.extract import RunLock
 
@@ -328,10 +339,22 @@ def test_two_extracts_at_once_one_runs_one_trails(fake_api, memdir, transcript, 
 def test_wait_runs_after_the_holder(fake_api, memdir, transcript, run_mem, tmp_path):
     other = tmp_path / "sess-2.jsonl"
     other.write_text(line("b1", "user", "hello", session="sess-2"))
-    fake_api.reply_text("one", delay=1.5)
+    answer = threading.Event()  # the holder's model answers once the second run is waiting for the lock
+    fake_api.reply_text("one", delay=answer)
     fake_api.reply_text("two")
     first = forked_extract("--transcript", str(transcript))
     wait_for(lambda: len(fake_api.requests) == 1, what="the first run's model call")
+    from mem.core.jobs.extract import RunLock
+
+    lock_file = RunLock(MemoryDir(memdir)).path
+
+    def answer_once_the_second_waits() -> None:  # it has the lock file open: it is polling for the lock
+        try:
+            wait_for(lambda: lock_file in open_files(), what="the second run to wait for the lock")
+        finally:
+            answer.set()
+
+    threading.Thread(target=answer_once_the_second_waits, daemon=True).start()
     second = run_mem("extract", "--transcript", str(other), "--wait", "--json")
     first.wait(timeout=30)
     assert second.returncode == 0, second.stderr
