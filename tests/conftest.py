@@ -91,6 +91,8 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
     monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    # and once, not three times with a backoff between (3 s a refused chain); read when google.auth is imported
+    monkeypatch.setenv("GCE_METADATA_DETECT_RETRIES", "1")
     monkeypatch.setenv("COLUMNS", "80")
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "t")
@@ -170,6 +172,21 @@ def run_mem(request, run_mem_process):
         if any(a in _PROCESS_ARGS for a in args):
             return run_mem_process(*args, input=input, env=env, cwd=cwd)
         return run_in_process(list(args), input=input, env={**os.environ, **(env or {})}, cwd=cwd)
+
+    return run
+
+
+@pytest.fixture
+def run_mem_forked(run_mem_process):
+    """Run ``mem`` in a child forked from the test process (tests/helpers/forked.py), with ``run_mem``'s shape:
+    a process of its own (its own pid, its own once-per-process state) without a Python start-up.
+    With MEM_TEST_PROCESS=1 it is the real executable, as ``run_mem`` is."""
+    if os.environ.get("MEM_TEST_PROCESS"):
+        return run_mem_process
+    from helpers import forked
+
+    def run(*args: str, input: str | None = None, env: dict | None = None, cwd: str | None = None):
+        return forked.run(list(args), input=input, env={**os.environ, **(env or {})}, cwd=cwd)
 
     return run
 

@@ -5,6 +5,7 @@
     api.reply_tool_use("write", {"file_path": "a.md", "content": "..."})
     api.reply_status(529)                       # overloaded (consumes a scripted step)
     api.reply_text("late", delay=5)             # slower than the client's timeout
+    api.reply_text("held", delay=gate)          # answered once gate (a threading.Event) is set
     api.overload_next(2)                        # the next 2 requests get 529, script untouched
     api.latency = 0.2                           # added to every reply
     api.respond_with(lambda body: message(...)) # answers once the script is empty
@@ -36,7 +37,9 @@ What happens to a POST to /v1/messages, in order:
 Steps 1-4 do not consume the script (nor call the responder). Every request,
 rejected or not, is recorded in ``requests`` with its ``status`` and
 ``input_tokens`` (None when the body could not be read as JSON). ``latency``
-seconds are added to every reply; a scripted ``delay`` is on top of it.
+seconds are added to every reply; a scripted ``delay`` is on top of it. A ``delay`` that is a
+``threading.Event`` holds the reply until the test sets it (at most a minute): a client kept waiting
+for exactly as long as the test needs, not for a guessed number of seconds.
 POST /v1/messages/count_tokens answers ``{"input_tokens": N}`` with the same
 counter, like the real endpoint (no window check, script untouched).
 
@@ -261,7 +264,7 @@ class FakeAnthropic:
 
     # -- scripting --
 
-    def reply(self, body: dict, *, status: int = 200, delay: float = 0.0) -> None:
+    def reply(self, body: dict, *, status: int = 200, delay: float | threading.Event = 0.0) -> None:
         self.script.append((status, body, delay))
 
     def reply_text(self, text: str, **kw) -> None:
@@ -432,6 +435,9 @@ class FakeAnthropic:
                 raw = self._read_body()
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 status, payload, delay = fake._answer(self.path, headers, raw)
+                if isinstance(delay, threading.Event):
+                    delay.wait(60)
+                    delay = 0.0
                 wait = fake.latency + delay
                 if wait > 0:
                     time.sleep(wait)

@@ -193,8 +193,8 @@ def test_grep_all_projects_covers_claude_and_qwen_and_layout_narrows(two_clients
         assert r.returncode == 0 and f"{layout}_zebra.md" in r.stdout and f"{other}_zebra" not in r.stdout, r
 
 
-@pytest.mark.process  # a finished dream's lock names its process: one process cannot dream twice in a row
-def test_dream_all_projects_covers_claude_and_qwen_and_layout_narrows(two_clients, run_mem, tmp_path):
+def test_dream_all_projects_covers_claude_and_qwen_and_layout_narrows(two_clients, run_mem_forked, tmp_path):
+    run_mem = run_mem_forked  # a finished dream's lock names its process: one process cannot dream twice in a row
     r = run_mem("dream", "--all-projects", "--offline", "--force", "-v", "--json", cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert sorted(d["memory_dir"].rstrip(os.sep) for d in json.loads(r.stdout)) == sorted(map(str, two_clients.values()))

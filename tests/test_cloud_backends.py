@@ -79,7 +79,7 @@ def test_an_agent_dream_runs_to_completion(cloud, run_mem, memdir, request):
     (memdir / "b.md").write_text(B)
     (memdir / "MEMORY.md").write_text("- [Deploy day](a.md) — fridays\n- [Deploy 2](b.md) — friday\n")
     fake.reply_tool_uses(("read", {"file_path": "a.md"}), ("read", {"file_path": "b.md"}))
-    fake.latency = 0.3  # a slow answer is still an answer
+    fake.latency = 0.1  # a slow answer is still an answer
     fake.overload_next(1)  # 529 for the first request: retried inside the deadline
     fake.reply_status(429, "Too many requests")  # and a throttle: retried too
     fake.reply_tool_uses(("write", {"file_path": "a.md", "content": MERGED}), ("delete", {"file_path": "b.md"}),

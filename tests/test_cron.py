@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import forked
 from mem.core import install
 
 FAKE_CRONTAB = """#!/bin/sh
@@ -51,7 +52,9 @@ def tools(tmp_path, monkeypatch, isolated_env):
 
 
 def mem(mem_exe, *args, env=None):
-    return subprocess.run([mem_exe, *args], capture_output=True, text=True, env=env, timeout=120)
+    """``mem_exe ARGS`` in a child forked from the test process, named as the console script names itself (it
+    writes its own path into the crontab line), without a Python start-up."""
+    return forked.run(list(args), env=env, timeout=120, argv0=mem_exe)
 
 
 def calls(log: Path) -> list[str]:

@@ -307,8 +307,8 @@ def test_a_messy_directory_gets_its_findings_and_no_false_merge(memdir):
     assert all(d["similarity"] >= NEAR_DUPLICATE for d in r.near_duplicates)
 
 
-@pytest.mark.process  # a finished dream's lock names its process: one process cannot dream twice in a row
-def test_findings_in_json_from_the_cli(run_mem, memdir):
+def test_findings_in_json_from_the_cli(run_mem_forked, memdir):
+    run_mem = run_mem_forked  # a finished dream's lock names its process: one process cannot dream twice in a row
     from helpers.messy import messy_dir
 
     messy_dir(memdir, "MEMORY.md")
@@ -359,8 +359,8 @@ def test_without_a_repository_there_are_no_stale_claims_and_no_error(tmp_path, m
     assert result.ran and stale_claims(result) == {}
 
 
-@pytest.mark.process  # a finished dream's lock names its process: one process cannot dream twice in a row
-def test_mem_dream_json_lists_the_stale_claims_of_the_project_it_runs_in(run_mem, tmp_path, memdir):
+def test_mem_dream_json_lists_the_stale_claims_of_the_project_it_runs_in(run_mem_forked, tmp_path, memdir):
+    run_mem = run_mem_forked  # a finished dream's lock names its process: one process cannot dream twice in a row
     repo = moved_repo(tmp_path / "repo")
     write_memories(memdir, STALE_MEMORIES)
     r = run_mem("dream", "--offline", "--force", "--json", cwd=str(repo))

@@ -346,17 +346,23 @@ def test_a_failed_dream_leaves_no_pointer_to_a_file_it_took_back(run_mem, memdir
     fake_api.reply_tool_uses(("write", {"file_path": "cadence.md", "content": new_file}),
                              ("edit", {"file_path": "MEMORY.md", "old_string": "- [DB](c.md) — MySQL\n",
                                        "new_string": "- [DB](c.md) — MySQL\n- [Cadence](cadence.md) — weekly\n"}))
-    for _ in range(3):  # the call and its two retries fail, slowly enough for the agent's edit to land
-        fake_api.reply(error_body("overloaded_error", "Overloaded"), status=529, delay=0.5)
+    reworded = threading.Event()
+    # the call and its two retries fail, the first once the agent's edit has landed
+    for delay in (reworded, 0, 0):
+        fake_api.reply(error_body("overloaded_error", "Overloaded"), status=529, delay=delay)
 
     def reword() -> None:  # the agent's own Edit tool, outside mem, on the dream's line
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            text = (memdir / "MEMORY.md").read_text()
-            if "(cadence.md) — weekly\n" in text:
-                (memdir / "MEMORY.md").write_text(text.replace("(cadence.md) — weekly", "(cadence.md) — weekly, Tuesdays"))
-                return
-            time.sleep(0.01)
+        try:
+            while time.monotonic() < deadline:
+                text = (memdir / "MEMORY.md").read_text()
+                if "(cadence.md) — weekly\n" in text:
+                    (memdir / "MEMORY.md").write_text(text.replace("(cadence.md) — weekly",
+                                                                   "(cadence.md) — weekly, Tuesdays"))
+                    return
+                time.sleep(0.01)
+        finally:
+            reworded.set()
 
     editor = threading.Thread(target=reword)
     editor.start()

@@ -1,5 +1,7 @@
-"""`mem extract` as hooks and scripts run it: the installed executable in a subprocess,
-against a real local Messages-API server."""
+"""`mem extract` as hooks and scripts run it, against a real local Messages-API server: in-process,
+the installed executable where the process is the point (a hook's background job), and a child forked
+from the test process (helpers/forked.py) where a second process matters but its start-up does not
+(the run that holds the lock, the run killed with -9)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from mem.core.memdir.store import MemoryDir
 from fakeapi import first_user_text
 
 from fakeapi import message, tool_use_block
+from helpers import forked
 
 FIX = Path(__file__).parent / "fixtures" / "transcripts"
 CC_MEMORY = "/home/dev/cc-run/home/.claude/projects/-home-dev-cc-run-repo/memory"
@@ -45,6 +49,24 @@ def wait_for(predicate, timeout: float = 20.0, what: str = "condition") -> None:
         if time.monotonic() > give_up:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def forked_extract(*args: str) -> forked.Forked:
+    """``mem extract ARGS`` in a forked child, with the SDK already loaded (import anthropic: 1.3 s of CPU a process)."""
+    import anthropic  # noqa: F401 - loaded here, once, so the child does not load it again
+
+    return forked.Forked(["extract", *args])
+
+
+def open_files() -> set[str]:
+    """What this process has open, by path."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.add(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # closed meanwhile
+            pass
+    return found
 
 
 def lock_held_by_other(memdir: Path) -> bool:
@@ -244,8 +266,9 @@ def test_qwen_hook_payload(fake_api, memdir, run_mem, tmp_path):
 
 
 def test_background_returns_at_once_and_closes_the_pipes(fake_api, memdir, transcript, mem_exe):
+    answer = threading.Event()  # the model answers once the hook has been seen to return
     fake_api.reply(message([tool_use_block("write", {"file_path": "user-prefers-tabs.md", "content": GOOD})],
-                           stop_reason="tool_use"), delay=3)
+                           stop_reason="tool_use"), delay=answer)
     fake_api.reply_text("Saved.")
     started = time.monotonic()
     parent = subprocess.Popen([mem_exe, "extract", "--hook", "--background"], stdin=subprocess.PIPE,
@@ -255,6 +278,7 @@ def test_background_returns_at_once_and_closes_the_pipes(fake_api, memdir, trans
     assert parent.returncode == 0 and out == b"" and err == b""
     assert elapsed < 1.5, f"the hook held the client for {elapsed:.2f}s"
     assert not (memdir / "user-prefers-tabs.md").exists()  # the model has not answered yet
+    answer.set()
     wait_for(lambda: (memdir / "MEMORY.md").exists(), what="the background extraction")
     assert (memdir / "user-prefers-tabs.md").read_text() == GOOD
     from mem.core.memdir.state import state_dir
@@ -266,7 +290,7 @@ def test_background_returns_at_once_and_closes_the_pipes(fake_api, memdir, trans
 
 
 def test_background_from_stdin_with_json(fake_api, memdir, run_mem):
-    fake_api.reply_text("Nothing.", delay=1)
+    fake_api.reply_text("Nothing.")
     data = json.dumps({"role": "user", "content": "I lead the payments team"}) + "\n"
     r = run_mem("extract", "--transcript", "-", "--session", "s", "--background", "--json", input=data)
     assert r.returncode == 0, r.stderr
@@ -283,13 +307,13 @@ def test_background_from_stdin_with_json(fake_api, memdir, run_mem):
 # --- concurrency -----------------------------------------------------------------------------------
 
 
-def test_two_extracts_at_once_one_runs_one_trails(fake_api, memdir, transcript, mem_exe, run_mem, tmp_path):
+def test_two_extracts_at_once_one_runs_one_trails(fake_api, memdir, transcript, run_mem, tmp_path):
     other = tmp_path / "sess-2.jsonl"
     other.write_text(line("b1", "user", "I work on the billing service", session="sess-2"))
-    fake_api.reply_text("Nothing from one.", delay=2)
+    answer = threading.Event()  # the first run holds the lock until the other two have tried it
+    fake_api.reply_text("Nothing from one.", delay=answer)
     fake_api.reply_text("Nothing from two.")
-    first = subprocess.Popen([mem_exe, "extract", "--transcript", str(transcript), "--json"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    first = forked_extract("--transcript", str(transcript), "--json")
     wait_for(lambda: len(fake_api.requests) == 1, what="the first run's model call")
     assert lock_held_by_other(memdir)
     second = run_mem("extract", "--transcript", str(other), "--json")
@@ -299,8 +323,10 @@ def test_two_extracts_at_once_one_runs_one_trails(fake_api, memdir, transcript, 
     assert "this one will run after it" in second.stderr
     third = run_mem("extract", "--transcript", str(other), "--no-queue")
     assert third.returncode == 5 and f"pid {first.pid}" in third.stderr
-    out, err = first.communicate(timeout=30)
-    assert first.returncode == 0, err
+    answer.set()
+    done = first.wait(timeout=30)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err
     result = json.loads(out)
     assert result["session"] == "sess-1" and result["queued"] is False
     assert [(t["session"], t["messages"]) for t in result["trailing"]] == [("sess-2", 1)]
@@ -310,14 +336,25 @@ def test_two_extracts_at_once_one_runs_one_trails(fake_api, memdir, transcript, 
     assert not lock_held_by_other(memdir)
 
 
-def test_wait_runs_after_the_holder(fake_api, memdir, transcript, mem_exe, run_mem, tmp_path):
+def test_wait_runs_after_the_holder(fake_api, memdir, transcript, run_mem, tmp_path):
     other = tmp_path / "sess-2.jsonl"
     other.write_text(line("b1", "user", "hello", session="sess-2"))
-    fake_api.reply_text("one", delay=1.5)
+    answer = threading.Event()  # the holder's model answers once the second run is waiting for the lock
+    fake_api.reply_text("one", delay=answer)
     fake_api.reply_text("two")
-    first = subprocess.Popen([mem_exe, "extract", "--transcript", str(transcript)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    first = forked_extract("--transcript", str(transcript))
     wait_for(lambda: len(fake_api.requests) == 1, what="the first run's model call")
+    from mem.core.jobs.extract import RunLock
+
+    lock_file = RunLock(MemoryDir(memdir)).path
+
+    def answer_once_the_second_waits() -> None:  # it has the lock file open: it is polling for the lock
+        try:
+            wait_for(lambda: lock_file in open_files(), what="the second run to wait for the lock")
+        finally:
+            answer.set()
+
+    threading.Thread(target=answer_once_the_second_waits, daemon=True).start()
     second = run_mem("extract", "--transcript", str(other), "--wait", "--json")
     first.wait(timeout=30)
     assert second.returncode == 0, second.stderr
@@ -328,7 +365,7 @@ def test_wait_runs_after_the_holder(fake_api, memdir, transcript, mem_exe, run_m
 # --- kill -9 ---------------------------------------------------------------------------------------
 
 
-def test_kill_9_mid_write_leaves_no_partial_file(fake_api, memdir, transcript, mem_exe, run_mem):
+def test_kill_9_mid_write_leaves_no_partial_file(fake_api, memdir, transcript, run_mem):
     old = GOOD
     (memdir / "user-prefers-tabs.md").write_text(old)
     new = GOOD.replace("Tabs.", "Tabs, always. " + "t" * 90_000)
@@ -347,8 +384,7 @@ def test_kill_9_mid_write_leaves_no_partial_file(fake_api, memdir, transcript, m
         fake_api.requests.clear()
         fake_api.reply_tool_uses(*calls)
         fake_api.reply_text("done", delay=5)
-        proc = subprocess.Popen([mem_exe, "extract", "--transcript", str(transcript), "--all"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
+        proc = forked_extract("--transcript", str(transcript), "--all")  # a process of its own, killed below
         give_up = time.monotonic() + 20
         if isinstance(delay, str):
             while time.monotonic() < give_up and not (

@@ -357,7 +357,8 @@ def test_latency_is_added_to_every_reply(api):
 
 
 def test_a_slow_reply_does_not_hold_up_other_requests(api):
-    api.reply_text("slow", delay=3)
+    held = threading.Event()  # the slow reply waits until the quick one is in
+    api.reply_text("slow", delay=held)
     api.reply_text("quick")
     slow: dict = {}
     thread = threading.Thread(target=lambda: slow.update(answer=post(api, body_with("first"))))
@@ -369,6 +370,7 @@ def test_a_slow_reply_does_not_hold_up_other_requests(api):
     status, doc = post(api, body_with("second"))
     assert status == 200 and doc["content"][0]["text"] == "quick"
     assert thread.is_alive() and "answer" not in slow  # answered while the slow one still waits
+    held.set()
     thread.join(timeout=30)
     assert slow["answer"][1]["content"][0]["text"] == "slow"
 

@@ -6,13 +6,13 @@ import json
 import os
 import pty
 import select
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import write_memory
+from helpers import forked
 
 PREFS = """\
 ---
@@ -326,11 +326,13 @@ def test_offline_flag_skips_the_model(run_mem, seeded, fake_api):
 # --- at a terminal ----------------------------------------------------------------------------------
 
 
-def run_tty(mem_exe: str, args: list[str], answers: list[str], timeout: float = 30) -> tuple[int, str, str]:
-    """Run mem with stdin and stderr on a pseudo-terminal, answering each prompt in turn."""
+def run_tty(args: list[str], answers: list[str], timeout: float = 30) -> tuple[int, str, str]:
+    """Run mem with stdin and stderr on a pseudo-terminal, answering each prompt in turn.
+
+    mem runs in a child forked from the test process (helpers/forked.py): the terminal is the point, a
+    Python start-up is not."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([mem_exe, *args], stdin=slave, stdout=subprocess.PIPE, stderr=slave,
-                            env=os.environ.copy(), close_fds=True)
+    proc = forked.Forked(list(args), stdin=slave, stderr=slave, env=os.environ.copy())
     os.close(slave)
     seen = b""
     answered = 0
@@ -353,15 +355,15 @@ def run_tty(mem_exe: str, args: list[str], answers: list[str], timeout: float = 
                 break
         if proc.poll() is None:  # still waiting for an answer we do not have: a test failure, not a hang
             proc.kill()
-        stdout = proc.stdout.read().decode()
-        code = proc.wait(timeout=10)
+        done = proc.wait(timeout=10)
+        stdout, code = done.stdout, done.returncode
     finally:
         os.close(master)
     return code, stdout, seen.decode(errors="replace").replace("\r\n", "\n")
 
 
-def test_at_a_terminal_the_numbers_chosen_are_forgotten(mem_exe, seeded):
-    code, out, terminal = run_tty(mem_exe, ["forget", "--json", "kubernetes", "postgres"], ["2"])
+def test_at_a_terminal_the_numbers_chosen_are_forgotten(seeded):
+    code, out, terminal = run_tty(["forget", "--json", "kubernetes", "postgres"], ["2"])
     assert code == 0, terminal
     assert "Forget which? all, none, or numbers like 1 2 [none]: " in terminal
     assert " 1. reference-k8s.md [reference] — where the cluster dashboards live\n" in terminal
@@ -372,45 +374,44 @@ def test_at_a_terminal_the_numbers_chosen_are_forgotten(mem_exe, seeded):
     assert (seeded / "reference-k8s.md").exists() and not (seeded / "feedback-testing.md").exists()
 
 
-def test_at_a_terminal_none_is_the_default_and_changes_nothing(mem_exe, seeded):
+def test_at_a_terminal_none_is_the_default_and_changes_nothing(seeded):
     before = tree(seeded)
-    code, out, terminal = run_tty(mem_exe, ["forget", "postgres testing"], [""])
+    code, out, terminal = run_tty(["forget", "postgres testing"], [""])
     assert code == 0 and out == ""
     assert "nothing forgotten" in terminal
     assert tree(seeded) == before
-    code, out, terminal = run_tty(mem_exe, ["forget", "postgres testing"], ["no"])
+    code, out, terminal = run_tty(["forget", "postgres testing"], ["no"])
     assert code == 0 and tree(seeded) == before
 
 
-def test_at_a_terminal_all_forgets_every_candidate(mem_exe, seeded):
-    code, out, terminal = run_tty(mem_exe, ["forget", "kubernetes", "postgres"], ["all"])
+def test_at_a_terminal_all_forgets_every_candidate(seeded):
+    code, out, terminal = run_tty(["forget", "kubernetes", "postgres"], ["all"])
     assert code == 0, terminal
     assert out == "deleted reference-k8s.md\ndeleted feedback-testing.md\nupdated MEMORY.md\n"
     assert not (seeded / "feedback-testing.md").exists() and not (seeded / "reference-k8s.md").exists()
 
 
-def test_at_a_terminal_a_bad_answer_is_asked_again(mem_exe, seeded):
-    code, out, terminal = run_tty(mem_exe, ["forget", "postgres testing"], ["7", "yes"])
+def test_at_a_terminal_a_bad_answer_is_asked_again(seeded):
+    code, out, terminal = run_tty(["forget", "postgres testing"], ["7", "yes"])
     assert code == 0, terminal
     assert "answer all, none, or numbers from 1 to 1" in terminal
     assert terminal.count("Forget which?") == 2
     assert not (seeded / "feedback-testing.md").exists()
 
 
-def test_at_a_terminal_end_of_input_means_none(mem_exe, seeded):
+def test_at_a_terminal_end_of_input_means_none(seeded):
     before = tree(seeded)
     master, slave = pty.openpty()
-    proc = subprocess.Popen([mem_exe, "forget", "postgres testing"], stdin=slave, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=os.environ.copy())
+    proc = forked.Forked(["forget", "postgres testing"], stdin=slave, env=os.environ.copy())
     os.close(slave)
     time.sleep(0.5)
     os.write(master, b"\x04")  # ^D at the start of a line: end of input
     try:
-        out, err = proc.communicate(timeout=30)
+        done = proc.wait(timeout=30)
     finally:
         os.close(master)
         proc.kill()
-    assert proc.returncode == 0, err
+    assert done.returncode == 0, done.stderr
     assert tree(seeded) == before
 
 

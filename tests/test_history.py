@@ -27,6 +27,20 @@ def history(run_mem, *args) -> list[dict]:
     return json.loads(r.stdout)
 
 
+@pytest.fixture
+def run_mem_anew():
+    """``mem`` in a child forked from the test process that looks for git on its own PATH, as a new process does
+    (mem looks it up once per process): a test of a PATH without git, without a Python start-up per command."""
+    from helpers import forked
+    from mem.core import gitcmd
+
+    def run(*args: str, input: str | None = None, env: dict | None = None, cwd: str | None = None):
+        return forked.run(list(args), input=input, env={**os.environ, **(env or {})}, cwd=cwd,
+                          preexec_fn=gitcmd.binary.cache_clear)
+
+    return run
+
+
 def remember(run_mem, name: str, text: str):
     r = run_mem("remember", "--type", "feedback", "--name", name, "--description", f"about {name}", text)
     assert r.returncode == 0, r.stderr
@@ -254,8 +268,8 @@ def test_events_and_history_agree(run_mem, memdir):
     assert event["detail"]["operation"] == op["id"]
 
 
-@pytest.mark.process  # where git is, is looked up once per process
-def test_history_without_git_says_so(run_mem, memdir, tmp_path):
+def test_history_without_git_says_so(run_mem_anew, memdir, tmp_path):
+    run_mem = run_mem_anew
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     os.symlink(sys.executable, bin_dir / "python3")
@@ -369,9 +383,9 @@ def test_restore_at_an_age_that_looks_like_hex_is_an_age(run_mem, memdir):
     assert "no recorded version of tabs.md at 100d" in r.stderr  # 100 days ago it did not exist yet
 
 
-@pytest.mark.process  # where git is, is looked up once per process
-def test_forget_promises_undo_only_when_undo_would_bring_it_back(run_mem, memdir, tmp_path):
+def test_forget_promises_undo_only_when_undo_would_bring_it_back(run_mem_anew, memdir, tmp_path):
     """Issue #31: with no git, and for a memory holding a secret, forget said `mem undo` brings it back."""
+    run_mem = run_mem_anew
     remember(run_mem, "Tabs", "Use tabs.")
     r = run_mem("forget", "--yes", "--offline", "tabs.md")
     assert r.returncode == 0 and "`mem undo` brings it back (operation " in r.stderr
@@ -394,9 +408,9 @@ def test_forget_promises_undo_only_when_undo_would_bring_it_back(run_mem, memdir
 
 
 @pytest.mark.parametrize("by_id", [False, True])
-def test_an_undo_killed_half_way_is_finished_by_the_retry(mem_exe, run_mem, memdir, by_id):
+def test_an_undo_killed_half_way_is_finished_by_the_retry(run_mem, memdir, by_id):
     """Issue #31: after kill -9 mid-undo, plain `mem undo` reversed the partial undo and `undo ID` refused."""
-    import signal
+    from helpers import forked
 
     remember(run_mem, "Seed", "Seed fact.")
     for attempt in range(40):
@@ -405,10 +419,10 @@ def test_an_undo_killed_half_way_is_finished_by_the_retry(mem_exe, run_mem, memd
         topic = memdir / f"topic-{attempt}.md"
         if not topic.exists():
             topic = next(p for p in memdir.glob("*.md") if p.name != "MEMORY.md" and f"Fact {attempt}." in p.read_text())
-        proc = subprocess.Popen([mem_exe, "undo"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = forked.Forked(["undo"])  # a process of its own to kill, forked: no Python start-up to pay
         while proc.poll() is None and (memdir / "MEMORY.md").read_bytes() == index:
             pass
-        proc.send_signal(signal.SIGKILL)
+        proc.kill()
         proc.wait()
         if topic.exists() and (memdir / "MEMORY.md").read_bytes() != index:
             break  # cut between the index and the topic file

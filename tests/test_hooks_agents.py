@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, write_memory
+from helpers import forked
 
 from mem.cli import cli
 from mem import clients
@@ -199,16 +200,21 @@ def as_the_client_runs(command: str, stdin: str, cwd: Path) -> subprocess.Comple
                           env=env, timeout=60)
 
 
+def as_installed(mem_exe: str, *args: str) -> subprocess.CompletedProcess:
+    """``mem ARGS`` as the user runs it (named by its path, which it writes into the hooks), in a child forked
+    from the test process: no Python start-up. The hooks themselves run as the client runs them."""
+    return forked.run(list(args), argv0=mem_exe)
+
+
 @pytest.mark.parametrize("client", ["codex", "gemini"])
 def test_installed_hooks_run_the_recorded_payloads_and_status_shows_them_fired(homes, project, mem_exe, client):
     if shutil.which("mem", path=install.MINIMAL_PATH):
         pytest.skip("a mem is installed in /usr/bin or /bin")
-    p = subprocess.run([mem_exe, "hooks", "install", "--client", client], capture_output=True, text=True)
+    p = as_installed(mem_exe, "hooks", "install", "--client", client)
     assert p.returncode == 0, p.stderr
-    status = json.loads(subprocess.run([mem_exe, "hooks", "status", "--client", client, "--json"],
-                                       capture_output=True, text=True).stdout)
+    status = json.loads(as_installed(mem_exe, "hooks", "status", "--client", client, "--json").stdout)
     assert status["ok"] and all(e["last_fired"] is None for e in status["entries"])
-    never = subprocess.run([mem_exe, "hooks", "status", "--client", client], capture_output=True, text=True)
+    never = as_installed(mem_exe, "hooks", "status", "--client", client)
     assert ("only once you trust them: /hooks in codex" in never.stderr) == (client == "codex")
     data = json.loads(homes[client].read_text())
     home = Path(os.environ["HOME"])
@@ -218,12 +224,12 @@ def test_installed_hooks_run_the_recorded_payloads_and_status_shows_them_fired(h
         assert p.returncode == 0 and p.stderr == "", p.stderr
         context = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
         assert ("MIGRATION_TIMEOUT=900" if event == "UserPromptSubmit" else "You have a long-term memory") in context
-    status = subprocess.run([mem_exe, "hooks", "status", "--client", client, "--json"], capture_output=True, text=True)
+    status = as_installed(mem_exe, "hooks", "status", "--client", client, "--json")
     assert status.returncode == 0, status.stdout + status.stderr
     fired = {e["event"]: e["last_fired"] is not None for e in json.loads(status.stdout)["entries"]}
     assert fired == {EVENTS[client]["SessionStart"]: True, EVENTS[client]["UserPromptSubmit"]: True,
                      EVENTS[client]["Stop"]: False}
-    text = subprocess.run([mem_exe, "hooks", "status", "--client", client], capture_output=True, text=True)
+    text = as_installed(mem_exe, "hooks", "status", "--client", client)
     assert "trust them" not in text.stderr
     text = text.stdout
     assert re.search(rf"{EVENTS[client]['UserPromptSubmit']}  \S+ recall --hook  runs  last fired 20\d\d-", text), text

@@ -1,6 +1,8 @@
 """Bounded everything (issue #32, third round: item 2): import caps, and every file mem opens read
-with a type check and a cap. Each hostile input is run in the real binary under a timeout and a
-1 GB address-space limit: a clean refusal, never a hang or a swollen process.
+with a type check and a cap. Each hostile input is run in a process of its own under a timeout and a
+1 GB address-space limit: a clean refusal, never a hang or a swollen process. The process is forked from
+the test's (tests/helpers/forked.py: no Python start-up, 0.1-0.3 s of CPU each), so the limit also
+counts the test process's own mappings: tighter than a fresh interpreter's.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import forked
+
 GOOD = b"---\nname: shell\ndescription: the user's shell\ntype: user\n---\n\nThe user uses fish, not bash.\n"
 GIB = 1 << 30
 
@@ -26,11 +30,11 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (GIB, GIB))
 
 
-def bounded(mem_exe, *args, stdin=subprocess.DEVNULL, timeout=30, env=None):
-    """The real mem under a 1 GB address-space limit; (CompletedProcess, seconds)."""
+def bounded(*args, stdin=subprocess.DEVNULL, timeout=30, env=None):
+    """mem in a forked child under a 1 GB address-space limit; (CompletedProcess, seconds)."""
     started = time.monotonic()
-    r = subprocess.run([mem_exe, *args], stdin=stdin, capture_output=True, text=True, timeout=timeout,
-                       preexec_fn=_limit_memory, env={**os.environ, **(env or {})})
+    r = forked.run(list(args), stdin=None if stdin is subprocess.DEVNULL else stdin, timeout=timeout,
+                   preexec_fn=_limit_memory, env={**os.environ, **(env or {})})
     return r, time.monotonic() - started
 
 
@@ -77,45 +81,45 @@ def refused(r, *words):
         assert w in r.stderr, r.stderr
 
 
-def test_a_huge_pax_header_is_refused_from_its_size_field(mem_exe, dst, tmp_path):
+def test_a_huge_pax_header_is_refused_from_its_size_field(dst, tmp_path):
     # The issue's 1 GB extended header reached 3.1 GB of memory before refusal: its size alone refuses it now.
     bomb = tmp_path / "pax.tar.gz"
     bomb.write_bytes(gzip.compress(header_block(b"././@PaxHeader", b"x", GIB) + b"x" * 4096))
-    r, took = bounded(mem_exe, "import", "--dir", str(dst), str(bomb))
+    r, took = bounded("import", "--dir", str(dst), str(bomb))
     refused(r, "pax extended header", "--max-header-size")
     assert took < 10 and os.listdir(dst) == []
 
 
-def test_a_pax_header_over_the_cap_is_refused_before_tarfile_reads_it(mem_exe, dst, tmp_path):
+def test_a_pax_header_over_the_cap_is_refused_before_tarfile_reads_it(dst, tmp_path):
     info = tarfile.TarInfo("memory/x.md")
     info.pax_headers = {"comment": "c" * (200 << 10)}
     bomb = tmp_path / "pax.tar.gz"
     bomb.write_bytes(archive_bytes({"a.md": GOOD}, extra=[(info, b"")]))
-    r, _ = bounded(mem_exe, "import", "--dir", str(dst), str(bomb))
+    r, _ = bounded("import", "--dir", str(dst), str(bomb))
     refused(r, "pax extended header")
 
 
-def test_too_many_members(mem_exe, dst, tmp_path):
+def test_too_many_members(dst, tmp_path):
     files = {f"m{i}.md": GOOD for i in range(12)}
     many = tmp_path / "many.tar.gz"
     many.write_bytes(archive_bytes(files))
-    r, _ = bounded(mem_exe, "import", "--dir", str(dst), str(many), "--max-members", "10")
+    r, _ = bounded("import", "--dir", str(dst), str(many), "--max-members", "10")
     refused(r, "more than 10 members", "--max-members")
-    r, _ = bounded(mem_exe, "import", "--dir", str(dst), str(many), "--max-members", "13")
+    r, _ = bounded("import", "--dir", str(dst), str(many), "--max-members", "13")
     assert r.returncode == 0, r.stderr
 
 
-def test_the_default_member_cap_refuses_100000_members_at_once(mem_exe, dst, tmp_path):
+def test_the_default_member_cap_refuses_100000_members_at_once(dst, tmp_path):
     # 100,000 members were accepted (~35 min); the header walk counts them before tarfile lists them.
     raw = b"".join(header_block(b"memory/m%06d.md" % i, b"0", 0) for i in range(10_001))
     many = tmp_path / "many.tar.gz"
     many.write_bytes(gzip.compress(raw + bytes(1024)))
-    r, took = bounded(mem_exe, "import", "--dir", str(dst), str(many))
+    r, took = bounded("import", "--dir", str(dst), str(many))
     refused(r, "more than 10,000 members")
     assert took < 10
 
 
-def test_a_decompression_bomb_stops_at_the_expanded_cap(mem_exe, dst, tmp_path):
+def test_a_decompression_bomb_stops_at_the_expanded_cap(dst, tmp_path):
     bomb = tmp_path / "bomb.tar.gz"
     info = tarfile.TarInfo("memory/zeros.md")
     info.size = 64 << 20
@@ -124,41 +128,41 @@ def test_a_decompression_bomb_stops_at_the_expanded_cap(mem_exe, dst, tmp_path):
         tar.addfile(info, io.BytesIO(bytes(info.size)))
     bomb.write_bytes(gzip.compress(raw.getvalue(), 1))
     assert bomb.stat().st_size < 1 << 20
-    r, took = bounded(mem_exe, "import", "--dir", str(dst), str(bomb), "--max-expanded-size", "4M")
+    r, took = bounded("import", "--dir", str(dst), str(bomb), "--max-expanded-size", "4M")
     refused(r, "--max-expanded-size")
     assert took < 10
 
 
-def test_an_archive_over_the_size_cap(mem_exe, dst, tmp_path):
+def test_an_archive_over_the_size_cap(dst, tmp_path):
     a = tmp_path / "a.tar.gz"
     a.write_bytes(archive_bytes({"a.md": GOOD}))
-    r, _ = bounded(mem_exe, "import", "--dir", str(dst), str(a), "--max-archive-size", "100")
+    r, _ = bounded("import", "--dir", str(dst), str(a), "--max-archive-size", "100")
     refused(r, "larger than 100 bytes", "--max-archive-size")
 
 
-def test_an_import_past_its_time_is_refused_before_any_write(mem_exe, dst, tmp_path):
+def test_an_import_past_its_time_is_refused_before_any_write(dst, tmp_path):
     a = tmp_path / "a.tar.gz"
     a.write_bytes(archive_bytes({f"m{i}.md": GOOD + b"x" * 20000 for i in range(50)}))
-    r, _ = bounded(mem_exe, "import", "--dir", str(dst), str(a), "--timeout", "0.001")
+    r, _ = bounded("import", "--dir", str(dst), str(a), "--timeout", "0.001")
     refused(r, "longer than 0.001 s", "--timeout")
     assert os.listdir(dst) == []
 
 
-def test_import_from_dev_zero_on_stdin_stops_at_the_cap(mem_exe, dst):
+def test_import_from_dev_zero_on_stdin_stops_at_the_cap(dst):
     with open("/dev/zero", "rb") as zero:
-        r, took = bounded(mem_exe, "import", "--dir", str(dst), "-", "--max-archive-size", "8M", stdin=zero)
+        r, took = bounded("import", "--dir", str(dst), "-", "--max-archive-size", "8M", stdin=zero)
     refused(r, "larger than")
     assert took < 20
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_an_archive_that_is_a_fifo_or_a_device_is_refused(mem_exe, dst, tmp_path, kind):
+def test_an_archive_that_is_a_fifo_or_a_device_is_refused(dst, tmp_path, kind):
     path = tmp_path / "a.tar.gz"
     if kind == "fifo":
         os.mkfifo(path)
     else:
         path.symlink_to("/dev/zero")
-    r, _ = bounded(mem_exe, "import", "--dir", str(dst), str(path), timeout=20)
+    r, _ = bounded("import", "--dir", str(dst), str(path), timeout=20)
     refused(r, "not a regular file")
 
 
@@ -199,21 +203,21 @@ COMMANDS = {
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
 @pytest.mark.parametrize("index", ["MEMORY.md", "team/MEMORY.md"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_an_index_that_is_a_fifo_or_dev_zero_never_hangs_or_swells(mem_exe, tmp_path, kind, index, command):
+def test_an_index_that_is_a_fifo_or_dev_zero_never_hangs_or_swells(tmp_path, kind, index, command):
     # recall --hook blocked on a FIFO team/MEMORY.md and grew to 5.2 GB on /dev/zero; dream to 4.7 GB.
     args, payload, codes = COMMANDS[command]
     env = planted(tmp_path, kind, index)
     stdin = tmp_path / "stdin"
     stdin.write_text(payload or "")
     with open(stdin) as fh:
-        r, took = bounded(mem_exe, *args, stdin=fh, env=env, timeout=30)
+        r, took = bounded(*args, stdin=fh, env=env, timeout=30)
     assert r.returncode in codes, (r.returncode, r.stdout, r.stderr[-1500:])
     assert "Traceback" not in r.stderr and "MemoryError" not in r.stderr and "Error:" not in r.stderr
     assert took < 20
 
 
 @pytest.mark.parametrize("source", ["fifo", "/dev/zero", "stdin-zero"])
-def test_eval_cases_are_typed_and_capped(mem_exe, tmp_path, source):
+def test_eval_cases_are_typed_and_capped(tmp_path, source):
     # `mem eval /dev/zero` took 22 GB; a FIFO hung it.
     env = planted(tmp_path, None)
     stdin = open("/dev/zero", "rb") if source == "stdin-zero" else subprocess.DEVNULL
@@ -223,7 +227,7 @@ def test_eval_cases_are_typed_and_capped(mem_exe, tmp_path, source):
     else:
         arg = "-" if source == "stdin-zero" else source
     try:
-        r, took = bounded(mem_exe, "eval", "--offline", arg, stdin=stdin, env=env)
+        r, took = bounded("eval", "--offline", arg, stdin=stdin, env=env)
     finally:
         if stdin is not subprocess.DEVNULL:
             stdin.close()
@@ -232,7 +236,7 @@ def test_eval_cases_are_typed_and_capped(mem_exe, tmp_path, source):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_settings_that_are_a_fifo_or_dev_zero_are_refused(mem_exe, tmp_path, kind):
+def test_settings_that_are_a_fifo_or_dev_zero_are_refused(tmp_path, kind):
     env = planted(tmp_path, None)
     settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
     settings.parent.mkdir()
@@ -240,27 +244,27 @@ def test_settings_that_are_a_fifo_or_dev_zero_are_refused(mem_exe, tmp_path, kin
         os.mkfifo(settings)
     else:
         settings.symlink_to("/dev/zero")
-    r, _ = bounded(mem_exe, "hooks", "install", env=env)
+    r, _ = bounded("hooks", "install", env=env)
     refused(r, "not a regular file")
-    r, _ = bounded(mem_exe, "status", "--settings", str(settings), env=env)
+    r, _ = bounded("status", "--settings", str(settings), env=env)
     assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("args", [["recall", "--offline", "-"], ["remember", "-"], ["log", "-"], ["lint", "-"],
                                   ["index", "--check", "-"], ["forget", "--dry-run", "--offline", "-"]])
-def test_stdin_from_dev_zero_stops_at_the_cap(mem_exe, tmp_path, args):
+def test_stdin_from_dev_zero_stops_at_the_cap(tmp_path, args):
     env = planted(tmp_path, None)
     with open("/dev/zero", "rb") as zero:
-        r, took = bounded(mem_exe, *args, stdin=zero, env=env)
+        r, took = bounded(*args, stdin=zero, env=env)
     assert r.returncode != 70 and "larger than 16,777,216 bytes" in r.stderr, (r.returncode, r.stderr[-800:])
     assert "MemoryError" not in r.stderr and took < 20
 
 
 @pytest.mark.parametrize("args", [["extract", "--transcript", "-"], ["grep", "x", "-"]])
-def test_a_transcript_or_file_piped_from_dev_zero_stops_at_the_cap(mem_exe, tmp_path, args):
+def test_a_transcript_or_file_piped_from_dev_zero_stops_at_the_cap(tmp_path, args):
     # extract - and grep - read stdin whole: /dev/zero grew them until the kernel said no
     env = {**planted(tmp_path, None), "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     with open("/dev/zero", "rb") as zero:
-        r, took = bounded(mem_exe, *args, stdin=zero, env=env)
+        r, took = bounded(*args, stdin=zero, env=env)
     assert r.returncode != 70 and "larger than 268,435,456 bytes" in r.stderr, (r.returncode, r.stderr[-800:])
     assert "MemoryError" not in r.stderr and took < 20

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from conftest import write_memory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,23 +136,38 @@ def _cache_entries(cache_dir) -> dict:
     return marshal.loads((cache_dir / "manifest.marshal").read_bytes())["entries"]
 
 
-def _settled(tmp_path, cache_dir):
-    """Memories whose inodes changed over 2 s ago: old enough for the cache to keep."""
+#: Tests that take a settled memory directory (the ``settled`` fixture): one wait serves them all.
+_SETTLED_TESTS = 5
+
+
+@pytest.fixture(scope="module")
+def _settled_dirs(tmp_path_factory):
+    """Memories whose inodes changed over 2 s ago: old enough for the cache to keep. ctime cannot be set back,
+    so they are made for every test at once and waited for once (2.1 s), not once a test."""
     import time
 
-    write_memory(tmp_path, "a.md", name="a", description="alpha deploys", type="project", mtime=1000)
-    write_memory(tmp_path, "b.md", name="b", description="beta", type="bug", mtime=2000)
-    (tmp_path / "c.md").write_text("no frontmatter\n")
-    write_memory(tmp_path, "sub/d.md", name="d", description="delta", mtime=3000)
-    (tmp_path / "e.md").write_text("---\nname: e\ndescription: listed\ntype: [project, user]\n---\n")
-    cache_dir.mkdir()
+    dirs = []
+    for i in range(_SETTLED_TESTS):
+        root = tmp_path_factory.mktemp(f"settled{i}") / "m"
+        write_memory(root, "a.md", name="a", description="alpha deploys", type="project", mtime=1000)
+        write_memory(root, "b.md", name="b", description="beta", type="bug", mtime=2000)
+        (root / "c.md").write_text("no frontmatter\n")
+        write_memory(root, "sub/d.md", name="d", description="delta", mtime=3000)
+        (root / "e.md").write_text("---\nname: e\ndescription: listed\ntype: [project, user]\n---\n")
+        (root.parent / "cache").mkdir()
+        dirs.append((root, root.parent / "cache"))
     time.sleep(2.1)
+    return iter(dirs)
 
 
-def test_cached_scan_equals_a_plain_scan_and_keeps_settled_files(tmp_path):
-    root, cache = tmp_path / "m", tmp_path / "cache"
-    root.mkdir()
-    _settled(root, cache)
+@pytest.fixture
+def settled(_settled_dirs):
+    """(memory directory, empty cache directory), the memories settled: each test its own."""
+    return next(_settled_dirs)
+
+
+def test_cached_scan_equals_a_plain_scan_and_keeps_settled_files(settled):
+    root, cache = settled
     plain = scan(str(root))
     first = scan(str(root), cache_dir=str(cache))
     second = scan(str(root), cache_dir=str(cache))
@@ -162,10 +178,8 @@ def test_cached_scan_equals_a_plain_scan_and_keeps_settled_files(tmp_path):
     assert by_rel["e.md"].raw_type == ["project", "user"] and by_rel["e.md"].type is None
 
 
-def test_a_rewrite_with_the_same_size_and_mtime_is_seen(tmp_path):
-    root, cache = tmp_path / "m", tmp_path / "cache"
-    root.mkdir()
-    _settled(root, cache)
+def test_a_rewrite_with_the_same_size_and_mtime_is_seen(settled):
+    root, cache = settled
     scan(str(root), cache_dir=str(cache))
     a = root / "a.md"
     st = a.stat()
@@ -178,10 +192,8 @@ def test_a_rewrite_with_the_same_size_and_mtime_is_seen(tmp_path):
     assert "a.md" not in _cache_entries(cache)
 
 
-def test_deleted_files_leave_the_cache_and_a_broken_cache_is_ignored(tmp_path):
-    root, cache = tmp_path / "m", tmp_path / "cache"
-    root.mkdir()
-    _settled(root, cache)
+def test_deleted_files_leave_the_cache_and_a_broken_cache_is_ignored(settled):
+    root, cache = settled
     scan(str(root), cache_dir=str(cache))
     (root / "sub" / "d.md").unlink()
     assert [h.relpath for h in scan(str(root), cache_dir=str(cache))] == [h.relpath for h in scan(str(root))]
@@ -191,10 +203,8 @@ def test_deleted_files_leave_the_cache_and_a_broken_cache_is_ignored(tmp_path):
     assert sorted(_cache_entries(cache)) == ["a.md", "b.md", "c.md", "e.md"]
 
 
-def test_files_too_new_to_keep_do_not_rewrite_the_cache(tmp_path):
-    root, cache = tmp_path / "m", tmp_path / "cache"
-    root.mkdir()
-    _settled(root, cache)
+def test_files_too_new_to_keep_do_not_rewrite_the_cache(settled):
+    root, cache = settled
     scan(str(root), cache_dir=str(cache))
     saved = (cache / "manifest.marshal").stat()
     write_memory(root, "new.md", name="n", description="just written")
@@ -203,10 +213,8 @@ def test_files_too_new_to_keep_do_not_rewrite_the_cache(tmp_path):
     assert (cache / "manifest.marshal").stat().st_ino == saved.st_ino  # not rewritten for a file it cannot keep
 
 
-def test_saving_the_cache_sweeps_what_killed_writers_left_beside_it(tmp_path):
-    root, cache = tmp_path / "m", tmp_path / "cache"
-    root.mkdir()
-    _settled(root, cache)
+def test_saving_the_cache_sweeps_what_killed_writers_left_beside_it(settled):
+    root, cache = settled
     stale = [cache / ".manifest.marshal.0a1b2c3d.tmp", cache / ".recall-index.marshal.deadbeef.tmp"]
     fresh = cache / ".manifest.marshal.12345678.tmp"  # perhaps another process writing right now
     keep = cache / "sessions" / ".s1.json.abcdef01.tmp"  # not this directory's: left alone

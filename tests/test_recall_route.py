@@ -298,7 +298,7 @@ def connect_proxy():
 
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Tunnel)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}", asked
     server.shutdown()
     server.server_close()

@@ -265,7 +265,7 @@ class _AskForCredentials(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def asks_for_credentials():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _AskForCredentials)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/team.git"
     server.shutdown()

@@ -87,7 +87,7 @@ class _Recorder(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), handler)
         self.root = root
         self.seen: list[tuple[str, str, dict]] = []  # (method, path, headers)
-        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     @property

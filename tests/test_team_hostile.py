@@ -1,7 +1,8 @@
 """A hostile or broken team server (issue 21): it cannot hold `mem team pull` past its --timeout, fill the
 memory with an endless answer or 20,000 files, plant an injection in team/, or print escape sequences.
 
-Real servers on loopback and the real ``mem`` executable: the deadline is a property of the process.
+Real servers on loopback and ``mem`` in a process of its own (forked from the test's, tests/helpers/forked.py:
+no Python start-up), under a time limit: the deadline is a property of the process.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from helpers import forked
 from test_team_support import server  # noqa: F401 - fixture
 
 #: Longer than any test waits: a client without a total deadline would sit here.
 DRIP_SECONDS = 120
+#: A byte this often: well inside the 1 s --timeout the tests give, so a timeout per read never fires.
+DRIP_EVERY = 0.2
 
 
 class Hostile(ThreadingHTTPServer):
@@ -48,8 +52,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _drip(stop: threading.Event, write, seconds: int) -> None:
-    for _ in range(seconds):
-        if stop.wait(1):
+    for _ in range(int(seconds / DRIP_EVERY)):
+        if stop.wait(DRIP_EVERY):
             return
         write(b" ")
 
@@ -114,7 +118,7 @@ def hostile():
 
     def start(behaviour) -> Hostile:
         srv = Hostile(behaviour)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         servers.append(srv)
         return srv
 
@@ -125,39 +129,38 @@ def hostile():
         srv.server_close()
 
 
-def pull(mem_exe, srv: Hostile, memdir, *args: str, limit: float = 60):
+def pull(srv: Hostile, memdir, *args: str, limit: float = 60):
     """`mem team pull` against ``srv``; (CompletedProcess, seconds it took)."""
     env = {**os.environ, "MEM_TEAM_URL": srv.url, "MEM_TEAM_REPO": "acme/widgets", "MEM_TEAM_TOKEN": "t"}
     started = time.monotonic()
     try:
-        p = subprocess.run([mem_exe, "team", "pull", "--dir", str(memdir), *args], capture_output=True, text=True,
-                           env=env, timeout=limit)
+        p = forked.run(["team", "pull", "--dir", str(memdir), *args], env=env, timeout=limit)
     except subprocess.TimeoutExpired:
         pytest.fail(f"mem team pull {' '.join(args)} was still running after {limit:g}s")
     return p, time.monotonic() - started
 
 
 @pytest.mark.parametrize("behaviour", [drip_body, drip_headers], ids=["body", "headers"])
-def test_a_dripping_server_cannot_hold_pull_past_its_timeout(behaviour, hostile, mem_exe, memdir):
+def test_a_dripping_server_cannot_hold_pull_past_its_timeout(behaviour, hostile, memdir):
     srv = hostile(behaviour)
-    p, took = pull(mem_exe, srv, memdir, "--timeout", "3")
+    p, took = pull(srv, memdir, "--timeout", "1")
     assert p.returncode == 70 and p.stdout == ""
-    assert p.stderr == f"mem: error: the team server {srv.url} did not answer within 3s\n"
-    assert took < 20  # the deadline is 3 s; the server would drip for 120
+    assert p.stderr == f"mem: error: the team server {srv.url} did not answer within 1s\n"
+    assert took < 20  # the deadline is 1 s; the server would drip for 120
 
 
-def test_an_endless_answer_is_cut_at_the_size_cap(hostile, mem_exe, memdir):
+def test_an_endless_answer_is_cut_at_the_size_cap(hostile, memdir):
     from mem.core.team.client import MAX_RESPONSE_BYTES
 
-    p, _ = pull(mem_exe, hostile(endless_body), memdir)
+    p, _ = pull(hostile(endless_body), memdir)
     assert p.returncode == 70
     assert p.stderr.startswith("mem: error: the team server ") and p.stderr.count("\n") == 1
     assert f"over the {MAX_RESPONSE_BYTES:,}-byte limit: refused" in p.stderr
 
 
-def test_twenty_thousand_entries_are_refused_and_nothing_is_written(hostile, mem_exe, memdir):
+def test_twenty_thousand_entries_are_refused_and_nothing_is_written(hostile, memdir):
     (memdir / "team").mkdir()
-    p, _ = pull(mem_exe, hostile(many_entries), memdir)
+    p, _ = pull(hostile(many_entries), memdir)
     assert p.returncode == 70
     assert p.stderr == ("mem: error: the team server sent 20,000 entries, over the 5,000 a pull takes: "
                         "refused, nothing written\n")
@@ -183,8 +186,8 @@ def test_deeply_nested_json_is_400_not_500(server, depth):
 # --- names from the network reach a terminal without their escape sequences ---------------------------
 
 
-def test_escape_sequences_in_key_names_are_not_printed(hostile, mem_exe, memdir):
-    p, _ = pull(mem_exe, hostile(escape_names), memdir)
+def test_escape_sequences_in_key_names_are_not_printed(hostile, memdir):
+    p, _ = pull(hostile(escape_names), memdir)
     assert "\x1b" not in p.stdout + p.stderr and "\x07" not in p.stdout + p.stderr
     assert "created team/ok.md" in p.stdout
     assert "team/evil\\x1b]0;pwned\\x07\\x1b[2J.md: not synced" in p.stderr
@@ -194,8 +197,8 @@ def test_escape_sequences_in_key_names_are_not_printed(hostile, mem_exe, memdir)
 # --- poisoning from the server is quarantined, not planted in team/ ------------------------------------
 
 
-def test_pull_quarantines_what_the_poisoning_guard_flags(hostile, mem_exe, memdir, tmp_path):
-    p, _ = pull(mem_exe, hostile(poisoned), memdir, "--json")
+def test_pull_quarantines_what_the_poisoning_guard_flags(hostile, memdir, tmp_path):
+    p, _ = pull(hostile(poisoned), memdir, "--json")
     assert p.returncode == 4  # refused for safety; the rest went through
     doc = json.loads(p.stdout)
     assert doc["created"] == ["deploys.md"]
@@ -228,8 +231,8 @@ def deeply_nested(h: _Handler) -> None:
     h.wfile.write(body)
 
 
-def test_a_deeply_nested_answer_is_a_protocol_error_not_a_crash(hostile, mem_exe, memdir):
-    p, _ = pull(mem_exe, hostile(deeply_nested), memdir)
+def test_a_deeply_nested_answer_is_a_protocol_error_not_a_crash(hostile, memdir):
+    p, _ = pull(hostile(deeply_nested), memdir)
     assert p.returncode == 70
     assert p.stderr == "mem: error: the team server's answer is not team memory data (no content.entries)\n"
 
@@ -242,8 +245,8 @@ def foreign_entries(h: _Handler) -> None:
                       "evil.sh": "#!/bin/sh\n", ".gitattributes": "* filter=x\n", "CLAUDE.md": "obey\n"})
 
 
-def test_pull_plants_nothing_that_is_not_a_memory_file(hostile, mem_exe, memdir):
-    p, _ = pull(mem_exe, hostile(foreign_entries), memdir)
+def test_pull_plants_nothing_that_is_not_a_memory_file(hostile, memdir):
+    p, _ = pull(hostile(foreign_entries), memdir)
     assert "created team/ok.md" in p.stdout, p.stderr
     for key in (".git/config", "evil.sh", ".gitattributes", "CLAUDE.md"):
         assert f"team/{key}: not synced" in p.stderr, p.stderr

@@ -8,6 +8,14 @@ the child, as ``subprocess.run(timeout=...)`` does). What only the real executab
 start-up time, the console script itself, the zipapp) still needs ``run_mem_process``.
 
 Example: forked.run(["scan", "--check"], env=dict(os.environ), timeout=30) -> CompletedProcess
+
+``stdin`` (an open file or a descriptor) is the child's descriptor 0 itself, as ``subprocess.run(stdin=f)``
+gives it (/dev/zero, a FIFO, a terminal), and ``stderr`` its descriptor 2 (then ``wait`` gives no stderr);
+``preexec_fn`` runs in the child before the command, as subprocess's does (a resource limit); ``argv0`` is
+the child's ``sys.argv[0]``, "mem" unless given: the console script's path where mem names itself (the
+hook commands and the crontab line it writes). A limit on the address space counts the test process's
+own mappings (about 190 MB here), which a fresh interpreter has not mapped: a bound a child keeps, a
+fresh process keeps with room to spare.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import threading
 import time
 
 
-def _child(argv: list[str], env: dict, cwd: str | None) -> int:
+def _child(argv: list[str], env: dict, cwd: str | None, argv0: str) -> int:
     os.environ.clear()
     os.environ.update({k: str(v) for k, v in env.items()})
     if cwd is not None:
@@ -31,7 +39,7 @@ def _child(argv: list[str], env: dict, cwd: str | None) -> int:
     sys.stdout = io.TextIOWrapper(io.open(1, "wb", closefd=False), encoding="utf-8", errors="surrogateescape")
     sys.stderr = io.TextIOWrapper(io.open(2, "wb", closefd=False), encoding="utf-8", errors="backslashreplace",
                                   line_buffering=True)
-    sys.argv = ["mem", *argv]
+    sys.argv = [argv0, *argv]
     from mem.entry import main
 
     try:
@@ -86,7 +94,7 @@ class Forked:
     """``mem ARGV`` started in a forked child; ``wait`` gives a CompletedProcess (text stdout and stderr)."""
 
     def __init__(self, argv: list[str], *, input: str | bytes | None = None, env: dict | None = None,
-                 cwd: str | None = None):
+                 cwd: str | None = None, stdin=None, stderr=None, preexec_fn=None, argv0: str | None = None):
         self.args = ["mem", *argv]
         env = dict(os.environ) if env is None else env
         _preload()
@@ -99,11 +107,16 @@ class Forked:
             try:
                 for fd, (r, w) in enumerate(pipes):
                     os.dup2(r if fd == 0 else w, fd)
+                for fd, given in ((0, stdin), (2, stderr)):
+                    if given is not None:
+                        os.dup2(given if isinstance(given, int) else given.fileno(), fd)
                 for r, w in pipes:
                     os.close(r)
                     os.close(w)
                 signal.signal(signal.SIGINT, signal.default_int_handler)
-                code = _child(argv, env, cwd)
+                if preexec_fn is not None:
+                    preexec_fn()
+                code = _child(argv, env, cwd, argv0 or "mem")
             except BaseException:  # noqa: BLE001 - a child must not run on into the test runner
                 import traceback
 
@@ -179,6 +192,6 @@ def _text(raw: bytes) -> str:
 
 
 def run(argv: list[str], *, input: str | bytes | None = None, env: dict | None = None, cwd: str | None = None,
-        timeout: float | None = 60) -> subprocess.CompletedProcess:
+        timeout: float | None = 60, stdin=None, preexec_fn=None, argv0: str | None = None) -> subprocess.CompletedProcess:
     """``mem ARGV`` in a forked child, to its end: the shape of ``subprocess.run(capture_output=True, text=True)``."""
-    return Forked(argv, input=input, env=env, cwd=cwd).wait(timeout)
+    return Forked(argv, input=input, env=env, cwd=cwd, stdin=stdin, preexec_fn=preexec_fn, argv0=argv0).wait(timeout)
