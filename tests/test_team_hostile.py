@@ -32,6 +32,7 @@ class Hostile(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.behaviour = behaviour
         self.stop = threading.Event()
+        self.requests = 0
 
     @property
     def url(self) -> str:
@@ -45,6 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):  # noqa: N802 - the stdlib's name
+        self.server.requests += 1
         try:
             self.server.behaviour(self)
         except (BrokenPipeError, ConnectionResetError):
@@ -152,10 +154,12 @@ def test_a_dripping_server_cannot_hold_pull_past_its_timeout(behaviour, hostile,
 def test_an_endless_answer_is_cut_at_the_size_cap(hostile, memdir):
     from mem.core.team.client import MAX_RESPONSE_BYTES
 
-    p, _ = pull(hostile(endless_body), memdir)
+    srv = hostile(endless_body)
+    p, _ = pull(srv, memdir)
     assert p.returncode == 70
     assert p.stderr.startswith("mem: error: the team server ") and p.stderr.count("\n") == 1
     assert f"over the {MAX_RESPONSE_BYTES:,}-byte limit: refused" in p.stderr
+    assert srv.requests == 1  # refused, not asked again: another try would read as much again
 
 
 def test_twenty_thousand_entries_are_refused_and_nothing_is_written(hostile, memdir):

@@ -376,7 +376,8 @@ def _get_with_retries(http: Http, query: str, headers: dict, ok: tuple[int, ...]
         try:
             resp = http.request("GET", query, headers=headers)
         except TeamError as exc:
-            if attempt >= retries:
+            # an answer refused for its size or shape is refused again: only trouble on the way is retried
+            if not exc.transient or attempt >= retries:
                 raise
             error: MemError = exc
         else:
