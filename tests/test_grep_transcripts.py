@@ -50,7 +50,7 @@ def transcript(tmp_path) -> Path:
     ]
     data = ("\n".join(lines) + "\n").encode()
     big = rec("user", "big", "x" * (1 << 20) + " needle-at-the-end").encode() + b"\n"
-    garbage = bytes(random.Random(7).randrange(256) for _ in range(20000)) + b"\n\xff\xfe{not json deploy\n"
+    garbage = random.Random(7).randbytes(20000) + b"\n\xff\xfe{not json deploy\n"
     tail = rec("assistant", "a3", [{"type": "text", "text": "done: deploy finished"}], ts="2026-03-03T00:00:00.000Z").encode()
     path = tmp_path / f"{SESSION}.jsonl"
     path.write_bytes(data + big + garbage + tail)  # no final newline
@@ -106,7 +106,7 @@ def test_one_megabyte_record_binary_garbage_and_no_final_newline(run_mem, transc
 
 def test_only_binary_garbage(run_mem, tmp_path):
     junk = tmp_path / "junk.jsonl"
-    junk.write_bytes(bytes(random.Random(3).randrange(256) for _ in range(200_000)))
+    junk.write_bytes(random.Random(3).randbytes(200_000))
     r = run_mem("grep", "--transcripts", "a", str(junk))
     assert r.returncode == 1 and r.stderr == ""
 
