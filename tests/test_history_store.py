@@ -773,10 +773,10 @@ def test_spawns_per_write_and_commit(hist, root, monkeypatch):
     j = hist.begin("remember")
     assert calls == []
     put(j, root, "a.md", b"a2\n")
-    assert len(calls) == 3
+    assert len(calls) == 2  # ls-files, update-index: the blob is written as a loose object here
     calls.clear()
     j.commit()
-    assert len(calls) == 3
+    assert len(calls) == 1  # update-ref: the tree and the commit are written here too
     calls.clear()
     assert hist.operations() and len(calls) == 1
 
@@ -820,7 +820,7 @@ def test_a_sync_killed_between_staging_and_committing_loses_no_outside_change(hi
     bin_dir.mkdir()
     real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
     (bin_dir / "git").write_text("#!/bin/sh\n"
-                                 'for a in "$@"; do [ "$a" = commit-tree ] && { kill -9 $PPID; exit 1; }; done\n'
+                                 'for a in "$@"; do [ "$a" = update-ref ] && { kill -9 $PPID; exit 1; }; done\n'
                                  f'exec {real_git} "$@"\n')
     (bin_dir / "git").chmod(0o755)
     code = textwrap.dedent(f"""
@@ -834,3 +834,38 @@ def test_a_sync_killed_between_staging_and_committing_loses_no_outside_change(hi
     op = next(op for op in hist.operations() if any(c.path == "edited.md" for c in op.changes))
     assert op.command == OUTSIDE
     assert_consistent(hist, root)
+
+
+def test_the_objects_mem_writes_itself_are_the_ones_git_would_write(hist, root):
+    """Blobs, trees and commits are written as loose objects without a spawn: byte for byte git's own."""
+    (root / "a.md").write_text("a\n")
+    hist.sync()
+    with hist.begin("remember", ["b"]) as j:
+        put(j, root, "a.md", b"a2\n")
+        put(j, root, "b.md", b"\xff binary \0 b\n")
+    (root / "a.md").unlink()
+    hist.sync()
+    assert git(hist, "fsck", "--strict", "--no-dangling").returncode == 0
+    for op in hist.operations():
+        commit = git(hist, "cat-file", "commit", op.id).stdout.decode()
+        tree_line, author, _committer, _, message = commit.split("\n", 4)
+        tree = tree_line.split()[1]
+        listing = git(hist, "ls-tree", tree).stdout
+        assert git(hist, "mktree", input=listing).stdout.decode().strip() == tree
+        date = author.rsplit(" ", 2)[1]
+        env = {"GIT_AUTHOR_DATE": f"{date} +0000", "GIT_COMMITTER_DATE": f"{date} +0000",
+               "GIT_AUTHOR_NAME": "mem", "GIT_AUTHOR_EMAIL": "mem@localhost",
+               "GIT_COMMITTER_NAME": "mem", "GIT_COMMITTER_EMAIL": "mem@localhost"}
+        again = subprocess.run(["git", "commit-tree", tree], input=message.encode(), capture_output=True, check=True,
+                               env={**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+                                    "GIT_DIR": hist.git_dir, "GIT_CONFIG_NOSYSTEM": "1",
+                                    "GIT_CONFIG_GLOBAL": os.devnull, **env})
+        assert again.stdout.decode().strip() == op.id
+        for c in op.changes:
+            for oid in (c.before, c.after):
+                if oid:
+                    assert git(hist, "cat-file", "-t", oid).stdout == b"blob\n"
+    objects = Path(hist.git_dir, "objects")
+    loose = [p for p in objects.glob("??/*")]
+    assert loose and all(stat.S_IMODE(p.stat().st_mode) == 0o444 for p in loose)
+    assert not [p for p in loose if p.name.startswith("tmp_")]

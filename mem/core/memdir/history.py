@@ -3,7 +3,10 @@
 The store is a bare git repository in mem's state directory (never inside the
 memory directory), driven through the ``git`` binary with plumbing commands
 only. Git gives content-addressed, deduplicated, compressed storage with
-integrity checks and garbage collection, and adds no Python dependency.
+integrity checks and garbage collection, and adds no Python dependency. The
+few objects one operation adds (its blobs, its tree, its commit) are written
+here as loose objects, byte for byte as git writes them, so an operation costs
+few spawns; the refs, the index and the listing of the work tree stay git's.
 
 Layout of ``<state_dir>``::
 
@@ -40,7 +43,9 @@ import hashlib
 import json
 import os
 import stat
+import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
@@ -161,6 +166,10 @@ def _full(path: str | None) -> bool:
         return False
     return st is not None and st.f_bavail * st.f_frsize < _NEARLY_FULL
 
+
+#: More blobs than this at once go to one pack (fast-import), fewer are written as loose objects: git's own
+#: ``fastimport.unpackLimit``, below which fast-import unpacks what it wrote into loose objects anyway.
+_PACK_OVER = 100
 
 #: Less free space than this where the store is, and a failed git is put down to the full disk.
 _NEARLY_FULL = 256 * 1024
@@ -427,10 +436,52 @@ class History:
         return entries if paths is None else {p: entries[p] for p in paths if p in entries}
 
     def _store(self, blobs: dict[str, bytes]) -> None:
-        """Write blobs with exactly these bytes (one spawn for any number of them)."""
-        if blobs:
+        """Write blobs with exactly these bytes, durable before the journal line that names them is.
+
+        A few are written here as loose objects, as git itself would write them (no spawn); a batch
+        larger than git's ``fastimport.unpackLimit`` goes to one pack through fast-import.
+        """
+        if len(blobs) > _PACK_OVER:
             self._git("fast-import", "--quiet",
                       input=b"".join(b"blob\ndata %d\n%s\n" % (len(data), data) for data in blobs.values()))
+            return
+        dirs = {self._loose(b"blob", data, durable=True) for data in blobs.values()} - {None}
+        for directory in sorted(dirs):
+            fsync_dir(directory)
+
+    def _loose(self, kind: bytes, data: bytes, *, durable: bool) -> str | None:
+        """Write one object as a loose object of the store; the directory it was added to (None: it was there).
+
+        As git writes one: zlib of ``<kind> <size>\\0<data>`` at ``objects/<2 hex>/<38 hex>``, through a
+        ``tmp_obj_`` file in that directory (one a killed process leaves is git's to prune), read-only.
+        An object already there is freshened, as git does, so a prune's grace period counts from now.
+        """
+        raw = b"%s %d\0" % (kind, len(data)) + data
+        oid = hashlib.sha1(raw).hexdigest()
+        directory = os.path.join(self.git_dir, "objects", oid[:2])
+        path = os.path.join(directory, oid[2:])
+        try:
+            os.utime(path)
+            return None
+        except FileNotFoundError:
+            pass
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=directory)
+        try:
+            view = memoryview(zlib.compress(raw, 1))  # git's core.looseCompression default: best speed
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+            os.fchmod(fd, 0o444)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        finally:
+            os.close(fd)
+        return directory
 
     def _stage(self, states: dict[str, tuple[str | None, int | None]]) -> None:
         """Set the recorded state of each path to (oid, mode); (None, None) removes it."""
@@ -455,11 +506,18 @@ class History:
             pos = end + 1 + size + 1
         return blobs
 
-    def _mktrees(self, trees: list[list[tuple[str, str]]]) -> list[str]:
-        """One tree per list of (name, blob oid), in one spawn."""
-        out = self._git("mktree", "--batch", input="".join(
-            "".join(f"100644 blob {oid}\t{name}\n" for name, oid in tree) + "\n" for tree in trees).encode())
-        return out.decode().split()
+    def _mktree(self, tree: list[tuple[str, str]]) -> str:
+        """A tree of (name, blob oid), its entries in git's order (names hold no '/': byte order); its oid."""
+        data = b"".join(b"100644 %s\0%s" % (name.encode(), bytes.fromhex(oid)) for name, oid in sorted(tree))
+        self._loose(b"tree", data, durable=False)
+        return hashlib.sha1(b"tree %d\0" % len(data) + data).hexdigest()
+
+    def _commit_tree(self, tree: str, message: str, seconds: int) -> str:
+        """A parentless commit of ``tree``, by mem, dated ``seconds`` (UTC), as ``git commit-tree`` makes it; its oid."""
+        who = f"mem <mem@localhost> {seconds} +0000"
+        data = f"tree {tree}\nauthor {who}\ncommitter {who}\n\n{message}".encode()
+        self._loose(b"commit", data, durable=False)
+        return hashlib.sha1(b"commit %d\0" % len(data) + data).hexdigest()
 
     def _records(self) -> list[tuple[str, Operation]]:
         """(ref, operation) for every recorded operation, newest first (one spawn)."""
@@ -511,19 +569,14 @@ class History:
         """Commit each operation and point its ref at it, the refs moving in one transaction."""
         if not records:
             return []
-        trees = self._mktrees([
-            [(f"{n}.{side}", oid)
-             for n, c in enumerate(op.changes)
-             for side, oid in (("before", c.before), ("after", c.after)) if _stored(oid)]
-            for _, op in records
-        ])
         ids = []
-        for (ref, op), tree in zip(records, trees):
+        for ref, op in records:
+            tree = self._mktree([(f"{n}.{side}", oid)
+                                 for n, c in enumerate(op.changes)
+                                 for side, oid in (("before", c.before), ("after", c.after)) if _stored(oid)])
             # dated by the ref, so rewriting an operation (redact) keeps its date
-            date = f"{_ref_ns(ref) // 10**9} +0000"
             message = json.dumps(_message(op), separators=(",", ":")) + "\n"
-            ids.append(self._git("commit-tree", tree, input=message.encode(),
-                                 env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}).decode().strip())
+            ids.append(self._commit_tree(tree, message, _ref_ns(ref) // 10**9))
         self._git("update-ref", "--stdin",
                   input="".join(f"update {ref} {oid}\n" for (ref, _), oid in zip(records, ids)).encode())
         return ids
@@ -692,7 +745,7 @@ class History:
         """Let git collect garbage, keeping what running mem processes have journaled but not yet committed."""
         pins = sorted({oid for j in live for e in j.entries for oid in (e["before"], e["after"]) if _stored(oid)})
         if pins:
-            tree = self._mktrees([[(str(n), oid) for n, oid in enumerate(pins)]])[0]
+            tree = self._mktree([(str(n), oid) for n, oid in enumerate(pins)])
             self._git("update-ref", _PIN_REF, tree)
         try:
             if prune_now:
