@@ -773,7 +773,7 @@ def test_spawns_per_write_and_commit(hist, root, monkeypatch):
     j = hist.begin("remember")
     assert calls == []
     put(j, root, "a.md", b"a2\n")
-    assert len(calls) == 2  # ls-files, update-index: the blob is written as a loose object here
+    assert len(calls) == 1  # update-index: the blob is written here, the index known from the sync's listing
     calls.clear()
     j.commit()
     assert len(calls) == 1  # update-ref: the tree and the commit are written here too
@@ -869,3 +869,19 @@ def test_the_objects_mem_writes_itself_are_the_ones_git_would_write(hist, root):
     loose = [p for p in objects.glob("??/*")]
     assert loose and all(stat.S_IMODE(p.stat().st_mode) == 0o444 for p in loose)
     assert not [p for p in loose if p.name.startswith("tmp_")]
+
+
+def test_a_write_sees_what_another_writer_staged_since_this_one_last_read_the_index(hist, root):
+    """The index is known without a spawn only while its checksum is the one this process left: another
+    writer's staging in between is read back, not taken for an outside change."""
+    (root / "a.md").write_text("a1\n")
+    hist.sync()
+    other = History(hist.state_dir, str(root), exclude=[".*.tmp"], refuse=refuse_secrets)
+    with hist.begin("remember", ["first"]) as mine:
+        put(mine, root, "b.md", b"b\n")  # this process now knows the index as it left it
+        with other.begin("remember", ["other"]) as theirs:
+            put(theirs, root, "a.md", b"a2\n")
+        put(mine, root, "a.md", b"a3\n")
+    assert [op.command for op in hist.operations()] == ["remember", "remember", OUTSIDE]
+    assert [c.after for c in hist.operations()[0].changes if c.path == "a.md"] == [blob_oid(b"a3\n")]
+    assert_consistent(hist, root)

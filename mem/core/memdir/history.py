@@ -207,6 +207,8 @@ class History:
         self._exclude = "".join(f"{pattern}\n" for pattern in (*exclude, ".git"))
         self._refuse = refuse
         self._lock_fd: int | None = None
+        # The index as this process last listed or staged it, under the lock: (its checksum, path -> (oid, mode)).
+        self._known: tuple[bytes, dict[str, tuple[str, int]]] | None = None
 
     def __repr__(self) -> str:
         return f"History({self.state_dir!r}, {self.work_tree!r})"
@@ -430,10 +432,43 @@ class History:
 
     def _index(self, paths: Sequence[str] | None = None) -> dict[str, tuple[str, int]]:
         """Recorded (oid, mode) by path: all of them, or just ``paths``."""
-        out = self._git("ls-files", "-z", "-s", *(["--", *paths] if paths else []))
-        entries = dict(_parse_staged(rec) for rec in out.split(b"\0") if rec)
+        entries = self._cached_index()
+        if entries is None:
+            out = self._git("ls-files", "-z", "-s", *(["--", *paths] if paths else []))
+            entries = dict(_parse_staged(rec) for rec in out.split(b"\0") if rec)
+            if paths is None:
+                self._remember_index(entries)
         # a directory as pathspec matches what is under it
-        return entries if paths is None else {p: entries[p] for p in paths if p in entries}
+        return dict(entries) if paths is None else {p: entries[p] for p in paths if p in entries}
+
+    def _index_checksum(self) -> bytes | None:
+        """The index file's trailing checksum (git's SHA-1 of all it holds), b"" when there is no index file
+        (git reads none as empty); None when it cannot tell (git is asked)."""
+        try:
+            with open(self._index_file, "rb") as f:
+                f.seek(-20, os.SEEK_END)
+                tail = f.read(20)
+        except FileNotFoundError:
+            return b""
+        except OSError:  # too short to hold a checksum: git says what is wrong with it
+            return None
+        return tail if len(tail) == 20 and any(tail) else None  # index.skipHash writes zeros
+
+    def _cached_index(self) -> dict[str, tuple[str, int]] | None:
+        """The index's entries without a spawn, when it holds exactly what this process last listed or staged.
+
+        Known by content, not by time or inode: the checksum git ends the file with is a hash of all
+        it holds, so the same checksum is the same entries, whoever wrote the file since.
+        """
+        if self._known is None:
+            return None
+        checksum = self._index_checksum()
+        return self._known[1] if checksum == self._known[0] else None
+
+    def _remember_index(self, entries: dict[str, tuple[str, int]]) -> None:
+        """Keep ``entries`` as what the index holds now: only under the lock (no git writes it meanwhile)."""
+        checksum = self._index_checksum() if self._lock_fd is not None else None
+        self._known = None if checksum is None else (checksum, entries)
 
     def _store(self, blobs: dict[str, bytes]) -> None:
         """Write blobs with exactly these bytes, durable before the journal line that names them is.
@@ -485,9 +520,19 @@ class History:
 
     def _stage(self, states: dict[str, tuple[str | None, int | None]]) -> None:
         """Set the recorded state of each path to (oid, mode); (None, None) removes it."""
+        before = self._cached_index()  # under the lock: what the index holds as update-index reads it
+        self._known = None
         self._git("update-index", "-z", "--index-info", input=b"".join(
             os.fsencode(f"0 {_NULL_OID}\t{path}" if oid is None else f"{mode:o} {oid}\t{path}") + b"\0"
             for path, (oid, mode) in states.items()))
+        if before is not None:
+            after = dict(before)
+            for path, (oid, mode) in states.items():
+                if oid is None:
+                    after.pop(path, None)
+                else:
+                    after[path] = (oid, mode)
+            self._remember_index(after)
 
     def _cat(self, oids: Sequence[str]) -> dict[str, bytes]:
         """The content of each blob (one spawn)."""
@@ -610,6 +655,7 @@ class History:
                 index[path] = state
             else:
                 changed.add(path)
+        self._remember_index(dict(index))  # every entry is listed once as H: the whole index
         if not have_tree:
             changed = set(index)
         # a running mem process records its own writes
