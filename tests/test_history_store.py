@@ -885,3 +885,16 @@ def test_a_write_sees_what_another_writer_staged_since_this_one_last_read_the_in
     assert [op.command for op in hist.operations()] == ["remember", "remember", OUTSIDE]
     assert [c.after for c in hist.operations()[0].changes if c.path == "a.md"] == [blob_oid(b"a3\n")]
     assert_consistent(hist, root)
+
+
+def test_versions_are_read_without_a_spawn_while_loose_and_through_git_once_packed(hist, root, monkeypatch):
+    (root / "a.md").write_bytes(b"a\0 binary\n")
+    op = hist.sync()
+    oid = op.changes[0].after
+    calls = count_spawns(monkeypatch)
+    assert hist.read_blob(oid) == b"a\0 binary\n" and calls == []
+    assert git(hist, "gc", "--quiet").returncode == 0  # packed: no loose object left
+    assert not Path(hist.git_dir, "objects", oid[:2], oid[2:]).exists()
+    assert hist.read_blob(oid) == b"a\0 binary\n" and len(calls) == 1
+    with pytest.raises(NotFoundError):
+        hist.read_blob("0" * 40)

@@ -535,13 +535,15 @@ class History:
             self._remember_index(after)
 
     def _cat(self, oids: Sequence[str]) -> dict[str, bytes]:
-        """The content of each blob (one spawn)."""
+        """The content of each blob: read here where it is a loose object, from git (one spawn) for the rest."""
         wanted = list(dict.fromkeys(oids))
-        if not wanted:
-            return {}
-        out = self._git("cat-file", "--batch", input="".join(f"{oid}\n" for oid in wanted).encode())
-        blobs, pos = {}, 0
-        for oid in wanted:
+        blobs = {oid: data for oid in wanted if (data := self._read_loose(oid)) is not None}
+        packed = [oid for oid in wanted if oid not in blobs]
+        if not packed:
+            return blobs
+        out = self._git("cat-file", "--batch", input="".join(f"{oid}\n" for oid in packed).encode())
+        pos = 0
+        for oid in packed:
             end = out.index(b"\n", pos)
             header = out[pos:end].split()
             if header[1] == b"missing":
@@ -550,6 +552,21 @@ class History:
             blobs[oid] = out[end + 1:end + 1 + size]
             pos = end + 1 + size + 1
         return blobs
+
+    def _read_loose(self, oid: str) -> bytes | None:
+        """A blob's content from its loose object, checked against its id; None when it is not one (packed,
+        pruned meanwhile, damaged: git is asked, and says which)."""
+        if len(oid) != 40 or oid.strip("0123456789abcdef"):
+            return None
+        try:
+            with open(os.path.join(self.git_dir, "objects", oid[:2], oid[2:]), "rb") as f:
+                raw = zlib.decompress(f.read())
+        except (OSError, zlib.error):
+            return None
+        header, _, data = raw.partition(b"\0")
+        if header != b"blob %d" % len(data) or hashlib.sha1(raw).hexdigest() != oid:
+            return None
+        return data
 
     def _mktree(self, tree: list[tuple[str, str]]) -> str:
         """A tree of (name, blob oid), its entries in git's order (names hold no '/': byte order); its oid."""
