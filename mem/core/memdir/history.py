@@ -937,10 +937,19 @@ class Journal:
         if creating:
             self._path = os.path.join(self._history._journal_dir, f"{self._id}.jsonl")
             lines = [{**self._header, "started": _iso(time.time_ns())}, *lines]
-        with open(self._path, "xb" if creating else "ab") as f:
-            f.write("".join(json.dumps(line) + "\n" for line in lines).encode())
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(self._path, "xb" if creating else "ab") as f:
+                f.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            if creating:
+                # Not journaled (a full disk), so nothing happens: no journal either, not even an empty one, which
+                # any recovery (this process's own, at its commit) would take for a dead process's and remove.
+                with contextlib.suppress(OSError):
+                    os.unlink(self._path)
+                self._path = None
+            raise
         if creating:
             fsync_dir(os.path.dirname(self._path))
         entries = [line for line in lines if "path" in line]
