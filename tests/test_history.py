@@ -547,7 +547,7 @@ def _git_subcommands(line: str) -> str:
     return words[0] if words else ""
 
 
-def test_a_remember_shaped_operation_starts_at_most_five_git_processes(memdir, tmp_path, monkeypatch):
+def test_a_remember_shaped_operation_starts_at_most_four_git_processes(memdir, tmp_path, monkeypatch):
     """Every git process a write starts is paid by every user on every write: counted with git itself on PATH
     (was 11: per written file an ls-files, a fast-import and an update-index; then mktree and commit-tree)."""
     from mem.core import gitcmd
@@ -573,14 +573,14 @@ def test_a_remember_shaped_operation_starts_at_most_five_git_processes(memdir, t
 
         remember("first")  # makes the store
         spawned = remember("second")
-        # the sync (update-index --refresh, ls-files), an update-index per file written, update-ref
-        assert len(spawned) <= 5, spawned
+        # the sync's listing (ls-files), an update-index per file written, update-ref
+        assert len(spawned) <= 4, spawned
         log.unlink()
         with memory.operation("forget", ["second"]):
             memory.delete("second.md")
             memory.update_index(lambda old: old.replace("- [second](second.md) — about second\n", ""))
         spawned = [_git_subcommands(line) for line in log.read_text().splitlines()]
-        assert len(spawned) <= 5, spawned
+        assert len(spawned) <= 4, spawned
     finally:
         monkeypatch.undo()
         gitcmd.binary.cache_clear()

@@ -898,3 +898,28 @@ def test_versions_are_read_without_a_spawn_while_loose_and_through_git_once_pack
     assert hist.read_blob(oid) == b"a\0 binary\n" and len(calls) == 1
     with pytest.raises(NotFoundError):
         hist.read_blob("0" * 40)
+
+
+def test_the_files_mem_wrote_are_read_back_until_they_are_many_then_refreshed_once(hist, root, monkeypatch):
+    """Entries mem staged carry no stat data: each listing compares their files' content, until there are more
+    than a few, when one refresh gives them stat data; an edit that keeps size and mtime is seen either way."""
+    hist.sync()
+    with hist.begin("dream") as j:
+        for n in range(history_mod._REFRESH_OVER + 1):
+            put(j, root, f"n{n}.md", b"version one\n")
+    calls = count_spawns(monkeypatch)
+    assert hist.sync() is None
+    assert [argv[argv.index("update-index"):] for argv in calls if "update-index" in argv] == [
+        ["update-index", "-q", "--refresh", "--ignore-missing"]]
+    calls.clear()
+    assert hist.sync() is None and len(calls) == 1  # the listing alone, and it lists nothing
+    st = os.stat(root / "n0.md")
+    time.sleep(0.01)
+    (root / "n0.md").write_bytes(b"version two\n")  # same size, same mtime: the ctime differs
+    os.utime(root / "n0.md", ns=(st.st_atime_ns, st.st_mtime_ns))
+    with hist.begin("remember") as j:
+        put(j, root, "m.md", b"mine\n")
+    synced = hist.sync()
+    assert synced is not None and [(c.path, c.after) for c in synced.changes] == [("n0.md", blob_oid(b"version two\n"))]
+    assert hist.sync() is None
+    assert_consistent(hist, root)

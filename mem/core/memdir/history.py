@@ -171,6 +171,12 @@ def _full(path: str | None) -> bool:
 #: ``fastimport.unpackLimit``, below which fast-import unpacks what it wrote into loose objects anyway.
 _PACK_OVER = 100
 
+#: More index entries than this without stat data (staged by mem), and a sync refreshes the index (one spawn):
+#: fewer are compared by content at each listing instead (git reads a few small files).
+_REFRESH_OVER = 32
+#: An index entry staged with --index-info as git writes it: ctime, mtime, dev, ino zero; a mode; uid, gid, size zero.
+_NO_STAT = tuple(bytes(24) + mode.to_bytes(4, "big") + bytes(12) for mode in (REGULAR, EXECUTABLE, SYMLINK))
+
 #: Less free space than this where the store is, and a failed git is put down to the full disk.
 _NEARLY_FULL = 256 * 1024
 
@@ -647,13 +653,10 @@ class History:
 
     def _sync(self, live: list[_JournalFile]) -> Operation | None:
         have_tree = os.path.isdir(self.work_tree)
-        if have_tree:
-            # Entries staged with --index-info carry no stat data. The refresh gives it to each one whose
-            # file still holds the recorded bytes (read once), so the listing below compares stat data
-            # (ctime included, which no tool can set back) instead of reading every file every time.
-            # A file that differs keeps no stat data and is listed as modified.
-            self._git("update-index", "-q", "--refresh", "--ignore-missing")
         # One listing gives the index (H), modified (C), deleted (R) and new, not excluded, files (?).
+        # Modified is judged by stat data (ctime included, which no tool can set back); an entry staged
+        # with --index-info has none, and git compares its file's content instead (ie_modified), until a
+        # refresh gives it stat data: run once such entries are many (_refresh_if_many).
         # Only our own exclude file: a .gitignore a user keeps in the memory directory hides nothing.
         out = self._git("ls-files", "-z", "-t", "-s",
                         *(["--modified", "--deleted", "--others", f"--exclude-from={self._exclude_file}"]
@@ -692,6 +695,7 @@ class History:
                 blobs[after] = data
             changes.append(Change(path, before, after, before_mode, mode))
         if not changes:
+            self._refresh_if_many(have_tree)
             return None
         self._store(blobs)
         # Journaled before it is staged: a sync killed between staging and committing leaves a journal
@@ -710,7 +714,30 @@ class History:
         self._stage({c.path: (c.after, c.after_mode) for c in changes})
         op = self._commit([(OUTSIDE, [], meta, changes)], journal_id, interrupted=False)[0]
         os.unlink(journal)
+        self._refresh_if_many(have_tree)  # the changes just staged carry no stat data either
         return op
+
+    def _refresh_if_many(self, have_tree: bool) -> None:
+        """Give stat data to the entries staged without any, once there are more than a few.
+
+        Until then every listing reads their files (git compares their content); after, it compares stat
+        data. Counted in the index file as git writes such an entry: no time, device, inode, owner or size.
+        A count that is off only moves the refresh: a listing is exact with stat data or without.
+        """
+        if not have_tree:
+            return
+        try:
+            with open(self._index_file, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        if sum(data.count(pattern) for pattern in _NO_STAT) <= _REFRESH_OVER:
+            return
+        known = self._cached_index()
+        self._known = None
+        self._git("update-index", "-q", "--refresh", "--ignore-missing")
+        if known is not None:
+            self._remember_index(known)  # a refresh changes stat data, never what an entry records
 
     def _untracked(self, path: str) -> list[str]:
         """The files git reports as untracked at ``path``."""
