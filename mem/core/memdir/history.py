@@ -43,7 +43,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -507,14 +506,14 @@ class History:
         except FileNotFoundError:
             pass
         os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=directory)
+        tmp = os.path.join(directory, f"tmp_obj_{os.urandom(6).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         try:
             view = memoryview(zlib.compress(raw, 1))  # git's core.looseCompression default: best speed
             while view:
                 view = view[os.write(fd, view):]
             if durable:
                 os.fsync(fd)
-            os.fchmod(fd, 0o444)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
