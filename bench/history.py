@@ -63,6 +63,7 @@ def _du(path: str) -> int:
 
 def main() -> int:
     mem = os.path.join(os.path.dirname(sys.executable), "mem")
+    load_before = os.getloadavg()[0]  # the absolute figures drift with it; the ratios less so
     with tempfile.TemporaryDirectory(prefix="mem-bench-history-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEM_", "CLAUDE_"))}
         env.update(HOME=os.path.join(tmp, "home"), MEM_STATE_DIR=os.path.join(tmp, "state"))
@@ -95,6 +96,7 @@ def main() -> int:
         git_store = _du(env["MEM_STATE_DIR"])
         shutil.rmtree(large, ignore_errors=True)
 
+    load_after = os.getloadavg()[0]
     med = {k: statistics.median(v) for k, v in samples.items()}
     base = med["python3 -c pass"]
     rows = "\n".join(f"| {name} | {fmt_ms(m)} | {m / base:.2f}× |" for name, m in med.items())
@@ -102,7 +104,8 @@ def main() -> int:
             for n in ("200", "10,000")}
     body = f"""## History cost (`make bench-history`, bench/history.py)
 
-{ROUNDS} interleaved rounds, medians, {time.strftime('%Y-%m-%d')}; ratios against `python3 -c pass` in the
+{ROUNDS} interleaved rounds, medians, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, load average
+{load_before:.1f} at the start and {load_after:.1f} at the end; ratios against `python3 -c pass` in the
 same run. "no git" runs the same command with git off PATH, where writes happen unrecorded.
 
 | command | median | × python3 -c pass |
