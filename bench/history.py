@@ -38,6 +38,21 @@ def _no_git_path(tmp: str) -> str:
     return bin_dir
 
 
+def _git_processes(argv: list[str], env: dict, tmp: str) -> int:
+    """How many git processes a run of ``argv`` starts after another one (nothing changed outside mem between
+    them, as the unrecorded rows' writes are), counted by a logging ``git`` first on PATH."""
+    subprocess.run(argv, env=env, capture_output=True, check=True)
+    bin_dir, log = os.path.join(tmp, "gitlog"), os.path.join(tmp, "git.log")
+    os.makedirs(bin_dir, exist_ok=True)
+    with open(os.path.join(bin_dir, "git"), "w") as f:
+        f.write(f'#!/bin/sh\necho "$*" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    os.chmod(os.path.join(bin_dir, "git"), 0o755)
+    subprocess.run(argv, env={**env, "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"}, capture_output=True,
+                   check=True)
+    with open(log) as f:
+        return len(f.read().splitlines())
+
+
 def _du(path: str) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(path):
@@ -48,6 +63,7 @@ def _du(path: str) -> int:
 
 def main() -> int:
     mem = os.path.join(os.path.dirname(sys.executable), "mem")
+    load_before = os.getloadavg()[0]  # the absolute figures drift with it; the ratios less so
     with tempfile.TemporaryDirectory(prefix="mem-bench-history-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MEM_", "CLAUDE_"))}
         env.update(HOME=os.path.join(tmp, "home"), MEM_STATE_DIR=os.path.join(tmp, "state"))
@@ -75,10 +91,12 @@ def main() -> int:
             },
             env, rounds=ROUNDS,
         )
+        spawns = _git_processes([mem, "log", "--dir", small, "a note"], env, tmp)
         ops = int(subprocess.run([mem, "history", "--dir", large, "--json"], capture_output=True, env=env).stdout.count(b'"id"'))
         git_store = _du(env["MEM_STATE_DIR"])
         shutil.rmtree(large, ignore_errors=True)
 
+    load_after = os.getloadavg()[0]
     med = {k: statistics.median(v) for k, v in samples.items()}
     base = med["python3 -c pass"]
     rows = "\n".join(f"| {name} | {fmt_ms(m)} | {m / base:.2f}× |" for name, m in med.items())
@@ -86,7 +104,8 @@ def main() -> int:
             for n in ("200", "10,000")}
     body = f"""## History cost (`make bench-history`, bench/history.py)
 
-{ROUNDS} interleaved rounds, medians, {time.strftime('%Y-%m-%d')}; ratios against `python3 -c pass` in the
+{ROUNDS} interleaved rounds, medians, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, load average
+{load_before:.1f} at the start and {load_after:.1f} at the end; ratios against `python3 -c pass` in the
 same run. "no git" runs the same command with git off PATH, where writes happen unrecorded.
 
 | command | median | × python3 -c pass |
@@ -94,8 +113,9 @@ same run. "no git" runs the same command with git off PATH, where writes happen 
 {rows}
 
 - What the history adds to one write: {fmt_ms(over['200'])} on 200 memories, {fmt_ms(over['10,000'])} on
-  10,000 (a sync of the whole directory, the journal, the commit: 8 git processes; the sync compares
-  stat data, after a refresh that reads back only the files mem wrote since the last one).
+  10,000 (a sync of the whole directory, the journal, the commit: {spawns} git processes, counted; the sync
+  compares stat data, and the content of the files mem wrote since the index was last refreshed, which
+  it is once they are more than 32).
 - The first write on a directory records every file it holds, once: {fmt_ms(first['200'])} for 200 files,
   {fmt_ms(first['10k'])} for 10,000. State directory after that baseline: {state_size / 2**20:.1f} MiB;
   after {ops} operations on the 10,000-file directory: {git_store / 2**20:.1f} MiB.

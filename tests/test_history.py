@@ -551,3 +551,50 @@ def test_no_writing_command_stores_a_secret_an_editor_put_in(name, run_mem, memd
     assert r.returncode in (0, 1, 4), (name, r.returncode, r.stderr)  # refused is fine; stored is not
     assert "Traceback" not in r.stderr
     assert key.encode() not in _store_objects(), name
+
+
+def _git_subcommands(line: str) -> str:
+    """A logged git command line without its leading ``-c key=value`` settings."""
+    words = line.split()
+    while words and words[0] in ("-c", "--no-pager"):
+        words = words[2:] if words[0] == "-c" else words[1:]
+    return words[0] if words else ""
+
+
+def test_a_remember_shaped_operation_starts_at_most_four_git_processes(memdir, tmp_path, monkeypatch):
+    """Every git process a write starts is paid by every user on every write: counted with git itself on PATH
+    (was 11: per written file an ls-files, a fast-import and an update-index; then mktree and commit-tree)."""
+    from mem.core import gitcmd
+    from mem.core.memdir.store import MemoryDir
+
+    log = tmp_path / "git.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    (bin_dir / "git").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real_git} "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    gitcmd.binary.cache_clear()
+    try:
+        memory = MemoryDir(str(memdir))
+
+        def remember(name: str) -> list[str]:
+            log.unlink(missing_ok=True)
+            with memory.operation("remember", [name]):
+                memory.write(f"{name}.md", f"---\nname: {name}\ndescription: d\ntype: user\n---\n\nbody\n")
+                memory.update_index(lambda old: (old or "") + f"- [{name}]({name}.md) — about {name}\n")
+            return [_git_subcommands(line) for line in log.read_text().splitlines()]
+
+        remember("first")  # makes the store
+        spawned = remember("second")
+        # the sync's listing (ls-files), an update-index per file written, update-ref
+        assert len(spawned) <= 4, spawned
+        log.unlink()
+        with memory.operation("forget", ["second"]):
+            memory.delete("second.md")
+            memory.update_index(lambda old: old.replace("- [second](second.md) — about second\n", ""))
+        spawned = [_git_subcommands(line) for line in log.read_text().splitlines()]
+        assert len(spawned) <= 4, spawned
+    finally:
+        monkeypatch.undo()
+        gitcmd.binary.cache_clear()

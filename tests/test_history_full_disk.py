@@ -216,3 +216,28 @@ def test_an_undo_whose_take_back_also_failed_is_finished_by_undo_again(small_fs,
     assert "(tabs-alpha.md)" in index and "(tabs-beta.md)" in index and "(gamma.md)" in index
     _undo_converged(memdir, run_mem)
     assert_history_agrees(str(memdir))
+
+
+def test_a_journal_the_full_disk_cut_short_at_its_first_line_is_gone_and_the_write_refused(small_fs, tmp_path):
+    """The journal file was made but its first line never reached the disk: the same process's recovery, at its
+    commit, took it for a dead process's and removed it, and the commit then failed on the missing file (exit 70)."""
+    from mem.core.memdir.history import History, blob_oid
+
+    work = tmp_path / "memory"
+    work.mkdir()
+    (work / "b.md").write_bytes(b"stored already\n")
+    hist = History(str(small_fs / "state"), str(work))
+    hist.sync()
+    fillers = _fill(small_fs)
+    journal = hist.begin("remember")
+    # the content is stored already (b.md's): the first thing to need space is the journal
+    with pytest.raises(OSError) as info:
+        journal.write("a.md", None, b"stored already\n", old_mode=None, new_mode=None,
+                      apply=lambda: (work / "a.md").write_bytes(b"stored already\n"))
+    assert info.value.errno == errno.ENOSPC
+    assert journal.commit() is None
+    assert not (work / "a.md").exists()
+    assert os.listdir(os.path.join(hist.state_dir, "history", "journal")) == []
+    _free(fillers, 64)
+    assert hist.sync() is None
+    assert hist.current_oid("b.md") == (blob_oid(b"stored already\n"), 0o100644)

@@ -773,10 +773,10 @@ def test_spawns_per_write_and_commit(hist, root, monkeypatch):
     j = hist.begin("remember")
     assert calls == []
     put(j, root, "a.md", b"a2\n")
-    assert len(calls) == 3
+    assert len(calls) == 1  # update-index: the blob is written here, the index known from the sync's listing
     calls.clear()
     j.commit()
-    assert len(calls) == 3
+    assert len(calls) == 1  # update-ref: the tree and the commit are written here too
     calls.clear()
     assert hist.operations() and len(calls) == 1
 
@@ -820,7 +820,7 @@ def test_a_sync_killed_between_staging_and_committing_loses_no_outside_change(hi
     bin_dir.mkdir()
     real_git = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
     (bin_dir / "git").write_text("#!/bin/sh\n"
-                                 'for a in "$@"; do [ "$a" = commit-tree ] && { kill -9 $PPID; exit 1; }; done\n'
+                                 'for a in "$@"; do [ "$a" = update-ref ] && { kill -9 $PPID; exit 1; }; done\n'
                                  f'exec {real_git} "$@"\n')
     (bin_dir / "git").chmod(0o755)
     code = textwrap.dedent(f"""
@@ -833,4 +833,93 @@ def test_a_sync_killed_between_staging_and_committing_loses_no_outside_change(hi
     hist.sync()
     op = next(op for op in hist.operations() if any(c.path == "edited.md" for c in op.changes))
     assert op.command == OUTSIDE
+    assert_consistent(hist, root)
+
+
+def test_the_objects_mem_writes_itself_are_the_ones_git_would_write(hist, root):
+    """Blobs, trees and commits are written as loose objects without a spawn: byte for byte git's own."""
+    (root / "a.md").write_text("a\n")
+    hist.sync()
+    with hist.begin("remember", ["b"]) as j:
+        put(j, root, "a.md", b"a2\n")
+        put(j, root, "b.md", b"\xff binary \0 b\n")
+    (root / "a.md").unlink()
+    hist.sync()
+    assert git(hist, "fsck", "--strict", "--no-dangling").returncode == 0
+    for op in hist.operations():
+        commit = git(hist, "cat-file", "commit", op.id).stdout.decode()
+        tree_line, author, _committer, _, message = commit.split("\n", 4)
+        tree = tree_line.split()[1]
+        listing = git(hist, "ls-tree", tree).stdout
+        assert git(hist, "mktree", input=listing).stdout.decode().strip() == tree
+        date = author.rsplit(" ", 2)[1]
+        env = {"GIT_AUTHOR_DATE": f"{date} +0000", "GIT_COMMITTER_DATE": f"{date} +0000",
+               "GIT_AUTHOR_NAME": "mem", "GIT_AUTHOR_EMAIL": "mem@localhost",
+               "GIT_COMMITTER_NAME": "mem", "GIT_COMMITTER_EMAIL": "mem@localhost"}
+        again = subprocess.run(["git", "commit-tree", tree], input=message.encode(), capture_output=True, check=True,
+                               env={**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+                                    "GIT_DIR": hist.git_dir, "GIT_CONFIG_NOSYSTEM": "1",
+                                    "GIT_CONFIG_GLOBAL": os.devnull, **env})
+        assert again.stdout.decode().strip() == op.id
+        for c in op.changes:
+            for oid in (c.before, c.after):
+                if oid:
+                    assert git(hist, "cat-file", "-t", oid).stdout == b"blob\n"
+    objects = Path(hist.git_dir, "objects")
+    loose = [p for p in objects.glob("??/*")]
+    assert loose and all(stat.S_IMODE(p.stat().st_mode) & 0o222 == 0 for p in loose)  # read-only, as git's
+    assert not [p for p in loose if p.name.startswith("tmp_")]
+
+
+def test_a_write_sees_what_another_writer_staged_since_this_one_last_read_the_index(hist, root):
+    """The index is known without a spawn only while its checksum is the one this process left: another
+    writer's staging in between is read back, not taken for an outside change."""
+    (root / "a.md").write_text("a1\n")
+    hist.sync()
+    other = History(hist.state_dir, str(root), exclude=[".*.tmp"], refuse=refuse_secrets)
+    with hist.begin("remember", ["first"]) as mine:
+        put(mine, root, "b.md", b"b\n")  # this process now knows the index as it left it
+        with other.begin("remember", ["other"]) as theirs:
+            put(theirs, root, "a.md", b"a2\n")
+        put(mine, root, "a.md", b"a3\n")
+    assert [op.command for op in hist.operations()] == ["remember", "remember", OUTSIDE]
+    assert [c.after for c in hist.operations()[0].changes if c.path == "a.md"] == [blob_oid(b"a3\n")]
+    assert_consistent(hist, root)
+
+
+def test_versions_are_read_without_a_spawn_while_loose_and_through_git_once_packed(hist, root, monkeypatch):
+    (root / "a.md").write_bytes(b"a\0 binary\n")
+    op = hist.sync()
+    oid = op.changes[0].after
+    calls = count_spawns(monkeypatch)
+    assert hist.read_blob(oid) == b"a\0 binary\n" and calls == []
+    assert git(hist, "gc", "--quiet").returncode == 0  # packed: no loose object left
+    assert not Path(hist.git_dir, "objects", oid[:2], oid[2:]).exists()
+    assert hist.read_blob(oid) == b"a\0 binary\n" and len(calls) == 1
+    with pytest.raises(NotFoundError):
+        hist.read_blob("0" * 40)
+
+
+def test_the_files_mem_wrote_are_read_back_until_they_are_many_then_refreshed_once(hist, root, monkeypatch):
+    """Entries mem staged carry no stat data: each listing compares their files' content, until there are more
+    than a few, when one refresh gives them stat data; an edit that keeps size and mtime is seen either way."""
+    hist.sync()
+    with hist.begin("dream") as j:
+        for n in range(history_mod._REFRESH_OVER + 1):
+            put(j, root, f"n{n}.md", b"version one\n")
+    calls = count_spawns(monkeypatch)
+    assert hist.sync() is None
+    assert [argv[argv.index("update-index"):] for argv in calls if "update-index" in argv] == [
+        ["update-index", "-q", "--refresh", "--ignore-missing"]]
+    calls.clear()
+    assert hist.sync() is None and len(calls) == 1  # the listing alone, and it lists nothing
+    st = os.stat(root / "n0.md")
+    time.sleep(0.01)
+    (root / "n0.md").write_bytes(b"version two\n")  # same size, same mtime: the ctime differs
+    os.utime(root / "n0.md", ns=(st.st_atime_ns, st.st_mtime_ns))
+    with hist.begin("remember") as j:
+        put(j, root, "m.md", b"mine\n")
+    synced = hist.sync()
+    assert synced is not None and [(c.path, c.after) for c in synced.changes] == [("n0.md", blob_oid(b"version two\n"))]
+    assert hist.sync() is None
     assert_consistent(hist, root)

@@ -3,7 +3,10 @@
 The store is a bare git repository in mem's state directory (never inside the
 memory directory), driven through the ``git`` binary with plumbing commands
 only. Git gives content-addressed, deduplicated, compressed storage with
-integrity checks and garbage collection, and adds no Python dependency.
+integrity checks and garbage collection, and adds no Python dependency. The
+few objects one operation adds (its blobs, its tree, its commit) are written
+here as loose objects, byte for byte as git writes them, so an operation costs
+few spawns; the refs, the index and the listing of the work tree stay git's.
 
 Layout of ``<state_dir>``::
 
@@ -41,6 +44,7 @@ import json
 import os
 import stat
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
@@ -162,6 +166,16 @@ def _full(path: str | None) -> bool:
     return st is not None and st.f_bavail * st.f_frsize < _NEARLY_FULL
 
 
+#: More blobs than this at once go to one pack (fast-import), fewer are written as loose objects: git's own
+#: ``fastimport.unpackLimit``, below which fast-import unpacks what it wrote into loose objects anyway.
+_PACK_OVER = 100
+
+#: More index entries than this without stat data (staged by mem), and a sync refreshes the index (one spawn):
+#: fewer are compared by content at each listing instead (git reads a few small files).
+_REFRESH_OVER = 32
+#: An index entry staged with --index-info as git writes it: ctime, mtime, dev, ino zero; a mode; uid, gid, size zero.
+_NO_STAT = tuple(bytes(24) + mode.to_bytes(4, "big") + bytes(12) for mode in (REGULAR, EXECUTABLE, SYMLINK))
+
 #: Less free space than this where the store is, and a failed git is put down to the full disk.
 _NEARLY_FULL = 256 * 1024
 
@@ -198,6 +212,8 @@ class History:
         self._exclude = "".join(f"{pattern}\n" for pattern in (*exclude, ".git"))
         self._refuse = refuse
         self._lock_fd: int | None = None
+        # The index as this process last listed or staged it, under the lock: (its checksum, path -> (oid, mode)).
+        self._known: tuple[bytes, dict[str, tuple[str, int]]] | None = None
 
     def __repr__(self) -> str:
         return f"History({self.state_dir!r}, {self.work_tree!r})"
@@ -421,31 +437,118 @@ class History:
 
     def _index(self, paths: Sequence[str] | None = None) -> dict[str, tuple[str, int]]:
         """Recorded (oid, mode) by path: all of them, or just ``paths``."""
-        out = self._git("ls-files", "-z", "-s", *(["--", *paths] if paths else []))
-        entries = dict(_parse_staged(rec) for rec in out.split(b"\0") if rec)
+        entries = self._cached_index()
+        if entries is None:
+            out = self._git("ls-files", "-z", "-s", *(["--", *paths] if paths else []))
+            entries = dict(_parse_staged(rec) for rec in out.split(b"\0") if rec)
+            if paths is None:
+                self._remember_index(entries)
         # a directory as pathspec matches what is under it
-        return entries if paths is None else {p: entries[p] for p in paths if p in entries}
+        return dict(entries) if paths is None else {p: entries[p] for p in paths if p in entries}
+
+    def _index_checksum(self) -> bytes | None:
+        """The index file's trailing checksum (git's SHA-1 of all it holds), b"" when there is no index file
+        (git reads none as empty); None when it cannot tell (git is asked)."""
+        try:
+            with open(self._index_file, "rb") as f:
+                f.seek(-20, os.SEEK_END)
+                tail = f.read(20)
+        except FileNotFoundError:
+            return b""
+        except OSError:  # too short to hold a checksum: git says what is wrong with it
+            return None
+        return tail if len(tail) == 20 and any(tail) else None  # index.skipHash writes zeros
+
+    def _cached_index(self) -> dict[str, tuple[str, int]] | None:
+        """The index's entries without a spawn, when it holds exactly what this process last listed or staged.
+
+        Known by content, not by time or inode: the checksum git ends the file with is a hash of all
+        it holds, so the same checksum is the same entries, whoever wrote the file since.
+        """
+        if self._known is None:
+            return None
+        checksum = self._index_checksum()
+        return self._known[1] if checksum == self._known[0] else None
+
+    def _remember_index(self, entries: dict[str, tuple[str, int]]) -> None:
+        """Keep ``entries`` as what the index holds now: only under the lock (no git writes it meanwhile)."""
+        checksum = self._index_checksum() if self._lock_fd is not None else None
+        self._known = None if checksum is None else (checksum, entries)
 
     def _store(self, blobs: dict[str, bytes]) -> None:
-        """Write blobs with exactly these bytes (one spawn for any number of them)."""
-        if blobs:
+        """Write blobs with exactly these bytes, durable before the journal line that names them is.
+
+        A few are written here as loose objects, as git itself would write them (no spawn); a batch
+        larger than git's ``fastimport.unpackLimit`` goes to one pack through fast-import.
+        """
+        if len(blobs) > _PACK_OVER:
             self._git("fast-import", "--quiet",
                       input=b"".join(b"blob\ndata %d\n%s\n" % (len(data), data) for data in blobs.values()))
+            return
+        dirs = {self._loose(b"blob", data, durable=True) for data in blobs.values()} - {None}
+        for directory in sorted(dirs):
+            fsync_dir(directory)
+
+    def _loose(self, kind: bytes, data: bytes, *, durable: bool) -> str | None:
+        """Write one object as a loose object of the store; the directory it was added to (None: it was there).
+
+        As git writes one: zlib of ``<kind> <size>\\0<data>`` at ``objects/<2 hex>/<38 hex>``, through a
+        ``tmp_obj_`` file in that directory (one a killed process leaves is git's to prune), read-only.
+        An object already there is freshened, as git does, so a prune's grace period counts from now.
+        """
+        raw = b"%s %d\0" % (kind, len(data)) + data
+        oid = hashlib.sha1(raw).hexdigest()
+        directory = os.path.join(self.git_dir, "objects", oid[:2])
+        path = os.path.join(directory, oid[2:])
+        try:
+            os.utime(path)
+            return None
+        except FileNotFoundError:
+            pass
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f"tmp_obj_{os.urandom(6).hex()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+        try:
+            view = memoryview(zlib.compress(raw, 1))  # git's core.looseCompression default: best speed
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        finally:
+            os.close(fd)
+        return directory
 
     def _stage(self, states: dict[str, tuple[str | None, int | None]]) -> None:
         """Set the recorded state of each path to (oid, mode); (None, None) removes it."""
+        before = self._cached_index()  # under the lock: what the index holds as update-index reads it
+        self._known = None
         self._git("update-index", "-z", "--index-info", input=b"".join(
             os.fsencode(f"0 {_NULL_OID}\t{path}" if oid is None else f"{mode:o} {oid}\t{path}") + b"\0"
             for path, (oid, mode) in states.items()))
+        if before is not None:
+            after = dict(before)
+            for path, (oid, mode) in states.items():
+                if oid is None:
+                    after.pop(path, None)
+                else:
+                    after[path] = (oid, mode)
+            self._remember_index(after)
 
     def _cat(self, oids: Sequence[str]) -> dict[str, bytes]:
-        """The content of each blob (one spawn)."""
+        """The content of each blob: read here where it is a loose object, from git (one spawn) for the rest."""
         wanted = list(dict.fromkeys(oids))
-        if not wanted:
-            return {}
-        out = self._git("cat-file", "--batch", input="".join(f"{oid}\n" for oid in wanted).encode())
-        blobs, pos = {}, 0
-        for oid in wanted:
+        blobs = {oid: data for oid in wanted if (data := self._read_loose(oid)) is not None}
+        packed = [oid for oid in wanted if oid not in blobs]
+        if not packed:
+            return blobs
+        out = self._git("cat-file", "--batch", input="".join(f"{oid}\n" for oid in packed).encode())
+        pos = 0
+        for oid in packed:
             end = out.index(b"\n", pos)
             header = out[pos:end].split()
             if header[1] == b"missing":
@@ -455,11 +558,33 @@ class History:
             pos = end + 1 + size + 1
         return blobs
 
-    def _mktrees(self, trees: list[list[tuple[str, str]]]) -> list[str]:
-        """One tree per list of (name, blob oid), in one spawn."""
-        out = self._git("mktree", "--batch", input="".join(
-            "".join(f"100644 blob {oid}\t{name}\n" for name, oid in tree) + "\n" for tree in trees).encode())
-        return out.decode().split()
+    def _read_loose(self, oid: str) -> bytes | None:
+        """A blob's content from its loose object, checked against its id; None when it is not one (packed,
+        pruned meanwhile, damaged: git is asked, and says which)."""
+        if len(oid) != 40 or oid.strip("0123456789abcdef"):
+            return None
+        try:
+            with open(os.path.join(self.git_dir, "objects", oid[:2], oid[2:]), "rb") as f:
+                raw = zlib.decompress(f.read())
+        except (OSError, zlib.error):
+            return None
+        header, _, data = raw.partition(b"\0")
+        if header != b"blob %d" % len(data) or hashlib.sha1(raw).hexdigest() != oid:
+            return None
+        return data
+
+    def _mktree(self, tree: list[tuple[str, str]]) -> str:
+        """A tree of (name, blob oid), its entries in git's order (names hold no '/': byte order); its oid."""
+        data = b"".join(b"100644 %s\0%s" % (name.encode(), bytes.fromhex(oid)) for name, oid in sorted(tree))
+        self._loose(b"tree", data, durable=False)
+        return hashlib.sha1(b"tree %d\0" % len(data) + data).hexdigest()
+
+    def _commit_tree(self, tree: str, message: str, seconds: int) -> str:
+        """A parentless commit of ``tree``, by mem, dated ``seconds`` (UTC), as ``git commit-tree`` makes it; its oid."""
+        who = f"mem <mem@localhost> {seconds} +0000"
+        data = f"tree {tree}\nauthor {who}\ncommitter {who}\n\n{message}".encode()
+        self._loose(b"commit", data, durable=False)
+        return hashlib.sha1(b"commit %d\0" % len(data) + data).hexdigest()
 
     def _records(self) -> list[tuple[str, Operation]]:
         """(ref, operation) for every recorded operation, newest first (one spawn)."""
@@ -511,19 +636,14 @@ class History:
         """Commit each operation and point its ref at it, the refs moving in one transaction."""
         if not records:
             return []
-        trees = self._mktrees([
-            [(f"{n}.{side}", oid)
-             for n, c in enumerate(op.changes)
-             for side, oid in (("before", c.before), ("after", c.after)) if _stored(oid)]
-            for _, op in records
-        ])
         ids = []
-        for (ref, op), tree in zip(records, trees):
+        for ref, op in records:
+            tree = self._mktree([(f"{n}.{side}", oid)
+                                 for n, c in enumerate(op.changes)
+                                 for side, oid in (("before", c.before), ("after", c.after)) if _stored(oid)])
             # dated by the ref, so rewriting an operation (redact) keeps its date
-            date = f"{_ref_ns(ref) // 10**9} +0000"
             message = json.dumps(_message(op), separators=(",", ":")) + "\n"
-            ids.append(self._git("commit-tree", tree, input=message.encode(),
-                                 env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}).decode().strip())
+            ids.append(self._commit_tree(tree, message, _ref_ns(ref) // 10**9))
         self._git("update-ref", "--stdin",
                   input="".join(f"update {ref} {oid}\n" for (ref, _), oid in zip(records, ids)).encode())
         return ids
@@ -532,13 +652,10 @@ class History:
 
     def _sync(self, live: list[_JournalFile]) -> Operation | None:
         have_tree = os.path.isdir(self.work_tree)
-        if have_tree:
-            # Entries staged with --index-info carry no stat data. The refresh gives it to each one whose
-            # file still holds the recorded bytes (read once), so the listing below compares stat data
-            # (ctime included, which no tool can set back) instead of reading every file every time.
-            # A file that differs keeps no stat data and is listed as modified.
-            self._git("update-index", "-q", "--refresh", "--ignore-missing")
         # One listing gives the index (H), modified (C), deleted (R) and new, not excluded, files (?).
+        # Modified is judged by stat data (ctime included, which no tool can set back); an entry staged
+        # with --index-info has none, and git compares its file's content instead (ie_modified), until a
+        # refresh gives it stat data: run once such entries are many (_refresh_if_many).
         # Only our own exclude file: a .gitignore a user keeps in the memory directory hides nothing.
         out = self._git("ls-files", "-z", "-t", "-s",
                         *(["--modified", "--deleted", "--others", f"--exclude-from={self._exclude_file}"]
@@ -557,6 +674,7 @@ class History:
                 index[path] = state
             else:
                 changed.add(path)
+        self._remember_index(dict(index))  # every entry is listed once as H: the whole index
         if not have_tree:
             changed = set(index)
         # a running mem process records its own writes
@@ -576,6 +694,7 @@ class History:
                 blobs[after] = data
             changes.append(Change(path, before, after, before_mode, mode))
         if not changes:
+            self._refresh_if_many(have_tree)
             return None
         self._store(blobs)
         # Journaled before it is staged: a sync killed between staging and committing leaves a journal
@@ -594,7 +713,30 @@ class History:
         self._stage({c.path: (c.after, c.after_mode) for c in changes})
         op = self._commit([(OUTSIDE, [], meta, changes)], journal_id, interrupted=False)[0]
         os.unlink(journal)
+        self._refresh_if_many(have_tree)  # the changes just staged carry no stat data either
         return op
+
+    def _refresh_if_many(self, have_tree: bool) -> None:
+        """Give stat data to the entries staged without any, once there are more than a few.
+
+        Until then every listing reads their files (git compares their content); after, it compares stat
+        data. Counted in the index file as git writes such an entry: no time, device, inode, owner or size.
+        A count that is off only moves the refresh: a listing is exact with stat data or without.
+        """
+        if not have_tree:
+            return
+        try:
+            with open(self._index_file, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        if sum(data.count(pattern) for pattern in _NO_STAT) <= _REFRESH_OVER:
+            return
+        known = self._cached_index()
+        self._known = None
+        self._git("update-index", "-q", "--refresh", "--ignore-missing")
+        if known is not None:
+            self._remember_index(known)  # a refresh changes stat data, never what an entry records
 
     def _untracked(self, path: str) -> list[str]:
         """The files git reports as untracked at ``path``."""
@@ -692,7 +834,7 @@ class History:
         """Let git collect garbage, keeping what running mem processes have journaled but not yet committed."""
         pins = sorted({oid for j in live for e in j.entries for oid in (e["before"], e["after"]) if _stored(oid)})
         if pins:
-            tree = self._mktrees([[(str(n), oid) for n, oid in enumerate(pins)]])[0]
+            tree = self._mktree([(str(n), oid) for n, oid in enumerate(pins)])
             self._git("update-ref", _PIN_REF, tree)
         try:
             if prune_now:
@@ -821,10 +963,19 @@ class Journal:
         if creating:
             self._path = os.path.join(self._history._journal_dir, f"{self._id}.jsonl")
             lines = [{**self._header, "started": _iso(time.time_ns())}, *lines]
-        with open(self._path, "xb" if creating else "ab") as f:
-            f.write("".join(json.dumps(line) + "\n" for line in lines).encode())
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(self._path, "xb" if creating else "ab") as f:
+                f.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            if creating:
+                # Not journaled (a full disk), so nothing happens: no journal either, not even an empty one, which
+                # any recovery (this process's own, at its commit) would take for a dead process's and remove.
+                with contextlib.suppress(OSError):
+                    os.unlink(self._path)
+                self._path = None
+            raise
         if creating:
             fsync_dir(os.path.dirname(self._path))
         entries = [line for line in lines if "path" in line]
