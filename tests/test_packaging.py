@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import _LEAKY_PREFIXES as LEAKY_PREFIXES
+from helpers.zipapp import this_trees_zipapp, warm_shiv_root
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN_PAGES = sorted(p.name for p in (ROOT / "man").glob("*.1"))
@@ -60,29 +60,16 @@ def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
         assert found == str(man1 / "mem-lint.1")
 
 
-def build_zipapp(tmp: Path, env: dict) -> tuple[Path, Path]:
-    """A copy of the sources and the zipapp built from it: (sources, zipapp)."""
-    src = tmp / "src"
-    src.mkdir()
-    copy_sources(src)
-    zipapp = tmp / "mem.pyz"
-    subprocess.run([sys.executable, str(src / "scripts" / "build_zipapp.py"), str(zipapp)], check=True,
-                   capture_output=True, timeout=600, env=env)
-    return src, zipapp
-
-
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     """What the module's tests install, built at once when its first test starts (each mostly waits on pip):
-    the zipapp from a copy of the sources, mem's wheel, and a venv holding the newest pipx. Futures."""
+    the zipapp of a copy of the sources (the session's, tests/helpers/zipapp.py), mem's wheel, and a venv
+    holding the newest pipx. Futures."""
     from concurrent.futures import ThreadPoolExecutor
 
     # Each gets its environment now: the tests' own (a HOME each) come and go while the builds run.
-    zipapp_tmp = tmp_path_factory.mktemp("zipapp")
-    (zipapp_tmp / "home").mkdir()
     with ThreadPoolExecutor(3) as pool:
-        clean = {k: v for k, v in os.environ.items() if not k.startswith(LEAKY_PREFIXES)}
-        yield {"zipapp": pool.submit(build_zipapp, zipapp_tmp, {**clean, "HOME": str(zipapp_tmp / "home")}),
+        yield {"zipapp": pool.submit(this_trees_zipapp, tmp_path_factory),
                "wheel": pool.submit(build_wheel, tmp_path_factory, dict(os.environ)),
                "pipx": pool.submit(install_current_pipx, tmp_path_factory, {**os.environ, "PIP_CACHE_DIR": PIP_CACHE})}
 
@@ -97,11 +84,14 @@ def _start_builds(request):
 
 @pytest.fixture
 def zipapp_build(builds) -> tuple[Path, Path]:
-    return builds["zipapp"].result()
+    """The copy of the sources the zipapp was built from (src/dist/mem-pyX.Y.pyz), and the zipapp."""
+    zipapp = builds["zipapp"].result()
+    return zipapp.parent.parent, zipapp
 
 
 @pytest.mark.slow
-def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp_path, isolated_env, zipapp_build):
+def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp_path, tmp_path_factory, isolated_env,
+                                                                              zipapp_build):
     # The README's `make install PREFIX=~/.local`, from a new account: mem runs, man finds its pages, a login
     # bash its completion, zsh its _mem after the README's fpath line.
     src, zipapp = zipapp_build
@@ -131,6 +121,9 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
 
     # its doctor, where man looks elsewhere (MANPATH), names the pages make install put beside it
     mem = prefix / "bin" / "mem"
+    # its first run, which unpacks, is test_zipapp's: these start from shiv's cache (in HOME's ~/.shiv for the hooks)
+    for shiv_root in (tmp_path / "shiv", isolated_env / ".shiv"):
+        warm_shiv_root(tmp_path_factory, zipapp, shiv_root, name="mem")
     if found is not None:
         r = subprocess.run([str(mem), "doctor", "--json"], capture_output=True, text=True, cwd=tmp_path,
                            env={**os.environ, "MANPATH": str(tmp_path / "nowhere"), "SHIV_ROOT": str(tmp_path / "shiv")})
