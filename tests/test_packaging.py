@@ -39,14 +39,12 @@ def man_finds(prefix: Path, page: str) -> str | None:
     return p.stdout.strip()
 
 
-def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
-    # --ignore-installed: without it pip uninstalls the mem of the running environment first
-    src = tmp_path / "src"
-    src.mkdir()
-    copy_sources(src)
+def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path, wheel):
+    # --ignore-installed: without it pip uninstalls the mem of the running environment first. The session's
+    # wheel is what `pip install <sources>` builds and then installs (the build is paid once, in `wheel`).
     prefix = tmp_path / "prefix"
     p = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "--no-deps", "--no-compile", "--ignore-installed", "--prefix", str(prefix), str(src)],
+                        "--no-deps", "--no-compile", "--ignore-installed", "--prefix", str(prefix), str(wheel)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     man1 = prefix / "share" / "man" / "man1"
@@ -61,24 +59,31 @@ def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory):
+def builds(request, tmp_path_factory):
     """What the module's tests install, built at once when its first test starts (each mostly waits on pip):
     the zipapp of a copy of the sources (the session's, tests/helpers/zipapp.py), mem's wheel, and a venv
     holding the newest pipx. Futures."""
     from concurrent.futures import ThreadPoolExecutor
 
-    # Each gets its environment now: the tests' own (a HOME each) come and go while the builds run.
+    # Only what the selected tests use; each gets its environment now: the tests' own (a HOME each) come and
+    # go while the builds run.
+    wanted = _wanted(request)
     with ThreadPoolExecutor(3) as pool:
-        yield {"zipapp": pool.submit(this_trees_zipapp, tmp_path_factory),
-               "wheel": pool.submit(build_wheel, tmp_path_factory, dict(os.environ)),
-               "pipx": pool.submit(install_current_pipx, tmp_path_factory, {**os.environ, "PIP_CACHE_DIR": PIP_CACHE})}
+        yield {"zipapp": pool.submit(this_trees_zipapp, tmp_path_factory) if "zipapp_build" in wanted else None,
+               "wheel": pool.submit(build_wheel, tmp_path_factory, dict(os.environ)) if "wheel" in wanted else None,
+               "pipx": (pool.submit(install_current_pipx, tmp_path_factory, {**os.environ, "PIP_CACHE_DIR": PIP_CACHE})
+                        if "current_pipx" in wanted else None)}
+
+
+def _wanted(request) -> set[str]:
+    """The fixtures this module's selected tests ask for."""
+    return {name for item in request.session.items if item.module is request.module for name in item.fixturenames}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _start_builds(request):
-    """Only where a test of this module needs one (a -k that picks the man-page test builds nothing)."""
-    if any(name in ("builds", "wheel", "current_pipx", "zipapp_build") for item in request.session.items
-           if item.module is request.module for name in item.fixturenames):
+    """Only where a test of this module needs one (a -k that picks the man-page test builds the wheel alone)."""
+    if _wanted(request) & {"builds", "wheel", "current_pipx", "zipapp_build"}:
         request.getfixturevalue("builds")
 
 
@@ -177,10 +182,12 @@ def build_wheel(tmp_path_factory, env: dict) -> Path:
 
 def install_current_pipx(tmp_path_factory, env: dict) -> tuple[Path, str]:
     """The bin directory of a throwaway venv holding the newest pipx from PyPI, and pip's complaint if it failed."""
+    # The venv has no pip of its own (ensurepip's is 2.7 s of CPU): this one installs into it.
     venv = tmp_path_factory.mktemp("pipx-venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300, env=env)
-    p = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "pipx"], capture_output=True, text=True, timeout=600, env=env)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True,
+                   timeout=300, env=env)
+    p = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+                        "--disable-pip-version-check", "pipx"], capture_output=True, text=True, timeout=600, env=env)
     return venv / "bin", ("" if p.returncode == 0 else p.stderr.strip()[-300:])
 
 
