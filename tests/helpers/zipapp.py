@@ -8,19 +8,21 @@ directory every worker's basetemp lives in; the other waits for it and takes the
 Each run of the archive with a new SHIV_ROOT unpacks it (38 MB, 2.8 s of CPU): a test whose point is not
 the first run starts from a copy of one unpacked cache instead (``warm_shiv_root``).
 
+uses: tests/helpers/session.py (the shared directory and its lock)
+
 Example: pyz = this_trees_zipapp(tmp_path_factory); warm_shiv_root(tmp_path_factory, pyz, tmp_path / "shiv")
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from helpers.session import locked, shared_dir
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 IGNORE = shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info")
@@ -50,29 +52,13 @@ def build_env(home: Path) -> dict:
     return {**clean, "HOME": str(home), "PIP_CACHE_DIR": PIP_CACHE}
 
 
-def _session_dir(tmp_path_factory) -> Path:
-    """A directory for the whole run: under xdist the parent of every worker's basetemp, else the basetemp."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-@contextlib.contextmanager
-def _locked(path: Path):
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def this_trees_zipapp(tmp_path_factory) -> Path:
     """dist/mem-pyX.Y.pyz of a copy of this tree, for the running Python, built once per run. Read-only
     for the tests: one that changes it works on a copy."""
-    shared = _session_dir(tmp_path_factory) / "mem-zipapp"
+    shared = shared_dir(tmp_path_factory) / "mem-zipapp"
     shared.mkdir(exist_ok=True)
     done = shared / "built"
-    with _locked(shared / "lock"):
+    with locked(shared / "lock"):
         if not done.exists():
             out = build_from_copy(shared, "this-tree", env=build_env(shared / "home"))
             done.write_text(str(out))
@@ -81,9 +67,9 @@ def this_trees_zipapp(tmp_path_factory) -> Path:
 
 def _unpacked(tmp_path_factory, pyz: Path) -> Path:
     """shiv's cache directory of PYZ (<name>_<build id>, holding site-packages), unpacked once per run."""
-    shared = _session_dir(tmp_path_factory) / "mem-zipapp"
+    shared = shared_dir(tmp_path_factory) / "mem-zipapp"
     root = shared / "shiv"
-    with _locked(shared / "lock"):
+    with locked(shared / "lock"):
         found = list(root.glob(f"{pyz.name}_*/site-packages"))
         if not found:
             env = {**build_env(shared / "home"), "SHIV_ROOT": str(root)}

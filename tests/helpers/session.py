@@ -1,0 +1,31 @@
+"""What a test run makes once for all its xdist workers: a directory they share, and a lock to take in it.
+
+Under `make test` (-n N --dist loadfile) every worker's basetemp lives in one directory (xdist's
+``tmp_path_factory.getbasetemp().parent``); without xdist the basetemp is the run's own.
+
+Example: with locked(shared_dir(tmp_path_factory) / "x.lock"): build x once
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+
+
+def shared_dir(tmp_path_factory) -> Path:
+    """A directory for the whole run: under xdist the parent of every worker's basetemp, else the basetemp."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """PATH's lock (flock), held by one thread of one worker at a time."""
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
