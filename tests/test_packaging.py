@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.wheelhouse import offline, wheelhouse
 from helpers.zipapp import this_trees_zipapp, warm_shiv_root
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,12 +68,13 @@ def builds(request, tmp_path_factory):
 
     # Only what the selected tests use; each gets its environment now: the tests' own (a HOME each) come and
     # go while the builds run.
+    # pip takes every package from the run's wheelhouse (tests/helpers/wheelhouse.py), the tests' installs too.
     wanted = _wanted(request)
+    env = dict(os.environ)
     with ThreadPoolExecutor(3) as pool:
         yield {"zipapp": pool.submit(this_trees_zipapp, tmp_path_factory) if "zipapp_build" in wanted else None,
-               "wheel": pool.submit(build_wheel, tmp_path_factory, dict(os.environ)) if "wheel" in wanted else None,
-               "pipx": (pool.submit(install_current_pipx, tmp_path_factory, {**os.environ, "PIP_CACHE_DIR": PIP_CACHE})
-                        if "current_pipx" in wanted else None)}
+               "wheel": pool.submit(build_wheel, tmp_path_factory, env) if "wheel" in wanted else None,
+               "pipx": pool.submit(install_current_pipx, tmp_path_factory, env) if "current_pipx" in wanted else None}
 
 
 def _wanted(request) -> set[str]:
@@ -171,6 +173,7 @@ PIP_SETTINGS = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
 
 def build_wheel(tmp_path_factory, env: dict) -> Path:
     """mem's wheel, built from a copy of the sources (~2 s)."""
+    env = {**env, **offline(wheelhouse(tmp_path_factory))}
     src = copy_sources(tmp_path_factory.mktemp("wheel-src"))
     out = tmp_path_factory.mktemp("wheel")
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
@@ -181,7 +184,9 @@ def build_wheel(tmp_path_factory, env: dict) -> Path:
 
 
 def install_current_pipx(tmp_path_factory, env: dict) -> tuple[Path, str]:
-    """The bin directory of a throwaway venv holding the newest pipx from PyPI, and pip's complaint if it failed."""
+    """The bin directory of a throwaway venv holding the newest pipx from PyPI (the run's wheelhouse took it
+    from there), and pip's complaint if it failed."""
+    env = {**env, "PIP_CACHE_DIR": PIP_CACHE, **offline(wheelhouse(tmp_path_factory))}
     # The venv has no pip of its own (ensurepip's is 2.7 s of CPU): this one installs into it.
     venv = tmp_path_factory.mktemp("pipx-venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True,
@@ -249,15 +254,17 @@ ROUTES = ["sudo apt install pipx", "python3 -m venv"]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("route", ROUTES)
-def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, route, wheel):
+def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, tmp_path_factory, route, wheel):
     # As the README says, from a new account: apt's pipx on Debian 12 (1.1, which links neither man pages nor
     # completions) or a venv; then its lines. The block's `.` is the
-    # session's wheel (what pip would build from it), so the build is paid once.
+    # session's wheel (what pip would build from it), so the build is paid once; pip takes its dependencies (and
+    # pipx its pip) from the run's wheelhouse, with no index (tests/helpers/wheelhouse.py).
     if shutil.which("man") is None or (route.endswith("apt install pipx") and shutil.which("pipx") is None):
         pytest.skip("no pipx or no man here (apt-get install pipx man-db)")
     home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"  # a login shell's PATH once ~/.local/bin exists
-    env = {**PIP_SETTINGS, "HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE}
+    env = {**PIP_SETTINGS, "HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
+           **offline(wheelhouse(tmp_path_factory))}
     block = readme_block("python3 -m venv" if route == "python3 -m venv" else "sudo apt install pipx")
     assert "install .  " in block and "mem complete --install --man" in block and "man1/*.1" not in block
     block = block.replace("sudo apt install pipx", "true").replace("install .  ", f"install {wheel}  ")
@@ -279,14 +286,14 @@ def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, route, 
 
 
 @pytest.mark.slow
-def test_the_newest_pipx_links_man_pages_and_completions_itself(tmp_path, wheel, current_pipx):
+def test_the_newest_pipx_links_man_pages_and_completions_itself(tmp_path, tmp_path_factory, wheel, current_pipx):
     # pipx install and nothing else, into pipx's own directories named by its variables: man finds the pages
     # and bash-completion the completion with no step of ours; zsh needs the README's one fpath line.
     home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"
     env = {**PIP_SETTINGS, "HOME": str(home), "PATH": f"{current_pipx}:{path}", "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
            "PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(home / ".local/bin"),
-           "PIPX_MAN_DIR": str(home / ".local/share/man")}
+           "PIPX_MAN_DIR": str(home / ".local/share/man"), **offline(wheelhouse(tmp_path_factory))}
     version = subprocess.run(["pipx", "--version"], capture_output=True, text=True, env=env).stdout.strip()
     p = subprocess.run(["pipx", "install", str(wheel)], capture_output=True, text=True, env=env, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr

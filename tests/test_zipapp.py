@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write_memory
+from helpers.wheelhouse import offline, wheelhouse
 from helpers.zipapp import build_env, build_from_copy, this_trees_zipapp, warm_shiv_root
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,14 +43,15 @@ def other_python() -> str | None:
 def builds(tmp_path_factory):
     """The module's builds, all at once: each mostly waits for pip's index and its build environment (16 s, 8 s
     of it CPU). This tree's (the session's, tests/helpers/zipapp.py), another of it from a different path, and
-    one for another Python when there is one."""
+    one for another Python when there is one (whose pip asks the index: the run's wheelhouse is this Python's)."""
     from concurrent.futures import ThreadPoolExecutor
 
     tmp = tmp_path_factory.mktemp("zipapp")
     python = other_python()
     env = build_env(tmp / "home")
     with ThreadPoolExecutor(3) as pool:
-        a, b = pool.submit(this_trees_zipapp, tmp_path_factory), pool.submit(build_from_copy, tmp, "elsewhere-b", env=env)
+        a = pool.submit(this_trees_zipapp, tmp_path_factory)
+        b = pool.submit(lambda: build_from_copy(tmp, "elsewhere-b", env={**env, **offline(wheelhouse(tmp_path_factory))}))
         theirs = pool.submit(build_from_copy, tmp, "other", python, env) if python else None
         yield a, b, python, theirs
 

@@ -8,7 +8,7 @@ directory every worker's basetemp lives in; the other waits for it and takes the
 Each run of the archive with a new SHIV_ROOT unpacks it (38 MB, 2.8 s of CPU): a test whose point is not
 the first run starts from a copy of one unpacked cache instead (``warm_shiv_root``).
 
-uses: tests/helpers/session.py (the shared directory and its lock)
+uses: tests/helpers/session.py (the shared directory and its lock), tests/helpers/wheelhouse.py (pip's packages)
 
 Example: pyz = this_trees_zipapp(tmp_path_factory); warm_shiv_root(tmp_path_factory, pyz, tmp_path / "shiv")
 """
@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from helpers.session import locked, shared_dir
+from helpers.wheelhouse import offline, wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 IGNORE = shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info")
@@ -55,12 +56,13 @@ def build_env(home: Path) -> dict:
 def this_trees_zipapp(tmp_path_factory) -> Path:
     """dist/mem-pyX.Y.pyz of a copy of this tree, for the running Python, built once per run. Read-only
     for the tests: one that changes it works on a copy."""
+    wheels = wheelhouse(tmp_path_factory)
     shared = shared_dir(tmp_path_factory) / "mem-zipapp"
     shared.mkdir(exist_ok=True)
     done = shared / "built"
     with locked(shared / "lock"):
         if not done.exists():
-            out = build_from_copy(shared, "this-tree", env=build_env(shared / "home"))
+            out = build_from_copy(shared, "this-tree", env={**build_env(shared / "home"), **offline(wheels)})
             done.write_text(str(out))
         return Path(done.read_text())
 
