@@ -71,6 +71,7 @@ def builds(request, tmp_path_factory):
     # pip takes every package from the run's wheelhouse (tests/helpers/wheelhouse.py), the tests' installs too.
     wanted = _wanted(request)
     env = dict(os.environ)
+    tmp_path_factory.getbasetemp()  # made here: the threads below would race to make it
     with ThreadPoolExecutor(3) as pool:
         yield {"zipapp": pool.submit(this_trees_zipapp, tmp_path_factory) if "zipapp_build" in wanted else None,
                "wheel": pool.submit(build_wheel, tmp_path_factory, env) if "wheel" in wanted else None,

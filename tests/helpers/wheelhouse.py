@@ -15,10 +15,8 @@ Example: env = {**os.environ, **offline(wheelhouse(tmp_path_factory))}
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from helpers.session import locked, shared_dir
@@ -37,19 +35,23 @@ def wheelhouse(tmp_path_factory) -> Path:
     wheels = shared / "wheels"
     with locked(shared / "lock"):
         if not (shared / "done").exists():
-            with tempfile.TemporaryDirectory(dir=shared) as tmp:
-                src = Path(tmp) / "src"  # pip writes mem.egg-info beside the sources it reads
-                shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
-                    ".venv", "build", "dist", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info",
-                    "tests", "bench", "examples"))
-                p = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-                                    "--dest", str(wheels), str(src), *TOOLS], capture_output=True, text=True,
-                                   timeout=600, env={**os.environ, "PIP_CACHE_DIR": PIP_CACHE})
+            p = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+                                "--dest", str(wheels), *requirements(), *TOOLS], capture_output=True, text=True,
+                                timeout=600, env={**os.environ, "PIP_CACHE_DIR": PIP_CACHE})
             assert p.returncode == 0, p.stderr[-2000:]
-            for own in wheels.glob("mem-*"):
-                own.unlink()
             (shared / "done").touch()
     return wheels
+
+
+def requirements() -> list[str]:
+    """What mem's pyproject.toml asks for: its dependencies and its build system's (setuptools)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        from pip._vendor import tomli as tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return [*project["project"]["dependencies"], *project["build-system"]["requires"]]
 
 
 def offline(wheels: Path) -> dict:
