@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.session import temp_env
 from helpers.wheelhouse import offline, wheelhouse
 from helpers.zipapp import this_trees_zipapp, warm_shiv_root
 
@@ -174,7 +175,7 @@ PIP_SETTINGS = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
 
 def build_wheel(tmp_path_factory, env: dict) -> Path:
     """mem's wheel, built from a copy of the sources (~2 s)."""
-    env = {**env, **offline(wheelhouse(tmp_path_factory))}
+    env = {**env, **offline(wheelhouse(tmp_path_factory)), **temp_env(tmp_path_factory)}
     src = copy_sources(tmp_path_factory.mktemp("wheel-src"))
     out = tmp_path_factory.mktemp("wheel")
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
@@ -187,7 +188,8 @@ def build_wheel(tmp_path_factory, env: dict) -> Path:
 def install_current_pipx(tmp_path_factory, env: dict) -> tuple[Path, str]:
     """The bin directory of a throwaway venv holding the newest pipx from PyPI (the run's wheelhouse took it
     from there), and pip's complaint if it failed."""
-    env = {**env, "PIP_CACHE_DIR": PIP_CACHE, **offline(wheelhouse(tmp_path_factory))}
+    env = {**env, "PIP_CACHE_DIR": PIP_CACHE, **offline(wheelhouse(tmp_path_factory)),
+           **temp_env(tmp_path_factory)}
     # The venv has no pip of its own (ensurepip's is 2.7 s of CPU): this one installs into it.
     venv = tmp_path_factory.mktemp("pipx-venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True,
@@ -265,7 +267,7 @@ def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, tmp_pat
     home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"  # a login shell's PATH once ~/.local/bin exists
     env = {**PIP_SETTINGS, "HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
-           **offline(wheelhouse(tmp_path_factory))}
+           **offline(wheelhouse(tmp_path_factory)), **temp_env(tmp_path_factory)}
     block = readme_block("python3 -m venv" if route == "python3 -m venv" else "sudo apt install pipx")
     assert "install .  " in block and "mem complete --install --man" in block and "man1/*.1" not in block
     block = block.replace("sudo apt install pipx", "true").replace("install .  ", f"install {wheel}  ")
@@ -294,7 +296,8 @@ def test_the_newest_pipx_links_man_pages_and_completions_itself(tmp_path, tmp_pa
     path = f"{home / '.local/bin'}:/usr/bin:/bin"
     env = {**PIP_SETTINGS, "HOME": str(home), "PATH": f"{current_pipx}:{path}", "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
            "PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(home / ".local/bin"),
-           "PIPX_MAN_DIR": str(home / ".local/share/man"), **offline(wheelhouse(tmp_path_factory))}
+           "PIPX_MAN_DIR": str(home / ".local/share/man"), **offline(wheelhouse(tmp_path_factory)),
+           **temp_env(tmp_path_factory)}
     version = subprocess.run(["pipx", "--version"], capture_output=True, text=True, env=env).stdout.strip()
     p = subprocess.run(["pipx", "install", str(wheel)], capture_output=True, text=True, env=env, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr

@@ -48,7 +48,7 @@ def builds(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("zipapp")
     python = other_python()
-    env = build_env(tmp / "home")
+    env = build_env(tmp_path_factory, tmp / "home")
     with ThreadPoolExecutor(3) as pool:
         a = pool.submit(this_trees_zipapp, tmp_path_factory)
         b = pool.submit(lambda: build_from_copy(tmp, "elsewhere-b", env={**env, **offline(wheelhouse(tmp_path_factory))}))

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers.session import locked, shared_dir
+from helpers.session import locked, shared_dir, temp_env
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: Read at import, before a test's own HOME is set.
@@ -37,7 +37,8 @@ def wheelhouse(tmp_path_factory) -> Path:
         if not (shared / "done").exists():
             p = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
                                 "--dest", str(wheels), *requirements(), *TOOLS], capture_output=True, text=True,
-                                timeout=600, env={**os.environ, "PIP_CACHE_DIR": PIP_CACHE})
+                                timeout=600,
+                                env={**os.environ, "PIP_CACHE_DIR": PIP_CACHE, **temp_env(tmp_path_factory)})
             assert p.returncode == 0, p.stderr[-2000:]
             (shared / "done").touch()
     return wheels

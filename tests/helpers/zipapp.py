@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers.session import locked, shared_dir
+from helpers.session import locked, shared_dir, temp_env
 from helpers.wheelhouse import offline, wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -45,12 +45,12 @@ def build_from_copy(tmp: Path, name: str, python: str = sys.executable, env: dic
     return out
 
 
-def build_env(home: Path) -> dict:
+def build_env(tmp_path_factory, home: Path) -> dict:
     """The environment a build runs in, fixed when it starts: the tests' own (a HOME each) come and go
     while it runs in a thread."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(LEAKY_PREFIXES)}
     home.mkdir(parents=True, exist_ok=True)
-    return {**clean, "HOME": str(home), "PIP_CACHE_DIR": PIP_CACHE}
+    return {**clean, "HOME": str(home), "PIP_CACHE_DIR": PIP_CACHE, **temp_env(tmp_path_factory)}
 
 
 def this_trees_zipapp(tmp_path_factory) -> Path:
@@ -62,7 +62,8 @@ def this_trees_zipapp(tmp_path_factory) -> Path:
     done = shared / "built"
     with locked(shared / "lock"):
         if not done.exists():
-            out = build_from_copy(shared, "this-tree", env={**build_env(shared / "home"), **offline(wheels)})
+            env = {**build_env(tmp_path_factory, shared / "home"), **offline(wheels)}
+            out = build_from_copy(shared, "this-tree", env=env)
             done.write_text(str(out))
         return Path(done.read_text())
 
@@ -74,7 +75,7 @@ def _unpacked(tmp_path_factory, pyz: Path) -> Path:
     with locked(shared / "lock"):
         found = list(root.glob(f"{pyz.name}_*/site-packages"))
         if not found:
-            env = {**build_env(shared / "home"), "SHIV_ROOT": str(root)}
+            env = {**build_env(tmp_path_factory, shared / "home"), "SHIV_ROOT": str(root)}
             subprocess.run([sys.executable, "-sE", str(pyz), "--version"], check=True, capture_output=True, env=env)
             found = list(root.glob(f"{pyz.name}_*/site-packages"))
         (site,) = found
