@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import _LEAKY_PREFIXES as LEAKY_PREFIXES
+from helpers.session import temp_env
+from helpers.wheelhouse import offline, wheelhouse
+from helpers.zipapp import this_trees_zipapp, warm_shiv_root
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN_PAGES = sorted(p.name for p in (ROOT / "man").glob("*.1"))
@@ -39,14 +41,12 @@ def man_finds(prefix: Path, page: str) -> str | None:
     return p.stdout.strip()
 
 
-def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
-    # --ignore-installed: without it pip uninstalls the mem of the running environment first
-    src = tmp_path / "src"
-    src.mkdir()
-    copy_sources(src)
+def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path, wheel):
+    # --ignore-installed: without it pip uninstalls the mem of the running environment first. The session's
+    # wheel is what `pip install <sources>` builds and then installs (the build is paid once, in `wheel`).
     prefix = tmp_path / "prefix"
     p = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "--no-deps", "--no-compile", "--ignore-installed", "--prefix", str(prefix), str(src)],
+                        "--no-deps", "--no-compile", "--ignore-installed", "--prefix", str(prefix), str(wheel)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     man1 = prefix / "share" / "man" / "man1"
@@ -60,48 +60,47 @@ def test_pip_install_puts_the_man_pages_in_prefix_share_man_man1(tmp_path):
         assert found == str(man1 / "mem-lint.1")
 
 
-def build_zipapp(tmp: Path, env: dict) -> tuple[Path, Path]:
-    """A copy of the sources and the zipapp built from it: (sources, zipapp)."""
-    src = tmp / "src"
-    src.mkdir()
-    copy_sources(src)
-    zipapp = tmp / "mem.pyz"
-    subprocess.run([sys.executable, str(src / "scripts" / "build_zipapp.py"), str(zipapp)], check=True,
-                   capture_output=True, timeout=600, env=env)
-    return src, zipapp
-
-
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory):
+def builds(request, tmp_path_factory):
     """What the module's tests install, built at once when its first test starts (each mostly waits on pip):
-    the zipapp from a copy of the sources, mem's wheel, and a venv holding the newest pipx. Futures."""
+    the zipapp of a copy of the sources (the session's, tests/helpers/zipapp.py), mem's wheel, and a venv
+    holding the newest pipx. Futures."""
     from concurrent.futures import ThreadPoolExecutor
 
-    # Each gets its environment now: the tests' own (a HOME each) come and go while the builds run.
-    zipapp_tmp = tmp_path_factory.mktemp("zipapp")
-    (zipapp_tmp / "home").mkdir()
+    # Only what the selected tests use; each gets its environment now: the tests' own (a HOME each) come and
+    # go while the builds run.
+    # pip takes every package from the run's wheelhouse (tests/helpers/wheelhouse.py), the tests' installs too.
+    wanted = _wanted(request)
+    env = dict(os.environ)
+    tmp_path_factory.getbasetemp()  # made here: the threads below would race to make it
     with ThreadPoolExecutor(3) as pool:
-        clean = {k: v for k, v in os.environ.items() if not k.startswith(LEAKY_PREFIXES)}
-        yield {"zipapp": pool.submit(build_zipapp, zipapp_tmp, {**clean, "HOME": str(zipapp_tmp / "home")}),
-               "wheel": pool.submit(build_wheel, tmp_path_factory, dict(os.environ)),
-               "pipx": pool.submit(install_current_pipx, tmp_path_factory, {**os.environ, "PIP_CACHE_DIR": PIP_CACHE})}
+        yield {"zipapp": pool.submit(this_trees_zipapp, tmp_path_factory) if "zipapp_build" in wanted else None,
+               "wheel": pool.submit(build_wheel, tmp_path_factory, env) if "wheel" in wanted else None,
+               "pipx": pool.submit(install_current_pipx, tmp_path_factory, env) if "current_pipx" in wanted else None}
+
+
+def _wanted(request) -> set[str]:
+    """The fixtures this module's selected tests ask for."""
+    return {name for item in request.session.items if item.module is request.module for name in item.fixturenames}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _start_builds(request):
-    """Only where a test of this module needs one (a -k that picks the man-page test builds nothing)."""
-    if any(name in ("builds", "wheel", "current_pipx", "zipapp_build") for item in request.session.items
-           if item.module is request.module for name in item.fixturenames):
+    """Only where a test of this module needs one (a -k that picks the man-page test builds the wheel alone)."""
+    if _wanted(request) & {"builds", "wheel", "current_pipx", "zipapp_build"}:
         request.getfixturevalue("builds")
 
 
 @pytest.fixture
 def zipapp_build(builds) -> tuple[Path, Path]:
-    return builds["zipapp"].result()
+    """The copy of the sources the zipapp was built from (src/dist/mem-pyX.Y.pyz), and the zipapp."""
+    zipapp = builds["zipapp"].result()
+    return zipapp.parent.parent, zipapp
 
 
 @pytest.mark.slow
-def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp_path, isolated_env, zipapp_build):
+def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp_path, tmp_path_factory, isolated_env,
+                                                                              zipapp_build):
     # The README's `make install PREFIX=~/.local`, from a new account: mem runs, man finds its pages, a login
     # bash its completion, zsh its _mem after the README's fpath line.
     src, zipapp = zipapp_build
@@ -131,6 +130,9 @@ def test_make_install_puts_the_zipapp_man_pages_and_completions_under_prefix(tmp
 
     # its doctor, where man looks elsewhere (MANPATH), names the pages make install put beside it
     mem = prefix / "bin" / "mem"
+    # its first run, which unpacks, is test_zipapp's: these start from shiv's cache (in HOME's ~/.shiv for the hooks)
+    for shiv_root in (tmp_path / "shiv", isolated_env / ".shiv"):
+        warm_shiv_root(tmp_path_factory, zipapp, shiv_root, name="mem")
     if found is not None:
         r = subprocess.run([str(mem), "doctor", "--json"], capture_output=True, text=True, cwd=tmp_path,
                            env={**os.environ, "MANPATH": str(tmp_path / "nowhere"), "SHIV_ROOT": str(tmp_path / "shiv")})
@@ -173,6 +175,7 @@ PIP_SETTINGS = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
 
 def build_wheel(tmp_path_factory, env: dict) -> Path:
     """mem's wheel, built from a copy of the sources (~2 s)."""
+    env = {**env, **offline(wheelhouse(tmp_path_factory)), **temp_env(tmp_path_factory)}
     src = copy_sources(tmp_path_factory.mktemp("wheel-src"))
     out = tmp_path_factory.mktemp("wheel")
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
@@ -183,11 +186,16 @@ def build_wheel(tmp_path_factory, env: dict) -> Path:
 
 
 def install_current_pipx(tmp_path_factory, env: dict) -> tuple[Path, str]:
-    """The bin directory of a throwaway venv holding the newest pipx from PyPI, and pip's complaint if it failed."""
+    """The bin directory of a throwaway venv holding the newest pipx from PyPI (the run's wheelhouse took it
+    from there), and pip's complaint if it failed."""
+    env = {**env, "PIP_CACHE_DIR": PIP_CACHE, **offline(wheelhouse(tmp_path_factory)),
+           **temp_env(tmp_path_factory)}
+    # The venv has no pip of its own (ensurepip's is 2.7 s of CPU): this one installs into it.
     venv = tmp_path_factory.mktemp("pipx-venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300, env=env)
-    p = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "pipx"], capture_output=True, text=True, timeout=600, env=env)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True,
+                   timeout=300, env=env)
+    p = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+                        "--disable-pip-version-check", "pipx"], capture_output=True, text=True, timeout=600, env=env)
     return venv / "bin", ("" if p.returncode == 0 else p.stderr.strip()[-300:])
 
 
@@ -249,15 +257,17 @@ ROUTES = ["sudo apt install pipx", "python3 -m venv"]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("route", ROUTES)
-def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, route, wheel):
+def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, tmp_path_factory, route, wheel):
     # As the README says, from a new account: apt's pipx on Debian 12 (1.1, which links neither man pages nor
     # completions) or a venv; then its lines. The block's `.` is the
-    # session's wheel (what pip would build from it), so the build is paid once.
+    # session's wheel (what pip would build from it), so the build is paid once; pip takes its dependencies (and
+    # pipx its pip) from the run's wheelhouse, with no index (tests/helpers/wheelhouse.py).
     if shutil.which("man") is None or (route.endswith("apt install pipx") and shutil.which("pipx") is None):
         pytest.skip("no pipx or no man here (apt-get install pipx man-db)")
     home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"  # a login shell's PATH once ~/.local/bin exists
-    env = {**PIP_SETTINGS, "HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE}
+    env = {**PIP_SETTINGS, "HOME": str(home), "PATH": path, "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
+           **offline(wheelhouse(tmp_path_factory)), **temp_env(tmp_path_factory)}
     block = readme_block("python3 -m venv" if route == "python3 -m venv" else "sudo apt install pipx")
     assert "install .  " in block and "mem complete --install --man" in block and "man1/*.1" not in block
     block = block.replace("sudo apt install pipx", "true").replace("install .  ", f"install {wheel}  ")
@@ -279,14 +289,15 @@ def test_the_readmes_routes_give_mem_man_pages_and_completions(tmp_path, route, 
 
 
 @pytest.mark.slow
-def test_the_newest_pipx_links_man_pages_and_completions_itself(tmp_path, wheel, current_pipx):
+def test_the_newest_pipx_links_man_pages_and_completions_itself(tmp_path, tmp_path_factory, wheel, current_pipx):
     # pipx install and nothing else, into pipx's own directories named by its variables: man finds the pages
     # and bash-completion the completion with no step of ours; zsh needs the README's one fpath line.
     home = fresh_home(tmp_path)
     path = f"{home / '.local/bin'}:/usr/bin:/bin"
     env = {**PIP_SETTINGS, "HOME": str(home), "PATH": f"{current_pipx}:{path}", "LANG": "C", "PIP_CACHE_DIR": PIP_CACHE,
            "PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(home / ".local/bin"),
-           "PIPX_MAN_DIR": str(home / ".local/share/man")}
+           "PIPX_MAN_DIR": str(home / ".local/share/man"), **offline(wheelhouse(tmp_path_factory)),
+           **temp_env(tmp_path_factory)}
     version = subprocess.run(["pipx", "--version"], capture_output=True, text=True, env=env).stdout.strip()
     p = subprocess.run(["pipx", "install", str(wheel)], capture_output=True, text=True, env=env, timeout=900)
     assert p.returncode == 0, p.stdout + p.stderr

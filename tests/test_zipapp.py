@@ -12,25 +12,15 @@ from pathlib import Path
 
 import pytest
 from conftest import write_memory
+from helpers.wheelhouse import offline, wheelhouse
+from helpers.zipapp import build_env, build_from_copy, this_trees_zipapp, warm_shiv_root
 
 ROOT = Path(__file__).resolve().parent.parent
-IGNORE = shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info")
 
 pytestmark = pytest.mark.slow
 HERE = "%d.%d" % sys.version_info[:2]
 NAME = f"mem-py{HERE}.pyz"
 PYENV = os.path.expanduser("~/.pyenv")  # read before the tests' own HOME is set
-
-
-def build_from_copy(tmp: Path, name: str, python: str = sys.executable) -> Path:
-    """Build from a copy of the tree at another path; the archive gets its default name there."""
-    src = tmp / name / "mem-src"
-    shutil.copytree(ROOT, src, ignore=IGNORE)
-    r = subprocess.run([sys.executable, str(src / "scripts" / "build_zipapp.py"), "--python", python],
-                       check=True, capture_output=True, text=True)
-    out = Path(r.stdout.strip())
-    assert out.parent == src / "dist"
-    return out
 
 
 def other_python() -> str | None:
@@ -52,14 +42,17 @@ def other_python() -> str | None:
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     """The module's builds, all at once: each mostly waits for pip's index and its build environment (16 s, 8 s
-    of it CPU). Two of this tree from different paths, and one for another Python when there is one."""
+    of it CPU). This tree's (the session's, tests/helpers/zipapp.py), another of it from a different path, and
+    one for another Python when there is one (whose pip asks the index: the run's wheelhouse is this Python's)."""
     from concurrent.futures import ThreadPoolExecutor
 
     tmp = tmp_path_factory.mktemp("zipapp")
     python = other_python()
+    env = build_env(tmp_path_factory, tmp / "home")
     with ThreadPoolExecutor(3) as pool:
-        a, b = pool.submit(build_from_copy, tmp, "a"), pool.submit(build_from_copy, tmp, "elsewhere-b")
-        theirs = pool.submit(build_from_copy, tmp, "other", python) if python else None
+        a = pool.submit(this_trees_zipapp, tmp_path_factory)
+        b = pool.submit(lambda: build_from_copy(tmp, "elsewhere-b", env={**env, **offline(wheelhouse(tmp_path_factory))}))
+        theirs = pool.submit(build_from_copy, tmp, "other", python, env) if python else None
         yield a, b, python, theirs
 
 
@@ -75,8 +68,9 @@ def test_two_builds_from_different_paths_are_identical(two_builds):
     assert hashlib.sha256(a.read_bytes()).hexdigest() == hashlib.sha256(b.read_bytes()).hexdigest()
 
 
-def test_zipapp_runs_directly_and_names_itself_mem(two_builds, tmp_path, memdir):
+def test_zipapp_runs_directly_and_names_itself_mem(two_builds, tmp_path, tmp_path_factory, memdir):
     pyz = two_builds[0]
+    warm_shiv_root(tmp_path_factory, pyz, tmp_path / "shiv")  # the first run: test_launcher_starts_from_shivs_cache...
     assert pyz.read_bytes().startswith(b"#!/usr/bin/env -S python3 -sE\n")
     assert os.access(pyz, os.X_OK)
     (memdir / "a.md").write_text("---\nname: a\ndescription: from the zipapp\ntype: user\n---\n")
@@ -123,9 +117,10 @@ def test_launcher_starts_from_shivs_cache_without_reopening_the_archive(two_buil
     assert rebuilt.stdout == first.stdout and "_bootstrap" in imported and cached.is_dir()
 
 
-def test_launcher_puts_the_extracted_packages_before_the_interpreters_own(two_builds, tmp_path):
+def test_launcher_puts_the_extracted_packages_before_the_interpreters_own(two_builds, tmp_path, tmp_path_factory):
     # The test venv has click installed too; the zipapp must still load its own copy, as shiv does.
     pyz = two_builds[0]
+    warm_shiv_root(tmp_path_factory, pyz, tmp_path / "shiv")
     env = {**os.environ, "SHIV_ROOT": str(tmp_path / "shiv")}
     subprocess.run([sys.executable, "-sE", str(pyz), "--version"], capture_output=True, env=env, check=True)
     r = subprocess.run([sys.executable, "-sE", "-v", str(pyz), "--version"], capture_output=True, text=True, env=env)
@@ -168,7 +163,7 @@ def test_a_zipapp_declared_for_another_python_refuses_in_one_line(two_builds, tm
     assert "_bootstrap" not in r.stderr and not (tmp_path / "shiv").exists()
 
 
-def test_run_directly_where_python3_is_another_version_it_says_so_in_one_line(two_builds, tmp_path):
+def test_run_directly_where_python3_is_another_version_it_says_so_in_one_line(two_builds, tmp_path, tmp_path_factory):
     # A machine whose python3 is not the one the archive was built for, and which has no python3.X
     # of that version: env found no python3.X (exit 127); now python3 starts and the launcher says why.
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -187,6 +182,7 @@ def test_run_directly_where_python3_is_another_version_it_says_so_in_one_line(tw
     assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
     assert f"built for Python {major}.{minor + 1}, not {HERE}; run it with python{major}.{minor + 1}" in r.stderr
     two_builds[0].chmod(0o755)
+    warm_shiv_root(tmp_path_factory, two_builds[0], tmp_path / "shiv")
     r = subprocess.run([str(two_builds[0]), "--version"], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and r.stdout.startswith("mem "), r.stderr
 
@@ -207,21 +203,6 @@ def test_one_zipapp_per_python_each_runs_on_its_own_and_refuses_the_other(builds
                        HERE, theirs_version, ours.name)
     _wrong_python_line(subprocess.run([sys.executable, "-sE", str(theirs), "scan"], capture_output=True, text=True,
                                       env=env), theirs_version, HERE, theirs.name)
-    # Run directly, as a user runs it: its shebang starts whichever python3 is first on PATH. On the one
-    # it was built for it runs; on the other it says so in one line, exit 3 (never env's 127).
-    for pyz, built, runs in ((ours, HERE, sys.executable), (theirs, theirs_version, python)):
-        pyz.chmod(0o755)
-        for py, version in ((sys.executable, HERE), (python, theirs_version)):
-            bin_dir = tmp_path / f"bin-{version}"
-            bin_dir.mkdir(exist_ok=True)
-            if not (bin_dir / "python3").exists():
-                (bin_dir / "python3").symlink_to(py)
-            direct = subprocess.run([str(pyz), "--version"], capture_output=True, text=True,
-                                    env={**env, "PATH": f"{bin_dir}:/usr/bin:/bin", "SHIV_ROOT": str(tmp_path / "direct")})
-            if py == runs:
-                assert direct.returncode == 0 and direct.stdout.startswith("mem "), (pyz.name, version, direct.stderr)
-            else:
-                _wrong_python_line(direct, built, version, pyz.name)
     for py, pyz in ((sys.executable, ours), (python, theirs)):
         first = subprocess.run([py, "-sE", str(pyz), "scan"], capture_output=True, text=True, env=env)
         assert first.returncode == 0 and "deploys go through staging" in first.stdout, first.stderr
@@ -231,3 +212,18 @@ def test_one_zipapp_per_python_each_runs_on_its_own_and_refuses_the_other(builds
                            text=True, env={**env, "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
         assert "ImportError" not in r.stderr and "ModuleNotFoundError" not in r.stderr
         assert "cannot reach the model server" in r.stderr, r.stderr
+    # Run directly, as a user runs it (from the cache unpacked above): its shebang starts whichever python3 is first
+    # on PATH. On the one it was built for it runs; on the other it says so in one line, exit 3 (never env's 127).
+    for pyz, built, runs in ((ours, HERE, sys.executable), (theirs, theirs_version, python)):
+        pyz.chmod(0o755)
+        for py, version in ((sys.executable, HERE), (python, theirs_version)):
+            bin_dir = tmp_path / f"bin-{version}"
+            bin_dir.mkdir(exist_ok=True)
+            if not (bin_dir / "python3").exists():
+                (bin_dir / "python3").symlink_to(py)
+            direct = subprocess.run([str(pyz), "--version"], capture_output=True, text=True,
+                                    env={**env, "PATH": f"{bin_dir}:/usr/bin:/bin", "SHIV_ROOT": str(tmp_path / "shiv")})
+            if py == runs:
+                assert direct.returncode == 0 and direct.stdout.startswith("mem "), (pyz.name, version, direct.stderr)
+            else:
+                _wrong_python_line(direct, built, version, pyz.name)
