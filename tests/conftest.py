@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.isolation import LEAKY_PREFIXES as _LEAKY_PREFIXES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -18,9 +19,6 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # and every `mem` the tests start compiled mem's modules again. The files go to __pycache__ (ignored by git).
 sys.dont_write_bytecode = False
 
-# Variables from the developer's shell that would change how mem resolves or behaves.
-_LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "CODEX_", "TEAM_MEMORY_", "GIT_", "AWS_", "CLOUD_ML_", "GCE_",
-                   "GOOGLE_")
 
 #: Where tmp_path lives when the run names no other place (--basetemp, PYTEST_DEBUG_TEMPROOT):
 #: MEM_TEST_TMPDIR, else a RAM file system with room to spare. Every write of mem fsyncs its file

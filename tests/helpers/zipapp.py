@@ -22,14 +22,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers.isolation import LEAKY_PREFIXES
 from helpers.session import locked, shared_dir, temp_env
 from helpers.wheelhouse import offline, wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 IGNORE = shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info")
-#: Variables from the developer's shell that would change how mem resolves or behaves (conftest's).
-LEAKY_PREFIXES = ("CLAUDE_", "ANTHROPIC_", "OPENAI_", "MEM_", "QWEN_", "CODEX_", "TEAM_MEMORY_", "GIT_", "AWS_",
-                  "CLOUD_ML_", "GCE_", "GOOGLE_")
 #: Read at import, before a test's own HOME is set: pip's cache spares the build a download of every dependency.
 PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip")
 
