@@ -40,16 +40,30 @@ def atomic_write(path: str, data: bytes, *, plain: bool = False, durable: bool =
     if plain:
         mode &= 0o666
     fd, tmp = _create_temp(parent, name)
+    # Held until the file is renamed or removed (the descriptor stays open until then): a temp
+    # file nobody holds was left by a killed writer, and remove_dead_temps may take it away.
+    fill_and_rename(fd, tmp, path, data, durable=durable, before=lambda: fcntl.flock(fd, fcntl.LOCK_EX),
+                    mode=mode)
+    if durable:
+        fsync_dir(parent)
+
+
+def fill_and_rename(fd: int, tmp: str, path: str, data: bytes, *, durable: bool, mode: int | None = None,
+                    before=None) -> None:
+    """Write all of ``data`` to ``fd`` (a new file at ``tmp``), fsync it when ``durable``, rename it to ``path``.
+
+    ``before`` runs first, ``mode`` is set last; on any failure ``tmp`` is removed. ``fd`` is closed either way.
+    """
     try:
-        # Held until the file is renamed or removed (the descriptor stays open until then): a temp
-        # file nobody holds was left by a killed writer, and remove_dead_temps may take it away.
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if before is not None:
+            before()
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
         if durable:
             os.fsync(fd)
-        os.fchmod(fd, mode)
+        if mode is not None:
+            os.fchmod(fd, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -57,8 +71,6 @@ def atomic_write(path: str, data: bytes, *, plain: bool = False, durable: bool =
         raise
     finally:
         os.close(fd)
-    if durable:
-        fsync_dir(parent)
 
 
 def remove_dead_temps(path: str) -> list[str]:

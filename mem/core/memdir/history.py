@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 from mem.core import gitcmd
 from mem.core.errors import ExitCode, MemError, NotFoundError, Notice, RefusedError, StorageError, UsageError
-from mem.core.memdir.files import atomic_write, fsync_dir, pid_running, remove_dead_temps
+from mem.core.memdir.files import atomic_write, fill_and_rename, fsync_dir, pid_running, remove_dead_temps
 
 ZERO = None  # an absent file's oid (and mode)
 
@@ -508,19 +508,8 @@ class History:
         os.makedirs(directory, exist_ok=True)
         tmp = os.path.join(directory, f"tmp_obj_{os.urandom(6).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
-        try:
-            view = memoryview(zlib.compress(raw, 1))  # git's core.looseCompression default: best speed
-            while view:
-                view = view[os.write(fd, view):]
-            if durable:
-                os.fsync(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        finally:
-            os.close(fd)
+        # zlib level 1: git's core.looseCompression default, best speed
+        fill_and_rename(fd, tmp, path, zlib.compress(raw, 1), durable=durable)
         return directory
 
     def _stage(self, states: dict[str, tuple[str | None, int | None]]) -> None:
