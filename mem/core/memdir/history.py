@@ -12,6 +12,7 @@ Layout of ``<state_dir>``::
 
     history.git/          bare repository; its index is the recorded state of the memory directory
     history.git/index     path -> (blob, mode) as last recorded
+    history.git/info/     exclude (what is never recorded), attributes (no .gitattributes converts content)
     history/journal/*.jsonl   one file per mem operation in progress (live while its PID runs
                               with the start time it recorded: a reused PID does not keep it;
                               *.dead.jsonl: given up by a process that could not record it)
@@ -176,6 +177,9 @@ _REFRESH_OVER = 32
 #: An index entry staged with --index-info as git writes it: ctime, mtime, dev, ino zero; a mode; uid, gid, size zero.
 _NO_STAT = tuple(bytes(24) + mode.to_bytes(4, "big") + bytes(12) for mode in (REGULAR, EXECUTABLE, SYMLINK))
 
+#: The store's info/attributes: no attribute of the memory directory's own changes how git reads a file's content.
+_ATTRIBUTES = b"* -text -crlf -eol -ident -filter -working-tree-encoding\n"
+
 #: Less free space than this where the store is, and a failed git is put down to the full disk.
 _NEARLY_FULL = 256 * 1024
 
@@ -205,6 +209,7 @@ class History:
         self.git_dir = os.path.join(self.state_dir, "history.git")
         self._index_file = os.path.join(self.git_dir, "index")
         self._exclude_file = os.path.join(self.git_dir, "info", "exclude")
+        self._attributes_file = os.path.join(self.git_dir, "info", "attributes")
         self._journal_dir = os.path.join(self.state_dir, "history", "journal")
         self._stamp = os.path.join(self.state_dir, "history", "maintained")
         self._lock_path = os.path.join(self.state_dir, "history.lock")
@@ -425,13 +430,18 @@ class History:
     def _ensure_store(self) -> None:
         try:
             with open(self._exclude_file) as f:
-                if f.read() == self._exclude:
+                if f.read() == self._exclude and os.path.exists(self._attributes_file):
                     return
         except FileNotFoundError:
             # The exclude file is written last, so a store without one is new or was cut short (init is idempotent).
             self._git("init", "--bare", "--quiet", "--template=", self.git_dir, env={"GIT_WORK_TREE": None})
             _touch(self._stamp)
         os.makedirs(os.path.dirname(self._exclude_file), exist_ok=True)
+        # Git hashes a work-tree file through the attributes a .gitattributes there gives it (line endings,
+        # $Id$, encodings) when it compares the file with the index: an edit that changes only those would
+        # be listed as no change. This file outranks every .gitattributes: a file's bytes are its content.
+        atomic_write(self._attributes_file, _ATTRIBUTES)
+        remove_dead_temps(self._attributes_file)
         atomic_write(self._exclude_file, self._exclude.encode())
         remove_dead_temps(self._exclude_file)  # of a process killed while it wrote the file
 

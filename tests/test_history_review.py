@@ -1,0 +1,38 @@
+"""An adversarial second reading of the history store: what an earlier change let through, each a real repository."""
+
+from __future__ import annotations
+
+import pytest
+
+from mem.core.memdir.history import History, blob_oid
+from test_history_store import assert_consistent, hist, put, refuse_secrets, root  # noqa: F401 (fixtures)
+
+
+@pytest.mark.parametrize(("attributes", "before", "after"), [
+    ("* text eol=crlf\n", b"one\ntwo\n", b"one\r\ntwo\r\n"),
+    ("* text=auto\n", b"one\ntwo\n", b"one\r\ntwo\r\n"),
+    ("* ident\n", b"id $Id$\n", b"id $Id: edited by hand $\n"),
+    ("*.md working-tree-encoding=UTF-16\n", "caf\u00e9\n".encode(), "caf\u00e9\n".encode("utf-16")),
+])
+def test_a_gitattributes_in_the_memory_directory_hides_no_outside_edit(hist, root, attributes, before, after):
+    """Git hashes a work-tree file through the attributes it finds there (line endings, $Id$, encodings) when it
+    compares it with the index: the store's own info/attributes turns them all off, so bytes are bytes."""
+    (root / ".gitattributes").write_text(attributes)
+    (root / "a.md").write_bytes(before)
+    hist.sync()
+    (root / "a.md").write_bytes(after)
+    op = hist.sync()
+    assert op is not None and [(c.path, c.before, c.after) for c in op.changes] == [
+        ("a.md", blob_oid(before), blob_oid(after))]
+    assert_consistent(hist, root)
+
+
+def test_a_store_made_before_the_attributes_file_gets_it(tmp_path, root):
+    hist = History(str(tmp_path / "state"), str(root), exclude=[".*.tmp"], refuse=refuse_secrets)
+    (root / "a.md").write_bytes(b"one\ntwo\n")
+    hist.sync()
+    (tmp_path / "state" / "history.git" / "info" / "attributes").unlink()
+    (root / ".gitattributes").write_text("* text eol=crlf\n")
+    (root / "a.md").write_bytes(b"one\r\ntwo\r\n")
+    op = hist.sync()
+    assert op is not None and sorted(c.path for c in op.changes) == [".gitattributes", "a.md"]
