@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mem.core.memdir.history import History, blob_oid
-from test_history_store import assert_consistent, hist, put, refuse_secrets, root  # noqa: F401 (fixtures)
+from test_history_store import assert_consistent, hist, put, recorded, refuse_secrets, root  # noqa: F401 (fixtures)
 
 
 @pytest.mark.parametrize(("attributes", "before", "after"), [
@@ -36,3 +36,35 @@ def test_a_store_made_before_the_attributes_file_gets_it(tmp_path, root):
     (root / "a.md").write_bytes(b"one\r\ntwo\r\n")
     op = hist.sync()
     assert op is not None and sorted(c.path for c in op.changes) == [".gitattributes", "a.md"]
+
+
+@pytest.mark.parametrize("flip", ["a directory became the file mem writes", "a file became the directory mem writes in"])
+def test_a_write_where_the_index_records_a_directory_as_a_file_or_back_records_what_git_drops(hist, root, flip):
+    """Staging x.md drops x.md/inner.md from the index (and staging x.md/inner.md drops x.md): a path the
+    editor replaced with one of the other kind since the last sync. Its deletion is history too, recorded
+    before mem's write as every outside change is; before, it was dropped unrecorded and the history
+    replayed to a file that no longer existed."""
+    import shutil
+
+    if flip.startswith("a directory"):
+        (root / "x.md").mkdir()
+        (root / "x.md" / "inner.md").write_text("inner\n")
+        hist.sync()
+        shutil.rmtree(root / "x.md")
+        (root / "x.md").write_text("the editor's file\n")
+        with hist.begin("remember") as j:
+            put(j, root, "x.md", b"mem's file\n")
+        gone = "x.md/inner.md"
+    else:
+        (root / "x.md").write_text("file\n")
+        hist.sync()
+        (root / "x.md").unlink()
+        with hist.begin("remember") as j:
+            put(j, root, "x.md/inner.md", b"mem's inner\n")
+        gone = "x.md"
+    outside, own = hist.operations()[1], hist.operations()[0]
+    assert outside.command == "outside" and any(c.path == gone and c.after is None for c in outside.changes)
+    assert own.command == "remember" and gone not in [c.path for c in own.changes]
+    assert hist._index() == recorded(hist)  # what this process knows of the index is what git reads in it
+    assert hist.sync() is None
+    assert_consistent(hist, root)

@@ -456,6 +456,22 @@ class History:
         # a directory as pathspec matches what is under it
         return dict(entries) if paths is None else {p: entries[p] for p in paths if p in entries}
 
+    def _index_around(self, path: str) -> dict[str, tuple[str, int]]:
+        """Recorded (oid, mode) of ``path``, of what is under it and of each directory above it: the entries
+        git drops when ``path`` is staged as a file (an index holds no file and directory of one name)."""
+        parts = path.split("/")
+        above = ["/".join(parts[:n]) for n in range(1, len(parts))]
+        entries = self._cached_index()
+        if entries is None:
+            # a directory as pathspec matches what is under it
+            out = self._git("ls-files", "-z", "-s", "--", path, *above)
+            entries = dict(_parse_staged(rec) for rec in out.split(b"\0") if rec)
+        found = {p: entries[p] for p in (path, *above) if p in entries}
+        if path not in entries:  # recorded as a file, nothing can be recorded under it
+            under = path + "/"
+            found.update((p, state) for p, state in entries.items() if p.startswith(under))
+        return found
+
     def _index_checksum(self) -> bytes | None:
         """The index file's trailing checksum (git's SHA-1 of all it holds), b"" when there is no index file
         (git reads none as empty); None when it cannot tell (git is asked)."""
@@ -894,8 +910,17 @@ class Journal:
         new_oid = None if new is None else blob_oid(new)
         with h._locked():
             h._recover()
-            lines, blobs = [], {}
-            recorded = h._index([path]).get(path, (None, None))
+            lines, blobs, stage = [], {}, {}
+            around = h._index_around(path)
+            recorded = around.pop(path, (None, None))
+            if new is not None:
+                for other, (oid, mode) in sorted(around.items()):
+                    if _read(h.work_tree, other) == (None, None):
+                        # Recorded as a file where mem now writes a directory's (or under a file's name): the editor
+                        # replaced one with the other since. Staging ``path`` drops it: its deletion is history first.
+                        lines.append({"kind": OUTSIDE, "path": other, "before": oid, "after": None,
+                                      "before_mode": mode, "after_mode": None})
+                        stage[other] = (None, None)
             if recorded != (old_oid, old_mode):
                 # Changed by something else since it was recorded: that change is history too, and not ours.
                 withheld = old is not None and h._refused(path, old)
@@ -925,7 +950,9 @@ class Journal:
                 del self._entries[-len(lines):]
                 raise
             if not new_withheld:  # a withheld version stays unrecorded, as a sync leaves one
-                h._stage({path: (new_oid, new_mode)})
+                stage[path] = (new_oid, new_mode)
+            if stage:
+                h._stage(stage)
 
     def befores(self) -> dict[str, str | None]:
         """path -> the blob it held before this operation first changed it (None: it did not exist)."""
