@@ -68,3 +68,20 @@ def test_a_write_where_the_index_records_a_directory_as_a_file_or_back_records_w
     assert hist._index() == recorded(hist)  # what this process knows of the index is what git reads in it
     assert hist.sync() is None
     assert_consistent(hist, root)
+
+
+@pytest.mark.parametrize("name", [".GIT", ".Git/x.md", "a/.gIt", "GIT~1/x.md", ".git /x.md", ".git./y.md"])
+def test_a_name_git_would_refuse_to_stage_is_recorded_once_or_never(hist, root, name):
+    """update-index skips a path it refuses ("Ignoring path", exit 0): one recorded as created but never staged
+    was recorded as created again by every sync after. A .git of any case is left out as .git is; the names
+    refused only to protect a checkout on NTFS or HFS+ (this store checks nothing out) are recorded."""
+    hist.sync()
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text("x\n")
+    first = hist.sync()
+    assert hist.sync() is None
+    if ".git" in name.lower().split("/"):
+        assert first is None
+    else:
+        assert [c.path for c in first.changes] == [name]
+        assert_consistent(hist, root)

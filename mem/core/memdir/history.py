@@ -88,6 +88,10 @@ _GIT_CONFIG = (
     "-c", "gc.auto=0",
     "-c", f"core.hooksPath={os.devnull}",
     "-c", "advice.detachedHead=false",
+    # Names refused only to keep a checkout safe on NTFS or HFS+ (GIT~1, ".git " ...): this store checks
+    # nothing out, and update-index would skip them with a warning, recorded but never staged.
+    "-c", "core.protectNTFS=false",
+    "-c", "core.protectHFS=false",
 )
 
 
@@ -213,8 +217,9 @@ class History:
         self._journal_dir = os.path.join(self.state_dir, "history", "journal")
         self._stamp = os.path.join(self.state_dir, "history", "maintained")
         self._lock_path = os.path.join(self.state_dir, "history.lock")
-        # .git always: a memory directory that is itself a repository must not record its own .git
-        self._exclude = "".join(f"{pattern}\n" for pattern in (*exclude, ".git"))
+        # .git always: a memory directory that is itself a repository must not record its own .git; in any
+        # case, as update-index refuses to stage one (".GIT" was recorded as created again at every sync)
+        self._exclude = "".join(f"{pattern}\n" for pattern in (*exclude, ".[gG][iI][tT]"))
         self._refuse = refuse
         self._lock_fd: int | None = None
         # The index as this process last listed or staged it, under the lock: (its checksum, path -> (oid, mode)).
