@@ -85,3 +85,29 @@ def test_a_name_git_would_refuse_to_stage_is_recorded_once_or_never(hist, root, 
     else:
         assert [c.path for c in first.changes] == [name]
         assert_consistent(hist, root)
+
+
+def test_a_blob_in_a_new_fan_out_directory_is_durable_with_that_directory(hist, root, monkeypatch):
+    """A blob is on disk before the journal line naming it: its file, the objects/<2 hex> directory holding it,
+    and, when that directory is new (git prune removes the empty ones, so often), objects/ holding the directory."""
+    import os
+
+    hist.sync()
+    synced = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    data = b"a version in a fan-out directory git prune removed\n"
+    oid = blob_oid(data)
+    objects = os.path.join(hist.git_dir, "objects")
+    assert not os.path.exists(os.path.join(objects, oid[:2]))
+    with hist.begin("remember") as j:
+        put(j, root, "a.md", data)
+    journal = next(n for n, path in enumerate(synced) if "/journal/" in path)
+    before = synced[:journal]
+    assert any(path.startswith(os.path.join(objects, oid[:2], "tmp_obj_")) for path in before)  # then renamed
+    assert {os.path.join(objects, oid[:2]), objects} <= set(before)

@@ -536,7 +536,10 @@ class History:
             return None
         except FileNotFoundError:
             pass
-        os.makedirs(directory, exist_ok=True)
+        if not os.path.isdir(directory):
+            os.makedirs(directory, exist_ok=True)
+            if durable:  # git prune removes empty fan-out directories: a new one's own entry must last too
+                fsync_dir(os.path.dirname(directory))
         tmp = os.path.join(directory, f"tmp_obj_{os.urandom(6).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         try:
