@@ -111,3 +111,55 @@ def test_a_blob_in_a_new_fan_out_directory_is_durable_with_that_directory(hist, 
     before = synced[:journal]
     assert any(path.startswith(os.path.join(objects, oid[:2], "tmp_obj_")) for path in before)  # then renamed
     assert {os.path.join(objects, oid[:2]), objects} <= set(before)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_two_writers_and_an_editor_flipping_files_and_directories_at_random(tmp_path, root, seed):
+    """Two History objects (each knowing the index as it last left it), an editor replacing files with
+    directories and back and editing in place with the mtime put back, garbage collection in between: the
+    history replays to the files, git reads in the index what each writer believes, and fsck --strict passes."""
+    import os
+    import random
+    import shutil
+
+    from test_history_store import git, recorded
+
+    rnd = random.Random(seed)
+    writers = [History(str(tmp_path / "state"), str(root), exclude=[".*.tmp"], refuse=refuse_secrets) for _ in range(2)]
+    writers[0].sync()
+    names = ["a.md", "d", "d/x.md", "d/e/y.md", "d/e", "10.after", "2.before"]
+    for i in range(200):
+        h, r, path = rnd.choice(writers), rnd.random(), root / rnd.choice(names)
+        if r < 0.5:
+            with h.begin("remember", [str(i)]) as j:
+                for name in rnd.sample(names, rnd.randint(1, 3)):
+                    new = None if rnd.random() < 0.2 else b"v%d\n" % rnd.randint(0, 3)
+                    if not (root / name).is_dir() and (new is not None or (root / name).exists()):
+                        try:
+                            put(j, root, name, new)
+                        except (NotADirectoryError, FileExistsError):  # a file where the write needs a directory
+                            pass
+        elif r < 0.7:
+            if path.is_dir():
+                shutil.rmtree(path)
+                path.write_text("a file now\n")
+            elif path.exists():
+                path.unlink()
+                path.mkdir()
+                (path / "in.md").write_text("a directory now\n")
+        elif r < 0.85 and path.is_file():
+            st, data = os.stat(path), path.read_bytes()
+            with open(path, "r+b") as f:  # same inode, same size, the mtime put back
+                f.write(bytes([data[0] ^ 1]) + data[1:])
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        elif r < 0.9:
+            h._gc([], prune_now=rnd.random() < 0.5)
+        if rnd.random() < 0.3:
+            h.sync()
+        for w in writers:
+            known = w._cached_index()
+            assert known is None or known == recorded(w)
+    writers[0].sync()
+    assert_consistent(writers[0], root)
+    assert writers[1].sync() is None
+    assert git(writers[0], "fsck", "--strict", "--no-dangling").returncode == 0
