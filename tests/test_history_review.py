@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from mem.core.memdir.history import History, blob_oid
@@ -90,8 +92,6 @@ def test_a_name_git_would_refuse_to_stage_is_recorded_once_or_never(hist, root, 
 def test_a_blob_in_a_new_fan_out_directory_is_durable_with_that_directory(hist, root, monkeypatch):
     """A blob is on disk before the journal line naming it: its file, the objects/<2 hex> directory holding it,
     and, when that directory is new (git prune removes the empty ones, so often), objects/ holding the directory."""
-    import os
-
     hist.sync()
     synced = []
     real_fsync = os.fsync
@@ -118,7 +118,6 @@ def test_two_writers_and_an_editor_flipping_files_and_directories_at_random(tmp_
     """Two History objects (each knowing the index as it last left it), an editor replacing files with
     directories and back and editing in place with the mtime put back, garbage collection in between: the
     history replays to the files, git reads in the index what each writer believes, and fsck --strict passes."""
-    import os
     import random
     import shutil
 
@@ -163,3 +162,37 @@ def test_two_writers_and_an_editor_flipping_files_and_directories_at_random(tmp_
     assert_consistent(writers[0], root)
     assert writers[1].sync() is None
     assert git(writers[0], "fsck", "--strict", "--no-dangling").returncode == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to hand files to another user")
+def test_a_version_another_user_left_in_the_store_is_taken_as_there(tmp_path, root):
+    """A `sudo mem ...` once leaves objects owned by root, read-only: writing the same content again must not fail
+    on touching them (fast-import took an object that is there as there; the loose writer raised EACCES)."""
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    state = tmp_path / "state"
+    (root / "a.md").write_text("the same content\n")
+    History(str(state), str(root), exclude=[".*.tmp"]).sync()
+    oid = blob_oid(b"the same content\n")
+    for dirpath, dirs, files in os.walk(tmp_path):
+        for name in dirs + files:
+            os.lchown(os.path.join(dirpath, name), nobody.pw_uid, nobody.pw_gid)
+    os.chown(tmp_path, nobody.pw_uid, nobody.pw_gid)
+    for parent in (tmp_path.parent, tmp_path.parent.parent):
+        os.chmod(parent, 0o755)
+    os.chown(state / "history.git" / "objects" / oid[:2] / oid[2:], 0, 0)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        code = 1
+        try:
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            with History(str(state), str(root), exclude=[".*.tmp"]).begin("remember") as j:
+                put(j, root, "b.md", b"the same content\n")
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitpid(pid, 0)[1] == 0
+    hist = History(str(state), str(root), exclude=[".*.tmp"])
+    assert hist.operations()[0].changes[0].after == oid and hist.read_blob(oid) == b"the same content\n"

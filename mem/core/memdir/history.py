@@ -525,7 +525,8 @@ class History:
 
         As git writes one: zlib of ``<kind> <size>\\0<data>`` at ``objects/<2 hex>/<38 hex>``, through a
         ``tmp_obj_`` file in that directory (one a killed process leaves is git's to prune), read-only.
-        An object already there is freshened, as git does, so a prune's grace period counts from now.
+        An object already there is freshened where this user may, as git does, so a prune's grace period counts
+        from now.
         """
         raw = b"%s %d\0" % (kind, len(data)) + data
         oid = hashlib.sha1(raw).hexdigest()
@@ -536,6 +537,8 @@ class History:
             return None
         except FileNotFoundError:
             pass
+        except OSError:  # there, but not this user's to touch (a `sudo mem` wrote it): there is enough, as fast-import
+            return None  # takes it (the history lock, not the time, keeps what a running operation needs from gc)
         if not os.path.isdir(directory):
             os.makedirs(directory, exist_ok=True)
             if durable:  # git prune removes empty fan-out directories: a new one's own entry must last too
