@@ -12,6 +12,7 @@ Layout of ``<state_dir>``::
 
     history.git/          bare repository; its index is the recorded state of the memory directory
     history.git/index     path -> (blob, mode) as last recorded
+    history.git/info/     exclude (what is never recorded), attributes (no .gitattributes converts content)
     history/journal/*.jsonl   one file per mem operation in progress (live while its PID runs
                               with the start time it recorded: a reused PID does not keep it;
                               *.dead.jsonl: given up by a process that could not record it)
@@ -87,6 +88,10 @@ _GIT_CONFIG = (
     "-c", "gc.auto=0",
     "-c", f"core.hooksPath={os.devnull}",
     "-c", "advice.detachedHead=false",
+    # Names refused only to keep a checkout safe on NTFS or HFS+ (GIT~1, ".git " ...): this store checks
+    # nothing out, and update-index would skip them with a warning, recorded but never staged.
+    "-c", "core.protectNTFS=false",
+    "-c", "core.protectHFS=false",
 )
 
 
@@ -176,6 +181,9 @@ _REFRESH_OVER = 32
 #: An index entry staged with --index-info as git writes it: ctime, mtime, dev, ino zero; a mode; uid, gid, size zero.
 _NO_STAT = tuple(bytes(24) + mode.to_bytes(4, "big") + bytes(12) for mode in (REGULAR, EXECUTABLE, SYMLINK))
 
+#: The store's info/attributes: no attribute of the memory directory's own changes how git reads a file's content.
+_ATTRIBUTES = b"* -text -crlf -eol -ident -filter -working-tree-encoding\n"
+
 #: Less free space than this where the store is, and a failed git is put down to the full disk.
 _NEARLY_FULL = 256 * 1024
 
@@ -205,11 +213,13 @@ class History:
         self.git_dir = os.path.join(self.state_dir, "history.git")
         self._index_file = os.path.join(self.git_dir, "index")
         self._exclude_file = os.path.join(self.git_dir, "info", "exclude")
+        self._attributes_file = os.path.join(self.git_dir, "info", "attributes")
         self._journal_dir = os.path.join(self.state_dir, "history", "journal")
         self._stamp = os.path.join(self.state_dir, "history", "maintained")
         self._lock_path = os.path.join(self.state_dir, "history.lock")
-        # .git always: a memory directory that is itself a repository must not record its own .git
-        self._exclude = "".join(f"{pattern}\n" for pattern in (*exclude, ".git"))
+        # .git always: a memory directory that is itself a repository must not record its own .git; in any
+        # case, as update-index refuses to stage one (".GIT" was recorded as created again at every sync)
+        self._exclude = "".join(f"{pattern}\n" for pattern in (*exclude, ".[gG][iI][tT]"))
         self._refuse = refuse
         self._lock_fd: int | None = None
         # The index as this process last listed or staged it, under the lock: (its checksum, path -> (oid, mode)).
@@ -425,13 +435,18 @@ class History:
     def _ensure_store(self) -> None:
         try:
             with open(self._exclude_file) as f:
-                if f.read() == self._exclude:
+                if f.read() == self._exclude and os.path.exists(self._attributes_file):
                     return
         except FileNotFoundError:
             # The exclude file is written last, so a store without one is new or was cut short (init is idempotent).
             self._git("init", "--bare", "--quiet", "--template=", self.git_dir, env={"GIT_WORK_TREE": None})
             _touch(self._stamp)
         os.makedirs(os.path.dirname(self._exclude_file), exist_ok=True)
+        # Git hashes a work-tree file through the attributes a .gitattributes there gives it (line endings,
+        # $Id$, encodings) when it compares the file with the index: an edit that changes only those would
+        # be listed as no change. This file outranks every .gitattributes: a file's bytes are its content.
+        atomic_write(self._attributes_file, _ATTRIBUTES)
+        remove_dead_temps(self._attributes_file)
         atomic_write(self._exclude_file, self._exclude.encode())
         remove_dead_temps(self._exclude_file)  # of a process killed while it wrote the file
 
@@ -445,6 +460,22 @@ class History:
                 self._remember_index(entries)
         # a directory as pathspec matches what is under it
         return dict(entries) if paths is None else {p: entries[p] for p in paths if p in entries}
+
+    def _index_around(self, path: str) -> dict[str, tuple[str, int]]:
+        """Recorded (oid, mode) of ``path``, of what is under it and of each directory above it: the entries
+        git drops when ``path`` is staged as a file (an index holds no file and directory of one name)."""
+        parts = path.split("/")
+        above = ["/".join(parts[:n]) for n in range(1, len(parts))]
+        entries = self._cached_index()
+        if entries is None:
+            # a directory as pathspec matches what is under it
+            out = self._git("ls-files", "-z", "-s", "--", path, *above)
+            entries = dict(_parse_staged(rec) for rec in out.split(b"\0") if rec)
+        found = {p: entries[p] for p in (path, *above) if p in entries}
+        if path not in entries:  # recorded as a file, nothing can be recorded under it
+            under = path + "/"
+            found.update((p, state) for p, state in entries.items() if p.startswith(under))
+        return found
 
     def _index_checksum(self) -> bytes | None:
         """The index file's trailing checksum (git's SHA-1 of all it holds), b"" when there is no index file
@@ -494,7 +525,8 @@ class History:
 
         As git writes one: zlib of ``<kind> <size>\\0<data>`` at ``objects/<2 hex>/<38 hex>``, through a
         ``tmp_obj_`` file in that directory (one a killed process leaves is git's to prune), read-only.
-        An object already there is freshened, as git does, so a prune's grace period counts from now.
+        An object already there is freshened where this user may, as git does, so a prune's grace period counts
+        from now.
         """
         raw = b"%s %d\0" % (kind, len(data)) + data
         oid = hashlib.sha1(raw).hexdigest()
@@ -505,7 +537,12 @@ class History:
             return None
         except FileNotFoundError:
             pass
-        os.makedirs(directory, exist_ok=True)
+        except OSError:  # there, but not this user's to touch (a `sudo mem` wrote it): there is enough, as fast-import
+            return None  # takes it (the history lock, not the time, keeps what a running operation needs from gc)
+        if not os.path.isdir(directory):
+            os.makedirs(directory, exist_ok=True)
+            if durable:  # git prune removes empty fan-out directories: a new one's own entry must last too
+                fsync_dir(os.path.dirname(directory))
         tmp = os.path.join(directory, f"tmp_obj_{os.urandom(6).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         # zlib level 1: git's core.looseCompression default, best speed
@@ -873,8 +910,17 @@ class Journal:
         new_oid = None if new is None else blob_oid(new)
         with h._locked():
             h._recover()
-            lines, blobs = [], {}
-            recorded = h._index([path]).get(path, (None, None))
+            lines, blobs, stage = [], {}, {}
+            around = h._index_around(path)
+            recorded = around.pop(path, (None, None))
+            if new is not None:
+                for other, (oid, mode) in sorted(around.items()):
+                    if _read(h.work_tree, other) == (None, None):
+                        # Recorded as a file where mem now writes a directory's (or under a file's name): the editor
+                        # replaced one with the other since. Staging ``path`` drops it: its deletion is history first.
+                        lines.append({"kind": OUTSIDE, "path": other, "before": oid, "after": None,
+                                      "before_mode": mode, "after_mode": None})
+                        stage[other] = (None, None)
             if recorded != (old_oid, old_mode):
                 # Changed by something else since it was recorded: that change is history too, and not ours.
                 withheld = old is not None and h._refused(path, old)
@@ -904,7 +950,9 @@ class Journal:
                 del self._entries[-len(lines):]
                 raise
             if not new_withheld:  # a withheld version stays unrecorded, as a sync leaves one
-                h._stage({path: (new_oid, new_mode)})
+                stage[path] = (new_oid, new_mode)
+            if stage:
+                h._stage(stage)
 
     def befores(self) -> dict[str, str | None]:
         """path -> the blob it held before this operation first changed it (None: it did not exist)."""
