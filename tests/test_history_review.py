@@ -165,22 +165,34 @@ def test_two_writers_and_an_editor_flipping_files_and_directories_at_random(tmp_
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to hand files to another user")
-def test_a_version_another_user_left_in_the_store_is_taken_as_there(tmp_path, root):
+def test_a_version_another_user_left_in_the_store_is_taken_as_there():
     """A `sudo mem ...` once leaves objects owned by root, read-only: writing the same content again must not fail
     on touching them (fast-import took an object that is there as there; the loose writer raised EACCES)."""
     import pwd
+    import shutil
+    import tempfile
+    from pathlib import Path
 
     nobody = pwd.getpwnam("nobody")
-    state = tmp_path / "state"
+    # A directory of its own in the system's temporary directory (1777, so another user reaches it), not under
+    # pytest's, whose root is 0700 and shared by every test of the run.
+    base = Path(tempfile.mkdtemp(prefix="mem-other-user-"))
+    try:
+        _another_users_object(base, nobody)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _another_users_object(base, nobody) -> None:
+    state, root = base / "state", base / "memory"
+    root.mkdir()
     (root / "a.md").write_text("the same content\n")
     History(str(state), str(root), exclude=[".*.tmp"]).sync()
     oid = blob_oid(b"the same content\n")
-    for dirpath, dirs, files in os.walk(tmp_path):
+    for dirpath, dirs, files in os.walk(base):
         for name in dirs + files:
             os.lchown(os.path.join(dirpath, name), nobody.pw_uid, nobody.pw_gid)
-    os.chown(tmp_path, nobody.pw_uid, nobody.pw_gid)
-    for parent in (tmp_path.parent, tmp_path.parent.parent):
-        os.chmod(parent, 0o755)
+    os.chown(base, nobody.pw_uid, nobody.pw_gid)
     os.chown(state / "history.git" / "objects" / oid[:2] / oid[2:], 0, 0)
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the child)
