@@ -41,8 +41,8 @@ PG_STOP = if [ -z "$$MEM_TEST_PG_KEEP" ]; then bash scripts/ci-postgres.sh stop-
 #: pytest's arguments: make test TESTS=tests/test_cron.py runs those alone.
 TESTS ?=
 
-# Two workers per core (at most 16): a third of the suite's time is waiting (pip's index, child processes, servers'
-# timeouts), which a second worker per core fills (-n 2: 238 s, -n 3: 198 s, -n 4: 185 s on 2 cores, bench/RESULTS.md).
+# Two workers per core (at most 16): part of the suite's time is waiting (pip's index, child processes, servers'
+# timeouts), which a second worker per core fills (2 cores: 145.5 s with WORKERS=2, 133.1 s with 4; bench/RESULTS.md).
 # A file's tests stay on one worker, so a module's fixture (a zipapp build) is made once. make test WORKERS=1 ...
 WORKERS ?= $$(n=$$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1); n=$$((2 * n)); [ $$n -gt 16 ] && n=16; echo $$n)
 PARALLEL = -n $(WORKERS) --dist loadfile
