@@ -241,3 +241,53 @@ def test_a_journal_the_full_disk_cut_short_at_its_first_line_is_gone_and_the_wri
     _free(fillers, 64)
     assert hist.sync() is None
     assert hist.current_oid("b.md") == (blob_oid(b"stored already\n"), 0o100644)
+
+
+def test_a_journal_line_the_full_disk_tore_hides_no_later_line_from_recovery(small_fs, tmp_path):
+    """An append the full disk cut short mid-line is taken back: a later write of the same operation, in a
+    process that then dies, is recovered as that operation's change, not as somebody else's (a recovery reads
+    a journal up to its first torn line)."""
+    from mem.core.memdir.history import History
+
+    work = tmp_path / "memory"
+    work.mkdir()
+    same = b"stored already\n"  # every write below stores nothing new: the journal is what needs space
+    (work / "seed.md").write_bytes(same)
+    state = small_fs / "state"
+    History(str(state), str(work)).sync()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        code = 1
+        try:
+            hist = History(str(state), str(work))
+            journal = hist.begin("remember")
+
+            def put(name: str) -> None:
+                journal.write(name, None, same, old_mode=None, new_mode=None,
+                              apply=lambda: (work / name).write_bytes(same))
+
+            put("first.md")
+            path = journal._path
+            n = 0
+            while PAGE - os.path.getsize(path) % PAGE > 150:  # up to the end of a page
+                n += 1
+                put(f"f{n}.md")
+            room = PAGE - os.path.getsize(path) % PAGE
+            fillers = _fill(small_fs)
+            try:  # a line longer than the page's room: its head is written, its tail finds no page
+                put("t" * (room + 40) + ".md")
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+            else:
+                raise AssertionError("the append found room")
+            _free(fillers, 64)
+            put("after.md")
+            code = 0
+        finally:
+            os._exit(code)  # dies with its operation uncommitted
+    assert os.waitpid(pid, 0)[1] == 0
+    hist = History(str(state), str(work))
+    assert hist.sync() is None  # nothing on disk the history does not know
+    (op,) = [op for op in hist.operations() if op.command == "remember"]
+    assert op.interrupted and "after.md" in {c.path for c in op.changes}
+    assert all(not c.path.startswith("ttt") for c in op.changes)

@@ -1000,11 +1000,16 @@ class Journal:
         if creating:
             self._path = os.path.join(self._history._journal_dir, f"{self._id}.jsonl")
             lines = [{**self._header, "started": _iso(time.time_ns())}, *lines]
+        data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | (os.O_CREAT | os.O_EXCL if creating else 0),
+                     0o666)
+        end = None
         try:
-            with open(self._path, "xb" if creating else "ab") as f:
-                f.write("".join(json.dumps(line) + "\n" for line in lines).encode())
-                f.flush()
-                os.fsync(f.fileno())
+            end = os.fstat(fd).st_size
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
         except BaseException:
             if creating:
                 # Not journaled (a full disk), so nothing happens: no journal either, not even an empty one, which
@@ -1012,7 +1017,14 @@ class Journal:
                 with contextlib.suppress(OSError):
                     os.unlink(self._path)
                 self._path = None
+            elif end is not None:
+                # Not journaled either, and what part of it reached the file goes: a recovery reads a journal
+                # up to its first torn line, so a torn line here would hide every line appended after it.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, end)
             raise
+        finally:
+            os.close(fd)
         if creating:
             fsync_dir(os.path.dirname(self._path))
         entries = [line for line in lines if "path" in line]
