@@ -267,7 +267,7 @@ def test_a_journal_line_the_full_disk_tore_hides_no_later_line_from_recovery(sma
                               apply=lambda: (work / name).write_bytes(same))
 
             put("first.md")
-            path = journal._path
+            (path,) = (state / "history" / "journal").glob("*.jsonl")  # this operation's journal
             n = 0
             while PAGE - os.path.getsize(path) % PAGE > 150:  # up to the end of a page
                 n += 1
