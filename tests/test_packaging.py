@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.session import temp_env
-from helpers.wheelhouse import offline, wheelhouse
+from helpers.wheelhouse import PIP_CACHE, offline, wheelhouse
 from helpers.zipapp import this_trees_zipapp, warm_shiv_root
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,8 +167,6 @@ def readme_block(first_line: str) -> str:
     return text[start:text.index("```", start)]
 
 
-#: Read before a test's own HOME is set: pip's cache spares the route tests a download of every dependency.
-PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip")
 #: pip's settings from the environment (an index, a proxy), kept in the fresh accounts' environments.
 PIP_SETTINGS = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
 

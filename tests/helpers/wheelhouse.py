@@ -22,7 +22,8 @@ from pathlib import Path
 from helpers.session import locked, shared_dir, temp_env
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-#: Read at import, before a test's own HOME is set.
+#: pip's cache (it spares every build and install of the run a download), read at import, before a test's own
+#: HOME is set; the zipapp and packaging tests take it from here.
 PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip")
 #: Besides mem's dependencies: what pipx's shared libraries install, and pipx itself.
 TOOLS = ("pip", "setuptools", "wheel", "pipx")

@@ -24,12 +24,10 @@ from pathlib import Path
 
 from helpers.isolation import LEAKY_PREFIXES
 from helpers.session import locked, shared_dir, temp_env
-from helpers.wheelhouse import offline, wheelhouse
+from helpers.wheelhouse import PIP_CACHE, offline, wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 IGNORE = shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "*.egg-info")
-#: Read at import, before a test's own HOME is set: pip's cache spares the build a download of every dependency.
-PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.expanduser("~/.cache/pip")
 
 
 def build_from_copy(tmp: Path, name: str, python: str = sys.executable, env: dict | None = None) -> Path:
