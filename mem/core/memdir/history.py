@@ -519,6 +519,10 @@ class History:
         dirs = {self._loose(b"blob", data, durable=True) for data in blobs.values()} - {None}
         for directory in sorted(dirs):
             fsync_dir(directory)
+        if dirs:
+            # and objects/ itself, whoever made the blob's directory (git prune removes empty ones, and a tree or
+            # commit written without an fsync may have made it): its entry must last as long as the blob
+            fsync_dir(os.path.join(self.git_dir, "objects"))
 
     def _loose(self, kind: bytes, data: bytes, *, durable: bool) -> str | None:
         """Write one object as a loose object of the store; the directory it was added to (None: it was there).
@@ -539,10 +543,7 @@ class History:
             pass
         except OSError:  # there, but not this user's to touch (a `sudo mem` wrote it): there is enough, as fast-import
             return None  # takes it (the history lock, not the time, keeps what a running operation needs from gc)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, exist_ok=True)
-            if durable:  # git prune removes empty fan-out directories: a new one's own entry must last too
-                fsync_dir(os.path.dirname(directory))
+        os.makedirs(directory, exist_ok=True)  # a durable object's caller fsyncs objects/ too (_store)
         tmp = os.path.join(directory, f"tmp_obj_{os.urandom(6).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         # zlib level 1: git's core.looseCompression default, best speed
