@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -374,7 +375,8 @@ def test_kill_9_mid_write_leaves_no_partial_file(fake_api, memdir, transcript, r
     calls = [("read", {"file_path": "user-prefers-tabs.md"}), ("write", {"file_path": "user-prefers-tabs.md", "content": new})]
     calls += [("write", {"file_path": name, "content": content}) for name, content in expected.items()]
     partial_seen = 0
-    # a name: kill the moment that file (or, for "", any temp file) shows up; a number: after that many seconds
+    # a name: kill the moment that file (or, for "", any temp file or new file: a write takes a millisecond or two,
+    # so a poll can miss every temp file) shows up; a number: after that many seconds
     for delay in ("", "m05.md", 0.01):
         for p in memdir.iterdir():
             if p.name != "user-prefers-tabs.md":
@@ -388,7 +390,8 @@ def test_kill_9_mid_write_leaves_no_partial_file(fake_api, memdir, transcript, r
         give_up = time.monotonic() + 20
         if isinstance(delay, str):
             while time.monotonic() < give_up and not (
-                    (memdir / delay).exists() if delay else any(n.endswith(".tmp") for n in os.listdir(memdir))):
+                    (memdir / delay).exists() if delay else any(n.endswith(".tmp") or n in expected
+                                                                for n in os.listdir(memdir))):
                 time.sleep(0.0002)
         else:
             while not fake_api.requests and time.monotonic() < give_up:
@@ -399,11 +402,17 @@ def test_kill_9_mid_write_leaves_no_partial_file(fake_api, memdir, transcript, r
         names = {p.name for p in memdir.iterdir()}
         visible = {n for n in names if not n.startswith(".")}
         assert (memdir / "user-prefers-tabs.md").read_text() in (old, new)
+        if "MEMORY.md" in visible:  # the run got as far as its index (the writes take milliseconds): whole, too
+            visible.discard("MEMORY.md")
+            index = (memdir / "MEMORY.md").read_text()
+            pointed = re.findall(r"^- \[[^\]]+\]\(([^)]+)\)", index, re.MULTILINE)
+            assert index.endswith("\n") and len(pointed) == len(index.splitlines()), index
+            assert set(pointed) <= visible, (pointed, visible)
         for name in visible - {"user-prefers-tabs.md"}:
             assert name in expected, name
             assert (memdir / name).read_text() == expected[name], f"{name} is partial"
-        assert all(n.endswith(".tmp") for n in names - visible)  # at most a temp file left behind
-        if names - visible or 0 < len(visible) - 1 < len(expected):
+        assert all(n.endswith(".tmp") for n in names - visible - {"MEMORY.md"})  # at most a temp file left behind
+        if names - visible - {"MEMORY.md"} or 0 < len(visible) - 1 < len(expected):
             partial_seen += 1  # killed inside a write, or between two of them
     assert partial_seen, "no kill landed while the files were being written"
     # a temp file left by a killed writer is swept by the next run once it is clearly stale
