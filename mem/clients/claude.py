@@ -144,19 +144,28 @@ class Settings(Record):
         return None
 
 
+def managed_path(name: str, variable: str, env: Mapping[str, str] | None = None) -> str | None:
+    """A file of Claude Code's policy (managed) directory; the environment variable ``variable`` overrides it
+    (empty: none).
+
+    Example: managed_path("CLAUDE.md", "MEM_MANAGED_CLAUDE_MD", {}) == "/etc/claude-code/CLAUDE.md"  # on Linux
+    """
+    env = paths.environ_of(env)
+    if variable in env:
+        return env[variable] or None
+    if sys.platform == "darwin":
+        return "/Library/Application Support/ClaudeCode/" + name
+    if sys.platform == "win32":
+        return "C:\\Program Files\\ClaudeCode\\" + name
+    return "/etc/claude-code/" + name
+
+
 def managed_settings_path(env: Mapping[str, str] | None = None) -> str | None:
     """The policy (managed) settings file; MEM_MANAGED_SETTINGS overrides it (empty: none).
 
     Example: managed_settings_path({}) == "/etc/claude-code/managed-settings.json"  # on Linux
     """
-    env = paths.environ_of(env)
-    if "MEM_MANAGED_SETTINGS" in env:
-        return env["MEM_MANAGED_SETTINGS"] or None
-    if sys.platform == "darwin":
-        return "/Library/Application Support/ClaudeCode/managed-settings.json"
-    if sys.platform == "win32":
-        return "C:\\Program Files\\ClaudeCode\\managed-settings.json"
-    return "/etc/claude-code/managed-settings.json"
+    return managed_path("managed-settings.json", "MEM_MANAGED_SETTINGS", env)
 
 
 

@@ -272,16 +272,9 @@ def managed_claude_md(env: Mapping[str, str] | None = None) -> str | None:
 
     Example: managed_claude_md({}) == "/etc/claude-code/CLAUDE.md"  # on Linux
     """
-    import sys
+    from mem.clients import claude
 
-    env = os.environ if env is None else env
-    if "MEM_MANAGED_CLAUDE_MD" in env:
-        return env["MEM_MANAGED_CLAUDE_MD"] or None
-    if sys.platform == "darwin":
-        return "/Library/Application Support/ClaudeCode/CLAUDE.md"
-    if sys.platform == "win32":
-        return "C:\\Program Files\\ClaudeCode\\CLAUDE.md"
-    return "/etc/claude-code/CLAUDE.md"
+    return claude.managed_path("CLAUDE.md", "MEM_MANAGED_CLAUDE_MD", env)
 
 
 def load_context(
