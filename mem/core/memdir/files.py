@@ -57,9 +57,7 @@ def fill_and_rename(fd: int, tmp: str, path: str, data: bytes, *, durable: bool,
     try:
         if before is not None:
             before()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        write_all(fd, data)
         if durable:
             os.fsync(fd)
         if mode is not None:
@@ -71,6 +69,13 @@ def fill_and_rename(fd: int, tmp: str, path: str, data: bytes, *, durable: bool,
         raise
     finally:
         os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (os.write may take part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def remove_dead_temps(path: str) -> list[str]:

@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 from mem.core import gitcmd
 from mem.core.errors import ExitCode, MemError, NotFoundError, Notice, RefusedError, StorageError, UsageError
-from mem.core.memdir.files import atomic_write, fill_and_rename, fsync_dir, pid_running, remove_dead_temps
+from mem.core.memdir.files import atomic_write, fill_and_rename, fsync_dir, pid_running, remove_dead_temps, write_all
 
 ZERO = None  # an absent file's oid (and mode)
 
@@ -516,7 +516,7 @@ class History:
             self._git("fast-import", "--quiet",
                       input=b"".join(b"blob\ndata %d\n%s\n" % (len(data), data) for data in blobs.values()))
             return
-        dirs = {self._loose(b"blob", data, durable=True) for data in blobs.values()} - {None}
+        dirs = {self._loose(b"blob", data, durable=True)[1] for data in blobs.values()} - {None}
         for directory in sorted(dirs):
             fsync_dir(directory)
         if dirs:
@@ -524,8 +524,8 @@ class History:
             # commit written without an fsync may have made it): its entry must last as long as the blob
             fsync_dir(os.path.join(self.git_dir, "objects"))
 
-    def _loose(self, kind: bytes, data: bytes, *, durable: bool) -> str | None:
-        """Write one object as a loose object of the store; the directory it was added to (None: it was there).
+    def _loose(self, kind: bytes, data: bytes, *, durable: bool) -> tuple[str, str | None]:
+        """Write one object as a loose object of the store: (its id, the directory it was added to; None: it was there).
 
         As git writes one: zlib of ``<kind> <size>\\0<data>`` at ``objects/<2 hex>/<38 hex>``, through a
         ``tmp_obj_`` file in that directory (one a killed process leaves is git's to prune), read-only.
@@ -538,17 +538,17 @@ class History:
         path = os.path.join(directory, oid[2:])
         try:
             os.utime(path)
-            return None
+            return oid, None
         except FileNotFoundError:
             pass
         except OSError:  # there, but not this user's to touch (a `sudo mem` wrote it): there is enough, as fast-import
-            return None  # takes it (the history lock, not the time, keeps what a running operation needs from gc)
+            return oid, None  # takes it (the history lock, not the time, keeps what a running operation needs from gc)
         os.makedirs(directory, exist_ok=True)  # a durable object's caller fsyncs objects/ too (_store)
         tmp = os.path.join(directory, f"tmp_obj_{os.urandom(6).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
         # zlib level 1: git's core.looseCompression default, best speed
         fill_and_rename(fd, tmp, path, zlib.compress(raw, 1), durable=durable)
-        return directory
+        return oid, directory
 
     def _stage(self, states: dict[str, tuple[str | None, int | None]]) -> None:
         """Set the recorded state of each path to (oid, mode); (None, None) removes it."""
@@ -603,15 +603,13 @@ class History:
     def _mktree(self, tree: list[tuple[str, str]]) -> str:
         """A tree of (name, blob oid), its entries in git's order (names hold no '/': byte order); its oid."""
         data = b"".join(b"100644 %s\0%s" % (name.encode(), bytes.fromhex(oid)) for name, oid in sorted(tree))
-        self._loose(b"tree", data, durable=False)
-        return hashlib.sha1(b"tree %d\0" % len(data) + data).hexdigest()
+        return self._loose(b"tree", data, durable=False)[0]
 
     def _commit_tree(self, tree: str, message: str, seconds: int) -> str:
         """A parentless commit of ``tree``, by mem, dated ``seconds`` (UTC), as ``git commit-tree`` makes it; its oid."""
         who = f"mem <mem@localhost> {seconds} +0000"
         data = f"tree {tree}\nauthor {who}\ncommitter {who}\n\n{message}".encode()
-        self._loose(b"commit", data, durable=False)
-        return hashlib.sha1(b"commit %d\0" % len(data) + data).hexdigest()
+        return self._loose(b"commit", data, durable=False)[0]
 
     def _records(self) -> list[tuple[str, Operation]]:
         """(ref, operation) for every recorded operation, newest first (one spawn)."""
@@ -1007,9 +1005,7 @@ class Journal:
         end = None
         try:
             end = os.fstat(fd).st_size
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fsync(fd)
         except BaseException:
             if creating:
